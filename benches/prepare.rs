@@ -1,0 +1,111 @@
+//! `prepare` on long synthetic histories (1k, 10k, 50k messages, ~2 KB each, many
+//! old tool results over the limit): time per call from criterion, and the peak heap
+//! used by one call, measured by a counting allocator and printed beside it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use scratchpad::compact::{CompactConfig, ExtractiveSummariser, estimate_chars, prepare};
+use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
+use scratchpad::store::Store;
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// A user request, then rounds of an assistant call and a ~4 KB tool result, with a
+/// short text exchange every fifth round: about 2 KB a message on average.
+fn synthetic_history(messages: usize) -> Vec<Message> {
+    let mut history = vec![Message::user_text(
+        "Refactor the storage layer and keep the tests green.",
+    )];
+    let mut round = 0;
+    while history.len() < messages {
+        if round % 5 == 4 {
+            history.push(Message::assistant_text(format!("Progress note {round}: ").repeat(8)));
+            history.push(Message::user_text("continue"));
+        } else {
+            let id = format!("toolu_{round:06}");
+            history.push(Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": format!("src/module_{round}.rs")}),
+                }],
+            ));
+            let body = format!("fn item_{round}() {{ /* line of source ✓ */ }}\n").repeat(90);
+            history.push(Message::blocks(
+                Role::User,
+                vec![ContentBlock::ToolResult {
+                    tool_use_id: id,
+                    content: ToolResultContent::Text(body),
+                    is_error: None,
+                }],
+            ));
+        }
+        round += 1;
+    }
+    history.truncate(messages);
+    history
+}
+
+fn bench_prepare(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::new(dir.path());
+    let config = CompactConfig::default();
+    let mut group = c.benchmark_group("prepare");
+    group.sample_size(10);
+    for size in [1_000, 10_000, 50_000] {
+        let history = synthetic_history(size);
+        let chars = estimate_chars(&history);
+
+        let baseline = CURRENT.load(Ordering::Relaxed);
+        let input = history.clone();
+        let with_input = CURRENT.load(Ordering::Relaxed);
+        PEAK.store(with_input, Ordering::Relaxed);
+        let prepared = prepare(input, "Refactor", &config, &store, &mut ExtractiveSummariser);
+        let peak = PEAK.load(Ordering::Relaxed) - baseline;
+        let history_bytes = with_input - baseline;
+        println!(
+            "prepare/{size}: history {} messages, {:.1} MB ({chars} chars); peak heap during prepare {:.1} MB = {:.2}x the history; {} events, {} messages after",
+            history.len(),
+            history_bytes as f64 / 1e6,
+            peak as f64 / 1e6,
+            peak as f64 / history_bytes as f64,
+            prepared.events.len(),
+            prepared.messages.len(),
+        );
+        drop(prepared);
+
+        group.bench_function(format!("{size}_messages"), |b| {
+            b.iter_batched(
+                || history.clone(),
+                |input| prepare(input, "Refactor", &config, &store, &mut ExtractiveSummariser),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_prepare);
+criterion_main!(benches);

@@ -1,0 +1,3 @@
+//! Headless subcommands that work on recorded histories.
+
+pub mod compact;

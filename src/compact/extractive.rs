@@ -1,0 +1,154 @@
+//! A summariser that needs no model: it extracts the goal, the user's requests, the
+//! files and commands the tools touched and the last assistant note. Used by the
+//! offline demo model and by `scratchpad compact --summary-stub`; deterministic.
+
+use serde_json::Value;
+
+use super::markers::prefix_chars;
+use super::{Summariser, SummaryError, SummaryRequest};
+use crate::message::{ContentBlock, Role, is_user_prompt};
+
+pub struct ExtractiveSummariser;
+
+const LIST_LIMIT: usize = 10;
+
+impl Summariser for ExtractiveSummariser {
+    fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        let messages = request.messages;
+        let prompts: Vec<String> = messages
+            .iter()
+            .filter(|m| is_user_prompt(m))
+            .map(|m| one_line(&m.text(), 200))
+            .filter(|text| !text.is_empty())
+            .collect();
+        let mut files: Vec<String> = Vec::new();
+        let mut commands: Vec<String> = Vec::new();
+        let mut calls = 0;
+        let mut errors = 0;
+        for block in messages.iter().flat_map(|m| m.block_slice()) {
+            match block {
+                ContentBlock::ToolUse { input, .. } => {
+                    calls += 1;
+                    for key in ["path", "file_path", "pattern"] {
+                        if let Some(Value::String(path)) = input.get(key)
+                            && !files.contains(path)
+                        {
+                            files.push(path.clone());
+                        }
+                    }
+                    if let Some(Value::String(command)) = input.get("command") {
+                        commands.push(one_line(command, 120));
+                    }
+                }
+                ContentBlock::ToolResult {
+                    is_error: Some(true), ..
+                } => errors += 1,
+                _ => {}
+            }
+        }
+        let last_note = messages
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| one_line(&m.text(), 500))
+            .find(|text| !text.is_empty());
+
+        let mut out = String::from("Extractive summary (made offline; no model was asked).\n");
+        out.push_str(&format!(
+            "Goal: {}\n",
+            prompts.first().map_or("(no user request found)", String::as_str)
+        ));
+        push_list(&mut out, "User requests", &prompts);
+        push_list(&mut out, "Files touched", &files);
+        push_list(&mut out, "Commands run", &commands);
+        out.push_str(&format!("Tool calls: {calls}, of which failed: {errors}\n"));
+        if let Some(note) = last_note {
+            out.push_str(&format!("Last assistant note: {note}\n"));
+        }
+        out.push_str(&format!("Messages summarised: {}", messages.len()));
+        Ok(out)
+    }
+}
+
+fn push_list(out: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let shown = &items[items.len().saturating_sub(LIST_LIMIT)..];
+    let hidden = items.len() - shown.len();
+    out.push_str(&format!("{title} ({}):\n", items.len()));
+    if hidden > 0 {
+        out.push_str(&format!("- ... {hidden} earlier\n"));
+    }
+    for item in shown {
+        out.push_str(&format!("- {item}\n"));
+    }
+}
+
+fn one_line(text: &str, limit: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > limit {
+        format!("{}…", prefix_chars(&flat, limit))
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Message, ToolResultContent};
+
+    #[test]
+    fn extracts_goal_files_commands_and_errors() {
+        let messages = vec![
+            Message::user_text("Refactor   the\nparser"),
+            Message::blocks(
+                Role::Assistant,
+                vec![
+                    ContentBlock::Text {
+                        text: "Reading it.".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "a".into(),
+                        name: "read_file".into(),
+                        input: serde_json::json!({"path": "src/parser.rs"}),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "b".into(),
+                        name: "bash".into(),
+                        input: serde_json::json!({"command": "cargo test"}),
+                    },
+                ],
+            ),
+            Message::blocks(
+                Role::User,
+                vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "a".into(),
+                        content: ToolResultContent::Text("fn parse()".into()),
+                        is_error: None,
+                    },
+                    ContentBlock::ToolResult {
+                        tool_use_id: "b".into(),
+                        content: ToolResultContent::Text("failed".into()),
+                        is_error: Some(true),
+                    },
+                ],
+            ),
+        ];
+        let request = SummaryRequest {
+            instructions: String::new(),
+            history_text: String::new(),
+            messages: &messages,
+        };
+        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        assert_eq!(
+            summary,
+            "Extractive summary (made offline; no model was asked).\nGoal: Refactor the parser\n\
+             User requests (1):\n- Refactor the parser\nFiles touched (1):\n- src/parser.rs\n\
+             Commands run (1):\n- cargo test\nTool calls: 2, of which failed: 1\n\
+             Last assistant note: Reading it.\nMessages summarised: 3"
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! The texts compaction leaves in the history in place of what it moved to disk, and
+//! the parsers that read them back (so a second pass reuses a saved path instead of
+//! saving a preview as if it were the original).
+
+use crate::message::ToolResultContent;
+use crate::store::{Store, StoreError};
+
+const PERSISTED_OPEN: &str = "<persisted-output>\n";
+const PERSISTED_CLOSE: &str = "\n</persisted-output>";
+const CLEARED_PREFIX: &str = "[Earlier tool result saved at ";
+pub const COMPACTED_TAG: &str = "[Compacted]";
+
+/// The first `limit` characters of `text`.
+pub fn prefix_chars(text: &str, limit: usize) -> &str {
+    match text.char_indices().nth(limit) {
+        Some((byte, _)) => &text[..byte],
+        None => text,
+    }
+}
+
+/// A `<persisted-output>` block: the path of the full text and a preview of it.
+pub fn persisted_output(path: &str, original_chars: usize, preview: &str) -> String {
+    let shown = preview.chars().count();
+    format!(
+        "{PERSISTED_OPEN}Output too large ({original_chars} chars). Full output saved to: {path}\n\
+         Preview (first {shown} chars):\n{preview}{PERSISTED_CLOSE}"
+    )
+}
+
+pub struct PersistedOutput<'a> {
+    pub path: &'a str,
+    pub original_chars: usize,
+    pub preview: &'a str,
+}
+
+pub fn parse_persisted_output(text: &str) -> Option<PersistedOutput<'_>> {
+    let body = text.strip_prefix(PERSISTED_OPEN)?.strip_suffix(PERSISTED_CLOSE)?;
+    let (first, rest) = body.split_once('\n')?;
+    let first = first.strip_prefix("Output too large (")?;
+    let (count, path) = first.split_once(" chars). Full output saved to: ")?;
+    let (_, preview) = rest.split_once(" chars):\n")?;
+    Some(PersistedOutput {
+        path,
+        original_chars: count.parse().ok()?,
+        preview,
+    })
+}
+
+/// The reference micro_compact leaves for an old result.
+pub fn cleared_reference(path: &str) -> String {
+    format!("{CLEARED_PREFIX}{path}]")
+}
+
+pub fn parse_cleared_reference(text: &str) -> Option<&str> {
+    text.strip_prefix(CLEARED_PREFIX)?.strip_suffix(']')
+}
+
+/// The message snip_compact puts where the archived messages were.
+pub fn archive_marker(count: usize, path: &str) -> String {
+    format!("[{count} messages archived at {path}]")
+}
+
+pub fn parse_archive_marker(text: &str) -> Option<(usize, &str)> {
+    let body = text.strip_prefix('[')?.strip_suffix(']')?;
+    let (count, path) = body.split_once(" messages archived at ")?;
+    Some((count.parse().ok()?, path))
+}
+
+/// The path a shortened result already points to, when that path is trusted.
+pub fn saved_path(store: &Store, content: &ToolResultContent) -> Option<String> {
+    let text = content.as_str()?;
+    let path = parse_persisted_output(text)
+        .map(|block| block.path)
+        .or_else(|| parse_cleared_reference(text))?;
+    store.trusted_path(path)
+}
+
+/// Make sure the full text of a result is on disk and return its path: the path it
+/// already names if trusted, else a new file holding the content as it stands.
+pub fn ensure_saved(store: &Store, tool_use_id: &str, content: &ToolResultContent) -> Result<String, StoreError> {
+    match saved_path(store, content) {
+        Some(path) => Ok(path),
+        None => store.save_tool_result(tool_use_id, &content.full_text()),
+    }
+}
+
+pub fn is_cleared(content: &ToolResultContent) -> bool {
+    content
+        .as_str()
+        .is_some_and(|text| parse_cleared_reference(text).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_parse_back() {
+        let block = persisted_output(".task_outputs/tool-results/t.txt", 40_000, "line1\nline2");
+        let parsed = parse_persisted_output(&block).unwrap();
+        assert_eq!(parsed.path, ".task_outputs/tool-results/t.txt");
+        assert_eq!(parsed.original_chars, 40_000);
+        assert_eq!(parsed.preview, "line1\nline2");
+        assert_eq!(parse_cleared_reference(&cleared_reference("p/x.txt")), Some("p/x.txt"));
+        assert_eq!(
+            parse_archive_marker(&archive_marker(37, ".transcripts/a.jsonl")),
+            Some((37, ".transcripts/a.jsonl"))
+        );
+        assert_eq!(parse_archive_marker("[hello]"), None);
+        assert!(parse_persisted_output("<persisted-output>\nnope\n</persisted-output>").is_none());
+    }
+
+    #[test]
+    fn prefix_respects_characters() {
+        assert_eq!(prefix_chars("ééé", 2), "éé");
+        assert_eq!(prefix_chars("ab", 5), "ab");
+    }
+}

@@ -1,0 +1,287 @@
+//! Stage 3, only above the context limit. First `micro_compact`: old tool results the
+//! model has already seen become a one-line reference to their saved full text, oldest
+//! first, until the estimate reaches the target share of the limit. Then, if still
+//! over, `fit_tool_results`: the largest results of all (seen or not) keep a short
+//! preview and a path.
+
+use super::estimate::{Sizes, json_chars};
+use super::markers::{
+    cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
+};
+use super::pairing::blocks_mut;
+use super::{Context, Stage, StageEvent};
+use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+
+/// (message index, block index) of every tool result in `messages[..end]`, oldest first.
+fn tool_result_positions(messages: &[Message], end: usize) -> Vec<(usize, usize)> {
+    messages[..end]
+        .iter()
+        .enumerate()
+        .flat_map(|(at, message)| {
+            message
+                .block_slice()
+                .iter()
+                .enumerate()
+                .filter(|(_, block)| matches!(block, ContentBlock::ToolResult { .. }))
+                .map(move |(block, _)| (at, block))
+        })
+        .collect()
+}
+
+fn tool_result_mut(messages: &mut [Message], (at, block): (usize, usize)) -> Option<(&str, &mut ToolResultContent)> {
+    match &mut blocks_mut(&mut messages[at])[block] {
+        ContentBlock::ToolResult {
+            tool_use_id, content, ..
+        } => Some((tool_use_id.as_str(), content)),
+        _ => None,
+    }
+}
+
+pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
+    let config = ctx.config;
+    if sizes.total() <= config.context_char_limit {
+        return None;
+    }
+    let target = config.micro_target_chars();
+    let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total());
+    // Seen: answered by an assistant message after them.
+    let seen_end = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
+    let seen = tool_result_positions(messages, seen_end);
+    let old = &seen[..seen.len().saturating_sub(config.micro_keep_recent)];
+    for &position in old {
+        if sizes.total() <= target {
+            break;
+        }
+        let Some((id, content)) = tool_result_mut(messages, position) else {
+            continue;
+        };
+        if is_cleared(content) || content.char_len() <= config.micro_min_chars {
+            continue;
+        }
+        match ensure_saved(ctx.store, id, content) {
+            Ok(path) => {
+                let before = json_chars(content);
+                *content = ToolResultContent::Text(cleared_reference(&path));
+                sizes.adjust(position.0, before, json_chars(content));
+                event.replaced += 1;
+                event.add_path(path);
+            }
+            Err(error) => event.errors.push(error.to_string()),
+        }
+    }
+    event.finish(messages.len(), sizes.total())
+}
+
+pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
+    let config = ctx.config;
+    if sizes.total() <= config.context_char_limit {
+        return None;
+    }
+    let mut event = StageEvent::start(Stage::FitToolResults, messages.len(), sizes.total());
+    let mut candidates: Vec<((usize, usize), usize)> = tool_result_positions(messages, messages.len())
+        .into_iter()
+        .filter_map(|position| {
+            let (_, content) = tool_result_mut(messages, position)?;
+            Some((position, json_chars(content)))
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (position, before) in candidates {
+        if sizes.total() <= config.context_char_limit {
+            break;
+        }
+        let Some((id, content)) = tool_result_mut(messages, position) else {
+            continue;
+        };
+        if is_cleared(content) {
+            continue;
+        }
+        let full = content.full_text();
+        let (original_chars, preview) = match parse_persisted_output(&full) {
+            Some(block) => (
+                block.original_chars,
+                prefix_chars(block.preview, config.fit_preview_chars),
+            ),
+            None => (full.chars().count(), prefix_chars(&full, config.fit_preview_chars)),
+        };
+        // Only worth it when the block gets shorter; the path's length is a fair bound.
+        let frame = persisted_output("", original_chars, preview);
+        if json_chars(&frame) + 200 >= before {
+            continue;
+        }
+        match ensure_saved(ctx.store, id, content) {
+            Ok(path) => {
+                let replacement = ToolResultContent::Text(persisted_output(&path, original_chars, preview));
+                let after = json_chars(&replacement);
+                if after < before {
+                    *content = replacement;
+                    sizes.adjust(position.0, before, after);
+                    event.replaced += 1;
+                    event.add_path(path);
+                }
+            }
+            Err(error) => event.errors.push(error.to_string()),
+        }
+    }
+    event.finish(messages.len(), sizes.total())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::CompactConfig;
+    use crate::compact::estimate::estimate_chars;
+    use crate::compact::markers::parse_cleared_reference;
+    use crate::store::Store;
+
+    /// A user prompt, then `n` call/result rounds with results of `size` chars, then
+    /// optionally a final assistant text (making every result seen).
+    fn rounds(sizes_of_results: &[usize], all_seen: bool) -> Vec<Message> {
+        let mut history = vec![Message::user_text("go")];
+        for (i, &n) in sizes_of_results.iter().enumerate() {
+            history.push(Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::ToolUse {
+                    id: format!("t{i}"),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": format!("f{i}")}),
+                }],
+            ));
+            history.push(Message::blocks(
+                Role::User,
+                vec![ContentBlock::ToolResult {
+                    tool_use_id: format!("t{i}"),
+                    content: ToolResultContent::Text("x".repeat(n)),
+                    is_error: None,
+                }],
+            ));
+        }
+        if all_seen {
+            history.push(Message::assistant_text("seen"));
+            history.push(Message::user_text("next"));
+        }
+        history
+    }
+
+    fn result(history: &[Message], i: usize) -> String {
+        match &history[2 + 2 * i].block_slice()[0] {
+            ContentBlock::ToolResult { content, .. } => content.full_text(),
+            _ => unreachable!(),
+        }
+    }
+
+    fn run(
+        stage: fn(&mut [Message], &mut Sizes, &Context<'_>) -> Option<StageEvent>,
+        history: &mut [Message],
+        dir: &std::path::Path,
+    ) -> Option<StageEvent> {
+        let config = CompactConfig::default();
+        let store = Store::new(dir);
+        let ctx = Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(history);
+        let event = stage(history, &mut sizes, &ctx);
+        assert_eq!(sizes.total(), estimate_chars(history));
+        event
+    }
+
+    /// Pad the first result so the whole history is exactly `total` chars.
+    fn with_total(mut history: Vec<Message>, total: usize) -> Vec<Message> {
+        let now = estimate_chars(&history);
+        let extra = total - now;
+        let (_, content) = tool_result_mut(&mut history, (2, 0)).unwrap();
+        let text = content.full_text() + &"y".repeat(extra);
+        *content = ToolResultContent::Text(text);
+        assert_eq!(estimate_chars(&history), total);
+        history
+    }
+
+    #[test]
+    fn at_the_limit_nothing_happens_and_one_over_it_fires() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = with_total(rounds(&[10_000, 10_000, 10_000, 10_000, 5_000], true), 50_000);
+        assert!(run(micro_compact, &mut history, dir.path()).is_none());
+        let mut history = with_total(rounds(&[10_000, 10_000, 10_000, 10_000, 5_000], true), 50_001);
+        let event = run(micro_compact, &mut history, dir.path()).expect("fires");
+        assert_eq!(event.replaced, 1, "one old result brings it under 40,000");
+        let path = parse_cleared_reference(&result(&history, 0))
+            .expect("cleared")
+            .to_string();
+        let saved = std::fs::read_to_string(dir.path().join(&path)).unwrap();
+        assert_eq!(
+            saved.chars().count(),
+            10_000 + (50_001 - estimate_chars(&rounds(&[10_000, 10_000, 10_000, 10_000, 5_000], true)))
+        );
+        assert!(event.chars_after <= 40_000);
+    }
+
+    #[test]
+    fn keeps_the_three_newest_seen_and_all_unseen_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = rounds(&[20_000; 6], false);
+        run(micro_compact, &mut history, dir.path()).expect("fires");
+        // The last result is unseen; of the five seen, the newest three stay.
+        for i in 0..2 {
+            assert!(parse_cleared_reference(&result(&history, i)).is_some(), "result {i}");
+        }
+        for i in 2..6 {
+            assert_eq!(result(&history, i).len(), 20_000, "result {i}");
+        }
+    }
+
+    #[test]
+    fn results_at_the_floor_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sizes = vec![120; 10];
+        sizes.extend([20_000; 3]);
+        let mut history = rounds(&sizes, true);
+        history[0] = Message::user_text("z".repeat(40_000));
+        assert!(run(micro_compact, &mut history, dir.path()).is_none());
+        let mut sizes = vec![121; 10];
+        sizes.extend([20_000; 3]);
+        let mut history = rounds(&sizes, true);
+        history[0] = Message::user_text("z".repeat(40_000));
+        assert_eq!(run(micro_compact, &mut history, dir.path()).unwrap().replaced, 10);
+    }
+
+    #[test]
+    fn a_persisted_result_is_cleared_with_its_existing_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let path = store.save_tool_result("t0", &"x".repeat(90_000)).unwrap();
+        let mut history = rounds(&[10, 20_000, 20_000, 20_000], true);
+        let (_, content) = tool_result_mut(&mut history, (2, 0)).unwrap();
+        *content = ToolResultContent::Text(persisted_output(&path, 90_000, &"x".repeat(2_000)));
+        run(micro_compact, &mut history, dir.path()).expect("fires");
+        assert_eq!(parse_cleared_reference(&result(&history, 0)), Some(path.as_str()));
+        let files = std::fs::read_dir(store.tool_results_dir()).unwrap().count();
+        assert_eq!(files, 1, "the existing file was reused");
+    }
+
+    #[test]
+    fn fit_shortens_the_largest_results_including_unseen_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = rounds(&[5_000, 60_000], false);
+        let event = run(fit_tool_results, &mut history, dir.path()).expect("fires");
+        assert_eq!(event.replaced, 1);
+        assert_eq!(result(&history, 0).len(), 5_000);
+        let block = result(&history, 1);
+        let parsed = parse_persisted_output(&block).unwrap();
+        assert_eq!(parsed.preview.chars().count(), 1_000);
+        assert_eq!(parsed.original_chars, 60_000);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(parsed.path)).unwrap(),
+            "x".repeat(60_000)
+        );
+        assert!(run(fit_tool_results, &mut history, dir.path()).is_none());
+    }
+
+    #[test]
+    fn fit_at_the_limit_does_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = with_total(rounds(&[5_000], false), 50_000);
+        assert!(run(fit_tool_results, &mut history, dir.path()).is_none());
+    }
+}

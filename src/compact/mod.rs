@@ -1,0 +1,274 @@
+//! The compaction pipeline: pure, synchronous and UI-free. It takes messages and
+//! returns messages plus typed events; the only side effects are files written
+//! through the [`Store`](crate::store::Store) before the history refers to them.
+//!
+//! Stages run cheapest and most recoverable first (see [`prepare`]):
+//! 1. [`tool_result_budget`] — persist the largest results of the newest tool batch
+//! 2. [`snip_compact`] — archive the middle of a long history
+//! 3. [`micro_compact`] — clear old seen tool results, then fit the rest
+//! 4. [`compact_history`] — summarise everything into one message
+//!
+//! plus [`reactive_compact`] for when the API refuses a prompt as too long.
+
+pub mod compact_history;
+pub mod estimate;
+pub mod extractive;
+pub mod markers;
+pub mod micro_compact;
+pub mod pairing;
+pub mod prepare;
+pub mod reactive_compact;
+pub mod snip_compact;
+pub mod tool_result_budget;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Message;
+use crate::store::Store;
+
+pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
+pub use estimate::{Sizes, estimate_chars};
+pub use extractive::ExtractiveSummariser;
+pub use prepare::{Prepared, prepare};
+pub use reactive_compact::reactive_compact;
+
+/// Every threshold of the pipeline, in characters of the serialised history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactConfig {
+    /// Stage 1 fires while the newest tool batch holds more than this.
+    pub tool_result_budget_chars: usize,
+    /// Stage 1 persists only results larger than this.
+    pub persist_result_over_chars: usize,
+    /// Preview kept in a `<persisted-output>` block by stage 1.
+    pub persisted_preview_chars: usize,
+    /// Stage 2 fires above this many messages.
+    pub snip_max_messages: usize,
+    /// Messages kept from the start of the history by stage 2.
+    pub snip_keep_head: usize,
+    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it.
+    pub context_char_limit: usize,
+    /// Stage 3 clears old results until the estimate is at or under this share of the limit.
+    pub micro_target_percent: usize,
+    /// Newest seen tool results stage 3 leaves whole.
+    pub micro_keep_recent: usize,
+    /// Stage 3 leaves results of at most this many characters alone.
+    pub micro_min_chars: usize,
+    /// Preview kept by fit_tool_results.
+    pub fit_preview_chars: usize,
+    /// Newest messages reactive compaction keeps verbatim.
+    pub reactive_keep_messages: usize,
+    /// Longest history text handed to the summariser (head quarter + tail).
+    pub summary_input_chars: usize,
+}
+
+impl Default for CompactConfig {
+    fn default() -> Self {
+        CompactConfig {
+            tool_result_budget_chars: 200_000,
+            persist_result_over_chars: 30_000,
+            persisted_preview_chars: 2_000,
+            snip_max_messages: 50,
+            snip_keep_head: 3,
+            context_char_limit: 50_000,
+            micro_target_percent: 80,
+            micro_keep_recent: 3,
+            micro_min_chars: 120,
+            fit_preview_chars: 1_000,
+            reactive_keep_messages: 5,
+            summary_input_chars: 80_000,
+        }
+    }
+}
+
+/// The smallest limit the pipeline accepts: the compacted message's own frame and a
+/// transcript path must fit under it.
+pub const MIN_CONTEXT_CHAR_LIMIT: usize = 2_000;
+
+impl CompactConfig {
+    /// Check the relations between fields; the message names the offending key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.context_char_limit < MIN_CONTEXT_CHAR_LIMIT {
+            return Err(format!(
+                "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
+                self.context_char_limit
+            ));
+        }
+        if !(1..=100).contains(&self.micro_target_percent) {
+            return Err(format!(
+                "micro_target_percent must be between 1 and 100, got {}",
+                self.micro_target_percent
+            ));
+        }
+        if self.snip_max_messages < self.snip_keep_head + 2 {
+            return Err(format!(
+                "snip_max_messages ({}) must exceed snip_keep_head ({}) by at least 2",
+                self.snip_max_messages, self.snip_keep_head
+            ));
+        }
+        if self.snip_keep_head == 0 {
+            return Err("snip_keep_head must be at least 1 (the first user message)".into());
+        }
+        if self.persisted_preview_chars >= self.persist_result_over_chars {
+            return Err(format!(
+                "persisted_preview_chars ({}) must be smaller than persist_result_over_chars ({})",
+                self.persisted_preview_chars, self.persist_result_over_chars
+            ));
+        }
+        if self.summary_input_chars < 1_000 {
+            return Err(format!(
+                "summary_input_chars must be at least 1000, got {}",
+                self.summary_input_chars
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn micro_target_chars(&self) -> usize {
+        self.context_char_limit * self.micro_target_percent / 100
+    }
+
+    /// Messages stage 2 keeps from the end: the rest of the budget after the head
+    /// and the archive marker.
+    pub fn snip_keep_tail(&self) -> usize {
+        self.snip_max_messages - self.snip_keep_head - 1
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    ToolResultBudget,
+    SnipCompact,
+    MicroCompact,
+    FitToolResults,
+    CompactHistory,
+    ReactiveCompact,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::ToolResultBudget => "tool_result_budget",
+            Stage::SnipCompact => "snip_compact",
+            Stage::MicroCompact => "micro_compact",
+            Stage::FitToolResults => "fit_tool_results",
+            Stage::CompactHistory => "compact_history",
+            Stage::ReactiveCompact => "reactive_compact",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one stage did, for markers and links in a UI and for the session journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageEvent {
+    pub stage: Stage,
+    pub messages_before: usize,
+    pub messages_after: usize,
+    pub chars_before: usize,
+    pub chars_after: usize,
+    /// Files written or reused for this stage, relative to the workspace.
+    pub paths: Vec<String>,
+    /// How many blocks (or, for history stages, messages) were replaced.
+    pub replaced: usize,
+    /// Failures that left a block or the history unchanged (full disk, summariser error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl StageEvent {
+    fn start(stage: Stage, messages: usize, chars: usize) -> Self {
+        StageEvent {
+            stage,
+            messages_before: messages,
+            messages_after: messages,
+            chars_before: chars,
+            chars_after: chars,
+            paths: Vec::new(),
+            replaced: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    fn finish(mut self, messages: usize, chars: usize) -> Option<Self> {
+        self.messages_after = messages;
+        self.chars_after = chars;
+        (self.replaced > 0 || !self.errors.is_empty()).then_some(self)
+    }
+
+    fn add_path(&mut self, path: String) {
+        if !self.paths.contains(&path) {
+            self.paths.push(path);
+        }
+    }
+
+    /// One line for logs and the headless output, e.g.
+    /// `snip_compact · 37 messages archived · 84.1k → 41.9k chars`.
+    pub fn summary_line(&self) -> String {
+        let what = match self.stage {
+            Stage::ToolResultBudget => format!("{} tool results persisted", self.replaced),
+            Stage::SnipCompact => format!("{} messages archived", self.replaced),
+            Stage::MicroCompact => format!("{} old tool results cleared", self.replaced),
+            Stage::FitToolResults => format!("{} tool results shortened", self.replaced),
+            Stage::CompactHistory | Stage::ReactiveCompact => {
+                format!("{} messages summarised", self.replaced)
+            }
+        };
+        let mut line = format!(
+            "{} · {} · {} → {} chars",
+            self.stage,
+            what,
+            short_count(self.chars_before),
+            short_count(self.chars_after)
+        );
+        for error in &self.errors {
+            line.push_str(" · error: ");
+            line.push_str(error);
+        }
+        line
+    }
+}
+
+/// `84123` → `84.1k`, `1234567` → `1.2M`.
+pub fn short_count(n: usize) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1_000_000.0)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1_000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+/// What the summariser is asked to do.
+#[derive(Clone, Debug)]
+pub struct SummaryRequest<'a> {
+    /// The system instructions: what to record and not to obey the history.
+    pub instructions: String,
+    /// The history rendered as text, capped at `summary_input_chars`.
+    pub history_text: String,
+    /// The messages themselves, for summarisers that work on structure.
+    pub messages: &'a [Message],
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("summary failed: {0}")]
+pub struct SummaryError(pub String);
+
+/// Produces the lossy summary for stage 4 and reactive compaction. The model call
+/// lives in the provider; the pipeline only sees this trait.
+pub trait Summariser {
+    fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError>;
+}
+
+/// Shared by every stage: the thresholds and where files go.
+pub struct Context<'a> {
+    pub config: &'a CompactConfig,
+    pub store: &'a Store,
+}

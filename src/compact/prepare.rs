@@ -1,0 +1,48 @@
+//! `prepare`: runs before every model call, cheapest and most recoverable stage first.
+
+use super::compact_history::compact_history;
+use super::estimate::Sizes;
+use super::micro_compact::{fit_tool_results, micro_compact};
+use super::snip_compact::snip_compact;
+use super::tool_result_budget::tool_result_budget;
+use super::{CompactConfig, Context, StageEvent, Summariser};
+use crate::message::Message;
+use crate::store::Store;
+
+#[derive(Debug)]
+pub struct Prepared {
+    pub messages: Vec<Message>,
+    pub events: Vec<StageEvent>,
+    /// The estimate of `messages` after every stage.
+    pub estimate: usize,
+}
+
+/// Bring `messages` within the configured bounds. `active_request` is the newest user
+/// prompt (tool results travel as user messages too, so it is passed explicitly).
+pub fn prepare(
+    mut messages: Vec<Message>,
+    active_request: &str,
+    config: &CompactConfig,
+    store: &Store,
+    summariser: &mut dyn Summariser,
+) -> Prepared {
+    let ctx = Context { config, store };
+    let mut sizes = Sizes::of(&messages);
+    let mut events = Vec::new();
+    events.extend(tool_result_budget(&mut messages, &mut sizes, &ctx));
+    events.extend(snip_compact(&mut messages, &mut sizes, &ctx));
+    events.extend(micro_compact(&mut messages, &mut sizes, &ctx));
+    events.extend(fit_tool_results(&mut messages, &mut sizes, &ctx));
+    events.extend(compact_history(
+        &mut messages,
+        &mut sizes,
+        active_request,
+        &ctx,
+        summariser,
+    ));
+    Prepared {
+        estimate: sizes.total(),
+        messages,
+        events,
+    }
+}

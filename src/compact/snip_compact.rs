@@ -1,0 +1,143 @@
+//! Stage 2: a history over the message limit keeps its first messages (the task as
+//! first stated) and its newest ones; the middle goes to a transcript on disk and one
+//! marker message names it. The cut never separates a tool call from its result.
+
+use super::estimate::Sizes;
+use super::markers::archive_marker;
+use super::pairing::{head_end, tail_start_forward};
+use super::{Context, Stage, StageEvent};
+use crate::message::Message;
+
+pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
+    let config = ctx.config;
+    if messages.len() <= config.snip_max_messages {
+        return None;
+    }
+    let head = head_end(messages, config.snip_keep_head);
+    let start = tail_start_forward(messages, (messages.len() - config.snip_keep_tail()).max(head));
+    if start <= head {
+        return None;
+    }
+    let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total());
+    match ctx.store.write_transcript(Stage::SnipCompact.name(), messages) {
+        Ok(path) => {
+            let archived = start - head;
+            let marker = [Message::user_text(archive_marker(archived, &path))];
+            messages.splice(head..start, marker.iter().cloned());
+            sizes.splice(head..start, &marker);
+            event.replaced = archived;
+            event.add_path(path);
+        }
+        Err(error) => event.errors.push(error.to_string()),
+    }
+    event.finish(messages.len(), sizes.total())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::CompactConfig;
+    use crate::compact::estimate::estimate_chars;
+    use crate::compact::markers::parse_archive_marker;
+    use crate::compact::pairing::check_pairing;
+    use crate::message::{ContentBlock, Role, ToolResultContent};
+    use crate::store::Store;
+
+    fn chat(n: usize) -> Vec<Message> {
+        (0..n)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Message::user_text(format!("u{i}"))
+                } else {
+                    Message::assistant_text(format!("a{i}"))
+                }
+            })
+            .collect()
+    }
+
+    fn run(history: &mut Vec<Message>, dir: &std::path::Path) -> Option<StageEvent> {
+        let config = CompactConfig::default();
+        let store = Store::new(dir);
+        let ctx = Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(history);
+        let event = snip_compact(history, &mut sizes, &ctx);
+        assert_eq!(sizes.total(), estimate_chars(history));
+        event
+    }
+
+    #[test]
+    fn at_fifty_messages_nothing_happens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = chat(50);
+        assert!(run(&mut history, dir.path()).is_none());
+        assert_eq!(history.len(), 50);
+    }
+
+    #[test]
+    fn at_fifty_one_the_middle_is_archived_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = chat(51);
+        let mut history = original.clone();
+        let event = run(&mut history, dir.path()).expect("fires");
+        assert_eq!(history.len(), 50);
+        assert_eq!(history[..3], original[..3]);
+        assert_eq!(history[4..], original[5..]);
+        let (count, path) = parse_archive_marker(match &history[3].content {
+            crate::message::Content::Text(text) => text,
+            _ => unreachable!(),
+        })
+        .expect("marker");
+        assert_eq!(count, 2);
+        assert_eq!(event.replaced, 2);
+        assert_eq!(event.paths, vec![path.to_string()]);
+        let lines: Vec<Message> = std::fs::read_to_string(dir.path().join(path))
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines, original);
+        assert!(run(&mut history, dir.path()).is_none(), "idempotent");
+    }
+
+    #[test]
+    fn never_splits_a_call_from_its_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = vec![Message::user_text("go")];
+        for i in 0..30 {
+            history.push(Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::ToolUse {
+                    id: format!("t{i}"),
+                    name: "bash".into(),
+                    input: serde_json::json!({}),
+                }],
+            ));
+            history.push(Message::blocks(
+                Role::User,
+                vec![ContentBlock::ToolResult {
+                    tool_use_id: format!("t{i}"),
+                    content: ToolResultContent::Text("ok".into()),
+                    is_error: None,
+                }],
+            ));
+        }
+        run(&mut history, dir.path()).expect("fires");
+        assert!(history.len() <= 50);
+        assert_eq!(check_pairing(&history), Ok(()));
+        assert!(run(&mut history, dir.path()).is_none());
+    }
+
+    #[test]
+    fn a_failed_transcript_write_archives_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".transcripts"), "in the way").unwrap();
+        let original = chat(60);
+        let mut history = original.clone();
+        let event = run(&mut history, dir.path()).expect("reports");
+        assert_eq!(event.errors.len(), 1);
+        assert_eq!(history, original);
+    }
+}

@@ -1,0 +1,180 @@
+//! Stage 1: the newest tool batch may not exceed its budget. While it does, its
+//! largest results over the per-result threshold are saved whole and replaced by a
+//! `<persisted-output>` block with the path and a preview.
+
+use super::estimate::{Sizes, json_chars};
+use super::markers::{ensure_saved, parse_cleared_reference, parse_persisted_output, persisted_output, prefix_chars};
+use super::pairing::blocks_mut;
+use super::{Context, Stage, StageEvent};
+use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+
+pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
+    let config = ctx.config;
+    let index = messages.iter().rposition(|m| m.role == Role::User)?;
+    if !messages[index].has_tool_result() {
+        return None;
+    }
+    let mut event = StageEvent::start(Stage::ToolResultBudget, messages.len(), sizes.total());
+    let blocks = blocks_mut(&mut messages[index]);
+    let mut lengths: Vec<(usize, usize)> = blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(at, block)| match block {
+            ContentBlock::ToolResult { content, .. } => Some((at, content.char_len())),
+            _ => None,
+        })
+        .collect();
+    let mut total: usize = lengths.iter().map(|&(_, len)| len).sum();
+    if total <= config.tool_result_budget_chars {
+        return None;
+    }
+    // Largest first; equal sizes keep their order so the outcome is deterministic.
+    lengths.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (at, len) in lengths {
+        if total <= config.tool_result_budget_chars || len <= config.persist_result_over_chars {
+            break;
+        }
+        let ContentBlock::ToolResult {
+            tool_use_id, content, ..
+        } = &mut blocks[at]
+        else {
+            continue;
+        };
+        let already_short = content
+            .as_str()
+            .is_some_and(|text| parse_persisted_output(text).is_some() || parse_cleared_reference(text).is_some());
+        if already_short {
+            continue;
+        }
+        match ensure_saved(ctx.store, tool_use_id, content) {
+            Ok(path) => {
+                let full = content.full_text();
+                let block = persisted_output(&path, len, prefix_chars(&full, config.persisted_preview_chars));
+                let old = json_chars(content);
+                let new_len = block.chars().count();
+                *content = ToolResultContent::Text(block);
+                sizes.adjust(index, old, json_chars(content));
+                total = total - len + new_len;
+                event.replaced += 1;
+                event.add_path(path);
+            }
+            Err(error) => event.errors.push(error.to_string()),
+        }
+    }
+    event.finish(messages.len(), sizes.total())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::CompactConfig;
+    use crate::compact::estimate::estimate_chars;
+    use crate::compact::markers::parse_persisted_output;
+    use crate::store::Store;
+
+    fn batch(sizes: &[usize]) -> Vec<Message> {
+        let calls = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, _)| ContentBlock::ToolUse {
+                id: format!("t{i}"),
+                name: "bash".into(),
+                input: serde_json::json!({}),
+            })
+            .collect();
+        let results = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| ContentBlock::ToolResult {
+                tool_use_id: format!("t{i}"),
+                content: ToolResultContent::Text(char::from(b'a' + i as u8).to_string().repeat(n)),
+                is_error: None,
+            })
+            .collect();
+        vec![
+            Message::user_text("go"),
+            Message::blocks(Role::Assistant, calls),
+            Message::blocks(Role::User, results),
+        ]
+    }
+
+    fn run(history: &mut [Message], dir: &std::path::Path) -> Option<StageEvent> {
+        let config = CompactConfig::default();
+        let store = Store::new(dir);
+        let ctx = Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(history);
+        let event = tool_result_budget(history, &mut sizes, &ctx);
+        assert_eq!(sizes.total(), estimate_chars(history));
+        event
+    }
+
+    fn result_text(history: &[Message], at: usize) -> String {
+        match &history[2].block_slice()[at] {
+            ContentBlock::ToolResult { content, .. } => content.full_text(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn at_the_budget_nothing_happens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = batch(&[100_000, 100_000]);
+        let before = history.clone();
+        assert!(run(&mut history, dir.path()).is_none());
+        assert_eq!(history, before);
+    }
+
+    #[test]
+    fn just_over_the_budget_the_largest_is_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = batch(&[100_000, 100_001]);
+        let event = run(&mut history, dir.path()).expect("fires");
+        assert_eq!(event.replaced, 1);
+        assert_eq!(result_text(&history, 0), "a".repeat(100_000));
+        let block = result_text(&history, 1);
+        let parsed = parse_persisted_output(&block).expect("persisted block");
+        assert_eq!(parsed.preview, "b".repeat(2_000));
+        let saved = std::fs::read_to_string(dir.path().join(parsed.path)).unwrap();
+        assert_eq!(saved, "b".repeat(100_001));
+        assert_eq!(event.paths, vec![parsed.path.to_string()]);
+    }
+
+    #[test]
+    fn results_at_the_per_result_threshold_are_never_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = batch(&[30_000; 7]);
+        assert!(run(&mut history, dir.path()).is_none());
+        let mut history = batch(&[30_001, 30_000, 30_000, 30_000, 30_000, 30_000, 30_000]);
+        let event = run(&mut history, dir.path()).expect("fires");
+        assert_eq!(event.replaced, 1);
+    }
+
+    #[test]
+    fn only_the_newest_batch_counts_and_a_second_run_is_a_no_op() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = batch(&[150_000, 150_000]);
+        history.push(Message::assistant_text("done"));
+        history.push(Message::user_text("next"));
+        assert!(run(&mut history, dir.path()).is_none());
+        let mut history = batch(&[150_000, 150_000]);
+        assert_eq!(run(&mut history, dir.path()).unwrap().replaced, 1);
+        let after = history.clone();
+        assert!(run(&mut history, dir.path()).is_none());
+        assert_eq!(history, after);
+    }
+
+    #[test]
+    fn a_write_failure_leaves_the_block_whole_and_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".task_outputs"), "not a folder").unwrap();
+        let mut history = batch(&[250_000]);
+        let before = history.clone();
+        let event = run(&mut history, dir.path()).expect("reports");
+        assert_eq!(event.replaced, 0);
+        assert_eq!(event.errors.len(), 1);
+        assert_eq!(history, before);
+    }
+}

@@ -1,0 +1,319 @@
+//! Where compaction puts what it takes out of the context: `.transcripts/` for whole
+//! histories and `.task_outputs/tool-results/` for single tool outputs, both rooted in
+//! the workspace.
+//!
+//! Every file is written completely to a temporary name, flushed to disk and renamed
+//! before its path is returned, so the history never names a file that is missing or
+//! half written. Files are private to the user (mode 0600).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Component, Path, PathBuf};
+
+use crate::message::Message;
+
+pub const TRANSCRIPTS_DIR: &str = ".transcripts";
+pub const TOOL_RESULTS_DIR: &str = ".task_outputs/tool-results";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("cannot serialise the history: {0}")]
+    Serialise(#[from] serde_json::Error),
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    workspace: PathBuf,
+    durable: bool,
+}
+
+impl Store {
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Store {
+            workspace: workspace.into(),
+            durable: true,
+        }
+    }
+
+    /// Skip the fsync before rename. Only for throwaway directories (benchmarks of the
+    /// pure pipeline); a real session keeps the default.
+    pub fn without_fsync(mut self) -> Self {
+        self.durable = false;
+        self
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.workspace.join(TRANSCRIPTS_DIR)
+    }
+
+    pub fn tool_results_dir(&self) -> PathBuf {
+        self.workspace.join(TOOL_RESULTS_DIR)
+    }
+
+    /// Write the whole history as JSONL (one message a line) and return its path
+    /// relative to the workspace. The name carries the stage and the time, so names
+    /// sort by age; a counter keeps names from one process unique.
+    pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
+        let dir = self.transcripts_dir();
+        let temp = self.temp_path(&dir, "transcript")?;
+        let write = |file: File| -> Result<(), StoreError> {
+            let mut writer = BufWriter::with_capacity(1 << 17, file);
+            for message in messages {
+                serde_json::to_writer(&mut writer, message)?;
+                writer
+                    .write_all(b"\n")
+                    .map_err(|source| self.write_error(&temp, source))?;
+            }
+            let file = writer
+                .into_inner()
+                .map_err(|error| self.write_error(&temp, error.into_error()))?;
+            self.finish(&file, &temp)
+        };
+        let file = self.create_private(&temp)?;
+        write(file).inspect_err(|_| {
+            let _ = fs::remove_file(&temp);
+        })?;
+        let name = unique_transcript_name(stage);
+        self.commit(&temp, &dir.join(&name))?;
+        Ok(format!("{TRANSCRIPTS_DIR}/{name}"))
+    }
+
+    /// Save one tool result's full text under a name derived from its tool_use id.
+    /// An existing file with the same content is reused; a different one is never
+    /// overwritten.
+    pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
+        let dir = self.tool_results_dir();
+        let safe = safe_file_stem(tool_use_id);
+        let mut name = format!("{safe}.txt");
+        for n in 2.. {
+            match fs::read(dir.join(&name)) {
+                Ok(existing) if existing == text.as_bytes() => {
+                    return Ok(format!("{TOOL_RESULTS_DIR}/{name}"));
+                }
+                Ok(_) => name = format!("{safe}-{n}.txt"),
+                Err(_) => break,
+            }
+        }
+        let temp = self.temp_path(&dir, &safe)?;
+        let result = self.create_private(&temp).and_then(|mut file| {
+            file.write_all(text.as_bytes())
+                .map_err(|source| self.write_error(&temp, source))?;
+            self.finish(&file, &temp)
+        });
+        if let Err(error) = result {
+            let _ = fs::remove_file(&temp);
+            return Err(error);
+        }
+        self.commit(&temp, &dir.join(&name))?;
+        Ok(format!("{TOOL_RESULTS_DIR}/{name}"))
+    }
+
+    /// A path read back from a marker in the history is trusted only when it names an
+    /// existing file inside one of the store's folders (no `..`, no symlink out).
+    pub fn trusted_path(&self, path: &str) -> Option<String> {
+        let candidate = Path::new(path);
+        let absolute = if candidate.is_absolute() {
+            candidate.to_path_buf()
+        } else {
+            self.workspace.join(candidate)
+        };
+        let resolved = absolute.canonicalize().ok()?;
+        if !resolved.is_file() {
+            return None;
+        }
+        let workspace = self.workspace.canonicalize().ok()?;
+        [TRANSCRIPTS_DIR, TOOL_RESULTS_DIR].iter().find_map(|dir| {
+            let root = workspace.join(dir);
+            let relative = resolved.strip_prefix(&root).ok()?;
+            let clean = relative.components().all(|c| matches!(c, Component::Normal(_)));
+            clean.then(|| format!("{dir}/{}", relative.display()))
+        })
+    }
+
+    /// Resolve a store-relative path (as returned by the writers) to an absolute one.
+    pub fn resolve(&self, relative: &str) -> PathBuf {
+        self.workspace.join(relative)
+    }
+
+    fn temp_path(&self, dir: &Path, stem: &str) -> Result<PathBuf, StoreError> {
+        create_private_dir(dir).map_err(|source| self.write_error(dir, source))?;
+        let unique = format!(
+            ".{stem}.{}.{}.tmp",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        Ok(dir.join(unique))
+    }
+
+    fn create_private(&self, path: &Path) -> Result<File, StoreError> {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        options.open(path).map_err(|source| self.write_error(path, source))
+    }
+
+    fn finish(&self, file: &File, path: &Path) -> Result<(), StoreError> {
+        if self.durable {
+            file.sync_all().map_err(|source| self.write_error(path, source))?;
+        }
+        Ok(())
+    }
+
+    fn commit(&self, temp: &Path, target: &Path) -> Result<(), StoreError> {
+        fs::rename(temp, target).map_err(|source| {
+            let _ = fs::remove_file(temp);
+            self.write_error(target, source)
+        })?;
+        if self.durable
+            && let Some(parent) = target.parent()
+            && let Ok(dir) = File::open(parent)
+        {
+            // Make the rename itself durable; a failure here leaves a complete file.
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+
+    fn write_error(&self, path: &Path, source: io::Error) -> StoreError {
+        StoreError::Write {
+            path: path.strip_prefix(&self.workspace).unwrap_or(path).to_path_buf(),
+            source,
+        }
+    }
+}
+
+static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// A tool_use id made safe as a file name: anything but ASCII letters, digits, `-`
+/// and `_` becomes `_`, and the length is bounded.
+pub fn safe_file_stem(id: &str) -> String {
+    let mut stem: String = id
+        .chars()
+        .take(96)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if stem.is_empty() {
+        stem.push_str("unnamed");
+    }
+    stem
+}
+
+fn unique_transcript_name(stage: &str) -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis());
+    let sequence = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("transcript_{stage}_{millis}_{}_{sequence}.jsonl", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_is_jsonl_with_a_unique_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let history = vec![Message::user_text("a"), Message::assistant_text("b\nc")];
+        let path = store.write_transcript("snip_compact", &history).unwrap();
+        assert!(path.starts_with(".transcripts/transcript_snip_compact_"));
+        let text = fs::read_to_string(store.resolve(&path)).unwrap();
+        assert_eq!(
+            text,
+            "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\\nc\"}\n"
+        );
+        let second = store.write_transcript("snip_compact", &history).unwrap();
+        assert_ne!(second, path);
+        let names: Vec<_> = fs::read_dir(store.transcripts_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp files remain: {names:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let path = store.save_tool_result("toolu_1", "x").unwrap();
+        let mode = fs::metadata(store.resolve(&path)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn tool_results_reuse_identical_files_and_never_overwrite_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let first = store.save_tool_result("../evil/id", "one").unwrap();
+        assert_eq!(first, ".task_outputs/tool-results/___evil_id.txt");
+        assert_eq!(store.save_tool_result("../evil/id", "one").unwrap(), first);
+        let second = store.save_tool_result("../evil/id", "two").unwrap();
+        assert_eq!(second, ".task_outputs/tool-results/___evil_id-2.txt");
+        assert_eq!(fs::read_to_string(store.resolve(&first)).unwrap(), "one");
+        assert_eq!(fs::read_to_string(store.resolve(&second)).unwrap(), "two");
+    }
+
+    #[test]
+    fn write_failure_is_an_error_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be: creating the folder fails even as root.
+        fs::write(dir.path().join(".task_outputs"), "in the way").unwrap();
+        let store = Store::new(dir.path());
+        let error = store.save_tool_result("t", "x").unwrap_err();
+        assert!(error.to_string().contains(".task_outputs"), "{error}");
+        fs::write(dir.path().join(".transcripts"), "in the way").unwrap();
+        assert!(store.write_transcript("snip_compact", &[]).is_err());
+    }
+
+    #[test]
+    fn only_paths_inside_the_store_are_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let saved = store.save_tool_result("t1", "x").unwrap();
+        assert_eq!(store.trusted_path(&saved).as_deref(), Some(saved.as_str()));
+        let absolute = store.resolve(&saved);
+        assert_eq!(
+            store.trusted_path(absolute.to_str().unwrap()).as_deref(),
+            Some(saved.as_str())
+        );
+        fs::write(dir.path().join("outside.txt"), "x").unwrap();
+        assert_eq!(store.trusted_path("outside.txt"), None);
+        assert_eq!(store.trusted_path(".task_outputs/tool-results/../../outside.txt"), None);
+        assert_eq!(store.trusted_path("/etc/passwd"), None);
+        assert_eq!(store.trusted_path(".task_outputs/tool-results/missing.txt"), None);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/etc/hostname", store.tool_results_dir().join("link.txt")).unwrap();
+            assert_eq!(store.trusted_path(".task_outputs/tool-results/link.txt"), None);
+        }
+    }
+}

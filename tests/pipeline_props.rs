@@ -1,0 +1,276 @@
+//! Property tests: the invariants of `prepare` on random histories.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use scratchpad::compact::markers::{parse_archive_marker, parse_cleared_reference, parse_persisted_output};
+use scratchpad::compact::pairing::check_pairing;
+use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Stage, estimate_chars, prepare};
+use scratchpad::message::{Content, ContentBlock, Message, Role, ToolResultContent};
+use scratchpad::store::Store;
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[a-zé✓🦀 \n\"\\\\]{0,40}",
+        1 => ("[a-z✓🦀\n]{1,8}", 200usize..6_000).prop_map(|(unit, len)| unit.repeat(len / unit.chars().count().max(1))),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Turn {
+    Chat(String, String),
+    Tools {
+        note: Option<String>,
+        results: Vec<(String, bool)>,
+        user_text: Option<String>,
+    },
+    Marker,
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    prop_oneof![
+        2 => (text(), text()).prop_map(|(a, u)| Turn::Chat(a, u)),
+        4 => (
+            proptest::option::of(text()),
+            proptest::collection::vec((text(), proptest::bool::weighted(0.1)), 1..5),
+            proptest::option::weighted(0.2, text()),
+        )
+            .prop_map(|(note, results, user_text)| Turn::Tools { note, results, user_text }),
+        1 => Just(Turn::Marker),
+    ]
+}
+
+fn history() -> impl Strategy<Value = Vec<Message>> {
+    (
+        text(),
+        proptest::collection::vec(turn(), 0..40),
+        proptest::bool::weighted(0.2),
+    )
+        .prop_map(|(first, turns, open_call)| {
+            let mut messages = vec![Message::user_text(format!("task: {first}"))];
+            let mut next_id = 0;
+            for turn in turns {
+                match turn {
+                    Turn::Chat(assistant, user) => {
+                        messages.push(Message::assistant_text(assistant));
+                        messages.push(Message::user_text(user));
+                    }
+                    Turn::Marker => {
+                        messages.push(Message::assistant_text("ok"));
+                        messages.push(Message::user_text(
+                            "[12 messages archived at .transcripts/transcript_old.jsonl]",
+                        ));
+                    }
+                    Turn::Tools {
+                        note,
+                        results,
+                        user_text,
+                    } => {
+                        let mut calls = Vec::new();
+                        let mut answers = Vec::new();
+                        if let Some(note) = note {
+                            calls.push(ContentBlock::Text { text: note });
+                        }
+                        for (output, failed) in results {
+                            let id = format!("toolu_{next_id:04}");
+                            next_id += 1;
+                            calls.push(ContentBlock::ToolUse {
+                                id: id.clone(),
+                                name: "bash".into(),
+                                input: serde_json::json!({"command": format!("cat file{next_id}")}),
+                            });
+                            answers.push(ContentBlock::ToolResult {
+                                tool_use_id: id,
+                                content: ToolResultContent::Text(output),
+                                is_error: failed.then_some(true),
+                            });
+                        }
+                        if let Some(user_text) = user_text {
+                            answers.push(ContentBlock::Text { text: user_text });
+                        }
+                        messages.push(Message::blocks(Role::Assistant, calls));
+                        messages.push(Message::blocks(Role::User, answers));
+                    }
+                }
+            }
+            if open_call {
+                messages.push(Message::blocks(
+                    Role::Assistant,
+                    vec![ContentBlock::ToolUse {
+                        id: "toolu_open".into(),
+                        name: "glob".into(),
+                        input: serde_json::json!({"pattern": "**/*.rs"}),
+                    }],
+                ));
+            }
+            messages
+        })
+}
+
+/// Thresholds scaled down so random histories of a few hundred KB cross all of them.
+fn small_config() -> CompactConfig {
+    CompactConfig {
+        tool_result_budget_chars: 9_000,
+        persist_result_over_chars: 3_000,
+        persisted_preview_chars: 300,
+        snip_max_messages: 20,
+        snip_keep_head: 3,
+        context_char_limit: 12_000,
+        micro_target_percent: 80,
+        micro_keep_recent: 3,
+        micro_min_chars: 120,
+        fit_preview_chars: 150,
+        reactive_keep_messages: 5,
+        summary_input_chars: 4_000,
+    }
+}
+
+fn originals(messages: &[Message]) -> HashMap<String, String> {
+    messages
+        .iter()
+        .flat_map(|m| m.block_slice())
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } => Some((tool_use_id.clone(), content.full_text())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn count_files(dir: &Path) -> usize {
+    [".transcripts", ".task_outputs/tool-results"]
+        .iter()
+        .map(|sub| std::fs::read_dir(dir.join(sub)).map_or(0, |entries| entries.count()))
+        .sum()
+}
+
+fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path());
+    let before = originals(&input);
+    let prepared = prepare(
+        input.clone(),
+        "the active request",
+        config,
+        &store,
+        &mut ExtractiveSummariser,
+    );
+    let out = &prepared.messages;
+
+    prop_assert_eq!(check_pairing(out), Ok(()));
+    prop_assert_eq!(out.first().map(|m| m.role), Some(Role::User));
+    prop_assert_eq!(prepared.estimate, estimate_chars(out));
+    if prepared
+        .events
+        .iter()
+        .any(|e| e.stage == Stage::CompactHistory && e.replaced > 0)
+    {
+        prop_assert!(
+            prepared.estimate <= config.context_char_limit,
+            "{} > limit",
+            prepared.estimate
+        );
+    }
+    for event in &prepared.events {
+        prop_assert!(event.errors.is_empty(), "{:?}", event.errors);
+        for path in &event.paths {
+            prop_assert!(
+                store.trusted_path(path).is_some(),
+                "written path {path} exists in the store"
+            );
+        }
+    }
+
+    // Every shortened result names a file holding its original text, byte for byte;
+    // every other result is untouched.
+    for block in out.iter().flat_map(|m| m.block_slice()) {
+        if let ContentBlock::ToolResult {
+            tool_use_id, content, ..
+        } = block
+        {
+            let text = content.full_text();
+            let original = &before[tool_use_id];
+            let path = parse_persisted_output(&text)
+                .map(|p| p.path.to_string())
+                .or_else(|| parse_cleared_reference(&text).map(str::to_string));
+            match path {
+                Some(path) => {
+                    let saved = std::fs::read(dir.path().join(&path)).unwrap();
+                    prop_assert_eq!(saved, original.as_bytes().to_vec());
+                }
+                None => prop_assert_eq!(&text, original),
+            }
+        }
+    }
+    // New archive markers and compacted messages name transcripts that parse back.
+    for message in out {
+        if let Content::Text(text) = &message.content
+            && let Some((count, path)) = parse_archive_marker(text)
+            && store.trusted_path(path).is_some()
+        {
+            let lines = std::fs::read_to_string(dir.path().join(path)).unwrap();
+            let archived: Vec<Message> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            prop_assert!(archived.len() >= count + out.len() - 1);
+            prop_assert_eq!(
+                &archived[..config.snip_keep_head.min(1)],
+                &input[..config.snip_keep_head.min(1)]
+            );
+        }
+    }
+
+    // Idempotent: a second pass changes nothing and writes nothing.
+    let files = count_files(dir.path());
+    let again = prepare(
+        out.clone(),
+        "the active request",
+        config,
+        &store,
+        &mut ExtractiveSummariser,
+    );
+    prop_assert_eq!(&again.messages, out);
+    prop_assert!(again.events.is_empty(), "{:?}", again.events);
+    prop_assert_eq!(count_files(dir.path()), files);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prepare_keeps_every_invariant_with_small_thresholds(input in history()) {
+        check(input, &small_config())?;
+    }
+
+    #[test]
+    fn prepare_keeps_every_invariant_with_defaults(input in history()) {
+        check(input, &CompactConfig::default())?;
+    }
+}
+
+/// The properties above mean something only if the generator reaches every stage.
+#[test]
+fn the_generator_makes_every_stage_fire() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let config = small_config();
+    let mut fired = std::collections::HashSet::new();
+    for _ in 0..200 {
+        let input = history().new_tree(&mut runner).unwrap().current();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let prepared = prepare(input, "r", &config, &store, &mut ExtractiveSummariser);
+        fired.extend(prepared.events.iter().filter(|e| e.replaced > 0).map(|e| e.stage));
+    }
+    for stage in [
+        Stage::ToolResultBudget,
+        Stage::SnipCompact,
+        Stage::MicroCompact,
+        Stage::FitToolResults,
+        Stage::CompactHistory,
+    ] {
+        assert!(fired.contains(&stage), "{stage} never fired: {fired:?}");
+    }
+}
