@@ -4,4 +4,5 @@ pub mod cli;
 pub mod commands;
 pub mod compact;
 pub mod message;
+pub mod provider;
 pub mod store;

@@ -1,0 +1,497 @@
+//! The Anthropic Messages API: one streaming POST to `/v1/messages`, decoded from
+//! server-sent events into a complete response.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::error::ProviderError;
+use super::retry::RetryPolicy;
+use super::sse::{SseDecoder, SseEvent};
+use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage};
+use crate::message::ContentBlock;
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const API_VERSION: &str = "2023-06-01";
+
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    pub base_url: String,
+    pub api_key: String,
+    pub model: String,
+    pub prompt_caching: bool,
+    pub retry: RetryPolicy,
+}
+
+/// The key stays out of logs and debug output.
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("model", &self.model)
+            .field("prompt_caching", &self.prompt_caching)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+pub struct AnthropicProvider {
+    client: reqwest::Client,
+    config: AnthropicConfig,
+}
+
+impl AnthropicProvider {
+    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        Ok(AnthropicProvider { client, config })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// The exact JSON body sent for `request`.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let caching = self.config.prompt_caching;
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("max_tokens".into(), json!(request.max_tokens));
+        if !request.system.is_empty() {
+            let system = if caching {
+                json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}])
+            } else {
+                json!(request.system)
+            };
+            body.insert("system".into(), system);
+        }
+        if !request.tools.is_empty() {
+            let mut tools = serde_json::to_value(&request.tools).unwrap_or_else(|_| json!([]));
+            if caching && let Some(Value::Object(last)) = tools.as_array_mut().and_then(|t| t.last_mut()) {
+                last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            }
+            body.insert("tools".into(), tools);
+        }
+        let mut messages = serde_json::to_value(&request.messages).unwrap_or_else(|_| json!([]));
+        if caching && let Some(last) = messages.as_array_mut().and_then(|m| m.last_mut()) {
+            mark_cache_breakpoint(last);
+        }
+        body.insert("messages".into(), messages);
+        body.insert("stream".into(), json!(true));
+        Value::Object(body)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.url(path))
+            .header("x-api-key", &self.config.api_key)
+            .header("anthropic-version", API_VERSION)
+            .json(body)
+    }
+
+    async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
+        let response = self
+            .post("/v1/messages", body)
+            .send()
+            .await
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let text = response.text().await.unwrap_or_default();
+            return Err(ProviderError::from_http(status, retry_after.as_deref(), &text));
+        }
+        let mut stream = response.bytes_stream();
+        let mut decoder = SseDecoder::new();
+        let mut assembler = StreamAssembler::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|error| ProviderError::StreamCut(error.to_string()))?;
+            let events = decoder
+                .feed(&chunk)
+                .map_err(|error| ProviderError::Protocol(error.to_string()))?;
+            for event in events {
+                if let Some(done) = assembler.handle(&event, deltas)? {
+                    return Ok(done);
+                }
+            }
+        }
+        let last = decoder
+            .finish()
+            .map_err(|error| ProviderError::Protocol(error.to_string()))?;
+        if let Some(event) = last
+            && let Some(done) = assembler.handle(&event, deltas)?
+        {
+            return Ok(done);
+        }
+        Err(ProviderError::StreamCut("the stream ended before message_stop".into()))
+    }
+
+    /// `/v1/messages/count_tokens`: the real prompt size, to calibrate the estimate.
+    pub async fn count_tokens(&self, request: &ModelRequest) -> Result<u64, ProviderError> {
+        let mut body = self.request_body(request);
+        if let Value::Object(map) = &mut body {
+            map.remove("stream");
+            map.remove("max_tokens");
+        }
+        let response = self
+            .post("/v1/messages/count_tokens", &body)
+            .send()
+            .await
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        let status = response.status().as_u16();
+        let text = response
+            .text()
+            .await
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        if !(200..300).contains(&status) {
+            return Err(ProviderError::from_http(status, None, &text));
+        }
+        serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
+            .ok_or_else(|| ProviderError::Protocol(format!("count_tokens answered {text}")))
+    }
+}
+
+/// Put a `cache_control` breakpoint on the last block of a message, so the whole
+/// prefix up to it is cached for the next call.
+fn mark_cache_breakpoint(message: &mut Value) {
+    let Some(content) = message.get_mut("content") else {
+        return;
+    };
+    if let Value::String(text) = content {
+        *content = json!([{"type": "text", "text": text}]);
+    }
+    if let Some(Value::Object(block)) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
+        block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn kind(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        Box::pin(async move {
+            let body = self.request_body(request);
+            self.config.retry.run(deltas, || self.attempt(&body, deltas)).await
+        })
+    }
+}
+
+enum BlockBuilder {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// A block type we do not know: kept as it started, deltas ignored.
+    Other(Value),
+}
+
+/// Builds the response from the event sequence `message_start`, `content_block_*`,
+/// `message_delta`, `message_stop`; `ping` and unknown events are skipped.
+#[derive(Default)]
+pub struct StreamAssembler {
+    blocks: BTreeMap<u64, BlockBuilder>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+impl StreamAssembler {
+    /// Handle one event; returns the response once `message_stop` arrives.
+    pub fn handle(&mut self, event: &SseEvent, deltas: &DeltaSink) -> Result<Option<ModelResponse>, ProviderError> {
+        let data: Value = serde_json::from_str(&event.data)
+            .map_err(|error| ProviderError::Protocol(format!("event {:?} is not JSON: {error}", event.event)))?;
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str());
+        match kind {
+            "message_start" => {
+                if let Some(usage) = data.pointer("/message/usage") {
+                    merge_usage(&mut self.usage, usage);
+                }
+            }
+            "content_block_start" => {
+                let index = index_of(&data)?;
+                let block = data.get("content_block").cloned().unwrap_or(Value::Null);
+                let builder = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = block.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+                        if !text.is_empty() {
+                            let _ = deltas.send(StreamEvent::Text(text.clone()));
+                        }
+                        BlockBuilder::Text(text)
+                    }
+                    Some("tool_use") => {
+                        let id = string_field(&block, "id")?;
+                        let name = string_field(&block, "name")?;
+                        let _ = deltas.send(StreamEvent::ToolUseStarted {
+                            id: id.clone(),
+                            name: name.clone(),
+                        });
+                        let initial = block.get("input").cloned().unwrap_or_else(|| json!({}));
+                        BlockBuilder::ToolUse {
+                            id,
+                            name,
+                            json: String::new(),
+                            initial,
+                        }
+                    }
+                    Some("thinking") => BlockBuilder::Thinking {
+                        thinking: block.get("thinking").and_then(Value::as_str).unwrap_or("").to_string(),
+                        signature: block.get("signature").and_then(Value::as_str).unwrap_or("").to_string(),
+                    },
+                    _ => BlockBuilder::Other(block),
+                };
+                self.blocks.insert(index, builder);
+            }
+            "content_block_delta" => {
+                let index = index_of(&data)?;
+                let delta = data.get("delta").cloned().unwrap_or(Value::Null);
+                let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+                match (self.blocks.get_mut(&index), delta.get("type").and_then(Value::as_str)) {
+                    (Some(BlockBuilder::Text(text)), Some("text_delta")) => {
+                        let piece = piece("text");
+                        text.push_str(&piece);
+                        let _ = deltas.send(StreamEvent::Text(piece));
+                    }
+                    (Some(BlockBuilder::ToolUse { json, .. }), Some("input_json_delta")) => {
+                        json.push_str(&piece("partial_json"));
+                    }
+                    (Some(BlockBuilder::Thinking { thinking, .. }), Some("thinking_delta")) => {
+                        let piece = piece("thinking");
+                        thinking.push_str(&piece);
+                        let _ = deltas.send(StreamEvent::Thinking(piece));
+                    }
+                    (Some(BlockBuilder::Thinking { signature, .. }), Some("signature_delta")) => {
+                        signature.push_str(&piece("signature"));
+                    }
+                    (None, _) => {
+                        return Err(ProviderError::Protocol(format!("delta for unknown block {index}")));
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = data.get("usage") {
+                    merge_usage(&mut self.usage, usage);
+                }
+            }
+            "message_stop" => return self.finish().map(Some),
+            "error" => return Err(ProviderError::from_stream_error(&event.data)),
+            // `ping`, `content_block_stop` and event types added after this was written.
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self) -> Result<ModelResponse, ProviderError> {
+        let mut content = Vec::with_capacity(self.blocks.len());
+        for (_, builder) in std::mem::take(&mut self.blocks) {
+            content.push(match builder {
+                BlockBuilder::Text(text) => ContentBlock::Text { text },
+                BlockBuilder::ToolUse {
+                    id,
+                    name,
+                    json,
+                    initial,
+                } => {
+                    let input = if json.trim().is_empty() {
+                        initial
+                    } else {
+                        serde_json::from_str(&json).map_err(|error| {
+                            ProviderError::Protocol(format!("tool input for {name} is not valid JSON: {error}"))
+                        })?
+                    };
+                    ContentBlock::ToolUse { id, name, input }
+                }
+                BlockBuilder::Thinking { thinking, signature } => {
+                    ContentBlock::Unknown(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
+                }
+                BlockBuilder::Other(value) => ContentBlock::Unknown(value),
+            });
+        }
+        Ok(ModelResponse {
+            content,
+            stop_reason: self.stop_reason.take(),
+            usage: self.usage,
+        })
+    }
+}
+
+fn index_of(data: &Value) -> Result<u64, ProviderError> {
+    data.get("index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| ProviderError::Protocol("content block event without index".into()))
+}
+
+fn string_field(block: &Value, key: &str) -> Result<String, ProviderError> {
+    block
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| ProviderError::Protocol(format!("tool_use block without {key}")))
+}
+
+fn merge_usage(usage: &mut Usage, value: &Value) {
+    let field = |key: &str| value.get(key).and_then(Value::as_u64);
+    if let Some(n) = field("input_tokens") {
+        usage.input_tokens = n;
+    }
+    if let Some(n) = field("output_tokens") {
+        usage.output_tokens = n;
+    }
+    if let Some(n) = field("cache_read_input_tokens") {
+        usage.cache_read_input_tokens = n;
+    }
+    if let Some(n) = field("cache_creation_input_tokens") {
+        usage.cache_creation_input_tokens = n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assemble(stream: &[u8], chunk: usize) -> Result<(ModelResponse, Vec<StreamEvent>), ProviderError> {
+        let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();
+        let mut decoder = SseDecoder::new();
+        let mut assembler = StreamAssembler::default();
+        for piece in stream.chunks(chunk.max(1)) {
+            for event in decoder.feed(piece).unwrap() {
+                if let Some(done) = assembler.handle(&event, &sink)? {
+                    drop(sink);
+                    let mut seen = Vec::new();
+                    while let Ok(event) = events.try_recv() {
+                        seen.push(event);
+                    }
+                    return Ok((done, seen));
+                }
+            }
+        }
+        Err(ProviderError::StreamCut("no message_stop".into()))
+    }
+
+    #[test]
+    fn text_fixture() {
+        let stream = include_bytes!("../../tests/fixtures/anthropic-sse-basic.txt");
+        let (response, deltas) = assemble(stream, usize::MAX).unwrap();
+        assert_eq!(response.text(), "Hello! How can I help with your code today?");
+        assert_eq!(response.stop_reason.as_deref(), Some("end_turn"));
+        assert_eq!(response.usage.input_tokens, 25);
+        assert_eq!(response.usage.output_tokens, 15);
+        assert_eq!(deltas.len(), 3);
+    }
+
+    #[test]
+    fn tool_use_fixture_assembles_partial_json() {
+        let stream = include_bytes!("../../tests/fixtures/anthropic-sse-tool-use.txt");
+        let (response, _) = assemble(stream, usize::MAX).unwrap();
+        assert_eq!(response.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(
+            response.content[1],
+            ContentBlock::ToolUse {
+                id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
+                name: "read_file".into(),
+                input: json!({"path": "README.md", "limit": 200}),
+            }
+        );
+    }
+
+    #[test]
+    fn every_chunk_size_parses_identically() {
+        for fixture in [
+            &include_bytes!("../../tests/fixtures/anthropic-sse-basic.txt")[..],
+            &include_bytes!("../../tests/fixtures/anthropic-sse-tool-use.txt")[..],
+        ] {
+            let whole = assemble(fixture, usize::MAX).unwrap();
+            for chunk in [1, 2, 3, 7, 64, 333] {
+                assert_eq!(assemble(fixture, chunk).unwrap(), whole, "chunk {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_events_and_blocks_are_kept_or_skipped_and_errors_classified() {
+        let stream = "event: brand_new\ndata: {\"type\":\"brand_new\"}\n\n\
+            data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s\"}}\n\n\
+            data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"mystery_delta\"}}\n\n\
+            data: {\"type\":\"message_stop\"}\n\n";
+        let (response, _) = assemble(stream.as_bytes(), usize::MAX).unwrap();
+        assert_eq!(
+            response.content,
+            vec![ContentBlock::Unknown(json!({"type":"server_tool_use","id":"s"}))]
+        );
+        let error = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        assert!(matches!(
+            assemble(error.as_bytes(), 5),
+            Err(ProviderError::Overloaded { .. })
+        ));
+        let bad = "data: {not json\n\n";
+        assert!(matches!(assemble(bad.as_bytes(), 5), Err(ProviderError::Protocol(_))));
+    }
+
+    #[test]
+    fn request_body_has_cache_breakpoints_and_can_drop_them() {
+        let mut config = AnthropicConfig {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: "sk-secret".into(),
+            model: "claude-test".into(),
+            prompt_caching: true,
+            retry: RetryPolicy::default(),
+        };
+        let request = ModelRequest {
+            system: "sys".into(),
+            tools: vec![super::super::ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            messages: vec![crate::message::Message::user_text("hi")],
+            max_tokens: 100,
+        };
+        let body = AnthropicProvider::new(config.clone()).unwrap().request_body(&request);
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-test",
+                "max_tokens": 100,
+                "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+                "tools": [{"name": "bash", "description": "run", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}],
+                "stream": true
+            })
+        );
+        config.prompt_caching = false;
+        let body = AnthropicProvider::new(config.clone()).unwrap().request_body(&request);
+        assert_eq!(body["system"], json!("sys"));
+        assert_eq!(body["messages"][0]["content"], json!("hi"));
+        assert!(!format!("{config:?}").contains("sk-secret"));
+    }
+}

@@ -1,0 +1,191 @@
+//! Errors from a model API, classified so the agent knows what to do: compact and
+//! retry, wait and retry, or stop with a clear message.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    #[error("the prompt is too long for the model: {message}")]
+    ContextTooLong { message: String },
+    #[error("rate limited (HTTP 429): {message}")]
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    #[error("the API is overloaded: {message}")]
+    Overloaded { message: String },
+    #[error("server error (HTTP {status}): {message}")]
+    Server { status: u16, message: String },
+    #[error(
+        "authentication failed (HTTP {status}): {message}. Check ANTHROPIC_API_KEY (or the key for your provider)."
+    )]
+    Auth { status: u16, message: String },
+    #[error("the API rejected the request (HTTP {status}): {message}")]
+    BadRequest { status: u16, message: String },
+    #[error("network error: {0}")]
+    Network(String),
+    #[error("the response stream was cut: {0}")]
+    StreamCut(String),
+    #[error("malformed response from the API: {0}")]
+    Protocol(String),
+}
+
+impl ProviderError {
+    /// Errors that another attempt may cure.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::RateLimited { .. }
+                | ProviderError::Overloaded { .. }
+                | ProviderError::Server { .. }
+                | ProviderError::Network(_)
+                | ProviderError::StreamCut(_)
+        )
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Classify an HTTP error response from its status, `retry-after` header and body.
+    pub fn from_http(status: u16, retry_after: Option<&str>, body: &str) -> Self {
+        let (kind, message) = error_fields(body);
+        let message = message.unwrap_or_else(|| shorten(body));
+        if is_context_overflow(kind.as_deref(), &message) {
+            return ProviderError::ContextTooLong { message };
+        }
+        match status {
+            429 => ProviderError::RateLimited {
+                retry_after: retry_after.and_then(parse_retry_after),
+                message,
+            },
+            529 => ProviderError::Overloaded { message },
+            401 | 403 => ProviderError::Auth { status, message },
+            500..=599 => ProviderError::Server { status, message },
+            _ => ProviderError::BadRequest { status, message },
+        }
+    }
+
+    /// Classify an `error` event that arrives inside a 200 stream.
+    pub fn from_stream_error(data: &str) -> Self {
+        let (kind, message) = error_fields(data);
+        let message = message.unwrap_or_else(|| shorten(data));
+        if is_context_overflow(kind.as_deref(), &message) {
+            return ProviderError::ContextTooLong { message };
+        }
+        match kind.as_deref() {
+            Some("overloaded_error") => ProviderError::Overloaded { message },
+            Some("rate_limit_error") => ProviderError::RateLimited {
+                retry_after: None,
+                message,
+            },
+            Some("authentication_error" | "permission_error") => ProviderError::Auth { status: 401, message },
+            Some("invalid_request_error") => ProviderError::BadRequest { status: 400, message },
+            _ => ProviderError::Server { status: 500, message },
+        }
+    }
+}
+
+/// (type or code, message) from the error bodies of Anthropic, OpenAI and llama.cpp.
+fn error_fields(body: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return (None, None);
+    };
+    let error = value.get("error").unwrap_or(&value);
+    let message = error.get("message").and_then(Value::as_str).map(str::to_string);
+    let code = error.get("code").and_then(Value::as_str);
+    let kind = error.get("type").and_then(Value::as_str);
+    let kind = match (code, kind) {
+        (Some("context_length_exceeded"), _) => Some("context_length_exceeded"),
+        (_, Some(kind)) => Some(kind),
+        (Some(code), None) => Some(code),
+        (None, None) => None,
+    };
+    (kind.map(str::to_string), message)
+}
+
+fn is_context_overflow(kind: Option<&str>, message: &str) -> bool {
+    matches!(kind, Some("exceed_context_size_error" | "context_length_exceeded"))
+        || message.contains("prompt is too long")
+        || message.contains("exceeds the available context size")
+        || message.contains("maximum context length")
+}
+
+/// `retry-after` in seconds (the API sends whole or fractional seconds).
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(|secs| Duration::from_secs_f64(secs.min(300.0)))
+}
+
+fn shorten(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() {
+        return "(empty body)".to_string();
+    }
+    crate::compact::markers::prefix_chars(body, 300).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of the shared fixture, classified.
+    #[test]
+    fn classifies_the_shared_error_fixtures() {
+        let fixture = include_str!("../../tests/fixtures/anthropic-errors.jsonl");
+        let classified: Vec<ProviderError> = fixture
+            .lines()
+            .map(|line| {
+                let value: Value = serde_json::from_str(line).unwrap();
+                let status = value["http_status"].as_u64().unwrap() as u16;
+                if let Some(sse) = value.get("sse_event").and_then(Value::as_str) {
+                    let data = sse.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+                    return ProviderError::from_stream_error(data);
+                }
+                let retry_after = value["headers"].get("retry-after").and_then(Value::as_str);
+                ProviderError::from_http(status, retry_after, &value["body"].to_string())
+            })
+            .collect();
+        assert!(
+            matches!(&classified[0], ProviderError::ContextTooLong { message } if message.contains("219898 tokens"))
+        );
+        assert!(matches!(&classified[1], ProviderError::ContextTooLong { message } if message.contains("4133 tokens")));
+        assert_eq!(classified[2].retry_after(), Some(Duration::from_secs(2)));
+        assert!(classified[2].is_retryable());
+        assert!(matches!(classified[3], ProviderError::Overloaded { .. }));
+        assert!(matches!(classified[4], ProviderError::Auth { status: 401, .. }));
+        assert!(!classified[4].is_retryable());
+        assert!(matches!(classified[5], ProviderError::Overloaded { .. }));
+    }
+
+    #[test]
+    fn openai_and_unparseable_bodies() {
+        let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(matches!(
+            ProviderError::from_http(400, None, openai),
+            ProviderError::ContextTooLong { .. }
+        ));
+        let html = ProviderError::from_http(502, None, "<html>bad gateway</html>");
+        assert_eq!(
+            html,
+            ProviderError::Server {
+                status: 502,
+                message: "<html>bad gateway</html>".into()
+            }
+        );
+        assert!(matches!(
+            ProviderError::from_http(400, None, ""),
+            ProviderError::BadRequest { .. }
+        ));
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}

@@ -1,0 +1,357 @@
+//! OpenAI-compatible chat completions (llama.cpp `llama-server`, Ollama, vLLM): our
+//! tool_use / tool_result blocks map to `tool_calls` and `role: tool` messages.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::error::ProviderError;
+use super::retry::RetryPolicy;
+use super::sse::SseDecoder;
+use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage};
+use crate::message::{Content, ContentBlock, Message, Role};
+
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// Up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    pub model: String,
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    config: OpenAiConfig,
+}
+
+impl OpenAiProvider {
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        Ok(OpenAiProvider { client, config })
+    }
+
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::new();
+        if !request.system.is_empty() {
+            messages.push(json!({"role": "system", "content": request.system}));
+        }
+        for message in &request.messages {
+            to_openai(message, &mut messages);
+        }
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name, "description": tool.description, "parameters": tool.input_schema}})
+                })
+                .collect();
+        }
+        body
+    }
+
+    async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
+        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
+        let mut post = self.client.post(url).json(body);
+        if let Some(key) = &self.config.api_key {
+            post = post.bearer_auth(key);
+        }
+        let response = post
+            .send()
+            .await
+            .map_err(|error| ProviderError::Network(error.to_string()))?;
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let text = response.text().await.unwrap_or_default();
+            return Err(ProviderError::from_http(status, retry_after.as_deref(), &text));
+        }
+        let mut stream = response.bytes_stream();
+        let mut decoder = SseDecoder::new();
+        let mut assembler = ChatAssembler::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|error| ProviderError::StreamCut(error.to_string()))?;
+            for event in decoder
+                .feed(&chunk)
+                .map_err(|error| ProviderError::Protocol(error.to_string()))?
+            {
+                if event.data.trim() == "[DONE]" {
+                    return assembler.finish();
+                }
+                assembler.handle(&event.data, deltas)?;
+            }
+        }
+        if assembler.finish_reason.is_some() {
+            return assembler.finish();
+        }
+        Err(ProviderError::StreamCut("the stream ended before [DONE]".into()))
+    }
+}
+
+fn to_openai(message: &Message, out: &mut Vec<Value>) {
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let blocks = match &message.content {
+        Content::Text(text) => {
+            out.push(json!({"role": role, "content": text}));
+            return;
+        }
+        Content::Blocks(blocks) => blocks,
+    };
+    let mut texts = Vec::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text { text } => texts.push(text.clone()),
+            ContentBlock::ToolUse { id, name, input } => calls.push(json!({
+                "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})),
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } => out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": content.full_text()})),
+            // Thinking and other Anthropic-only blocks have no counterpart here.
+            ContentBlock::Unknown(_) => {}
+        }
+    }
+    if message.role == Role::Assistant {
+        let mut entry = json!({"role": "assistant", "content": texts.join("\n")});
+        if !calls.is_empty() {
+            entry["tool_calls"] = Value::Array(calls);
+        }
+        out.push(entry);
+    } else if !texts.is_empty() {
+        out.push(json!({"role": "user", "content": texts.join("\n")}));
+    }
+}
+
+#[derive(Default)]
+struct CallBuilder {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Default)]
+pub struct ChatAssembler {
+    text: String,
+    calls: BTreeMap<u64, CallBuilder>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+impl ChatAssembler {
+    pub fn handle(&mut self, data: &str, deltas: &DeltaSink) -> Result<(), ProviderError> {
+        let value: Value = serde_json::from_str(data)
+            .map_err(|error| ProviderError::Protocol(format!("chunk is not JSON: {error}")))?;
+        if value.get("error").is_some() {
+            return Err(ProviderError::from_stream_error(data));
+        }
+        if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
+            let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            self.usage.input_tokens = field("prompt_tokens");
+            self.usage.output_tokens = field("completion_tokens");
+        }
+        let Some(choice) = value.pointer("/choices/0") else {
+            return Ok(());
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_string());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(());
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            self.text.push_str(text);
+            let _ = deltas.send(StreamEvent::Text(text.to_string()));
+        }
+        for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let builder = self.calls.entry(index).or_default();
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                builder.id = id.to_string();
+            }
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                builder.name.push_str(name);
+                let _ = deltas.send(StreamEvent::ToolUseStarted {
+                    id: builder.id.clone(),
+                    name: builder.name.clone(),
+                });
+            }
+            if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                builder.arguments.push_str(arguments);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(&mut self) -> Result<ModelResponse, ProviderError> {
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(ContentBlock::Text {
+                text: std::mem::take(&mut self.text),
+            });
+        }
+        for (index, call) in std::mem::take(&mut self.calls) {
+            let input = if call.arguments.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&call.arguments).map_err(|error| {
+                    ProviderError::Protocol(format!("arguments of {} are not valid JSON: {error}", call.name))
+                })?
+            };
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            content.push(ContentBlock::ToolUse {
+                id,
+                name: call.name,
+                input,
+            });
+        }
+        let has_calls = content.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+        let stop_reason = match self.finish_reason.take().as_deref() {
+            _ if has_calls => "tool_use",
+            Some("length") => "max_tokens",
+            _ => "end_turn",
+        };
+        Ok(ModelResponse {
+            content,
+            stop_reason: Some(stop_reason.to_string()),
+            usage: self.usage,
+        })
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn kind(&self) -> &'static str {
+        "openai"
+    }
+
+    fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        deltas: &'a DeltaSink,
+    ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
+        Box::pin(async move {
+            let body = self.request_body(request);
+            self.config.retry.run(deltas, || self.attempt(&body, deltas)).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolResultContent;
+
+    #[test]
+    fn maps_tool_calls_and_results_both_ways() {
+        let provider = OpenAiProvider::new(OpenAiConfig {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            api_key: None,
+            model: "local".into(),
+            retry: RetryPolicy::default(),
+        })
+        .unwrap();
+        let request = ModelRequest {
+            system: "sys".into(),
+            tools: vec![],
+            messages: vec![
+                Message::user_text("go"),
+                Message::blocks(
+                    Role::Assistant,
+                    vec![
+                        ContentBlock::Text { text: "looking".into() },
+                        ContentBlock::ToolUse {
+                            id: "c1".into(),
+                            name: "glob".into(),
+                            input: json!({"pattern": "*"}),
+                        },
+                    ],
+                ),
+                Message::blocks(
+                    Role::User,
+                    vec![ContentBlock::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: ToolResultContent::Text("a.rs".into()),
+                        is_error: None,
+                    }],
+                ),
+            ],
+            max_tokens: 10,
+        };
+        let body = provider.request_body(&request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "looking", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "glob", "arguments": "{\"pattern\":\"*\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a.rs"}
+            ])
+        );
+
+        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+        let mut assembler = ChatAssembler::default();
+        for chunk in [
+            r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"bash","arguments":"{\"comm"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"and\":\"ls\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#,
+        ] {
+            assembler.handle(chunk, &sink).unwrap();
+        }
+        let response = assembler.finish().unwrap();
+        assert_eq!(response.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(response.usage.input_tokens, 12);
+        assert_eq!(
+            response.content,
+            vec![
+                ContentBlock::Text { text: "Hi".into() },
+                ContentBlock::ToolUse {
+                    id: "x".into(),
+                    name: "bash".into(),
+                    input: json!({"command": "ls"})
+                }
+            ]
+        );
+    }
+}

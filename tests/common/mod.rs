@@ -1,0 +1,308 @@
+//! An in-process stand-in for the Anthropic Messages API on 127.0.0.1: it records every
+//! request and answers from a script, streaming real SSE (in chunks, with delays, or
+//! cut mid-stream). Summary requests (system prompt of the compaction summariser) are
+//! answered automatically so scripts only list the agent's own turns.
+#![allow(dead_code)] // each test binary uses part of this
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A 200 SSE body, sent in `chunk`-byte pieces `delay_ms` apart.
+    Sse { body: String, chunk: usize, delay_ms: u64 },
+    /// An HTTP error with a JSON body.
+    Error {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// A 200 SSE body cut after `bytes` bytes (the connection is dropped).
+    Cut { body: String, bytes: usize },
+}
+
+impl Reply {
+    pub fn sse(body: String) -> Self {
+        Reply::Sse {
+            body,
+            chunk: usize::MAX,
+            delay_ms: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn is_summary(&self) -> bool {
+        system_text(&self.body).starts_with("You are summarising")
+    }
+}
+
+fn system_text(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+#[derive(Clone)]
+pub struct MockApi {
+    pub url: String,
+    script: Arc<Mutex<Script>>,
+}
+
+impl MockApi {
+    /// Start on the current tokio runtime.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let script = Arc::new(Mutex::new(Script {
+            replies: replies.into(),
+            requests: Vec::new(),
+        }));
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        MockApi { url, script }
+    }
+
+    /// Start on a runtime of its own thread, for tests that drive the binary.
+    pub fn start_in_thread(replies: Vec<Reply>) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                tx.send(MockApi::start(replies).await).unwrap();
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().expect("mock server started")
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.script.lock().unwrap().requests.clone()
+    }
+
+    /// The agent's own model calls, without summary requests.
+    pub fn turn_requests(&self) -> Vec<Recorded> {
+        self.requests().into_iter().filter(|r| !r.is_summary()).collect()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.script.lock().unwrap().replies.len()
+    }
+}
+
+async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let recorded = Recorded {
+        path: "/v1/messages".into(),
+        headers,
+        body,
+    };
+    let summary = recorded.is_summary();
+    let reply = {
+        let mut script = script.lock().unwrap();
+        script.requests.push(recorded);
+        if summary {
+            Some(Reply::sse(sse_text(
+                "Goal: the scripted task. Summary from the mock API.",
+            )))
+        } else {
+            script.replies.pop_front()
+        }
+    };
+    match reply {
+        Some(reply) => respond(reply),
+        None => respond(Reply::Error {
+            status: 500,
+            headers: vec![],
+            body: json!({"type":"error","error":{"type":"api_error","message":"mock: no scripted reply left"}})
+                .to_string(),
+        }),
+    }
+}
+
+async fn count_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let tokens = body.to_string().len() / 4;
+    script.lock().unwrap().requests.push(Recorded {
+        path: "/v1/messages/count_tokens".into(),
+        headers,
+        body,
+    });
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"input_tokens": tokens}).to_string()))
+        .unwrap()
+}
+
+fn respond(reply: Reply) -> Response {
+    match reply {
+        Reply::Error { status, headers, body } => {
+            let mut response = Response::builder().status(StatusCode::from_u16(status).unwrap());
+            for (name, value) in headers {
+                response = response.header(name, value);
+            }
+            response
+                .header("content-type", "application/json")
+                .body(Body::from(body))
+                .unwrap()
+        }
+        Reply::Sse { body, chunk, delay_ms } => {
+            let pieces: Vec<Bytes> = body
+                .into_bytes()
+                .chunks(chunk.max(1))
+                .map(|c| Bytes::copy_from_slice(c))
+                .collect();
+            let stream = futures::stream::unfold((pieces.into_iter(), true), move |(mut rest, first)| async move {
+                let next = rest.next()?;
+                if !first && delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                }
+                Some((Ok::<_, Infallible>(next), (rest, false)))
+            });
+            sse_response(Body::from_stream(stream))
+        }
+        Reply::Cut { body, bytes } => {
+            let head = Bytes::copy_from_slice(&body.as_bytes()[..bytes.min(body.len())]);
+            // Let the head reach the client before the connection dies.
+            let cut = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "cut by the mock",
+                ))
+            };
+            let stream = futures::stream::once(async { Ok(head) }).chain(futures::stream::once(cut));
+            sse_response(Body::from_stream(stream))
+        }
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .unwrap()
+}
+
+fn event(name: &str, data: Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+/// A complete streamed response in the real event order: text, then tool calls.
+pub fn sse_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String {
+    let mut out = event(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_mock","type":"message","role":"assistant","content":[],
+            "model":"mock","stop_reason":null,"stop_sequence":null,
+            "usage":{"input_tokens":1200,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"output_tokens":1}}}),
+    );
+    let mut index = 0;
+    if !text.is_empty() {
+        out += &event(
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+        );
+        out += &event("ping", json!({"type":"ping"}));
+        for piece in text.split_inclusive(' ') {
+            out += &event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":piece}}),
+            );
+        }
+        out += &event("content_block_stop", json!({"type":"content_block_stop","index":0}));
+        index = 1;
+    }
+    for (id, name, input) in calls {
+        out += &event(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
+        );
+        let json = input.to_string();
+        let middle = json.len() / 2;
+        let middle = (0..=middle).rev().find(|&i| json.is_char_boundary(i)).unwrap_or(0);
+        for part in [&json[..middle], &json[middle..]] {
+            out += &event(
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":part}}),
+            );
+        }
+        out += &event("content_block_stop", json!({"type":"content_block_stop","index":index}));
+        index += 1;
+    }
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    out += &event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":42}}),
+    );
+    out += &event("message_stop", json!({"type":"message_stop"}));
+    out
+}
+
+pub fn sse_text(text: &str) -> String {
+    sse_response_body(text, &[])
+}
+
+pub fn text_reply(text: &str) -> Reply {
+    Reply::sse(sse_text(text))
+}
+
+pub fn tool_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
+    Reply::sse(sse_response_body(text, calls))
+}
+
+pub fn error_reply(status: u16, body: Value) -> Reply {
+    Reply::Error {
+        status,
+        headers: vec![],
+        body: body.to_string(),
+    }
+}
+
+pub fn prompt_too_long() -> Reply {
+    error_reply(
+        400,
+        json!({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 219898 tokens > 200000 maximum"}}),
+    )
+}
+
+pub fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
