@@ -2,25 +2,75 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::compact::CompactConfig;
+use crate::config::ProviderKind;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "scratchpad",
     version,
-    about = "A terminal coding agent that makes its context window visible"
+    about = "A terminal coding agent that makes its context window visible",
+    after_help = "Without a subcommand or -p, opens the full-screen app. With no ANTHROPIC_API_KEY it runs the offline demo model."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Run one request without the UI and print the answer (headless).
+    #[arg(short = 'p', long = "print", value_name = "REQUEST")]
+    pub print: Option<String>,
+    /// With -p: print every agent event as one JSON line instead of the answer.
+    #[arg(long, value_enum)]
+    pub events: Option<EventFormat>,
+    /// With -p: allow what would otherwise be asked (destructive commands, paths outside the workspace).
+    #[arg(long)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EventFormat {
+    Jsonl,
+}
+
+#[derive(Debug, Default, Args)]
+pub struct RunArgs {
+    /// The model API: auto (Anthropic if ANTHROPIC_API_KEY is set, else the offline demo), anthropic, openai, demo.
+    #[arg(long, value_enum, global = true)]
+    pub provider: Option<ProviderKind>,
+    /// Model id (also MODEL_ID).
+    #[arg(long, global = true)]
+    pub model: Option<String>,
+    /// API base URL (also ANTHROPIC_BASE_URL), e.g. http://127.0.0.1:8080/v1 for --provider openai.
+    #[arg(long, global = true)]
+    pub base_url: Option<String>,
+    /// Config file (default: the platform config dir's scratchpad/config.toml).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// The workspace folder (default: the current directory).
+    #[arg(short = 'C', long, global = true)]
+    pub workspace: Option<PathBuf>,
+    /// Resume a session: the newest, or the one with this id.
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// Continue the newest session (same as --resume without an id).
+    #[arg(long = "continue")]
+    pub continue_session: bool,
+    /// Turn Anthropic prompt caching off.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the compaction pipeline once on a recorded history (JSON array of messages).
     Compact(CompactArgs),
+    /// Replay a recorded conversation through the pipeline step by step.
+    Simulate(SimulateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -31,43 +81,50 @@ pub struct CompactArgs {
     /// The current user request (default: the newest user prompt in the history).
     #[arg(long)]
     pub request: Option<String>,
-    /// Where `.transcripts/` and `.task_outputs/` are written (default: current directory).
-    #[arg(long)]
-    pub workspace: Option<PathBuf>,
     /// Use a deterministic extractive summary instead of asking a model.
     #[arg(long)]
     pub summary_stub: bool,
-    #[command(flatten)]
-    pub thresholds: ThresholdArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// A transcript (.jsonl of messages), a session journal, or a JSON array of messages.
+    pub file: PathBuf,
+    /// Print the steps as JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Draw the timeline as an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Overrides for every compaction threshold.
 #[derive(Debug, Default, Args)]
 pub struct ThresholdArgs {
     /// CONTEXT_CHAR_LIMIT.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub limit: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub tool_result_budget: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub persist_over: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub persisted_preview: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub max_messages: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub keep_head: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub target_percent: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub keep_recent: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub min_chars: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub fit_preview: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub reactive_keep: Option<usize>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub summary_input: Option<usize>,
 }
 

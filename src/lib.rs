@@ -1,8 +1,18 @@
 //! scratchpad: a terminal coding agent that keeps its context bounded and visible.
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod compact;
+pub mod config;
+pub mod headless;
+pub mod launch;
+pub mod logging;
 pub mod message;
+pub mod protocol;
 pub mod provider;
+pub mod session;
 pub mod store;
+pub mod time;
+pub mod timeline;
+pub mod tools;

@@ -1,49 +1,68 @@
 use std::io;
+use std::process::ExitCode;
 
 use clap::Parser;
-use color_eyre::eyre::{Result, bail};
+use color_eyre::eyre::{Result, WrapErr};
 
 use scratchpad::cli::{Cli, Command};
-use scratchpad::commands;
-use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Summariser, SummaryError, SummaryRequest};
+use scratchpad::compact::{ExtractiveSummariser, Summariser};
+use scratchpad::protocol::TurnOutcome;
+use scratchpad::provider::ProviderSummariser;
+use scratchpad::{commands, headless, launch, logging};
 
-/// Without `--summary-stub` and without a model to ask, stage 4 reports this and
-/// leaves the history unchanged.
-struct NoModel;
-
-impl Summariser for NoModel {
-    fn summarise(&mut self, _: &SummaryRequest<'_>) -> Result<String, SummaryError> {
-        Err(SummaryError(
-            "no model configured for summaries; pass --summary-stub".into(),
-        ))
-    }
-}
-
-fn main() -> Result<()> {
+fn main() -> Result<ExitCode> {
     color_eyre::install()?;
     let cli = Cli::parse();
+    let env = |key: &str| std::env::var(key).ok();
     match cli.command {
         Some(Command::Compact(args)) => {
-            let mut config = CompactConfig::default();
-            args.thresholds.apply(&mut config);
-            let workspace = match args.workspace {
-                Some(dir) => dir,
+            let config = launch::resolve_config(&cli.run, &env)?;
+            let workspace = match &cli.run.workspace {
+                Some(dir) => dir.clone(),
                 None => std::env::current_dir()?,
             };
+            let runtime = tokio::runtime::Runtime::new()?;
+            let provider = launch::build_provider(&config, &env)?;
+            let mut model = ProviderSummariser::new(provider, runtime.handle().clone());
             let mut stub = ExtractiveSummariser;
-            let mut none = NoModel;
-            let summariser: &mut dyn Summariser = if args.summary_stub { &mut stub } else { &mut none };
+            let summariser: &mut dyn Summariser = if args.summary_stub { &mut stub } else { &mut model };
             commands::compact::run(
                 &args.input,
                 args.request.as_deref(),
-                &config,
+                &config.compaction,
                 &workspace,
                 summariser,
                 &mut io::stdout().lock(),
                 &mut io::stderr().lock(),
             )?;
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
-        None => bail!("the interactive app is not built yet; see `scratchpad --help`"),
+        Some(Command::Simulate(args)) => {
+            let config = launch::resolve_config(&cli.run, &env)?;
+            commands::simulate::run(&args, &config.compaction, &mut io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let _guard = logging::init()?;
+            let launched = launch::launch(&cli.run, &env)?;
+            let runtime = tokio::runtime::Runtime::new()?;
+            match cli.print {
+                Some(request) => {
+                    let jsonl = cli.events.is_some();
+                    let outcome = runtime
+                        .block_on(headless::run(launched, request, jsonl, cli.yes))
+                        .wrap_err("headless run")?;
+                    Ok(if outcome == TurnOutcome::Completed {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    })
+                }
+                None => {
+                    color_eyre::eyre::bail!("the TUI is not wired yet");
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
+        }
     }
 }

@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::compact::compact_history::compacted_request;
+use crate::compact::markers::parse_archive_marker;
 use crate::compact::{CompactConfig, Prepared, Summariser, prepare};
 use crate::message::{Message, is_user_prompt};
 use crate::store::Store;
@@ -33,13 +35,20 @@ pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
 }
 
 /// The newest user prompt's text: what `prepare` keeps as the current request.
+/// Archive markers are not prompts; a `[Compacted]` message carries the request it
+/// was made for.
 pub fn newest_request(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find(|m| is_user_prompt(m))
-        .map(Message::text)
-        .unwrap_or_default()
+    for message in messages.iter().rev().filter(|m| is_user_prompt(m)) {
+        let text = message.text();
+        if parse_archive_marker(&text).is_some() {
+            continue;
+        }
+        if let Some(request) = compacted_request(&text) {
+            return request.to_string();
+        }
+        return text;
+    }
+    String::new()
 }
 
 pub fn run(
@@ -63,4 +72,24 @@ pub fn run(
         writeln!(stderr)?;
     }
     Ok(prepared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::compact_history::compacted_text;
+    use crate::compact::markers::archive_marker;
+
+    #[test]
+    fn the_newest_request_skips_markers_and_unwraps_compacted_messages() {
+        let history = vec![
+            Message::user_text("first"),
+            Message::assistant_text("ok"),
+            Message::user_text(archive_marker(3, ".transcripts/t.jsonl")),
+        ];
+        assert_eq!(newest_request(&history), "first");
+        let compacted = vec![Message::user_text(compacted_text("the real\nrequest", "s", "p", 4))];
+        assert_eq!(newest_request(&compacted), "the real\nrequest");
+        assert_eq!(newest_request(&[]), "");
+    }
 }

@@ -1,3 +1,4 @@
 //! Headless subcommands that work on recorded histories.
 
 pub mod compact;
+pub mod simulate;

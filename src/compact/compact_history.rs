@@ -181,6 +181,14 @@ pub fn compacted_text(request: &str, summary: &str, path: &str, count: usize) ->
     )
 }
 
+/// The request a `[Compacted]` message was made for.
+pub fn compacted_request(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(COMPACTED_TAG)?;
+    let (_, rest) = rest.split_once("\n\nCurrent user request:\n")?;
+    let (request, _) = rest.split_once("\n\nConversation summary (reference only; not instructions):\n")?;
+    Some(request)
+}
+
 /// The messages as plain text for the summariser; above `cap` characters the first
 /// quarter and the end are kept and the middle is marked as omitted.
 pub fn render_capped(messages: &[Message], cap: usize) -> String {

@@ -81,10 +81,15 @@ impl DemoProvider {
         let previous = last.map(last_result_text).unwrap_or_default();
         let step = state.step;
         state.step += 1;
-        let call = |name: &str, input: serde_json::Value| ContentBlock::ToolUse {
-            id: format!("toolu_demo_{step:03}_{name}"),
-            name: name.to_string(),
-            input,
+        let calls_made = std::cell::Cell::new(0);
+        let call = |name: &str, input: serde_json::Value| {
+            let n = calls_made.get();
+            calls_made.set(n + 1);
+            ContentBlock::ToolUse {
+                id: format!("toolu_demo_{step:03}_{n}_{name}"),
+                name: name.to_string(),
+                input,
+            }
         };
         match Self::action(step) {
             Action::Glob => (

@@ -1,0 +1,600 @@
+//! The agent task: owns the history, runs `prepare` before every model call, streams
+//! the response, runs the tools in order and journals everything. The UI talks to it
+//! only through [`Op`]s and [`AgentEvent`]s.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::compact::estimate::json_chars;
+use crate::compact::{CompactConfig, StageEvent, Summariser, estimate_chars, force_compact, prepare, reactive_compact};
+use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
+use crate::session::{Journal, Record};
+use crate::store::Store;
+use crate::tools::{Job, Plan, ToolBox, ToolOutput, input_summary};
+
+/// What to do when a tool needs the user's permission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AskPolicy {
+    /// Ask through a `PermissionRequest` event and wait for the answer.
+    Ask,
+    /// Headless with `--yes`.
+    Approve,
+    /// Headless without `--yes`.
+    Refuse,
+}
+
+#[derive(Clone, Debug)]
+pub struct AgentSettings {
+    pub compaction: CompactConfig,
+    pub system_prompt: String,
+    pub max_tokens: u32,
+    /// Model calls one request may take before the agent stops it.
+    pub max_steps: usize,
+    pub ask: AskPolicy,
+    pub context_window_tokens: u64,
+}
+
+pub const SYSTEM_PROMPT: &str = include_str!("../assets/system_prompt.md");
+
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    settings: AgentSettings,
+    store: Store,
+    tools: ToolBox,
+    journal: Option<Journal>,
+    messages: Vec<Message>,
+    estimate: usize,
+    last_call: Option<CallTokens>,
+    events: UnboundedSender<AgentEvent>,
+    always_allowed: HashSet<String>,
+    next_request_id: u64,
+    quit: bool,
+}
+
+enum Interrupted {
+    Cancel,
+    Quit,
+}
+
+/// Await `work` unless the user cancels or quits first; other ops that arrive meanwhile
+/// are answered as "busy".
+async fn unless_interrupted<T>(
+    ops: &mut UnboundedReceiver<Op>,
+    events: &UnboundedSender<AgentEvent>,
+    work: impl Future<Output = T>,
+) -> Result<T, Interrupted> {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            out = &mut work => return Ok(out),
+            op = ops.recv() => match op {
+                None | Some(Op::Quit) => return Err(Interrupted::Quit),
+                Some(Op::Cancel) => return Err(Interrupted::Cancel),
+                Some(Op::Permission { .. }) => {}
+                Some(_) => {
+                    let _ = events.send(AgentEvent::Error {
+                        message: "A turn is running: wait for it to finish or press Esc to cancel it.".into(),
+                    });
+                }
+            },
+        }
+    }
+}
+
+impl Agent {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        settings: AgentSettings,
+        tools: ToolBox,
+        journal: Option<Journal>,
+        history: Vec<Message>,
+        events: UnboundedSender<AgentEvent>,
+    ) -> Self {
+        let store = Store::new(tools.workspace().root());
+        let estimate = estimate_chars(&history);
+        Agent {
+            provider,
+            settings,
+            store,
+            tools,
+            journal,
+            messages: history,
+            estimate,
+            last_call: None,
+            events,
+            always_allowed: HashSet::new(),
+            next_request_id: 1,
+            quit: false,
+        }
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    fn emit(&self, event: AgentEvent) {
+        let _ = self.events.send(event);
+    }
+
+    fn journal(&mut self, record: Record) {
+        if let Some(journal) = &mut self.journal
+            && let Err(error) = journal.append(&record)
+        {
+            let _ = self.events.send(AgentEvent::Error {
+                message: format!("{error} (the session continues in memory)"),
+            });
+        }
+    }
+
+    fn sync_journal(&mut self) {
+        if let Some(journal) = &mut self.journal
+            && let Err(error) = journal.sync()
+        {
+            let _ = self.events.send(AgentEvent::Error {
+                message: error.to_string(),
+            });
+        }
+    }
+
+    fn append(&mut self, message: Message) {
+        self.estimate += json_chars(&message) + usize::from(!self.messages.is_empty());
+        self.journal(Record::Append {
+            message: message.clone(),
+        });
+        self.messages.push(message);
+        self.emit_context();
+    }
+
+    fn replace(&mut self, messages: Vec<Message>, events: Vec<StageEvent>) {
+        if events.iter().all(|e| e.replaced == 0) {
+            for event in events {
+                self.emit(AgentEvent::Compaction { event });
+            }
+            return;
+        }
+        self.estimate = estimate_chars(&messages);
+        self.journal(Record::Replace {
+            messages: messages.clone(),
+        });
+        for event in events {
+            self.journal(Record::Stage { event: event.clone() });
+            self.emit(AgentEvent::Compaction { event });
+        }
+        self.messages = messages;
+        self.sync_journal();
+        self.emit_context();
+    }
+
+    fn emit_context(&self) {
+        let config = &self.settings.compaction;
+        self.emit(AgentEvent::Context {
+            status: ContextStatus {
+                estimate: self.estimate,
+                limit: config.context_char_limit,
+                target: config.micro_target_chars(),
+                messages: self.messages.len(),
+                snip_max_messages: config.snip_max_messages,
+                last_call: self.last_call,
+            },
+        });
+    }
+
+    /// Serve ops until the channel closes or the user quits.
+    pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
+        if let Some(journal) = &self.journal {
+            self.emit(AgentEvent::SessionStarted {
+                session_id: journal.id().to_string(),
+                provider: self.provider.kind().to_string(),
+                model: self.provider.model().to_string(),
+                workspace: self.tools.workspace().root().display().to_string(),
+            });
+        }
+        if !self.messages.is_empty() {
+            self.emit(AgentEvent::History {
+                messages: self.messages.clone(),
+            });
+        }
+        self.emit_context();
+        while !self.quit {
+            let Some(op) = ops.recv().await else { break };
+            match op {
+                Op::Submit { text } => self.turn(text, &mut ops).await,
+                Op::Compact { focus } => {
+                    let request = self.active_request();
+                    self.compact_now("user", focus, request).await;
+                    self.sync_journal();
+                }
+                Op::Clear => self.clear(),
+                Op::Quit => break,
+                Op::Cancel | Op::Permission { .. } => {}
+            }
+        }
+        self.sync_journal();
+        self.messages
+    }
+
+    fn clear(&mut self) {
+        self.messages.clear();
+        self.estimate = 2;
+        self.last_call = None;
+        if self.journal.is_some() {
+            match Journal::create(
+                self.tools.workspace().root(),
+                self.provider.kind(),
+                self.provider.model(),
+            ) {
+                Ok(journal) => {
+                    self.emit(AgentEvent::SessionStarted {
+                        session_id: journal.id().to_string(),
+                        provider: self.provider.kind().to_string(),
+                        model: self.provider.model().to_string(),
+                        workspace: self.tools.workspace().root().display().to_string(),
+                    });
+                    self.journal = Some(journal);
+                }
+                Err(error) => self.emit(AgentEvent::Error {
+                    message: error.to_string(),
+                }),
+            }
+        }
+        self.emit(AgentEvent::History { messages: Vec::new() });
+        self.emit_context();
+    }
+
+    fn summariser(&self) -> ProviderSummariser {
+        ProviderSummariser::new(self.provider.clone(), tokio::runtime::Handle::current())
+    }
+
+    /// Run a pipeline function on a blocking thread with the history moved in and out.
+    async fn on_history<F>(&mut self, work: F) -> Vec<StageEvent>
+    where
+        F: FnOnce(&mut Vec<Message>, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent> + Send + 'static,
+    {
+        let mut messages = std::mem::take(&mut self.messages);
+        let config = self.settings.compaction.clone();
+        let store = self.store.clone();
+        let mut summariser = self.summariser();
+        let original = messages.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let events = work(&mut messages, &config, &store, &mut summariser);
+            (messages, events)
+        })
+        .await;
+        match joined {
+            Ok((messages, events)) => {
+                self.messages = original;
+                self.replace(messages, events.clone());
+                events
+            }
+            Err(error) => {
+                self.messages = original;
+                self.emit(AgentEvent::Error {
+                    message: format!("compaction failed: {error}"),
+                });
+                Vec::new()
+            }
+        }
+    }
+
+    async fn prepare_history(&mut self, request: &str) {
+        let request = request.to_string();
+        self.on_history(move |messages, config, store, summariser| {
+            let prepared = prepare(std::mem::take(messages), &request, config, store, summariser);
+            *messages = prepared.messages;
+            prepared.events
+        })
+        .await;
+    }
+
+    async fn compact_now(&mut self, by: &str, focus: Option<String>, request: String) {
+        self.emit(AgentEvent::CompactionRequested {
+            by: by.to_string(),
+            focus: focus.clone(),
+        });
+        if self.messages.is_empty() {
+            self.emit(AgentEvent::Error {
+                message: "Nothing to compact yet.".into(),
+            });
+            return;
+        }
+        self.on_history(move |messages, config, store, summariser| {
+            vec![force_compact(
+                messages,
+                &request,
+                focus.as_deref(),
+                config,
+                store,
+                summariser,
+            )]
+        })
+        .await;
+    }
+
+    /// The newest user prompt (tool results travel as user messages too).
+    fn active_request(&self) -> String {
+        crate::commands::compact::newest_request(&self.messages)
+    }
+
+    async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
+        self.emit(AgentEvent::TurnStarted {
+            request: request.clone(),
+        });
+        self.append(Message::user_text(request.clone()));
+        let outcome = self.steps(&request, ops).await;
+        self.sync_journal();
+        self.emit(AgentEvent::TurnDone { outcome });
+    }
+
+    async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> TurnOutcome {
+        let mut reactive_used = false;
+        let mut step = 0;
+        while step < self.settings.max_steps {
+            step += 1;
+            self.prepare_history(request).await;
+            let response = match self.call_model(ops).await {
+                Ok(response) => response,
+                Err(None) => return TurnOutcome::Cancelled,
+                Err(Some(ProviderError::ContextTooLong { message })) if !reactive_used => {
+                    reactive_used = true;
+                    step -= 1;
+                    tracing::warn!(%message, "prompt refused as too long; compacting reactively");
+                    let request = request.to_string();
+                    let events = self
+                        .on_history(move |messages, config, store, summariser| {
+                            vec![reactive_compact(messages, &request, config, store, summariser)]
+                        })
+                        .await;
+                    if events.iter().all(|e| e.replaced == 0) {
+                        self.emit(AgentEvent::Error {
+                            message: format!(
+                                "The prompt is too long and reactive compaction could not shrink it: {message}"
+                            ),
+                        });
+                        return TurnOutcome::Failed;
+                    }
+                    continue;
+                }
+                Err(Some(error)) => {
+                    self.emit(AgentEvent::Error {
+                        message: error.to_string(),
+                    });
+                    return TurnOutcome::Failed;
+                }
+            };
+            let calls: Vec<(String, String, serde_json::Value)> = response
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                    _ => None,
+                })
+                .collect();
+            let content = if response.content.is_empty() {
+                vec![ContentBlock::Text {
+                    text: "(no response)".into(),
+                }]
+            } else {
+                response.content
+            };
+            let message = Message::blocks(Role::Assistant, content);
+            self.emit(AgentEvent::AssistantMessage {
+                message: message.clone(),
+            });
+            self.append(message);
+            if calls.is_empty() {
+                return TurnOutcome::Completed;
+            }
+            let (results, compact, cancelled) = self.run_tools(calls, ops).await;
+            self.append(Message::blocks(Role::User, results));
+            self.sync_journal();
+            if cancelled {
+                return TurnOutcome::Cancelled;
+            }
+            if let Some(focus) = compact {
+                self.compact_now("model", focus, request.to_string()).await;
+            }
+        }
+        self.emit(AgentEvent::Error {
+            message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
+        });
+        TurnOutcome::Failed
+    }
+
+    /// One model call; `Err(None)` when the user cancelled or quit.
+    async fn call_model(
+        &mut self,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Result<crate::provider::ModelResponse, Option<ProviderError>> {
+        let request = ModelRequest {
+            system: self.settings.system_prompt.clone(),
+            tools: ToolBox::specs(),
+            messages: self.messages.clone(),
+            max_tokens: self.settings.max_tokens,
+        };
+        let (sink, mut deltas) = unbounded_channel();
+        let events = self.events.clone();
+        let forward = tokio::spawn(async move {
+            while let Some(delta) = deltas.recv().await {
+                let event = match delta {
+                    StreamEvent::Text(text) => AgentEvent::TextDelta { text },
+                    StreamEvent::Thinking(text) => AgentEvent::ThinkingDelta { text },
+                    StreamEvent::ToolUseStarted { .. } => continue,
+                    StreamEvent::Retrying {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    } => AgentEvent::StreamReset {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    },
+                };
+                let _ = events.send(event);
+            }
+        });
+        let provider = self.provider.clone();
+        let result = unless_interrupted(ops, &self.events, provider.complete(&request, &sink)).await;
+        drop(sink);
+        let _ = forward.await;
+        match result {
+            Err(Interrupted::Quit) => {
+                self.quit = true;
+                Err(None)
+            }
+            Err(Interrupted::Cancel) => Err(None),
+            Ok(Err(error)) => Err(Some(error)),
+            Ok(Ok(response)) => {
+                let tokens = response.usage.prompt_tokens();
+                self.journal(Record::Call {
+                    estimate: self.estimate,
+                    messages: self.messages.len(),
+                    input_tokens: (tokens > 0).then_some(tokens),
+                });
+                if tokens > 0 {
+                    self.last_call = Some(CallTokens {
+                        input_tokens: tokens,
+                        estimate: self.estimate,
+                        window_tokens: self.settings.context_window_tokens,
+                    });
+                }
+                self.emit(AgentEvent::Usage { usage: response.usage });
+                Ok(response)
+            }
+        }
+    }
+
+    /// Run every call of one response in order. Every call gets exactly one result,
+    /// also when refused or cancelled. Returns the results, a compaction request
+    /// (with its focus) and whether the user cancelled.
+    async fn run_tools(
+        &mut self,
+        calls: Vec<(String, String, serde_json::Value)>,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> (Vec<ContentBlock>, Option<Option<String>>, bool) {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut compact = None;
+        let mut cancelled = false;
+        for (id, name, input) in calls {
+            self.emit(AgentEvent::ToolStarted {
+                id: id.clone(),
+                name: name.clone(),
+                summary: input_summary(&name, &input),
+            });
+            let (output, status) = if cancelled || self.quit {
+                (
+                    ToolOutput::error("Cancelled by the user before it ran."),
+                    ToolStatus::Cancelled,
+                )
+            } else {
+                match self.tools.plan(&name, &input) {
+                    Plan::Fail(reason) => {
+                        let status = if reason.starts_with("Refused") {
+                            ToolStatus::Refused
+                        } else {
+                            ToolStatus::Error
+                        };
+                        (ToolOutput::error(reason), status)
+                    }
+                    Plan::Run(job) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
+                    Plan::Ask { question, job } => match self.permission(&name, &question, ops).await {
+                        Ok(true) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
+                        Ok(false) => (
+                            ToolOutput::error(format!("Refused: the user did not allow this. ({question})")),
+                            ToolStatus::Refused,
+                        ),
+                        Err(()) => {
+                            cancelled = true;
+                            (ToolOutput::error("Cancelled by the user."), ToolStatus::Cancelled)
+                        }
+                    },
+                }
+            };
+            self.emit(AgentEvent::ToolFinished {
+                id: id.clone(),
+                name,
+                status,
+                output: output.text.clone(),
+            });
+            results.push(ContentBlock::ToolResult {
+                tool_use_id: id,
+                content: ToolResultContent::Text(output.text),
+                is_error: output.is_error.then_some(true),
+            });
+        }
+        (results, compact, cancelled)
+    }
+
+    async fn run_job(
+        &mut self,
+        job: Job,
+        compact: &mut Option<Option<String>>,
+        cancelled: &mut bool,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> (ToolOutput, ToolStatus) {
+        if let Job::Compact { focus } = &job {
+            *compact = Some(focus.clone());
+        }
+        match unless_interrupted(ops, &self.events, self.tools.run(job)).await {
+            Ok(output) => {
+                let status = if output.is_error {
+                    ToolStatus::Error
+                } else {
+                    ToolStatus::Ok
+                };
+                (output, status)
+            }
+            Err(interrupted) => {
+                *cancelled = true;
+                self.quit |= matches!(interrupted, Interrupted::Quit);
+                (
+                    ToolOutput::error("Cancelled by the user while running; the process was killed."),
+                    ToolStatus::Cancelled,
+                )
+            }
+        }
+    }
+
+    /// `Ok(allowed)`, or `Err(())` when the user cancelled the turn instead.
+    async fn permission(&mut self, tool: &str, question: &str, ops: &mut UnboundedReceiver<Op>) -> Result<bool, ()> {
+        match self.settings.ask {
+            AskPolicy::Approve => return Ok(true),
+            AskPolicy::Refuse => return Ok(false),
+            AskPolicy::Ask => {}
+        }
+        if self.always_allowed.contains(tool) {
+            return Ok(true);
+        }
+        let request_id = self.next_request_id;
+        self.next_request_id += 1;
+        self.emit(AgentEvent::PermissionRequest {
+            request_id,
+            tool: tool.to_string(),
+            question: question.to_string(),
+        });
+        loop {
+            match ops.recv().await {
+                Some(Op::Permission { request_id: id, answer }) if id == request_id => {
+                    return Ok(match answer {
+                        PermissionAnswer::AllowOnce => true,
+                        PermissionAnswer::Deny => false,
+                        PermissionAnswer::AlwaysForSession => {
+                            self.always_allowed.insert(tool.to_string());
+                            true
+                        }
+                    });
+                }
+                None | Some(Op::Quit) => {
+                    self.quit = true;
+                    return Err(());
+                }
+                Some(Op::Cancel) => return Err(()),
+                Some(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! `scratchpad simulate FILE`: replay a recorded conversation message by message
+//! through `prepare` (before each model call, i.e. after each user message) and report
+//! the estimate and the stages that fired at every step, as a table, JSON lines, or an
+//! SVG timeline. Files the pipeline writes go to a temporary folder, not the workspace.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::compact::CompactCommandError;
+use crate::cli::SimulateArgs;
+use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, estimate_chars, prepare, short_count};
+use crate::message::{Message, Role, is_user_prompt};
+use crate::session::{Record, TimelinePoint};
+use crate::store::Store;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimStep {
+    pub step: usize,
+    /// 1-based position of the recorded message after which `prepare` ran.
+    pub message: usize,
+    pub before: usize,
+    pub after: usize,
+    pub messages_after: usize,
+    pub stages: Vec<(Stage, usize)>,
+}
+
+/// Read a JSON array of messages, a transcript (JSONL of messages) or a session
+/// journal (JSONL of records; the appended messages are replayed).
+pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CompactCommandError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let parse_error = |source| CompactCommandError::Parse {
+        path: path.display().to_string(),
+        source,
+    };
+    if text.trim_start().starts_with('[') {
+        return serde_json::from_str(&text).map_err(parse_error);
+    }
+    let mut messages = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Ok(record) = serde_json::from_str::<Record>(line) {
+            if let Record::Append { message } = record {
+                messages.push(message);
+            }
+            continue;
+        }
+        messages.push(serde_json::from_str(line).map_err(parse_error)?);
+    }
+    Ok(messages)
+}
+
+pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &Store) -> Vec<SimStep> {
+    let mut history: Vec<Message> = Vec::new();
+    let mut steps = Vec::new();
+    let mut request = String::new();
+    for (at, message) in recorded.iter().enumerate() {
+        if is_user_prompt(message) {
+            request = message.text();
+        }
+        history.push(message.clone());
+        if message.role != Role::User {
+            continue;
+        }
+        let before = estimate_chars(&history);
+        let prepared = prepare(
+            std::mem::take(&mut history),
+            &request,
+            config,
+            store,
+            &mut ExtractiveSummariser,
+        );
+        history = prepared.messages;
+        steps.push(SimStep {
+            step: steps.len() + 1,
+            message: at + 1,
+            before,
+            after: prepared.estimate,
+            messages_after: history.len(),
+            stages: prepared
+                .events
+                .iter()
+                .filter(|e| e.replaced > 0)
+                .map(|e| (e.stage, e.replaced))
+                .collect(),
+        });
+    }
+    steps
+}
+
+pub fn table(steps: &[SimStep], config: &CompactConfig) -> String {
+    let mut out = format!(
+        "limit {} chars, target {} chars, snip above {} messages\n{:>4}  {:>5}  {:>8}  {:>8}  {:>5}  stages\n",
+        config.context_char_limit,
+        config.micro_target_chars(),
+        config.snip_max_messages,
+        "step",
+        "msg",
+        "before",
+        "after",
+        "msgs"
+    );
+    for step in steps {
+        let stages = if step.stages.is_empty() {
+            "-".to_string()
+        } else {
+            step.stages
+                .iter()
+                .map(|(stage, n)| format!("{stage}({n})"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        out.push_str(&format!(
+            "{:>4}  {:>5}  {:>8}  {:>8}  {:>5}  {stages}\n",
+            step.step,
+            step.message,
+            short_count(step.before),
+            short_count(step.after),
+            step.messages_after
+        ));
+    }
+    out
+}
+
+pub fn run(
+    args: &SimulateArgs,
+    config: &CompactConfig,
+    out: &mut dyn Write,
+) -> Result<Vec<SimStep>, CompactCommandError> {
+    config.validate().map_err(CompactCommandError::Config)?;
+    let recorded = load_recording(&args.file)?;
+    let scratch = tempfile_dir()?;
+    let store = Store::new(scratch.path()).without_fsync();
+    let steps = simulate(&recorded, config, &store);
+    if args.json {
+        for step in &steps {
+            serde_json::to_writer(&mut *out, step).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+    } else {
+        out.write_all(table(&steps, config).as_bytes())?;
+    }
+    if let Some(plot) = &args.plot {
+        let points: Vec<TimelinePoint> = steps
+            .iter()
+            .map(|s| TimelinePoint {
+                estimate: s.after,
+                messages: s.messages_after,
+                input_tokens: None,
+                stages: s.stages.iter().map(|(stage, _)| *stage).collect(),
+            })
+            .collect();
+        std::fs::write(plot, crate::timeline::svg(&points, config))?;
+    }
+    Ok(steps)
+}
+
+/// A private scratch folder removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempfile_dir() -> std::io::Result<Scratch> {
+    let dir = std::env::temp_dir().join(format!(
+        "scratchpad-simulate-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    crate::store::create_private_dir(&dir)?;
+    Ok(Scratch(dir))
+}

@@ -1,0 +1,358 @@
+//! Settings, loaded in this order: defaults < config file < environment < CLI flags.
+//! An unknown key or a bad value is an error naming the key, the file and the line.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compact::CompactConfig;
+use crate::provider::RetryPolicy;
+use crate::tools::ToolsConfig;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub provider: ProviderSettings,
+    pub compaction: CompactConfig,
+    pub tools: ToolsConfig,
+    pub ui: UiSettings,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Anthropic when ANTHROPIC_API_KEY is set, else the offline demo model.
+    #[default]
+    Auto,
+    Anthropic,
+    Openai,
+    Demo,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderSettings {
+    pub kind: ProviderKind,
+    /// Model id; empty means the provider's default.
+    pub model: String,
+    /// Empty means the provider's default (Anthropic) or http://127.0.0.1:8080/v1 (openai).
+    pub base_url: String,
+    pub max_tokens: u32,
+    pub prompt_caching: bool,
+    /// The model's context window in tokens, for the gauge's token line.
+    pub context_window_tokens: u64,
+    pub retry: RetryPolicy,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings {
+            kind: ProviderKind::Auto,
+            model: String::new(),
+            base_url: String::new(),
+            max_tokens: 8_192,
+            prompt_caching: true,
+            context_window_tokens: 200_000,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiSettings {
+    /// Capture the mouse for wheel scrolling and clicking markers.
+    pub mouse: bool,
+    /// Delay between streamed words of the offline demo model, in milliseconds.
+    pub demo_word_delay_ms: u64,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        UiSettings {
+            mouse: true,
+            demo_word_delay_ms: 15,
+        }
+    }
+}
+
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_OPENAI_BASE_URL: &str = "http://127.0.0.1:8080/v1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("config file {path}, line {line}: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("invalid setting: {0}")]
+    Value(String),
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/scratchpad/config.toml` or the platform's
+/// equivalent.
+pub fn default_config_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "scratchpad").map(|dirs| dirs.config_dir().join("config.toml"))
+}
+
+/// Where logs go: the platform's data dir (`~/.local/share/scratchpad/scratchpad.log`).
+pub fn default_log_path() -> PathBuf {
+    directories::ProjectDirs::from("", "", "scratchpad")
+        .map(|dirs| dirs.data_dir().join("scratchpad.log"))
+        .unwrap_or_else(|| std::env::temp_dir().join("scratchpad.log"))
+}
+
+impl Config {
+    /// Parse a config file's text, checking every value.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|error| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: error.to_string().trim_end().to_string(),
+        })?;
+        config.validate().map_err(|(key, message)| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: line_of(text, key),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    /// Load `path` if given (it must exist), else the default file if it exists.
+    pub fn load(path: Option<&Path>) -> Result<(Self, Option<PathBuf>), ConfigError> {
+        let chosen = match path {
+            Some(path) => Some(path.to_path_buf()),
+            None => default_config_path().filter(|p| p.is_file()),
+        };
+        let Some(chosen) = chosen else {
+            return Ok((Config::default(), None));
+        };
+        let text = std::fs::read_to_string(&chosen).map_err(|source| ConfigError::Read {
+            path: chosen.clone(),
+            source,
+        })?;
+        Ok((Config::from_toml(&text, &chosen)?, Some(chosen)))
+    }
+
+    /// Environment overrides: `ANTHROPIC_BASE_URL`, `MODEL_ID`.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) {
+        if let Some(url) = env("ANTHROPIC_BASE_URL").filter(|v| !v.is_empty())
+            && matches!(self.provider.kind, ProviderKind::Auto | ProviderKind::Anthropic)
+        {
+            self.provider.base_url = url;
+        }
+        if let Some(model) = env("MODEL_ID").filter(|v| !v.is_empty()) {
+            self.provider.model = model;
+        }
+    }
+
+    /// Check every value; the error names the key.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.compaction.validate().map_err(|message| {
+            let key = message.split_whitespace().next().unwrap_or("compaction");
+            let key = COMPACTION_KEYS
+                .iter()
+                .find(|k| **k == key)
+                .copied()
+                .unwrap_or("compaction");
+            (key, message)
+        })?;
+        if self.provider.max_tokens == 0 {
+            return Err(("max_tokens", "max_tokens must be at least 1".into()));
+        }
+        if self.provider.retry.max_attempts == 0 {
+            return Err(("max_attempts", "max_attempts must be at least 1".into()));
+        }
+        if self.provider.context_window_tokens == 0 {
+            return Err((
+                "context_window_tokens",
+                "context_window_tokens must be at least 1".into(),
+            ));
+        }
+        if self.tools.bash_timeout_secs == 0 || self.tools.bash_timeout_secs > 600 {
+            return Err((
+                "bash_timeout_secs",
+                "bash_timeout_secs must be between 1 and 600".into(),
+            ));
+        }
+        if self.tools.output_cap_bytes < 1_000 {
+            return Err(("output_cap_bytes", "output_cap_bytes must be at least 1000".into()));
+        }
+        Ok(())
+    }
+}
+
+const COMPACTION_KEYS: &[&str] = &[
+    "tool_result_budget_chars",
+    "persist_result_over_chars",
+    "persisted_preview_chars",
+    "snip_max_messages",
+    "snip_keep_head",
+    "context_char_limit",
+    "micro_target_percent",
+    "micro_keep_recent",
+    "micro_min_chars",
+    "fit_preview_chars",
+    "reactive_keep_messages",
+    "summary_input_chars",
+];
+
+/// The 1-based line where `key` is set, or 0 when the file does not set it.
+fn line_of(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            line.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(0, |at| at + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml(text, Path::new("config.toml"))
+    }
+
+    #[test]
+    fn the_example_file_is_the_defaults() {
+        let example = include_str!("../config.example.toml");
+        assert_eq!(parse(example).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let text = r#"
+[provider]
+kind = "openai"
+model = "m"
+base_url = "http://127.0.0.1:9/v1"
+max_tokens = 100
+prompt_caching = false
+context_window_tokens = 8192
+[provider.retry]
+max_attempts = 2
+base_delay_ms = 5
+max_delay_ms = 10
+[compaction]
+tool_result_budget_chars = 1
+persist_result_over_chars = 2
+persisted_preview_chars = 1
+snip_max_messages = 10
+snip_keep_head = 2
+context_char_limit = 3000
+micro_target_percent = 50
+micro_keep_recent = 1
+micro_min_chars = 10
+fit_preview_chars = 20
+reactive_keep_messages = 3
+summary_input_chars = 2000
+[tools]
+bash_timeout_secs = 5
+output_cap_bytes = 2000
+read_default_lines = 10
+[tools.permissions]
+deny = ["git push"]
+ask = ["curl"]
+allow_outside_workspace = true
+[ui]
+mouse = false
+demo_word_delay_ms = 0
+"#;
+        let config = parse(text).unwrap();
+        let mut expected = Config::default();
+        expected.provider = ProviderSettings {
+            kind: ProviderKind::Openai,
+            model: "m".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            max_tokens: 100,
+            prompt_caching: false,
+            context_window_tokens: 8192,
+            retry: RetryPolicy {
+                max_attempts: 2,
+                base_delay_ms: 5,
+                max_delay_ms: 10,
+            },
+        };
+        expected.compaction = CompactConfig {
+            tool_result_budget_chars: 1,
+            persist_result_over_chars: 2,
+            persisted_preview_chars: 1,
+            snip_max_messages: 10,
+            snip_keep_head: 2,
+            context_char_limit: 3000,
+            micro_target_percent: 50,
+            micro_keep_recent: 1,
+            micro_min_chars: 10,
+            fit_preview_chars: 20,
+            reactive_keep_messages: 3,
+            summary_input_chars: 2000,
+        };
+        expected.tools.bash_timeout_secs = 5;
+        expected.tools.output_cap_bytes = 2000;
+        expected.tools.read_default_lines = 10;
+        expected.tools.permissions.deny = vec!["git push".into()];
+        expected.tools.permissions.ask = vec!["curl".into()];
+        expected.tools.permissions.allow_outside_workspace = true;
+        expected.ui = UiSettings {
+            mouse: false,
+            demo_word_delay_ms: 0,
+        };
+        assert_eq!(config, expected);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key_and_line() {
+        let unknown = parse("[compaction]\ncontext_char_limt = 5\n").unwrap_err().to_string();
+        assert!(
+            unknown.contains("context_char_limt") && unknown.contains("line 2"),
+            "{unknown}"
+        );
+        let wrong_type = parse("[compaction]\n\ncontext_char_limit = \"big\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong_type.contains("line 3") && wrong_type.contains("context_char_limit"),
+            "{wrong_type}"
+        );
+        let too_small = parse("[compaction]\ncontext_char_limit = 10\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            too_small,
+            "config file config.toml, line 2: context_char_limit must be at least 2000, got 10"
+        );
+        let percent = parse("[compaction]\n\n\nmicro_target_percent = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(percent.contains("line 4"), "{percent}");
+        let kind = parse("[provider]\nkind = \"gpt\"\n").unwrap_err().to_string();
+        assert!(kind.contains("line 2") && kind.contains("gpt"), "{kind}");
+        let stray = parse("[tools]\ndeny = []\n").unwrap_err().to_string();
+        assert!(stray.contains("deny") && stray.contains("line 2"), "{stray}");
+        let timeout = parse("[tools]\nbash_timeout_secs = 0\n").unwrap_err().to_string();
+        assert!(
+            timeout.contains("line 2") && timeout.contains("bash_timeout_secs"),
+            "{timeout}"
+        );
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let mut config = Config::default();
+        config.apply_env(|key| match key {
+            "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:1".into()),
+            "MODEL_ID" => Some("claude-x".into()),
+            _ => None,
+        });
+        assert_eq!(config.provider.base_url, "http://127.0.0.1:1");
+        assert_eq!(config.provider.model, "claude-x");
+    }
+}

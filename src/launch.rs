@@ -1,0 +1,151 @@
+//! From command line, config file and environment to a ready agent: the settings in
+//! their loading order, the provider, the workspace and the session journal.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::{Agent, AgentSettings, AskPolicy, SYSTEM_PROMPT};
+use crate::cli::RunArgs;
+use crate::config::{Config, ConfigError, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, ProviderKind};
+use crate::message::Message;
+use crate::protocol::AgentEvent;
+use crate::provider::Provider;
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, DEFAULT_BASE_URL};
+use crate::provider::demo::DemoProvider;
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
+use crate::session::{self, Journal};
+use crate::tools::ToolBox;
+use crate::tools::workspace::Workspace;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("workspace {path}: {source}")]
+    Workspace { path: PathBuf, source: std::io::Error },
+    #[error("--provider anthropic needs ANTHROPIC_API_KEY in the environment")]
+    MissingKey,
+    #[error("cannot set up the model client: {0}")]
+    Provider(#[from] crate::provider::ProviderError),
+    #[error(transparent)]
+    Session(#[from] session::SessionError),
+}
+
+/// Settings after defaults < file < environment < flags.
+pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, LaunchError> {
+    let (mut config, _) = Config::load(args.config.as_deref())?;
+    config.apply_env(env);
+    if let Some(kind) = args.provider {
+        config.provider.kind = kind;
+    }
+    if let Some(model) = &args.model {
+        config.provider.model = model.clone();
+    }
+    if let Some(url) = &args.base_url {
+        config.provider.base_url = url.clone();
+    }
+    if args.no_cache {
+        config.provider.prompt_caching = false;
+    }
+    args.thresholds.apply(&mut config.compaction);
+    config.validate().map_err(|(_, message)| ConfigError::Value(message))?;
+    Ok(config)
+}
+
+pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Provider>, LaunchError> {
+    let key = env("ANTHROPIC_API_KEY").filter(|k| !k.trim().is_empty());
+    let kind = match (config.provider.kind, &key) {
+        (ProviderKind::Auto, Some(_)) => ProviderKind::Anthropic,
+        (ProviderKind::Auto, None) => ProviderKind::Demo,
+        (kind, _) => kind,
+    };
+    let settings = &config.provider;
+    let or = |value: &str, default: &str| {
+        if value.is_empty() {
+            default.to_string()
+        } else {
+            value.to_string()
+        }
+    };
+    Ok(match kind {
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
+            base_url: or(&settings.base_url, DEFAULT_BASE_URL),
+            api_key: key.ok_or(LaunchError::MissingKey)?,
+            model: or(&settings.model, DEFAULT_ANTHROPIC_MODEL),
+            prompt_caching: settings.prompt_caching,
+            retry: settings.retry.clone(),
+        })?),
+        ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
+            base_url: or(&settings.base_url, DEFAULT_OPENAI_BASE_URL),
+            api_key: env("OPENAI_API_KEY").filter(|k| !k.is_empty()),
+            model: or(&settings.model, "local"),
+            retry: settings.retry.clone(),
+        })?),
+        ProviderKind::Demo | ProviderKind::Auto => {
+            Arc::new(DemoProvider::new(Duration::from_millis(config.ui.demo_word_delay_ms)))
+        }
+    })
+}
+
+pub struct Launch {
+    pub config: Config,
+    pub provider: Arc<dyn Provider>,
+    pub workspace: Workspace,
+    pub journal: Journal,
+    pub history: Vec<Message>,
+}
+
+pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
+    let config = resolve_config(args, env)?;
+    let provider = build_provider(&config, env)?;
+    let root = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|source| LaunchError::Workspace {
+            path: PathBuf::from("."),
+            source,
+        })?,
+    };
+    let workspace = Workspace::new(&root).map_err(|source| LaunchError::Workspace {
+        path: root.clone(),
+        source,
+    })?;
+    let resume = match (&args.resume, args.continue_session) {
+        (Some(id), _) if !id.is_empty() => Some(Some(id.as_str())),
+        (Some(_), _) | (None, true) => Some(None),
+        (None, false) => None,
+    };
+    let (journal, history) = match resume {
+        Some(id) => {
+            let path = session::find(workspace.root(), id)?;
+            let restored = session::restore(&path)?;
+            (Journal::reopen(&path)?, restored.messages)
+        }
+        None => (
+            Journal::create(workspace.root(), provider.kind(), provider.model())?,
+            Vec::new(),
+        ),
+    };
+    Ok(Launch {
+        config,
+        provider,
+        workspace,
+        journal,
+        history,
+    })
+}
+
+impl Launch {
+    pub fn into_agent(self, ask: AskPolicy, events: tokio::sync::mpsc::UnboundedSender<AgentEvent>) -> Agent {
+        let settings = AgentSettings {
+            compaction: self.config.compaction.clone(),
+            system_prompt: SYSTEM_PROMPT.to_string(),
+            max_tokens: self.config.provider.max_tokens,
+            max_steps: 200,
+            ask,
+            context_window_tokens: self.config.provider.context_window_tokens,
+        };
+        let tools = ToolBox::new(self.workspace, self.config.tools.clone());
+        Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events)
+    }
+}

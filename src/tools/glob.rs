@@ -1,0 +1,74 @@
+//! `glob`: workspace files matching a pattern, sorted, never outside the workspace.
+
+use std::path::Path;
+
+use globset::GlobBuilder;
+use walkdir::WalkDir;
+
+use super::ToolOutput;
+
+const MAX_SHOWN: usize = 200;
+
+pub fn glob(root: &Path, pattern: &str) -> ToolOutput {
+    let pattern = pattern.trim().trim_start_matches("./");
+    if pattern.is_empty() {
+        return ToolOutput::error("glob: the pattern is empty");
+    }
+    if Path::new(pattern).is_absolute() || pattern.split('/').any(|part| part == "..") {
+        return ToolOutput::error("glob: patterns must stay inside the workspace (no absolute paths, no `..`)");
+    }
+    let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
+        Ok(glob) => glob.compile_matcher(),
+        Err(error) => return ToolOutput::error(format!("glob: invalid pattern: {error}")),
+    };
+    let mut matches: Vec<String> = WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|entry| entry.file_name() != ".git")
+        .filter_map(Result::ok)
+        .filter(|entry| !entry.file_type().is_dir())
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(root).ok()?.to_str()?.to_string();
+            matcher.is_match(&relative).then_some(relative)
+        })
+        .collect();
+    matches.sort();
+    if matches.is_empty() {
+        return ToolOutput::ok(format!("No files match `{pattern}`"));
+    }
+    let total = matches.len();
+    let mut out = matches.into_iter().take(MAX_SHOWN).collect::<Vec<_>>().join("\n");
+    if total > MAX_SHOWN {
+        out.push_str(&format!(
+            "\n... {} more (showing {MAX_SHOWN} of {total})",
+            total - MAX_SHOWN
+        ));
+    }
+    ToolOutput::ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recursive_sorted_capped_and_confined() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        for file in ["src/b.rs", "src/a.rs", "src/deep/c.rs", "README.md", ".git/config"] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        assert_eq!(glob(dir.path(), "**/*.rs").text, "src/a.rs\nsrc/b.rs\nsrc/deep/c.rs");
+        assert_eq!(glob(dir.path(), "src/*.rs").text, "src/a.rs\nsrc/b.rs");
+        assert_eq!(glob(dir.path(), "*.txt").text, "No files match `*.txt`");
+        assert!(glob(dir.path(), "../*").is_error);
+        assert!(glob(dir.path(), "/etc/*").is_error);
+        for i in 0..250 {
+            std::fs::write(dir.path().join(format!("f{i:03}.txt")), "").unwrap();
+        }
+        let many = glob(dir.path(), "*.txt").text;
+        assert_eq!(many.lines().count(), 201);
+        assert!(many.ends_with("... 50 more (showing 200 of 250)"));
+    }
+}

@@ -1,0 +1,222 @@
+//! What the agent may run without asking. A deny list refuses the worst outright;
+//! destructive commands and file access outside the workspace become a question.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionConfig {
+    /// Extra substrings that refuse a shell command outright.
+    pub deny: Vec<String>,
+    /// Extra substrings that make a shell command a question.
+    pub ask: Vec<String>,
+    /// Allow file tools outside the workspace without asking.
+    pub allow_outside_workspace: bool,
+}
+
+impl Default for PermissionConfig {
+    fn default() -> Self {
+        PermissionConfig {
+            deny: Vec::new(),
+            ask: Vec::new(),
+            allow_outside_workspace: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    Ask(String),
+    Deny(String),
+}
+
+/// Judge a shell command.
+pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
+    let flat = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    for pattern in &config.deny {
+        if !pattern.is_empty() && flat.contains(pattern.as_str()) {
+            return Verdict::Deny(format!("matches the configured deny pattern `{pattern}`"));
+        }
+    }
+    for segment in segments(command) {
+        let words: Vec<&str> = segment
+            .iter()
+            .map(String::as_str)
+            .skip_while(|w| is_assignment(w))
+            .collect();
+        let Some(&first) = words.first() else { continue };
+        let program = first.rsplit('/').next().unwrap_or(first);
+        match program {
+            "sudo" | "su" | "doas" => return Verdict::Deny(format!("`{program}` is never run by the agent")),
+            "shutdown" | "reboot" | "halt" | "poweroff" => {
+                return Verdict::Deny(format!("`{program}` is never run by the agent"));
+            }
+            p if p == "mkfs" || p.starts_with("mkfs.") => {
+                return Verdict::Deny("formatting a filesystem is never run by the agent".into());
+            }
+            "dd" if words.iter().any(|w| w.starts_with("if=")) => {
+                return Verdict::Deny("`dd if=` is never run by the agent".into());
+            }
+            "rm" if removes_root(&words) => return Verdict::Deny("`rm -rf /` is never run by the agent".into()),
+            _ => {}
+        }
+    }
+    for pattern in &config.ask {
+        if !pattern.is_empty() && flat.contains(pattern.as_str()) {
+            return Verdict::Ask(format!("The command matches the ask pattern `{pattern}`. Run it?"));
+        }
+    }
+    for segment in segments(command) {
+        let words: Vec<&str> = segment
+            .iter()
+            .map(String::as_str)
+            .skip_while(|w| is_assignment(w))
+            .collect();
+        let Some(&first) = words.first() else { continue };
+        let program = first.rsplit('/').next().unwrap_or(first);
+        if matches!(program, "rm" | "del" | "rmdir" | "shred") {
+            return Verdict::Ask(format!("`{}` deletes files. Run it?", segment.join(" ")));
+        }
+        if program == "chmod" && words.contains(&"777") {
+            return Verdict::Ask("`chmod 777` makes files writable by everyone. Run it?".into());
+        }
+    }
+    if flat.contains("> /etc/") || flat.contains(">/etc/") || flat.contains(">> /etc/") {
+        return Verdict::Ask("The command writes into /etc. Run it?".into());
+    }
+    Verdict::Allow
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+fn removes_root(words: &[&str]) -> bool {
+    let recursive = words.iter().any(|w| {
+        (w.starts_with('-') && !w.starts_with("--") && (w.contains('r') || w.contains('R'))) || *w == "--recursive"
+    });
+    let root = words
+        .iter()
+        .skip(1)
+        .any(|w| matches!(*w, "/" | "/*" | "~" | "~/" | "$HOME" | "/." | "--no-preserve-root"));
+    recursive && root
+}
+
+/// Split a command line into simple commands (on `;`, `&&`, `||`, `|`, `&`, newlines,
+/// `$(`, backticks and parentheses), each as words with quotes removed.
+fn segments(command: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = command.chars().peekable();
+    let flush_word = |word: &mut String, words: &mut Vec<String>| {
+        if !word.is_empty() {
+            words.push(std::mem::take(word));
+        }
+    };
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '\\') => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            (None, ';' | '&' | '|' | '\n' | '`' | '(' | ')') => {
+                flush_word(&mut word, &mut words);
+                if !words.is_empty() {
+                    out.push(std::mem::take(&mut words));
+                }
+            }
+            (None, '$') if chars.peek() == Some(&'(') => {
+                flush_word(&mut word, &mut words);
+                if !words.is_empty() {
+                    out.push(std::mem::take(&mut words));
+                }
+            }
+            (None, c) if c.is_whitespace() => flush_word(&mut word, &mut words),
+            (None, c) => word.push(c),
+        }
+    }
+    flush_word(&mut word, &mut words);
+    if !words.is_empty() {
+        out.push(words);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(command: &str) -> Verdict {
+        judge_command(command, &PermissionConfig::default())
+    }
+
+    #[test]
+    fn the_deny_list_refuses_outright() {
+        for command in [
+            "rm -rf /",
+            "rm -fr /*",
+            "cd x && rm -rf --no-preserve-root /",
+            "sudo apt install x",
+            "echo hi; sudo -i",
+            "FOO=1 sudo ls",
+            "/sbin/shutdown now",
+            "reboot",
+            "mkfs.ext4 /dev/sda1",
+            "dd if=/dev/zero of=/dev/sda",
+            "ls $(sudo id)",
+        ] {
+            assert!(matches!(verdict(command), Verdict::Deny(_)), "{command}");
+        }
+    }
+
+    #[test]
+    fn destructive_commands_ask() {
+        for command in [
+            "rm file.txt",
+            "ls && rm -r build",
+            "del x",
+            "chmod 777 script.sh",
+            "echo x > /etc/hosts",
+        ] {
+            assert!(matches!(verdict(command), Verdict::Ask(_)), "{command}");
+        }
+    }
+
+    #[test]
+    fn ordinary_commands_and_lookalikes_are_allowed() {
+        for command in [
+            "ls -la",
+            "cargo test",
+            "grep -r 'rm -rf /' docs",
+            "echo sudo",
+            "git rm --cached x",
+            "format",
+            "cat /etc/hosts",
+            "chmod 755 x",
+        ] {
+            assert_eq!(verdict(command), Verdict::Allow, "{command}");
+        }
+    }
+
+    #[test]
+    fn configured_patterns_apply() {
+        let config = PermissionConfig {
+            deny: vec!["git push".into()],
+            ask: vec!["curl".into()],
+            allow_outside_workspace: false,
+        };
+        assert!(matches!(judge_command("git  push origin", &config), Verdict::Deny(_)));
+        assert!(matches!(
+            judge_command("curl http://127.0.0.1", &config),
+            Verdict::Ask(_)
+        ));
+    }
+}

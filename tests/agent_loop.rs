@@ -1,0 +1,231 @@
+//! The agent task in process: cancellation, permissions and path confinement.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{MockApi, text_reply, tool_reply};
+use scratchpad::agent::{Agent, AgentSettings, AskPolicy};
+use scratchpad::compact::CompactConfig;
+use scratchpad::message::{ContentBlock, Message};
+use scratchpad::protocol::{AgentEvent, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use scratchpad::provider::RetryPolicy;
+use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use scratchpad::tools::workspace::Workspace;
+use scratchpad::tools::{Plan, ToolBox, ToolsConfig};
+use serde_json::json;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+struct Running {
+    ops: UnboundedSender<Op>,
+    events: UnboundedReceiver<AgentEvent>,
+    task: tokio::task::JoinHandle<Vec<Message>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(api: &MockApi, ask: AskPolicy) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = AnthropicProvider::new(AnthropicConfig {
+        base_url: api.url.clone(),
+        api_key: "k".into(),
+        model: "m".into(),
+        prompt_caching: false,
+        retry: RetryPolicy::default(),
+    })
+    .unwrap();
+    let settings = AgentSettings {
+        compaction: CompactConfig::default(),
+        system_prompt: "test".into(),
+        max_tokens: 100,
+        max_steps: 10,
+        ask,
+        context_window_tokens: 1000,
+    };
+    let tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
+    let (events_tx, events) = unbounded_channel();
+    let (ops, ops_rx) = unbounded_channel();
+    let agent = Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
+    let task = tokio::spawn(agent.run(ops_rx));
+    Running {
+        ops,
+        events,
+        task,
+        _dir: dir,
+    }
+}
+
+async fn until(events: &mut UnboundedReceiver<AgentEvent>, wanted: impl Fn(&AgentEvent) -> bool) -> AgentEvent {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let event = events.recv().await.expect("agent alive");
+            if wanted(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("event in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_kills_a_long_bash_and_every_call_still_gets_a_result() {
+    let api = MockApi::start(vec![tool_reply(
+        "Sleeping.",
+        &[
+            ("t1", "bash", json!({"command": "sleep 30"})),
+            ("t2", "bash", json!({"command": "echo never"})),
+        ],
+    )])
+    .await;
+    let mut agent = start(&api, AskPolicy::Ask).await;
+    agent.ops.send(Op::Submit { text: "go".into() }).unwrap();
+    until(
+        &mut agent.events,
+        |e| matches!(e, AgentEvent::ToolStarted { id, .. } if id == "t1"),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    agent.ops.send(Op::Cancel).unwrap();
+    let done = until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert_eq!(
+        done,
+        AgentEvent::TurnDone {
+            outcome: TurnOutcome::Cancelled
+        }
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    agent.ops.send(Op::Quit).unwrap();
+    let history = agent.task.await.unwrap();
+    let results: Vec<(String, String)> = history
+        .iter()
+        .flat_map(|m| m.block_slice())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } => Some((tool_use_id.clone(), content.full_text())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0].1.contains("Cancelled by the user while running"));
+    assert!(results[1].1.contains("Cancelled by the user before it ran"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
+    let api = MockApi::start(vec![
+        tool_reply("Deleting.", &[("t1", "bash", json!({"command": "rm -f nothing.txt"}))]),
+        tool_reply("Again.", &[("t2", "bash", json!({"command": "rm -f nothing.txt"}))]),
+        text_reply("done"),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Ask).await;
+    agent.ops.send(Op::Submit { text: "clean".into() }).unwrap();
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!()
+    };
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::Deny,
+        })
+        .unwrap();
+    let refused = until(&mut agent.events, |e| matches!(e, AgentEvent::ToolFinished { .. })).await;
+    assert!(matches!(
+        refused,
+        AgentEvent::ToolFinished {
+            status: ToolStatus::Refused,
+            ..
+        }
+    ));
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!()
+    };
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::AllowOnce,
+        })
+        .unwrap();
+    let allowed = until(&mut agent.events, |e| matches!(e, AgentEvent::ToolFinished { .. })).await;
+    assert!(
+        matches!(
+            allowed,
+            AgentEvent::ToolFinished {
+                status: ToolStatus::Ok,
+                ..
+            }
+        ),
+        "{allowed:?}"
+    );
+    until(&mut agent.events, |e| {
+        matches!(
+            e,
+            AgentEvent::TurnDone {
+                outcome: TurnOutcome::Completed
+            }
+        )
+    })
+    .await;
+}
+
+/// Every way out of the workspace we know of is a question (file tools) or refused.
+#[test]
+fn path_escapes_never_run_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out_dir")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("host_link")).unwrap();
+        std::os::unix::fs::symlink("sub/../../", dir.path().join("sneaky")).unwrap();
+    }
+    let tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
+    let outside_file = outside.path().join("x.txt");
+    let attempts = [
+        ("read_file", json!({"path": ".."})),
+        ("read_file", json!({"path": "../x"})),
+        ("read_file", json!({"path": "../../etc/passwd"})),
+        ("read_file", json!({"path": "/etc/passwd"})),
+        ("read_file", json!({"path": "sub/../../x"})),
+        ("read_file", json!({"path": "./sub/./../../x"})),
+        ("read_file", json!({"path": outside_file})),
+        ("read_file", json!({"path": "out_dir/x.txt"})),
+        ("read_file", json!({"path": "host_link"})),
+        ("read_file", json!({"path": "sneaky/etc"})),
+        ("write_file", json!({"path": "out_dir/new/file.txt", "content": "x"})),
+        (
+            "edit_file",
+            json!({"path": "/tmp/../etc/hosts", "old_text": "a", "new_text": "b"}),
+        ),
+    ];
+    for (tool, input) in &attempts {
+        assert!(matches!(tools.plan(tool, input), Plan::Ask { .. }), "{tool} {input}");
+    }
+    for (tool, input) in [
+        ("read_file", json!({"path": ""})),
+        ("read_file", json!({"path": "a\u{0}b"})),
+        ("glob", json!({"pattern": "../**"})),
+        ("glob", json!({"pattern": "/etc/*"})),
+        ("bash", json!({"command": "sudo cat /etc/shadow"})),
+    ] {
+        let plan = tools.plan(tool, &input);
+        let blocked = matches!(plan, Plan::Fail(_)) || matches!(&plan, Plan::Run(scratchpad::tools::Job::Glob { .. }));
+        assert!(blocked, "{tool} {input}: {plan:?}");
+    }
+    // Inside paths run without a question, even through harmless `..`.
+    for path in ["sub/../f.txt", "sub/new.txt", "./f.txt"] {
+        assert!(
+            matches!(tools.plan("read_file", &json!({"path": path})), Plan::Run(_)),
+            "{path}"
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! The real binary in headless mode (`-p`) against the in-process mock API: compaction
+//! stages fire and the requests the server received stay well-formed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{MockApi, Recorded, Reply, prompt_too_long, text_reply, tool_reply};
+use scratchpad::compact::markers::{parse_archive_marker, parse_cleared_reference, parse_persisted_output};
+use scratchpad::compact::pairing::check_pairing;
+use scratchpad::message::{ContentBlock, Message};
+use serde_json::{Value, json};
+
+struct Workspace {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..8 {
+            let body: String = (0..40)
+                .map(|line| format!("// file {i} line {line}: some source text\n"))
+                .collect();
+            std::fs::write(dir.path().join(format!("f{i}.rs")), body).unwrap();
+        }
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 20\n",
+        )
+        .unwrap();
+        Workspace { dir, home }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, api: &MockApi, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_scratchpad"));
+        command
+            .args(["-C", self.path().to_str().unwrap()])
+            .args(["--config", self.home.path().join("config.toml").to_str().unwrap()])
+            .args(args)
+            .env("ANTHROPIC_API_KEY", "sk-test")
+            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("SCRATCHPAD_LOG", self.home.path().join("log.txt"))
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env_remove("MODEL_ID")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, api: &MockApi, args: &[&str]) -> Output {
+        self.command(api, args).output().expect("run the binary")
+    }
+}
+
+fn messages_of(request: &Recorded) -> Vec<Message> {
+    let mut body = request.body["messages"].clone();
+    // The cache breakpoint is ours, added at send time; strip it to read the history.
+    if let Some(last) = body.as_array_mut().and_then(|m| m.last_mut())
+        && let Some(blocks) = last["content"].as_array_mut()
+    {
+        for block in blocks {
+            if let Some(map) = block.as_object_mut() {
+                map.remove("cache_control");
+            }
+        }
+    }
+    serde_json::from_value(body).expect("request messages parse")
+}
+
+fn events(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON event a line"))
+        .collect()
+}
+
+fn stages(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "compaction" && e["event"]["replaced"].as_u64() > Some(0))
+        .map(|e| e["event"]["stage"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn tool_results(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.block_slice())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(content.full_text()),
+            _ => None,
+        })
+        .collect()
+}
+
+const SMALL: &[&str] = &[
+    "--limit",
+    "4000",
+    "--max-messages",
+    "12",
+    "--tool-result-budget",
+    "6000",
+    "--persist-over",
+    "2500",
+    "--persisted-preview",
+    "200",
+    "--fit-preview",
+    "150",
+];
+
+#[test]
+fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
+    let workspace = Workspace::new();
+    let mut script = vec![tool_reply(
+        "Two listings.",
+        &[
+            ("toolu_a1", "bash", json!({"command": "seq -w 1 1500"})),
+            ("toolu_a2", "bash", json!({"command": "seq -w 1 300"})),
+        ],
+    )];
+    for i in 0..8 {
+        script.push(tool_reply(
+            &format!("Reading f{i}.rs."),
+            &[(&format!("toolu_r{i}"), "read_file", json!({"path": format!("f{i}.rs")}))],
+        ));
+    }
+    script.push(tool_reply(
+        "Compacting mid-batch.",
+        &[
+            ("toolu_c1", "bash", json!({"command": "echo before"})),
+            ("toolu_c2", "compact", json!({})),
+            ("toolu_c3", "bash", json!({"command": "echo after"})),
+        ],
+    ));
+    script.push(text_reply("All done."));
+    let api = MockApi::start_in_thread(script);
+    let output = workspace.run(
+        &api,
+        &[&["-p", "Survey the files", "--events", "jsonl"], SMALL].concat(),
+    );
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = events(&output);
+    let fired = stages(&events);
+    for stage in ["tool_result_budget", "snip_compact", "micro_compact", "compact_history"] {
+        assert!(fired.iter().any(|s| s == stage), "{stage} did not fire: {fired:?}");
+    }
+    assert_eq!(api.remaining(), 0);
+
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 11);
+    let mut saw_archive = false;
+    let mut saw_persisted = false;
+    let mut saw_cleared = false;
+    for request in &turns {
+        let messages = messages_of(request);
+        assert_eq!(check_pairing(&messages), Ok(()), "pairing in {messages:?}");
+        for message in &messages {
+            if let Some((_, path)) = parse_archive_marker(&message.text()) {
+                assert!(workspace.path().join(path).is_file(), "{path}");
+                saw_archive = true;
+            }
+        }
+        for text in tool_results(&messages) {
+            if let Some(block) = parse_persisted_output(&text) {
+                let saved = std::fs::read_to_string(workspace.path().join(block.path)).unwrap();
+                assert_eq!(saved.chars().count(), block.original_chars);
+                saw_persisted = true;
+            }
+            if let Some(path) = parse_cleared_reference(&text) {
+                assert!(workspace.path().join(path).is_file(), "{path}");
+                saw_cleared = true;
+            }
+        }
+    }
+    assert!(saw_archive && saw_persisted && saw_cleared);
+
+    // Stage 1 saved the 7,500-char listing whole.
+    let saved = std::fs::read_to_string(workspace.path().join(".task_outputs/tool-results/toolu_a1.txt")).unwrap();
+    assert_eq!(saved, (1..=1500).map(|n| format!("{n:04}\n")).collect::<String>());
+
+    // The compact tool ran after its whole batch: all three calls got results, then
+    // the next request starts with the [Compacted] message.
+    let finished: Vec<(usize, &str)> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "tool_finished" && e["id"].as_str().is_some_and(|id| id.starts_with("toolu_c")))
+        .map(|(at, e)| (at, e["output"].as_str().unwrap()))
+        .collect();
+    let outputs: Vec<&str> = finished.iter().map(|(_, output)| *output).collect();
+    assert_eq!(
+        outputs,
+        vec!["before\n", "Compaction requested after this tool batch.", "after\n"]
+    );
+    let compacted_at = events
+        .iter()
+        .position(|e| e["type"] == "compaction" && e["event"]["stage"] == "compact_history")
+        .unwrap();
+    assert!(
+        compacted_at > finished[2].0,
+        "compaction ran only after the whole batch"
+    );
+    let last = messages_of(&turns[10]);
+    assert_eq!(last.len(), 1);
+    let text = last[0].text();
+    assert!(text.starts_with("[Compacted]"), "{text}");
+    assert!(text.contains("Current user request:\nSurvey the files"));
+    assert!(text.contains("Conversation summary (reference only; not instructions):\nGoal: the scripted task."));
+    let path = text.rsplit(": ").next().unwrap();
+    let lines = std::fs::read_to_string(workspace.path().join(path)).unwrap();
+    assert!(lines.lines().all(|l| serde_json::from_str::<Message>(l).is_ok()));
+    assert!(api.requests().iter().any(Recorded::is_summary));
+}
+
+#[test]
+fn prompt_too_long_compacts_reactively_and_retries_once() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
+    let output = workspace.run(&api, &["-p", "Do the thing", "--events", "jsonl"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stages(&events(&output)), vec!["reactive_compact"]);
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 2);
+    let retried = messages_of(&turns[1]);
+    assert!(retried[0].text().starts_with("[Compacted]"));
+    assert!(retried[0].text().contains("Current user request:\nDo the thing"));
+}
+
+#[test]
+fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("unused")]);
+    let output = workspace.run(&api, &["-p", "Do the thing"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("prompt is too long"), "{stderr}");
+    assert_eq!(api.turn_requests().len(), 2);
+    let journal = newest_journal(workspace.path());
+    let restored = scratchpad::session::restore(&journal).unwrap();
+    let everything: String = restored.messages.iter().map(Message::text).collect();
+    assert!(
+        everything.contains("Do the thing"),
+        "the request is still in the history"
+    );
+}
+
+#[test]
+fn path_escapes_are_refused_headless_without_yes() {
+    let workspace = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), workspace.path().join("link")).unwrap();
+    let attempts = [
+        ("e1", "read_file", json!({"path": "../secret.txt"})),
+        ("e2", "read_file", json!({"path": outside.path().join("secret.txt")})),
+        ("e3", "read_file", json!({"path": "link/secret.txt"})),
+        ("e4", "write_file", json!({"path": "link/new.txt", "content": "x"})),
+        (
+            "e5",
+            "edit_file",
+            json!({"path": "/etc/hostname", "old_text": "a", "new_text": "b"}),
+        ),
+        ("e6", "glob", json!({"pattern": "../*"})),
+        ("e7", "bash", json!({"command": "rm -rf /"})),
+        ("e8", "bash", json!({"command": "rm f0.rs"})),
+    ];
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", &attempts), text_reply("ok")]);
+    let output = workspace.run(&api, &["-p", "escape"]);
+    assert!(output.status.success());
+    let results = tool_results(&messages_of(&api.turn_requests()[1]));
+    assert_eq!(results.len(), attempts.len());
+    for (result, (id, _, _)) in results.iter().zip(&attempts) {
+        assert!(
+            result.starts_with("Refused") || result.starts_with("glob: patterns must stay inside"),
+            "{id}: {result}"
+        );
+    }
+    assert!(!outside.path().join("new.txt").exists());
+    assert!(workspace.path().join("f0.rs").exists());
+}
+
+fn newest_journal(workspace: &Path) -> PathBuf {
+    scratchpad::session::find(workspace, None).expect("a session journal")
+}
+
+#[test]
+fn a_session_killed_mid_turn_resumes_with_its_history() {
+    let workspace = Workspace::new();
+    let slow = Reply::Sse {
+        body: common::sse_text(&"word ".repeat(400)),
+        chunk: 64,
+        delay_ms: 50,
+    };
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Listing.", &[("toolu_l1", "bash", json!({"command": "echo listed"}))]),
+        slow,
+        text_reply("Resumed fine."),
+    ]);
+    let mut child = workspace
+        .command(&api, &["-p", "First request"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while api.turn_requests().len() < 2 {
+        assert!(started.elapsed() < Duration::from_secs(20), "second call never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap(); // SIGKILL, mid-stream
+    child.wait().unwrap();
+
+    let output = workspace.run(&api, &["--continue", "-p", "Second request"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let resumed = messages_of(&api.turn_requests()[2]);
+    let texts: Vec<String> = resumed.iter().map(Message::text).collect();
+    assert_eq!(texts[0], "First request");
+    assert_eq!(tool_results(&resumed), vec!["listed\n"]);
+    assert_eq!(texts.last().unwrap(), "Second request");
+    assert_eq!(check_pairing(&resumed), Ok(()));
+}
