@@ -210,6 +210,14 @@ impl Agent {
                     self.sync_journal();
                 }
                 Op::Clear => self.clear(),
+                Op::Inspect => self.emit(AgentEvent::Breakdown {
+                    breakdown: crate::context_map::breakdown(
+                        &self.settings.system_prompt,
+                        &ToolBox::specs(),
+                        &self.messages,
+                        self.settings.compaction.context_char_limit,
+                    ),
+                }),
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } => {}
             }

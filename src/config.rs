@@ -267,19 +267,21 @@ mouse = false
 demo_word_delay_ms = 0
 "#;
         let config = parse(text).unwrap();
-        let mut expected = Config::default();
-        expected.provider = ProviderSettings {
-            kind: ProviderKind::Openai,
-            model: "m".into(),
-            base_url: "http://127.0.0.1:9/v1".into(),
-            max_tokens: 100,
-            prompt_caching: false,
-            context_window_tokens: 8192,
-            retry: RetryPolicy {
-                max_attempts: 2,
-                base_delay_ms: 5,
-                max_delay_ms: 10,
+        let mut expected = Config {
+            provider: ProviderSettings {
+                kind: ProviderKind::Openai,
+                model: "m".into(),
+                base_url: "http://127.0.0.1:9/v1".into(),
+                max_tokens: 100,
+                prompt_caching: false,
+                context_window_tokens: 8192,
+                retry: RetryPolicy {
+                    max_attempts: 2,
+                    base_delay_ms: 5,
+                    max_delay_ms: 10,
+                },
             },
+            ..Config::default()
         };
         expected.compaction = CompactConfig {
             tool_result_budget_chars: 1,

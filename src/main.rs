@@ -8,7 +8,7 @@ use scratchpad::cli::{Cli, Command};
 use scratchpad::compact::{ExtractiveSummariser, Summariser};
 use scratchpad::protocol::TurnOutcome;
 use scratchpad::provider::ProviderSummariser;
-use scratchpad::{commands, headless, launch, logging};
+use scratchpad::{commands, headless, launch, logging, tui};
 
 fn main() -> Result<ExitCode> {
     color_eyre::install()?;
@@ -59,7 +59,7 @@ fn main() -> Result<ExitCode> {
                     })
                 }
                 None => {
-                    color_eyre::eyre::bail!("the TUI is not wired yet");
+                    runtime.block_on(tui::run(launched))?;
                     Ok(ExitCode::SUCCESS)
                 }
             }

@@ -24,6 +24,8 @@ pub enum Op {
     },
     /// `/clear`: start a new conversation (and session journal).
     Clear,
+    /// `/context`: ask for a breakdown of what the context holds.
+    Inspect,
     Quit,
 }
 
@@ -143,6 +145,10 @@ pub enum AgentEvent {
     },
     Usage {
         usage: Usage,
+    },
+    /// The answer to `Op::Inspect`.
+    Breakdown {
+        breakdown: crate::context_map::ContextBreakdown,
     },
     Error {
         message: String,

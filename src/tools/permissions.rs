@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PermissionConfig {
     /// Extra substrings that refuse a shell command outright.
@@ -12,16 +12,6 @@ pub struct PermissionConfig {
     pub ask: Vec<String>,
     /// Allow file tools outside the workspace without asking.
     pub allow_outside_workspace: bool,
-}
-
-impl Default for PermissionConfig {
-    fn default() -> Self {
-        PermissionConfig {
-            deny: Vec::new(),
-            ask: Vec::new(),
-            allow_outside_workspace: false,
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -187,7 +187,7 @@ fn respond(reply: Reply) -> Response {
             let pieces: Vec<Bytes> = body
                 .into_bytes()
                 .chunks(chunk.max(1))
-                .map(|c| Bytes::copy_from_slice(c))
+                .map(Bytes::copy_from_slice)
                 .collect();
             let stream = futures::stream::unfold((pieces.into_iter(), true), move |(mut rest, first)| async move {
                 let next = rest.next()?;

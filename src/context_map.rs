@@ -1,0 +1,242 @@
+//! What the context holds, by category: the data behind the /context view.
+
+use serde::{Deserialize, Serialize};
+
+use crate::compact::estimate::json_chars;
+use crate::compact::markers::{
+    COMPACTED_TAG, parse_archive_marker, parse_cleared_reference, parse_persisted_output, prefix_chars,
+};
+use crate::message::{Content, ContentBlock, Message, Role};
+use crate::provider::ToolSpec;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    SystemAndTools,
+    UserText,
+    AssistantText,
+    ToolUseInput,
+    ToolResult,
+    PersistedPreview,
+    ClearedReference,
+    ArchiveMarker,
+    CompactionSummary,
+    Other,
+    Free,
+}
+
+impl Category {
+    pub const ALL: [Category; 11] = [
+        Category::SystemAndTools,
+        Category::UserText,
+        Category::AssistantText,
+        Category::ToolUseInput,
+        Category::ToolResult,
+        Category::PersistedPreview,
+        Category::ClearedReference,
+        Category::ArchiveMarker,
+        Category::CompactionSummary,
+        Category::Other,
+        Category::Free,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Category::SystemAndTools => "system prompt + tools",
+            Category::UserText => "user text",
+            Category::AssistantText => "assistant text",
+            Category::ToolUseInput => "tool_use inputs",
+            Category::ToolResult => "tool results (whole)",
+            Category::PersistedPreview => "tool results (persisted preview)",
+            Category::ClearedReference => "tool results (cleared reference)",
+            Category::ArchiveMarker => "archive markers",
+            Category::CompactionSummary => "compaction summaries",
+            Category::Other => "other blocks",
+            Category::Free => "free to the limit",
+        }
+    }
+}
+
+/// One block of the context, for the largest-items list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub category: Category,
+    pub chars: usize,
+    /// 1-based message number, 0 for the system prompt and tools.
+    pub message: usize,
+    pub role: String,
+    pub preview: String,
+    /// Where the full text is, when this block was shortened.
+    pub saved_path: Option<String>,
+    /// The block's text (capped) for showing it.
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextBreakdown {
+    pub limit: usize,
+    /// Characters per category, in `Category::ALL` order (free space last).
+    pub totals: Vec<(Category, usize)>,
+    pub largest: Vec<Item>,
+}
+
+impl ContextBreakdown {
+    pub fn used(&self) -> usize {
+        self.totals
+            .iter()
+            .filter(|(c, _)| *c != Category::Free)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+const SHOWN_TEXT: usize = 20_000;
+
+pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: usize) -> ContextBreakdown {
+    let mut items = vec![Item {
+        category: Category::SystemAndTools,
+        chars: system.chars().count() + json_chars(tools),
+        message: 0,
+        role: "system".into(),
+        preview: one_line(system),
+        saved_path: None,
+        text: prefix_chars(system, SHOWN_TEXT).to_string(),
+    }];
+    for (at, message) in messages.iter().enumerate() {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>| {
+            items.push(Item {
+                category,
+                chars,
+                message: at + 1,
+                role: role.into(),
+                preview: one_line(text),
+                saved_path,
+                text: prefix_chars(text, SHOWN_TEXT).to_string(),
+            });
+        };
+        match &message.content {
+            Content::Text(text) => push(
+                text_category(message.role, text),
+                json_chars(&message.content),
+                text,
+                None,
+            ),
+            Content::Blocks(blocks) => {
+                for block in blocks {
+                    let chars = json_chars(block);
+                    match block {
+                        ContentBlock::Text { text } => push(text_category(message.role, text), chars, text, None),
+                        ContentBlock::ToolUse { name, input, .. } => {
+                            push(Category::ToolUseInput, chars, &format!("{name} {input}"), None)
+                        }
+                        ContentBlock::ToolResult { content, .. } => {
+                            let text = content.full_text();
+                            if let Some(block) = parse_persisted_output(&text) {
+                                push(Category::PersistedPreview, chars, &text, Some(block.path.to_string()));
+                            } else if let Some(path) = parse_cleared_reference(&text) {
+                                push(Category::ClearedReference, chars, &text, Some(path.to_string()));
+                            } else {
+                                push(Category::ToolResult, chars, &text, None);
+                            }
+                        }
+                        ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None),
+                    }
+                }
+            }
+        }
+    }
+    let mut totals: Vec<(Category, usize)> = Category::ALL.iter().map(|&c| (c, 0)).collect();
+    for item in &items {
+        if let Some(entry) = totals.iter_mut().find(|(c, _)| *c == item.category) {
+            entry.1 += item.chars;
+        }
+    }
+    let used: usize = totals.iter().map(|(_, n)| n).sum();
+    if let Some(free) = totals.iter_mut().find(|(c, _)| *c == Category::Free) {
+        free.1 = limit.saturating_sub(used);
+    }
+    items.sort_by(|a, b| b.chars.cmp(&a.chars).then(a.message.cmp(&b.message)));
+    items.truncate(10);
+    ContextBreakdown {
+        limit,
+        totals,
+        largest: items,
+    }
+}
+
+fn text_category(role: Role, text: &str) -> Category {
+    if text.starts_with(COMPACTED_TAG) {
+        Category::CompactionSummary
+    } else if parse_archive_marker(text).is_some() {
+        Category::ArchiveMarker
+    } else if role == Role::User {
+        Category::UserText
+    } else {
+        Category::AssistantText
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    prefix_chars(&flat, 80).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::markers::{archive_marker, cleared_reference, persisted_output};
+    use crate::message::ToolResultContent;
+
+    #[test]
+    fn categorises_every_kind_of_block() {
+        let result = |id: &str, text: String| ContentBlock::ToolResult {
+            tool_use_id: id.into(),
+            content: ToolResultContent::Text(text),
+            is_error: None,
+        };
+        let messages = vec![
+            Message::user_text("[Compacted] summary"),
+            Message::user_text(archive_marker(3, ".transcripts/a.jsonl")),
+            Message::user_text("please"),
+            Message::blocks(
+                Role::Assistant,
+                vec![
+                    ContentBlock::Text { text: "ok".into() },
+                    ContentBlock::ToolUse {
+                        id: "a".into(),
+                        name: "bash".into(),
+                        input: serde_json::json!({"command": "ls"}),
+                    },
+                ],
+            ),
+            Message::blocks(
+                Role::User,
+                vec![
+                    result("a", "x".repeat(500)),
+                    result("b", persisted_output("p.txt", 9000, "abc")),
+                    result("c", cleared_reference("q.txt")),
+                ],
+            ),
+        ];
+        let map = breakdown("sys", &[], &messages, 50_000);
+        let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
+        for category in Category::ALL {
+            if category != Category::Other {
+                assert!(total(category) > 0, "{category:?}");
+            }
+        }
+        assert_eq!(map.used() + total(Category::Free), 50_000);
+        assert_eq!(map.largest[0].category, Category::ToolResult);
+        assert_eq!(map.largest[0].message, 5);
+        let cleared = map
+            .largest
+            .iter()
+            .find(|i| i.category == Category::ClearedReference)
+            .unwrap();
+        assert_eq!(cleared.saved_path.as_deref(), Some("q.txt"));
+    }
+}

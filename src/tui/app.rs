@@ -1,0 +1,450 @@
+//! The whole screen: layout, focus, overlays and key/mouse handling. State comes from
+//! agent events; what the user does goes back to the agent as `Op`s.
+
+use std::path::PathBuf;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::browser::{Browser, BrowserAction, Viewer};
+use super::chat::ChatView;
+use super::context_view::{ContextAction, ContextView};
+use super::input::{InputAction, InputBox};
+use super::state::{AppState, ChatEntry};
+use super::{gauge, help, modal, status, tools_pane};
+use crate::compact::CompactConfig;
+use crate::protocol::{AgentEvent, Op, PermissionAnswer};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Input,
+    Chat,
+    Tools,
+}
+
+pub enum Overlay {
+    None,
+    Help,
+    Browser(Box<Browser>),
+    Context(ContextView),
+}
+
+pub struct App {
+    pub state: AppState,
+    pub input: InputBox,
+    chat: ChatView,
+    pub focus: Focus,
+    pub overlay: Overlay,
+    pub selected_marker: Option<usize>,
+    pub selected_tool: Option<usize>,
+    tick: usize,
+    pub quit: bool,
+    ops: UnboundedSender<Op>,
+    workspace: PathBuf,
+    config: CompactConfig,
+}
+
+impl App {
+    pub fn new(ops: UnboundedSender<Op>, workspace: PathBuf, config: CompactConfig) -> Self {
+        App {
+            state: AppState::default(),
+            input: InputBox::default(),
+            chat: ChatView::default(),
+            focus: Focus::Input,
+            overlay: Overlay::None,
+            selected_marker: None,
+            selected_tool: None,
+            tick: 0,
+            quit: false,
+            ops,
+            workspace,
+            config,
+        }
+    }
+
+    pub fn apply(&mut self, event: AgentEvent) {
+        self.state.apply(event);
+    }
+
+    pub fn on_tick(&mut self) {
+        self.tick = self.tick.wrapping_add(1);
+    }
+
+    fn send(&mut self, op: Op) {
+        if self.ops.send(op).is_err() {
+            self.state.banner = Some("the agent task has stopped; restart scratchpad".into());
+        }
+    }
+
+    /// A notice from the app itself (not the agent), shown in the chat.
+    fn note(&mut self, text: String) {
+        self.state.chat.push(ChatEntry::Notice(text));
+        self.state.revisions.push(0);
+    }
+
+    pub fn open_path(&mut self, path: &str) {
+        self.overlay = Overlay::Browser(Box::new(Browser::open_on(
+            &self.workspace,
+            &self.state.written_by,
+            path,
+        )));
+    }
+
+    fn open_context(&mut self) {
+        self.state.breakdown = None;
+        self.send(Op::Inspect);
+        self.overlay = Overlay::Context(ContextView::default());
+    }
+
+    pub fn handle_event(&mut self, event: Event) {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(key),
+            Event::Paste(text) if matches!(self.overlay, Overlay::None) && self.state.permission.is_none() => {
+                self.input.paste(&text);
+            }
+            Event::Mouse(mouse) => match mouse.kind {
+                MouseEventKind::ScrollUp => self.scroll(-3),
+                MouseEventKind::ScrollDown => self.scroll(3),
+                MouseEventKind::Down(MouseButton::Left) if matches!(self.overlay, Overlay::None) => {
+                    if let Some((_, path)) = self.chat.links.iter().find(|(row, _)| *row == mouse.row).cloned() {
+                        self.open_path(&path);
+                    } else if let Some(&(_, entry)) = self.chat.marker_rows.iter().find(|(row, _)| *row == mouse.row) {
+                        self.focus = Focus::Chat;
+                        self.selected_marker = Some(entry);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn scroll(&mut self, delta: isize) {
+        match &mut self.overlay {
+            Overlay::Browser(browser) => {
+                if let Some(viewer) = &mut browser.viewer {
+                    viewer.scroll_by(delta);
+                }
+            }
+            Overlay::None => self.chat.scroll(-delta),
+            _ => {}
+        }
+    }
+
+    fn marker_entries(&self) -> Vec<usize> {
+        self.state
+            .chat
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.paths().is_empty())
+            .map(|(at, _)| at)
+            .collect()
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            self.send(Op::Quit);
+            self.quit = true;
+            return;
+        }
+        if let Some(prompt) = self.state.permission.clone() {
+            let answer = match key.code {
+                KeyCode::Char('y') | KeyCode::Enter => Some(PermissionAnswer::AllowOnce),
+                KeyCode::Char('n') => Some(PermissionAnswer::Deny),
+                KeyCode::Char('a') => Some(PermissionAnswer::AlwaysForSession),
+                KeyCode::Esc => {
+                    self.send(Op::Cancel);
+                    self.state.permission = None;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(answer) = answer {
+                self.send(Op::Permission {
+                    request_id: prompt.request_id,
+                    answer,
+                });
+                self.state.permission = None;
+            }
+            return;
+        }
+        match &mut self.overlay {
+            Overlay::Help => {
+                if matches!(
+                    key.code,
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::F(1) | KeyCode::Char('?')
+                ) {
+                    self.overlay = Overlay::None;
+                }
+                return;
+            }
+            Overlay::Browser(browser) => {
+                if let BrowserAction::Close = browser.handle_key(key, &self.workspace) {
+                    self.overlay = Overlay::None;
+                }
+                return;
+            }
+            Overlay::Context(view) => {
+                match view.handle_key(key, self.state.breakdown.as_ref()) {
+                    ContextAction::Stay => {}
+                    ContextAction::Close => self.overlay = Overlay::None,
+                    ContextAction::OpenPath(path) => self.open_path(&path),
+                    ContextAction::ShowText { title, text } => {
+                        let lines = text
+                            .lines()
+                            .map(|l| (l.to_string(), ratatui::style::Style::default()))
+                            .collect();
+                        let mut browser = Browser::new(&self.workspace, &self.state.written_by);
+                        browser.viewer = Some(Viewer::from_lines(title, lines));
+                        self.overlay = Overlay::Browser(Box::new(browser));
+                    }
+                }
+                return;
+            }
+            Overlay::None => {}
+        }
+        match key.code {
+            KeyCode::Char('t') if ctrl => {
+                self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
+                return;
+            }
+            KeyCode::Char('x') if ctrl => {
+                self.open_context();
+                return;
+            }
+            KeyCode::Char('d') if ctrl => {
+                self.state.banner = None;
+                return;
+            }
+            KeyCode::F(1) => {
+                self.overlay = Overlay::Help;
+                return;
+            }
+            KeyCode::Esc => {
+                if self.state.is_busy() {
+                    self.send(Op::Cancel);
+                } else {
+                    self.focus = Focus::Input;
+                }
+                return;
+            }
+            KeyCode::PageUp => return self.chat.scroll(self.chat.page() as isize),
+            KeyCode::PageDown => return self.chat.scroll(-(self.chat.page() as isize)),
+            KeyCode::End if self.focus != Focus::Input || self.input.is_empty() => return self.chat.follow(),
+            KeyCode::Tab if self.input.completions().is_empty() => {
+                self.focus = match self.focus {
+                    Focus::Input => Focus::Chat,
+                    Focus::Chat => Focus::Tools,
+                    Focus::Tools => Focus::Input,
+                };
+                if self.focus == Focus::Chat && self.selected_marker.is_none() {
+                    self.selected_marker = self.marker_entries().last().copied();
+                }
+                return;
+            }
+            _ => {}
+        }
+        match self.focus {
+            Focus::Chat => self.chat_key(key),
+            Focus::Tools => self.tools_key(key),
+            Focus::Input => {
+                if key.code == KeyCode::Char('?') && self.input.is_empty() && key.modifiers.is_empty() {
+                    self.overlay = Overlay::Help;
+                    return;
+                }
+                if let InputAction::Submit(text) = self.input.handle_key(key) {
+                    self.submit(text);
+                }
+            }
+        }
+    }
+
+    fn chat_key(&mut self, key: KeyEvent) {
+        let markers = self.marker_entries();
+        let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
+        match key.code {
+            KeyCode::Up => {
+                self.selected_marker = match position {
+                    Some(p) => markers.get(p.saturating_sub(1)).copied(),
+                    None => markers.last().copied(),
+                }
+            }
+            KeyCode::Down => {
+                self.selected_marker = match position {
+                    Some(p) => markers.get((p + 1).min(markers.len().saturating_sub(1))).copied(),
+                    None => markers.last().copied(),
+                }
+            }
+            KeyCode::Enter | KeyCode::Char('1'..='9') => {
+                let nth = match key.code {
+                    KeyCode::Char(c) => c.to_digit(10).map_or(0, |d| d as usize - 1),
+                    _ => 0,
+                };
+                let path = self
+                    .selected_marker
+                    .and_then(|m| self.state.chat.get(m))
+                    .and_then(|entry| entry.paths().get(nth).cloned());
+                if let Some(path) = path {
+                    self.open_path(&path);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tools_key(&mut self, key: KeyEvent) {
+        let count = self.state.tools.len();
+        match key.code {
+            KeyCode::Up => {
+                self.selected_tool = Some(
+                    self.selected_tool
+                        .map_or(count.saturating_sub(1), |s| s.saturating_sub(1)),
+                );
+            }
+            KeyCode::Down => {
+                self.selected_tool = Some(
+                    self.selected_tool
+                        .map_or(count.saturating_sub(1), |s| (s + 1).min(count.saturating_sub(1))),
+                );
+            }
+            KeyCode::Enter => {
+                if let Some(path) = self
+                    .selected_tool
+                    .and_then(|s| self.state.tools.get(s))
+                    .and_then(|call| call.saved_path.clone())
+                {
+                    self.open_path(&path);
+                } else if self.selected_tool.is_some() {
+                    self.selected_tool = None;
+                } else {
+                    self.selected_tool = count.checked_sub(1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn submit(&mut self, text: String) {
+        let trimmed = text.trim();
+        if let Some(command) = trimmed.strip_prefix('/') {
+            let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+            let rest = rest.trim();
+            match name {
+                "compact" => {
+                    if self.state.is_busy() {
+                        self.state.banner = Some("wait for the turn to finish before /compact".into());
+                    } else {
+                        self.send(Op::Compact {
+                            focus: (!rest.is_empty()).then(|| rest.to_string()),
+                        });
+                    }
+                }
+                "context" => self.open_context(),
+                "transcripts" => {
+                    self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
+                }
+                "clear" => self.send(Op::Clear),
+                "model" => {
+                    let info = &self.state.session;
+                    let text = format!("provider {} · model {}", info.provider, info.model);
+                    self.note(text);
+                }
+                "help" => self.overlay = Overlay::Help,
+                "quit" | "exit" => {
+                    self.send(Op::Quit);
+                    self.quit = true;
+                }
+                other => self.state.banner = Some(format!("unknown command /{other}; /help lists them")),
+            }
+            return;
+        }
+        if self.state.is_busy() {
+            self.state.banner = Some("a turn is running: wait, or press Esc to cancel it".into());
+            return;
+        }
+        self.chat.follow();
+        self.send(Op::Submit { text });
+    }
+
+    pub fn render(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let narrow = area.width < 90 || area.height < 24;
+        let gauge_height = if narrow { 1 } else { 2 };
+        let banner_height = u16::from(self.state.banner.is_some());
+        let input_height = self.input.height().min(area.height.saturating_sub(6).max(3));
+        let [status_area, main, gauge_area, banner_area, input_area] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(gauge_height),
+            Constraint::Length(banner_height),
+            Constraint::Length(input_height),
+        ])
+        .areas(area);
+        status::render(frame, status_area, &self.state.session, &self.state.turn, self.tick);
+        let (chat_area, tools_area) = if area.width >= 90 {
+            let [chat, tools] =
+                Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(main);
+            (chat, Some(tools))
+        } else {
+            (main, None)
+        };
+        let selected_marker = if self.focus == Focus::Chat {
+            self.selected_marker
+        } else {
+            None
+        };
+        self.chat.render(
+            frame,
+            chat_area,
+            &self.state.chat,
+            &self.state.revisions,
+            selected_marker,
+            self.focus == Focus::Chat,
+        );
+        if let Some(tools_area) = tools_area {
+            tools_pane::render(
+                frame,
+                tools_area,
+                &self.state.tools,
+                self.selected_tool,
+                self.focus == Focus::Tools,
+                self.tick,
+            );
+        }
+        gauge::render(frame, gauge_area, self.state.context.as_ref());
+        if let Some(banner) = &self.state.banner {
+            status::render_banner(frame, banner_area, banner);
+        }
+        self.input.render(frame, input_area, self.state.is_busy());
+        let overlay_area = Rect {
+            y: main.y,
+            height: main.height + gauge_height,
+            ..main
+        };
+        let ratio = self
+            .state
+            .context
+            .as_ref()
+            .and_then(|c| c.last_call)
+            .map(|c| c.chars_per_token());
+        match &mut self.overlay {
+            Overlay::None => {}
+            Overlay::Help => help::render(frame, area),
+            Overlay::Browser(browser) => browser.render(frame, overlay_area),
+            Overlay::Context(view) => view.render(
+                frame,
+                overlay_area,
+                self.state.breakdown.as_ref(),
+                &self.state.timeline,
+                &self.config,
+                ratio,
+            ),
+        }
+        if let Some(prompt) = &self.state.permission {
+            modal::render(frame, area, prompt);
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The transcript browser: `.transcripts/` and `.task_outputs/tool-results/` newest
+//! first, and a viewer that renders a transcript's messages (roles, tool calls,
+//! results) rather than raw JSON, with search (`/`, `n`, `N`) and jump back (`b`).
+
+use std::path::{Path, PathBuf};
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
+
+use crate::compact::Stage;
+use crate::message::{Content, ContentBlock, Message, Role};
+use crate::store::{TOOL_RESULTS_DIR, TRANSCRIPTS_DIR};
+
+/// Files larger than this are shown up to this size.
+const MAX_VIEW_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileEntry {
+    /// Relative to the workspace.
+    pub path: String,
+    pub size: u64,
+    pub modified: u64,
+    pub origin: String,
+}
+
+pub struct Viewer {
+    pub title: String,
+    pub lines: Vec<Line<'static>>,
+    plain: Vec<String>,
+    pub scroll: usize,
+    previous: Vec<usize>,
+    pub typing: Option<String>,
+    pub query: String,
+    page: usize,
+}
+
+pub struct Browser {
+    pub entries: Vec<FileEntry>,
+    pub selected: usize,
+    pub viewer: Option<Viewer>,
+    pub error: Option<String>,
+}
+
+pub enum BrowserAction {
+    Stay,
+    Close,
+}
+
+fn origin_of(path: &str, written_by: &[(String, Stage)]) -> String {
+    if let Some((_, stage)) = written_by.iter().rev().find(|(p, _)| p == path) {
+        return stage.name().to_string();
+    }
+    if let Some(name) = path.strip_prefix(&format!("{TRANSCRIPTS_DIR}/transcript_")) {
+        for stage in [
+            "tool_result_budget",
+            "snip_compact",
+            "micro_compact",
+            "fit_tool_results",
+            "compact_history",
+            "reactive_compact",
+        ] {
+            if name.starts_with(stage) {
+                return stage.to_string();
+            }
+        }
+        return "transcript".into();
+    }
+    "tool result".into()
+}
+
+pub fn list_files(workspace: &Path, written_by: &[(String, Stage)]) -> Vec<FileEntry> {
+    let mut entries = Vec::new();
+    for dir in [TRANSCRIPTS_DIR, TOOL_RESULTS_DIR] {
+        let Ok(read) = std::fs::read_dir(workspace.join(dir)) else {
+            continue;
+        };
+        for entry in read.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue; // temporary files still being written
+            }
+            let Ok(metadata) = entry.metadata() else { continue };
+            if !metadata.is_file() {
+                continue;
+            }
+            let modified = metadata
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_secs());
+            let path = format!("{dir}/{name}");
+            entries.push(FileEntry {
+                origin: origin_of(&path, written_by),
+                path,
+                size: metadata.len(),
+                modified,
+            });
+        }
+    }
+    entries.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
+    entries
+}
+
+fn read_capped(path: &Path) -> std::io::Result<(String, bool)> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut bytes = Vec::new();
+    file.take(MAX_VIEW_BYTES).read_to_end(&mut bytes)?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), size > MAX_VIEW_BYTES))
+}
+
+/// A transcript as readable lines: a header per message, then its blocks.
+pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Ok(message) = serde_json::from_str::<Message>(line) else {
+            out.push((
+                format!("(line {} is not a message) {line}", n + 1),
+                Style::default().fg(Color::Red),
+            ));
+            continue;
+        };
+        let (role, colour) = match message.role {
+            Role::User => ("user", Color::LightBlue),
+            Role::Assistant => ("assistant", Color::LightGreen),
+        };
+        out.push((
+            format!("── {} · {role} ──", n + 1),
+            Style::default().fg(colour).add_modifier(Modifier::BOLD),
+        ));
+        match &message.content {
+            Content::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), Style::default()))),
+            Content::Blocks(blocks) => {
+                for block in blocks {
+                    match block {
+                        ContentBlock::Text { text } => {
+                            out.extend(text.lines().map(|l| (l.to_string(), Style::default())))
+                        }
+                        ContentBlock::ToolUse { name, input, id } => {
+                            out.push((format!("⚙ {name} {input}  [{id}]"), Style::default().fg(Color::Yellow)))
+                        }
+                        ContentBlock::ToolResult {
+                            content,
+                            is_error,
+                            tool_use_id,
+                        } => {
+                            let text = content.full_text();
+                            let label = if *is_error == Some(true) { "error" } else { "result" };
+                            out.push((
+                                format!("↳ {label} for {tool_use_id} ({} chars)", text.chars().count()),
+                                Style::default().fg(Color::Cyan),
+                            ));
+                            out.extend(
+                                text.lines()
+                                    .map(|l| (format!("  {l}"), Style::default().fg(Color::Gray))),
+                            );
+                        }
+                        ContentBlock::Unknown(value) => out.push((
+                            format!(
+                                "[{} block]",
+                                value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown")
+                            ),
+                            Style::default().fg(Color::DarkGray),
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Viewer {
+    pub fn open(workspace: &Path, relative: &str) -> Result<Viewer, String> {
+        let path: PathBuf = workspace.join(relative);
+        let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
+        let mut lines = if relative.ends_with(".jsonl") {
+            transcript_lines(&text)
+        } else {
+            text.lines().map(|l| (l.to_string(), Style::default())).collect()
+        };
+        if truncated {
+            lines.push((
+                format!("[… shown up to {MAX_VIEW_BYTES} bytes]"),
+                Style::default().fg(Color::DarkGray),
+            ));
+        }
+        Ok(Viewer::from_lines(relative.to_string(), lines))
+    }
+
+    pub fn from_lines(title: String, lines: Vec<(String, Style)>) -> Viewer {
+        let plain = lines.iter().map(|(l, _)| l.to_lowercase()).collect();
+        Viewer {
+            title,
+            lines: lines
+                .into_iter()
+                .map(|(text, style)| Line::from(Span::styled(text, style)))
+                .collect(),
+            plain,
+            scroll: 0,
+            previous: Vec::new(),
+            typing: None,
+            query: String::new(),
+            page: 10,
+        }
+    }
+
+    fn jump_to(&mut self, line: usize) {
+        self.previous.push(self.scroll);
+        self.scroll = line;
+    }
+
+    /// Next (or previous) line matching the query, wrapping around.
+    pub fn find(&mut self, forward: bool) -> bool {
+        if self.query.is_empty() {
+            return false;
+        }
+        let query = self.query.to_lowercase();
+        let count = self.plain.len();
+        for step in 1..=count {
+            let at = if forward {
+                (self.scroll + step) % count
+            } else {
+                (self.scroll + count - step % count) % count
+            };
+            if self.plain[at].contains(&query) {
+                self.jump_to(at);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn handle_key(&mut self, key: KeyEvent) -> bool {
+        if let Some(typing) = &mut self.typing {
+            match key.code {
+                KeyCode::Esc => self.typing = None,
+                KeyCode::Enter => {
+                    self.query = std::mem::take(typing);
+                    self.typing = None;
+                    // Search from just before the top so a match on the first line counts.
+                    let start = self.scroll;
+                    self.scroll = start.checked_sub(1).unwrap_or(self.plain.len().saturating_sub(1));
+                    if !self.find(true) {
+                        self.scroll = start;
+                    } else if let Some(last) = self.previous.last_mut() {
+                        *last = start;
+                    }
+                }
+                KeyCode::Backspace => {
+                    typing.pop();
+                }
+                KeyCode::Char(c) => typing.push(c),
+                _ => {}
+            }
+            return true;
+        }
+        let max = self.lines.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return false,
+            KeyCode::Char('/') => self.typing = Some(String::new()),
+            KeyCode::Char('n') => {
+                self.find(true);
+            }
+            KeyCode::Char('N') => {
+                self.find(false);
+            }
+            KeyCode::Char('b') => {
+                if let Some(back) = self.previous.pop() {
+                    self.scroll = back;
+                }
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(max),
+            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll = (self.scroll + self.page).min(max),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(self.page),
+            KeyCode::Home | KeyCode::Char('g') => self.jump_to(0),
+            KeyCode::End | KeyCode::Char('G') => self.jump_to(max),
+            _ => {}
+        }
+        true
+    }
+
+    pub fn scroll_by(&mut self, delta: isize) {
+        let max = self.lines.len().saturating_sub(1) as isize;
+        self.scroll = (self.scroll as isize + delta).clamp(0, max) as usize;
+    }
+
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
+        frame.render_widget(Clear, area);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(Color::LightCyan))
+            .title(format!(
+                " {} · line {}/{} ",
+                self.title,
+                self.scroll + 1,
+                self.lines.len().max(1)
+            ));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
+        self.page = body.height.max(1) as usize;
+        let query = self.query.to_lowercase();
+        let visible: Vec<Line<'static>> = self
+            .lines
+            .iter()
+            .enumerate()
+            .skip(self.scroll)
+            .take(body.height as usize)
+            .map(|(at, line)| {
+                if !query.is_empty() && self.plain[at].contains(&query) {
+                    line.clone().style(Style::default().bg(Color::Rgb(60, 60, 0)))
+                } else {
+                    line.clone()
+                }
+            })
+            .collect();
+        frame.render_widget(Paragraph::new(visible), body);
+        let footer = match &self.typing {
+            Some(typing) => format!("/{typing}▏"),
+            None if !self.query.is_empty() => {
+                format!("“{}” · n next · N previous · b jump back · Esc back", self.query)
+            }
+            None => "↑↓ PgUp PgDn scroll · / search · b jump back · Esc back".to_string(),
+        };
+        frame.render_widget(
+            Paragraph::new(Span::styled(footer, Style::default().fg(Color::Gray))),
+            foot,
+        );
+    }
+}
+
+impl Browser {
+    pub fn new(workspace: &Path, written_by: &[(String, Stage)]) -> Self {
+        Browser {
+            entries: list_files(workspace, written_by),
+            selected: 0,
+            viewer: None,
+            error: None,
+        }
+    }
+
+    /// The browser opened straight on one file (from a marker or a saved path).
+    pub fn open_on(workspace: &Path, written_by: &[(String, Stage)], path: &str) -> Self {
+        let mut browser = Browser::new(workspace, written_by);
+        if let Some(at) = browser.entries.iter().position(|e| e.path == path) {
+            browser.selected = at;
+        }
+        match Viewer::open(workspace, path) {
+            Ok(viewer) => browser.viewer = Some(viewer),
+            Err(error) => browser.error = Some(error),
+        }
+        browser
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent, workspace: &Path) -> BrowserAction {
+        if let Some(viewer) = &mut self.viewer {
+            if !viewer.handle_key(key) {
+                self.viewer = None;
+            }
+            return BrowserAction::Stay;
+        }
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return BrowserAction::Close,
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(self.entries.len().saturating_sub(1));
+            }
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Enter => {
+                if let Some(entry) = self.entries.get(self.selected) {
+                    match Viewer::open(workspace, &entry.path) {
+                        Ok(viewer) => {
+                            self.viewer = Some(viewer);
+                            self.error = None;
+                        }
+                        Err(error) => self.error = Some(error),
+                    }
+                }
+            }
+            _ => {}
+        }
+        BrowserAction::Stay
+    }
+
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
+        if let Some(viewer) = &mut self.viewer {
+            viewer.render(frame, area);
+            return;
+        }
+        frame.render_widget(Clear, area);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(Color::LightCyan))
+            .title(format!(
+                " transcripts and saved outputs ({}) · Enter opens · Esc closes ",
+                self.entries.len()
+            ));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if self.entries.is_empty() {
+            let text = self
+                .error
+                .clone()
+                .unwrap_or_else(|| "Nothing archived yet: compaction writes here when it shortens the context.".into());
+            frame.render_widget(
+                Paragraph::new(Span::styled(text, Style::default().fg(Color::DarkGray))),
+                inner,
+            );
+            return;
+        }
+        let rows = self.entries.iter().map(|entry| {
+            Row::new(vec![
+                crate::time::short_stamp(entry.modified),
+                crate::compact::short_count(entry.size as usize),
+                entry.origin.clone(),
+                entry.path.clone(),
+            ])
+        });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(16),
+                Constraint::Length(7),
+                Constraint::Length(18),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(vec!["modified (UTC)", "size", "written by", "path"]).style(Style::default().fg(Color::Gray)))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+        let mut state = TableState::default().with_selected(Some(self.selected));
+        frame.render_stateful_widget(table, inner, &mut state);
+        if let Some(error) = &self.error {
+            let bottom = Rect {
+                y: inner.y + inner.height.saturating_sub(1),
+                height: 1,
+                ..inner
+            };
+            frame.render_widget(
+                Paragraph::new(Span::styled(error.clone(), Style::default().fg(Color::Red))),
+                bottom,
+            );
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The chat pane: prompts, streamed markdown, compaction markers with their links.
+//! Each entry is wrapped once per width and revision and cached; a frame copies only
+//! the visible lines.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::markdown;
+use super::state::ChatEntry;
+
+#[derive(Default)]
+pub struct ChatView {
+    width: u16,
+    cache: Vec<Option<(u64, bool, Vec<Line<'static>>)>>,
+    /// Lines scrolled up from the bottom; 0 follows the stream.
+    pub scroll_up: usize,
+    /// Rows of the last frame that show a link: (screen row, path).
+    pub links: Vec<(u16, String)>,
+    /// Rows of the last frame that show a marker line: (screen row, entry index).
+    pub marker_rows: Vec<(u16, usize)>,
+    total_lines: usize,
+    page: usize,
+}
+
+pub fn marker_style() -> Style {
+    Style::default().fg(Color::LightMagenta).add_modifier(Modifier::BOLD)
+}
+
+fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> Vec<Line<'static>> {
+    let mut lines = match entry {
+        ChatEntry::User(text) => markdown::wrap(
+            &[(text.clone(), Style::default().fg(Color::White))],
+            width,
+            Span::styled("› ", Style::default().fg(Color::LightBlue).add_modifier(Modifier::BOLD)),
+            "  ",
+        ),
+        ChatEntry::Assistant { text, streaming } => {
+            let mut lines = markdown::render(text, width, Style::default());
+            if *streaming && let Some(last) = lines.last_mut() {
+                last.spans.push(Span::styled("▍", Style::default().fg(Color::Gray)));
+            }
+            lines
+        }
+        ChatEntry::Notice(text) => markdown::wrap(
+            &[(
+                text.clone(),
+                Style::default().fg(Color::DarkGray).add_modifier(Modifier::ITALIC),
+            )],
+            width,
+            Span::styled("· ", Style::default().fg(Color::DarkGray)),
+            "  ",
+        ),
+        ChatEntry::Marker(event) => {
+            let style = if selected {
+                marker_style().add_modifier(Modifier::REVERSED)
+            } else {
+                marker_style()
+            };
+            let mut lines = markdown::wrap(&[(event.summary_line(), style)], width, Span::styled("◆ ", style), "  ");
+            for (n, path) in event.paths.iter().enumerate() {
+                let link = Style::default().fg(Color::LightCyan).add_modifier(Modifier::UNDERLINED);
+                lines.extend(markdown::wrap(
+                    &[(path.clone(), link)],
+                    width,
+                    Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(Color::DarkGray)),
+                    "      ",
+                ));
+            }
+            lines
+        }
+    };
+    lines.push(Line::from(""));
+    lines
+}
+
+impl ChatView {
+    pub fn scroll(&mut self, delta: isize) {
+        let max = self.total_lines.saturating_sub(self.page);
+        self.scroll_up = (self.scroll_up as isize + delta).clamp(0, max as isize) as usize;
+    }
+
+    pub fn page(&self) -> usize {
+        self.page.max(1)
+    }
+
+    pub fn follow(&mut self) {
+        self.scroll_up = 0;
+    }
+
+    pub fn render(
+        &mut self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        entries: &[ChatEntry],
+        revisions: &[u64],
+        selected: Option<usize>,
+        focused: bool,
+    ) {
+        let border = if focused { Color::LightBlue } else { Color::DarkGray };
+        let title = if self.scroll_up > 0 {
+            format!(" chat · ↑{} lines (End to follow) ", self.scroll_up)
+        } else {
+            " chat ".to_string()
+        };
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(border))
+            .title(title);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let width = inner.width.max(1);
+        if width != self.width {
+            self.width = width;
+            self.cache.clear();
+        }
+        self.cache.resize(entries.len(), None);
+        for (at, entry) in entries.iter().enumerate() {
+            let revision = revisions.get(at).copied().unwrap_or(0);
+            let is_selected = selected == Some(at);
+            let fresh = matches!(&self.cache[at], Some((r, s, _)) if *r == revision && *s == is_selected);
+            if !fresh {
+                self.cache[at] = Some((revision, is_selected, entry_lines(entry, width as usize, is_selected)));
+            }
+        }
+        let heights: Vec<usize> = self
+            .cache
+            .iter()
+            .map(|c| c.as_ref().map_or(0, |(_, _, l)| l.len()))
+            .collect();
+        self.total_lines = heights.iter().sum();
+        self.page = inner.height as usize;
+        self.scroll_up = self.scroll_up.min(self.total_lines.saturating_sub(self.page));
+        // The window [top, top + page) in whole-chat line numbers.
+        let bottom = self.total_lines.saturating_sub(self.scroll_up);
+        let top = bottom.saturating_sub(self.page);
+        let mut visible: Vec<Line<'static>> = Vec::with_capacity(self.page);
+        self.links.clear();
+        self.marker_rows.clear();
+        let mut line_no = 0;
+        for (at, height) in heights.iter().enumerate() {
+            if line_no + height <= top {
+                line_no += height;
+                continue;
+            }
+            if line_no >= bottom {
+                break;
+            }
+            let Some((_, _, lines)) = &self.cache[at] else { continue };
+            let paths = entries[at].paths();
+            for (k, line) in lines.iter().enumerate() {
+                let global = line_no + k;
+                if global < top || global >= bottom {
+                    continue;
+                }
+                let row = inner.y + (global - top) as u16;
+                if matches!(entries[at], ChatEntry::Marker(_)) {
+                    self.marker_rows.push((row, at));
+                    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                    if let Some(path) = paths.iter().find(|p| text.contains(p.as_str())) {
+                        self.links.push((row, path.clone()));
+                    }
+                }
+                visible.push(line.clone());
+            }
+            line_no += height;
+        }
+        if entries.is_empty() {
+            visible.push(Line::from(Span::styled(
+                "Type a request below and press Enter. ? or F1 shows the keys; /help lists the commands.",
+                Style::default().fg(Color::DarkGray),
+            )));
+        }
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
+}

@@ -1,0 +1,279 @@
+//! The /context view: a map of what the context holds (one cell per slice of the limit,
+//! coloured by category), a table per category, the ten largest items, and the
+//! timeline of the estimate at each model call with the limit and target lines and a
+//! mark where each stage fired.
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table, TableState};
+
+use crate::compact::{CompactConfig, short_count};
+use crate::context_map::{Category, ContextBreakdown};
+use crate::session::TimelinePoint;
+
+pub fn category_colour(category: Category) -> Color {
+    match category {
+        Category::SystemAndTools => Color::Gray,
+        Category::UserText => Color::LightBlue,
+        Category::AssistantText => Color::LightGreen,
+        Category::ToolUseInput => Color::Yellow,
+        Category::ToolResult => Color::LightRed,
+        Category::PersistedPreview => Color::Cyan,
+        Category::ClearedReference => Color::Blue,
+        Category::ArchiveMarker => Color::Magenta,
+        Category::CompactionSummary => Color::LightMagenta,
+        Category::Other => Color::White,
+        Category::Free => Color::DarkGray,
+    }
+}
+
+pub enum ContextAction {
+    Stay,
+    Close,
+    /// Open this item: a saved file path, or the item's own text.
+    OpenPath(String),
+    ShowText {
+        title: String,
+        text: String,
+    },
+}
+
+#[derive(Default)]
+pub struct ContextView {
+    pub selected: usize,
+}
+
+impl ContextView {
+    pub fn handle_key(&mut self, key: KeyEvent, breakdown: Option<&ContextBreakdown>) -> ContextAction {
+        let items = breakdown.map_or(0, |b| b.largest.len());
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => ContextAction::Close,
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected = (self.selected + 1).min(items.saturating_sub(1));
+                ContextAction::Stay
+            }
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.selected = self.selected.saturating_sub(1);
+                ContextAction::Stay
+            }
+            KeyCode::Enter => match breakdown.and_then(|b| b.largest.get(self.selected)) {
+                Some(item) => match &item.saved_path {
+                    Some(path) => ContextAction::OpenPath(path.clone()),
+                    None => ContextAction::ShowText {
+                        title: format!(
+                            "message {} · {} · {} chars",
+                            item.message,
+                            item.category.label(),
+                            item.chars
+                        ),
+                        text: item.text.clone(),
+                    },
+                },
+                None => ContextAction::Stay,
+            },
+            _ => ContextAction::Stay,
+        }
+    }
+
+    pub fn render(
+        &self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        breakdown: Option<&ContextBreakdown>,
+        timeline: &[TimelinePoint],
+        config: &CompactConfig,
+        chars_per_token: Option<f64>,
+    ) {
+        frame.render_widget(Clear, area);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(Color::LightCyan))
+            .title(" context · ↑↓ select · Enter opens · Esc closes ");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let Some(breakdown) = breakdown else {
+            frame.render_widget(Paragraph::new("asking the agent for the breakdown…"), inner);
+            return;
+        };
+        let chart_height = if inner.height >= 30 { 10 } else { 0 };
+        let [top, items_area, chart_area] = Layout::vertical([
+            Constraint::Length((Category::ALL.len() as u16 + 2).min(inner.height / 2)),
+            Constraint::Min(3),
+            Constraint::Length(chart_height),
+        ])
+        .areas(inner);
+        let [grid_area, table_area] =
+            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(top);
+        render_grid(frame, grid_area, breakdown);
+        render_table(frame, table_area, breakdown, chars_per_token);
+        self.render_items(frame, items_area, breakdown);
+        if chart_height > 0 {
+            render_timeline(frame, chart_area, timeline, config);
+        }
+    }
+
+    fn render_items(&self, frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown) {
+        let rows = breakdown.largest.iter().map(|item| {
+            let saved = item
+                .saved_path
+                .as_deref()
+                .map(|p| format!(" → {p}"))
+                .unwrap_or_default();
+            Row::new(vec![
+                Span::styled("■", Style::default().fg(category_colour(item.category))),
+                Span::raw(short_count(item.chars)),
+                Span::raw(if item.message == 0 {
+                    "system".to_string()
+                } else {
+                    format!("#{} {}", item.message, item.role)
+                }),
+                Span::raw(format!("{}{saved}", item.preview)),
+            ])
+        });
+        let table = Table::new(
+            rows,
+            [
+                Constraint::Length(1),
+                Constraint::Length(7),
+                Constraint::Length(14),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(vec!["", "chars", "where", "largest items"]).style(Style::default().fg(Color::Gray)))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+        let mut state = TableState::default().with_selected(Some(self.selected));
+        frame.render_stateful_widget(table, area, &mut state);
+    }
+}
+
+/// One cell per slice of the limit, in category order; free space is dim dots.
+pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown) {
+    let columns = area.width.max(1) as usize;
+    let rows = area.height.max(1) as usize;
+    let cells = columns * rows;
+    let scale = breakdown.limit.max(breakdown.used()).max(1) as f64 / cells as f64;
+    let mut symbols: Vec<Span<'static>> = Vec::with_capacity(cells);
+    let mut carried = 0.0;
+    for (category, chars) in &breakdown.totals {
+        carried += *chars as f64 / scale;
+        let count = carried.floor() as usize;
+        carried -= count as f64;
+        let (symbol, style) = if *category == Category::Free {
+            ("·", Style::default().fg(Color::DarkGray))
+        } else {
+            ("█", Style::default().fg(category_colour(*category)))
+        };
+        for _ in 0..count {
+            symbols.push(Span::styled(symbol, style));
+        }
+    }
+    symbols.truncate(cells);
+    let lines: Vec<Line<'static>> = symbols.chunks(columns).map(|row| Line::from(row.to_vec())).collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown, chars_per_token: Option<f64>) {
+    let limit = breakdown.limit.max(1);
+    let rows = breakdown.totals.iter().map(|(category, chars)| {
+        let tokens = chars_per_token
+            .filter(|r| *r > 0.0)
+            .map(|ratio| short_count((*chars as f64 / ratio) as usize))
+            .unwrap_or_else(|| "–".into());
+        Row::new(vec![
+            Span::styled("■", Style::default().fg(category_colour(*category))),
+            Span::raw(category.label()),
+            Span::raw(short_count(*chars)),
+            Span::raw(format!("{:.1}%", *chars as f64 * 100.0 / limit as f64)),
+            Span::raw(tokens),
+        ])
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(33),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(7),
+        ],
+    )
+    .header(Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(Color::Gray)));
+    frame.render_widget(table, area);
+}
+
+pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[TimelinePoint], config: &CompactConfig) {
+    let points: Vec<(f64, f64)> = timeline
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ((i + 1) as f64, p.estimate as f64))
+        .collect();
+    let marks: Vec<(f64, f64)> = timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.stages.is_empty())
+        .map(|(i, p)| ((i + 1) as f64, p.estimate as f64))
+        .collect();
+    let calls = timeline.len().max(2) as f64;
+    let top = timeline
+        .iter()
+        .map(|p| p.estimate)
+        .max()
+        .unwrap_or(0)
+        .max(config.context_char_limit) as f64
+        * 1.1;
+    let limit = [
+        (1.0, config.context_char_limit as f64),
+        (calls, config.context_char_limit as f64),
+    ];
+    let target = [
+        (1.0, config.micro_target_chars() as f64),
+        (calls, config.micro_target_chars() as f64),
+    ];
+    let datasets = vec![
+        Dataset::default()
+            .name("limit")
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(Color::Red))
+            .data(&limit),
+        Dataset::default()
+            .name("target")
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(Color::Yellow))
+            .data(&target),
+        Dataset::default()
+            .name("estimate")
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(Color::White))
+            .data(&points),
+        Dataset::default()
+            .name("stage fired")
+            .graph_type(GraphType::Scatter)
+            .marker(Marker::Dot)
+            .style(Style::default().fg(Color::LightMagenta))
+            .data(&marks),
+    ];
+    let chart = Chart::new(datasets)
+        .block(
+            Block::default()
+                .borders(Borders::TOP)
+                .title(format!(" timeline · {} model calls ", timeline.len())),
+        )
+        .x_axis(
+            Axis::default()
+                .bounds([1.0, calls])
+                .labels(["1".to_string(), format!("{}", timeline.len())]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top])
+                .labels(["0".to_string(), short_count(top as usize)]),
+        );
+    frame.render_widget(chart, area);
+}

@@ -1,0 +1,133 @@
+//! The context gauge: estimated characters against CONTEXT_CHAR_LIMIT, with ticks at
+//! the micro-compact target and the limit, coloured by zone; the message count against
+//! the snip limit; and, once the API reported usage, real tokens and chars per token.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::compact::short_count;
+use crate::protocol::ContextStatus;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zone {
+    Calm,
+    Warm,
+    Over,
+}
+
+pub fn zone(status: &ContextStatus) -> Zone {
+    if status.estimate > status.limit {
+        Zone::Over
+    } else if status.estimate > status.target {
+        Zone::Warm
+    } else {
+        Zone::Calm
+    }
+}
+
+pub fn zone_colour(zone: Zone) -> Color {
+    match zone {
+        Zone::Calm => Color::Green,
+        Zone::Warm => Color::Yellow,
+        Zone::Over => Color::Red,
+    }
+}
+
+pub const TICK_COLOUR: Color = Color::White;
+
+/// The bar alone: `width` cells, filled to estimate/limit, a tick at the target and one
+/// at the limit (the last cell).
+pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
+    let width = width.max(3);
+    let colour = zone_colour(zone(status));
+    let limit = status.limit.max(1);
+    let filled = ((status.estimate.min(limit) as f64 / limit as f64) * width as f64).round() as usize;
+    let target_at = ((status.target as f64 / limit as f64) * width as f64).round() as usize;
+    let target_at = target_at.min(width - 1);
+    (0..width)
+        .map(|i| {
+            let is_tick = i == target_at || i == width - 1;
+            let (symbol, style) = match (i < filled, is_tick) {
+                (true, true) => ("┃", Style::default().fg(TICK_COLOUR).bg(colour)),
+                (false, true) => ("┃", Style::default().fg(TICK_COLOUR)),
+                (true, false) => ("█", Style::default().fg(colour)),
+                (false, false) => ("░", Style::default().fg(Color::DarkGray)),
+            };
+            Span::styled(symbol, style)
+        })
+        .collect()
+}
+
+pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
+    let percent = status.estimate * 100 / status.limit.max(1);
+    let colour = zone_colour(zone(status));
+    let mut spans = vec![Span::styled(
+        format!(
+            "{} / {} chars ({percent}%)",
+            short_count(status.estimate),
+            short_count(status.limit)
+        ),
+        Style::default().fg(colour).add_modifier(Modifier::BOLD),
+    )];
+    let messages_colour = if status.messages > status.snip_max_messages {
+        Color::Red
+    } else {
+        Color::Gray
+    };
+    spans.push(Span::styled(
+        format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
+        Style::default().fg(messages_colour),
+    ));
+    if !compact {
+        spans.push(Span::styled(
+            format!(" · target {}", short_count(status.target)),
+            Style::default().fg(Color::DarkGray),
+        ));
+        if let Some(call) = status.last_call {
+            spans.push(Span::styled(
+                format!(
+                    " · {} of {} tokens · {:.1} chars/token",
+                    short_count(call.input_tokens as usize),
+                    short_count(call.window_tokens as usize),
+                    call.chars_per_token()
+                ),
+                Style::default().fg(Color::Gray),
+            ));
+        }
+    }
+    spans
+}
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>) {
+    let Some(status) = status else {
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                "context: waiting for the agent…",
+                Style::default().fg(Color::DarkGray),
+            )),
+            area,
+        );
+        return;
+    };
+    let label = Span::styled(" context ", Style::default().fg(Color::Gray));
+    let narrow = area.width < 90;
+    if area.height >= 2 && !narrow {
+        let bar_width = area.width as usize - 10;
+        let mut first = vec![label];
+        first.extend(bar(status, bar_width));
+        let mut second = vec![Span::raw("          ")];
+        second.extend(details(status, false));
+        frame.render_widget(Paragraph::new(vec![Line::from(first), Line::from(second)]), area);
+    } else {
+        let details = details(status, true);
+        let text_width: usize = details.iter().map(|s| s.content.chars().count()).sum();
+        let bar_width = (area.width as usize).saturating_sub(text_width + 2).max(3);
+        let mut line = bar(status, bar_width);
+        line.push(Span::raw(" "));
+        line.extend(details);
+        frame.render_widget(Paragraph::new(Line::from(line)), area);
+    }
+}

@@ -1,0 +1,55 @@
+//! The keys and commands overlay (`?` on an empty prompt, F1, or /help).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::input::COMMANDS;
+use super::modal::centered;
+
+pub const KEYS: &[(&str, &str)] = &[
+    ("Enter", "send the request"),
+    ("Alt+Enter, Shift+Enter, Ctrl+J", "new line"),
+    ("Up / Down", "previous / next request (single-line prompt)"),
+    ("Esc", "cancel the running turn; close a view"),
+    ("Tab", "focus: prompt → chat markers → tool calls"),
+    ("Up / Down (chat)", "select a compaction marker"),
+    ("Enter, 1-9 (chat)", "open the marker's first / nth file"),
+    ("Enter (tool calls)", "expand / collapse the selected call"),
+    ("PgUp / PgDn, wheel", "scroll the chat; End follows again"),
+    ("click", "open a marker's link in the browser"),
+    ("Ctrl+T", "transcript browser"),
+    ("Ctrl+X", "the /context view"),
+    ("Ctrl+D", "dismiss the error banner"),
+    ("Ctrl+C", "quit"),
+    ("?, F1", "this help (on an empty prompt)"),
+];
+
+pub fn render(frame: &mut Frame<'_>, area: Rect) {
+    let popup = centered(area, 78, (KEYS.len() + COMMANDS.len() + 6) as u16);
+    frame.render_widget(Clear, popup);
+    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(Color::LightBlue)))];
+    for (key, what) in KEYS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {key:<32}"), Style::default().fg(Color::Yellow)),
+            Span::raw(*what),
+        ]));
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        "commands",
+        Style::default().fg(Color::LightBlue),
+    )));
+    for (name, what) in COMMANDS {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {name:<32}"), Style::default().fg(Color::Yellow)),
+            Span::raw(*what),
+        ]));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help · Esc closes ")),
+        popup,
+    );
+}

@@ -1,0 +1,256 @@
+//! The prompt editor: a multi-line `ratatui-textarea` with prompt history on Up/Down
+//! (its own history is undo/redo) and a completion popup for slash commands.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui_textarea::TextArea;
+
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("/compact", "summarise the history now; optional focus text"),
+    ("/context", "what the context holds, and the timeline"),
+    ("/transcripts", "browse archived transcripts and saved outputs"),
+    ("/clear", "start a new conversation"),
+    ("/model", "show the provider and model"),
+    ("/help", "keys and commands"),
+    ("/quit", "leave scratchpad"),
+];
+
+pub enum InputAction {
+    None,
+    Submit(String),
+}
+
+pub struct InputBox {
+    textarea: TextArea<'static>,
+    history: Vec<String>,
+    /// Position in `history` while browsing it with Up/Down.
+    browsing: Option<usize>,
+    draft: String,
+    completion: usize,
+}
+
+impl Default for InputBox {
+    fn default() -> Self {
+        let mut input = InputBox {
+            textarea: TextArea::default(),
+            history: Vec::new(),
+            browsing: None,
+            draft: String::new(),
+            completion: 0,
+        };
+        input.reset();
+        input
+    }
+}
+
+impl InputBox {
+    fn reset(&mut self) {
+        self.set_text("");
+    }
+
+    fn set_text(&mut self, text: &str) {
+        let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+        self.textarea = TextArea::new(lines);
+        self.textarea.set_cursor_line_style(Style::default());
+        self.textarea
+            .set_placeholder_text("Ask scratchpad… (Enter sends, Alt+Enter newline, / for commands)");
+        self.textarea.move_cursor(ratatui_textarea::CursorMove::Bottom);
+        self.textarea.move_cursor(ratatui_textarea::CursorMove::End);
+    }
+
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text().is_empty()
+    }
+
+    pub fn height(&self) -> u16 {
+        (self.textarea.lines().len() as u16).clamp(1, 6) + 2
+    }
+
+    pub fn paste(&mut self, text: &str) {
+        self.textarea.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+    }
+
+    /// Slash commands matching what is typed, while the first word is being typed.
+    pub fn completions(&self) -> Vec<(&'static str, &'static str)> {
+        let text = self.text();
+        if !text.starts_with('/') || text.contains(' ') || text.contains('\n') {
+            return Vec::new();
+        }
+        COMMANDS
+            .iter()
+            .copied()
+            .filter(|(name, _)| name.starts_with(&text) && *name != text)
+            .collect()
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> InputAction {
+        let single_line = self.textarea.lines().len() == 1;
+        match key.code {
+            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
+                self.textarea.insert_newline();
+            }
+            KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => self.textarea.insert_newline(),
+            KeyCode::Enter => {
+                let completions = self.completions();
+                if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
+                    self.set_text(name);
+                    self.completion = 0;
+                }
+                let text = self.text();
+                if text.trim().is_empty() {
+                    return InputAction::None;
+                }
+                if self.history.last() != Some(&text) {
+                    self.history.push(text.clone());
+                }
+                self.browsing = None;
+                self.reset();
+                return InputAction::Submit(text);
+            }
+            KeyCode::Tab => {
+                let completions = self.completions();
+                if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
+                    self.set_text(&format!("{name} "));
+                    self.completion = 0;
+                }
+            }
+            KeyCode::Up if !self.completions().is_empty() => {
+                self.completion = self.completion.saturating_sub(1);
+            }
+            KeyCode::Down if !self.completions().is_empty() => {
+                self.completion = (self.completion + 1).min(self.completions().len() - 1);
+            }
+            KeyCode::Up if single_line && !self.history.is_empty() => {
+                let at = match self.browsing {
+                    None => {
+                        self.draft = self.text();
+                        self.history.len() - 1
+                    }
+                    Some(at) => at.saturating_sub(1),
+                };
+                self.browsing = Some(at);
+                let text = self.history[at].clone();
+                self.set_text(&text);
+            }
+            KeyCode::Down if single_line && self.browsing.is_some() => {
+                let next = self.browsing.map_or(0, |at| at + 1);
+                if next >= self.history.len() {
+                    self.browsing = None;
+                    let draft = std::mem::take(&mut self.draft);
+                    self.set_text(&draft);
+                } else {
+                    self.browsing = Some(next);
+                    let text = self.history[next].clone();
+                    self.set_text(&text);
+                }
+            }
+            _ => {
+                self.textarea.input(key);
+                self.completion = 0;
+            }
+        }
+        InputAction::None
+    }
+
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, busy: bool) {
+        let title = if busy {
+            " request · Esc cancels the turn "
+        } else {
+            " request "
+        };
+        self.textarea.set_block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(Color::LightBlue))
+                .title(title),
+        );
+        frame.render_widget(&self.textarea, area);
+        let completions = self.completions();
+        if completions.is_empty() {
+            return;
+        }
+        let height = completions.len() as u16 + 2;
+        let popup = Rect {
+            x: area.x + 1,
+            y: area.y.saturating_sub(height),
+            width: area.width.saturating_sub(2).min(64),
+            height: height.min(area.y),
+        };
+        let lines: Vec<Line<'static>> = completions
+            .iter()
+            .enumerate()
+            .map(|(at, (name, help))| {
+                let style = if at == self.completion.min(completions.len() - 1) {
+                    Style::default().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::default()
+                };
+                Line::from(vec![
+                    Span::styled(format!("{name:<13}"), style.fg(Color::LightBlue)),
+                    Span::styled(help.to_string(), style.fg(Color::Gray)),
+                ])
+            })
+            .collect();
+        frame.render_widget(Clear, popup);
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" commands (Tab) ")),
+            popup,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn type_text(input: &mut InputBox, text: &str) {
+        for c in text.chars() {
+            input.handle_key(key(KeyCode::Char(c)));
+        }
+    }
+
+    #[test]
+    fn enter_sends_alt_enter_adds_a_line_and_up_down_browse_history() {
+        let mut input = InputBox::default();
+        type_text(&mut input, "first");
+        input.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        type_text(&mut input, "line");
+        assert!(matches!(input.handle_key(key(KeyCode::Enter)), InputAction::Submit(t) if t == "first\nline"));
+        type_text(&mut input, "second");
+        assert!(matches!(input.handle_key(key(KeyCode::Enter)), InputAction::Submit(t) if t == "second"));
+        type_text(&mut input, "draft");
+        input.handle_key(key(KeyCode::Up));
+        assert_eq!(input.text(), "second");
+        input.handle_key(key(KeyCode::Down));
+        assert_eq!(input.text(), "draft");
+        assert!(matches!(input.handle_key(key(KeyCode::Enter)), InputAction::Submit(_)));
+        assert!(
+            matches!(input.handle_key(key(KeyCode::Enter)), InputAction::None),
+            "empty input sends nothing"
+        );
+    }
+
+    #[test]
+    fn slash_commands_complete() {
+        let mut input = InputBox::default();
+        type_text(&mut input, "/co");
+        let names: Vec<&str> = input.completions().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, vec!["/compact", "/context"]);
+        input.handle_key(key(KeyCode::Down));
+        input.handle_key(key(KeyCode::Tab));
+        assert_eq!(input.text(), "/context ");
+        assert!(input.completions().is_empty());
+    }
+}

@@ -1,0 +1,108 @@
+//! The full-screen app: one loop selecting over terminal input, agent events and a
+//! tick (only while something animates), redrawing only after a change, so an idle
+//! app uses no CPU.
+
+pub mod app;
+pub mod browser;
+pub mod chat;
+pub mod context_view;
+pub mod gauge;
+pub mod help;
+pub mod input;
+pub mod markdown;
+pub mod modal;
+pub mod state;
+pub mod status;
+pub mod tools_pane;
+
+use std::io;
+use std::time::Duration;
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
+    MouseEventKind,
+};
+use crossterm::execute;
+use futures::StreamExt;
+use tokio::sync::mpsc::unbounded_channel;
+
+use crate::agent::AskPolicy;
+use crate::launch::Launch;
+use crate::protocol::Op;
+use app::App;
+
+fn enable_extras(mouse: bool) -> io::Result<()> {
+    execute!(io::stdout(), EnableBracketedPaste)?;
+    if mouse {
+        execute!(io::stdout(), EnableMouseCapture)?;
+    }
+    Ok(())
+}
+
+fn disable_extras() {
+    let _ = execute!(io::stdout(), DisableMouseCapture, DisableBracketedPaste);
+}
+
+/// Run the app until the user quits. The terminal is restored on every exit path,
+/// panics included (`ratatui::init` hooks the panic; we add the mouse and paste modes).
+pub async fn run(launch: Launch) -> io::Result<()> {
+    let mouse = launch.config.ui.mouse;
+    let workspace = launch.workspace.root().to_path_buf();
+    let config = launch.config.compaction.clone();
+    let (events_tx, mut events) = unbounded_channel();
+    let (ops, ops_rx) = unbounded_channel();
+    let agent = launch.into_agent(AskPolicy::Ask, events_tx);
+    let agent_task = tokio::spawn(agent.run(ops_rx));
+
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        disable_extras();
+        previous_hook(info);
+    }));
+    let mut terminal = ratatui::init();
+    enable_extras(mouse)?;
+    let mut app = App::new(ops.clone(), workspace, config);
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut redraw = true;
+    let result = loop {
+        if redraw && let Err(error) = terminal.draw(|frame| app.render(frame)) {
+            break Err(error);
+        }
+        if app.quit {
+            break Ok(());
+        }
+        redraw = tokio::select! {
+            event = input.next() => match event {
+                Some(Ok(event)) => {
+                    // Pointer motion changes nothing on screen: no redraw for it.
+                    let changes = !matches!(&event, Event::Mouse(m) if m.kind == MouseEventKind::Moved);
+                    app.handle_event(event);
+                    changes
+                }
+                Some(Err(error)) => break Err(error),
+                None => break Ok(()),
+            },
+            event = events.recv() => match event {
+                Some(event) => {
+                    app.apply(event);
+                    while let Ok(more) = events.try_recv() {
+                        app.apply(more);
+                    }
+                    true
+                }
+                None => break Ok(()),
+            },
+            _ = tick.tick(), if app.state.animating() => {
+                app.on_tick();
+                true
+            }
+        };
+    };
+    let _ = ops.send(Op::Quit);
+    disable_extras();
+    ratatui::restore();
+    let _ = tokio::time::timeout(Duration::from_secs(5), agent_task).await;
+    result
+}

@@ -1,0 +1,61 @@
+//! The permission modal for the agent's questions.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::state::PermissionPrompt;
+
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
+    let popup = centered(area, 70, 9);
+    frame.render_widget(Clear, popup);
+    let key = |k: &'static str, label: &'static str, colour: Color| {
+        vec![
+            Span::styled(
+                format!(" {k} "),
+                Style::default()
+                    .fg(Color::Black)
+                    .bg(colour)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(" {label}   ")),
+        ]
+    };
+    let mut keys = key("y", "allow once", Color::Green);
+    keys.extend(key("n", "deny", Color::Red));
+    keys.extend(key("a", "always for this session", Color::Yellow));
+    let text = vec![
+        Line::from(Span::styled(
+            format!("{} asks:", prompt.tool),
+            Style::default().fg(Color::Gray),
+        )),
+        Line::from(Span::styled(
+            prompt.question.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        )),
+        Line::from(""),
+        Line::from(keys),
+    ];
+    frame.render_widget(
+        Paragraph::new(text).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(Color::Yellow))
+                .title(" permission "),
+        ),
+        popup,
+    );
+}

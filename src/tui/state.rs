@@ -1,0 +1,479 @@
+//! The app state, built only from agent events (so it can be tested without a
+//! terminal), plus what the user is doing with the screen.
+
+use std::time::{Duration, Instant};
+
+use crate::compact::markers::{COMPACTED_TAG, parse_archive_marker};
+use crate::compact::{Stage, StageEvent};
+use crate::context_map::ContextBreakdown;
+use crate::message::{ContentBlock, Message, Role, is_user_prompt};
+use crate::protocol::{AgentEvent, ContextStatus, ToolStatus, TurnOutcome};
+use crate::provider::Usage;
+use crate::session::TimelinePoint;
+use crate::store::{TOOL_RESULTS_DIR, safe_file_stem};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChatEntry {
+    User(String),
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    /// A compaction stage fired here.
+    Marker(StageEvent),
+    /// Something the app says (compaction requested, retries, resumed session).
+    Notice(String),
+}
+
+impl ChatEntry {
+    pub fn paths(&self) -> &[String] {
+        match self {
+            ChatEntry::Marker(event) => &event.paths,
+            _ => &[],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallState {
+    Running { since: Instant },
+    Done { status: ToolStatus, took: Duration },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub summary: String,
+    pub state: CallState,
+    pub output: String,
+    /// Set when a compaction stage saved this result's full text.
+    pub saved_path: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnState {
+    Idle,
+    Thinking,
+    RunningTool(String),
+    Compacting,
+    AwaitingPermission,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PermissionPrompt {
+    pub request_id: u64,
+    pub tool: String,
+    pub question: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionInfo {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    pub workspace: String,
+}
+
+#[derive(Debug)]
+pub struct AppState {
+    pub chat: Vec<ChatEntry>,
+    /// Bumped whenever `chat[i]` changes, so wrapped lines can be cached.
+    pub revisions: Vec<u64>,
+    pub tools: Vec<ToolCall>,
+    pub context: Option<ContextStatus>,
+    pub timeline: Vec<TimelinePoint>,
+    pending_stages: Vec<Stage>,
+    pub session: SessionInfo,
+    pub turn: TurnState,
+    pub banner: Option<String>,
+    pub permission: Option<PermissionPrompt>,
+    pub usage: Option<Usage>,
+    pub breakdown: Option<ContextBreakdown>,
+    /// Where each file the pipeline wrote came from, for the browser.
+    pub written_by: Vec<(String, Stage)>,
+}
+
+impl Default for AppState {
+    fn default() -> Self {
+        AppState {
+            chat: Vec::new(),
+            revisions: Vec::new(),
+            tools: Vec::new(),
+            context: None,
+            timeline: Vec::new(),
+            pending_stages: Vec::new(),
+            session: SessionInfo::default(),
+            turn: TurnState::Idle,
+            banner: None,
+            permission: None,
+            usage: None,
+            breakdown: None,
+            written_by: Vec::new(),
+        }
+    }
+}
+
+impl AppState {
+    pub fn is_busy(&self) -> bool {
+        self.turn != TurnState::Idle
+    }
+
+    fn push(&mut self, entry: ChatEntry) {
+        self.chat.push(entry);
+        self.revisions.push(0);
+    }
+
+    fn touch_last(&mut self) {
+        if let Some(revision) = self.revisions.last_mut() {
+            *revision += 1;
+        }
+    }
+
+    /// Whether something is animating (spinner, elapsed time) and needs ticks.
+    pub fn animating(&self) -> bool {
+        self.tools.iter().any(|t| matches!(t.state, CallState::Running { .. })) || self.is_busy()
+    }
+
+    pub fn apply(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::SessionStarted {
+                session_id,
+                provider,
+                model,
+                workspace,
+            } => {
+                self.session = SessionInfo {
+                    id: session_id,
+                    provider,
+                    model,
+                    workspace,
+                };
+            }
+            AgentEvent::History { messages } => self.load_history(&messages),
+            AgentEvent::TurnStarted { request } => {
+                self.push(ChatEntry::User(request));
+                self.turn = TurnState::Thinking;
+                self.banner = None;
+            }
+            AgentEvent::TextDelta { text } => match self.chat.last_mut() {
+                Some(ChatEntry::Assistant {
+                    text: current,
+                    streaming: true,
+                }) => {
+                    current.push_str(&text);
+                    self.touch_last();
+                }
+                _ => self.push(ChatEntry::Assistant { text, streaming: true }),
+            },
+            AgentEvent::ThinkingDelta { .. } => {}
+            AgentEvent::StreamReset {
+                attempt,
+                delay_ms,
+                reason,
+            } => {
+                if matches!(self.chat.last(), Some(ChatEntry::Assistant { streaming: true, .. })) {
+                    self.chat.pop();
+                    self.revisions.pop();
+                }
+                self.push(ChatEntry::Notice(format!(
+                    "retrying (attempt {}) in {:.1} s: {reason}",
+                    attempt + 1,
+                    delay_ms as f64 / 1000.0
+                )));
+            }
+            AgentEvent::AssistantMessage { message } => {
+                let text = message.text();
+                match self.chat.last_mut() {
+                    Some(ChatEntry::Assistant {
+                        text: current,
+                        streaming,
+                    }) if *streaming => {
+                        *current = text;
+                        *streaming = false;
+                        self.touch_last();
+                    }
+                    _ if !text.is_empty() => self.push(ChatEntry::Assistant { text, streaming: false }),
+                    _ => {}
+                }
+            }
+            AgentEvent::ToolStarted { id, name, summary } => {
+                self.turn = TurnState::RunningTool(name.clone());
+                self.tools.push(ToolCall {
+                    id,
+                    name,
+                    summary,
+                    state: CallState::Running { since: Instant::now() },
+                    output: String::new(),
+                    saved_path: None,
+                });
+            }
+            AgentEvent::ToolFinished { id, status, output, .. } => {
+                if let Some(call) = self.tools.iter_mut().rev().find(|t| t.id == id) {
+                    let took = match call.state {
+                        CallState::Running { since } => since.elapsed(),
+                        CallState::Done { took, .. } => took,
+                    };
+                    call.state = CallState::Done { status, took };
+                    call.output = output;
+                }
+                self.turn = TurnState::Thinking;
+            }
+            AgentEvent::PermissionRequest {
+                request_id,
+                tool,
+                question,
+            } => {
+                self.permission = Some(PermissionPrompt {
+                    request_id,
+                    tool,
+                    question,
+                });
+                self.turn = TurnState::AwaitingPermission;
+            }
+            AgentEvent::CompactionRequested { by, focus } => {
+                self.turn = TurnState::Compacting;
+                let focus = focus.map(|f| format!(" (focus: {f})")).unwrap_or_default();
+                self.push(ChatEntry::Notice(format!("compaction requested by the {by}{focus}")));
+            }
+            AgentEvent::Compaction { event } => {
+                for path in &event.paths {
+                    self.written_by.push((path.clone(), event.stage));
+                    self.link_saved_result(path);
+                }
+                if event.replaced > 0 {
+                    self.pending_stages.push(event.stage);
+                }
+                if !event.errors.is_empty() {
+                    self.banner = Some(format!("{}: {}", event.stage, event.errors.join("; ")));
+                }
+                self.push(ChatEntry::Marker(event));
+            }
+            AgentEvent::Context { status } => self.context = Some(status),
+            AgentEvent::Usage { usage } => {
+                self.usage = Some(usage);
+                if let Some(context) = &self.context {
+                    self.timeline.push(TimelinePoint {
+                        estimate: context.estimate,
+                        messages: context.messages,
+                        input_tokens: Some(usage.prompt_tokens()).filter(|&t| t > 0),
+                        stages: std::mem::take(&mut self.pending_stages),
+                    });
+                }
+            }
+            AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
+            AgentEvent::Error { message } => self.banner = Some(message),
+            AgentEvent::TurnDone { outcome } => {
+                self.turn = TurnState::Idle;
+                self.permission = None;
+                if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {
+                    *streaming = false;
+                    self.touch_last();
+                }
+                if outcome == TurnOutcome::Cancelled {
+                    self.push(ChatEntry::Notice("turn cancelled".into()));
+                }
+            }
+        }
+    }
+
+    /// A saved tool result's path names its call by the tool_use id.
+    fn link_saved_result(&mut self, path: &str) {
+        let Some(name) = path.strip_prefix(TOOL_RESULTS_DIR).and_then(|p| p.strip_prefix('/')) else {
+            return;
+        };
+        let stem = name.strip_suffix(".txt").unwrap_or(name);
+        for call in self.tools.iter_mut() {
+            let safe = safe_file_stem(&call.id);
+            let matches = stem == safe
+                || stem
+                    .strip_prefix(safe.as_str())
+                    .is_some_and(|rest| rest.strip_prefix('-').is_some_and(|n| n.parse::<u32>().is_ok()));
+            if matches {
+                call.saved_path = Some(path.to_string());
+            }
+        }
+    }
+
+    fn load_history(&mut self, messages: &[Message]) {
+        self.chat.clear();
+        self.revisions.clear();
+        self.tools.clear();
+        self.timeline.clear();
+        for message in messages {
+            let text = message.text();
+            if message.role == Role::User {
+                if text.starts_with(COMPACTED_TAG) {
+                    self.push(ChatEntry::Notice(
+                        "earlier conversation compacted into a summary".into(),
+                    ));
+                } else if let Some((count, path)) = parse_archive_marker(&text) {
+                    self.push(ChatEntry::Notice(format!("{count} messages archived at {path}")));
+                } else if is_user_prompt(message) && !text.is_empty() {
+                    self.push(ChatEntry::User(text));
+                }
+            } else if !text.is_empty() {
+                self.push(ChatEntry::Assistant { text, streaming: false });
+            }
+            for block in message.block_slice() {
+                match block {
+                    ContentBlock::ToolUse { id, name, input } => self.tools.push(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        summary: crate::tools::input_summary(name, input),
+                        state: CallState::Done {
+                            status: ToolStatus::Ok,
+                            took: Duration::ZERO,
+                        },
+                        output: String::new(),
+                        saved_path: None,
+                    }),
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } => {
+                        if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
+                            call.output = content.full_text();
+                            if *is_error == Some(true) {
+                                call.state = CallState::Done {
+                                    status: ToolStatus::Error,
+                                    took: Duration::ZERO,
+                                };
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !messages.is_empty() {
+            self.push(ChatEntry::Notice(format!(
+                "resumed a session of {} messages",
+                messages.len()
+            )));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage_event(stage: Stage, paths: &[&str]) -> StageEvent {
+        StageEvent {
+            stage,
+            messages_before: 60,
+            messages_after: 49,
+            chars_before: 84_100,
+            chars_after: 41_900,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            replaced: 12,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A recorded event sequence gives the expected panes.
+    #[test]
+    fn a_recorded_turn_builds_chat_tools_and_timeline() {
+        let mut state = AppState::default();
+        let events = vec![
+            AgentEvent::TurnStarted {
+                request: "survey".into(),
+            },
+            AgentEvent::TextDelta { text: "Look".into() },
+            AgentEvent::StreamReset {
+                attempt: 1,
+                delay_ms: 1000,
+                reason: "overloaded".into(),
+            },
+            AgentEvent::TextDelta { text: "Let me ".into() },
+            AgentEvent::TextDelta { text: "look.".into() },
+            AgentEvent::AssistantMessage {
+                message: Message::assistant_text("Let me look."),
+            },
+            AgentEvent::ToolStarted {
+                id: "toolu_1".into(),
+                name: "bash".into(),
+                summary: "seq 1 100000".into(),
+            },
+            AgentEvent::ToolFinished {
+                id: "toolu_1".into(),
+                name: "bash".into(),
+                status: ToolStatus::Ok,
+                output: "1\n2\n".into(),
+            },
+            AgentEvent::Compaction {
+                event: stage_event(Stage::ToolResultBudget, &[".task_outputs/tool-results/toolu_1.txt"]),
+            },
+            AgentEvent::Context {
+                status: ContextStatus {
+                    estimate: 41_900,
+                    limit: 50_000,
+                    target: 40_000,
+                    messages: 3,
+                    snip_max_messages: 50,
+                    last_call: None,
+                },
+            },
+            AgentEvent::Usage {
+                usage: Usage {
+                    input_tokens: 10_000,
+                    ..Usage::default()
+                },
+            },
+            AgentEvent::TurnDone {
+                outcome: TurnOutcome::Completed,
+            },
+        ];
+        for event in events {
+            state.apply(event);
+        }
+        assert_eq!(state.chat.len(), 4, "{:?}", state.chat);
+        assert_eq!(state.chat[0], ChatEntry::User("survey".into()));
+        assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.starts_with("retrying (attempt 2)")));
+        assert_eq!(
+            state.chat[2],
+            ChatEntry::Assistant {
+                text: "Let me look.".into(),
+                streaming: false
+            }
+        );
+        assert!(matches!(&state.chat[3], ChatEntry::Marker(e) if e.stage == Stage::ToolResultBudget));
+        assert_eq!(
+            state.tools[0].saved_path.as_deref(),
+            Some(".task_outputs/tool-results/toolu_1.txt")
+        );
+        assert!(matches!(
+            state.tools[0].state,
+            CallState::Done {
+                status: ToolStatus::Ok,
+                ..
+            }
+        ));
+        assert_eq!(state.timeline.len(), 1);
+        assert_eq!(state.timeline[0].stages, vec![Stage::ToolResultBudget]);
+        assert_eq!(state.turn, TurnState::Idle);
+    }
+
+    #[test]
+    fn history_restores_prompts_markers_and_tools() {
+        let mut state = AppState::default();
+        let messages = vec![
+            Message::user_text("task"),
+            Message::user_text("[5 messages archived at .transcripts/t.jsonl]"),
+            Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::ToolUse {
+                    id: "a".into(),
+                    name: "glob".into(),
+                    input: serde_json::json!({"pattern": "*"}),
+                }],
+            ),
+        ];
+        state.apply(AgentEvent::History { messages });
+        assert_eq!(state.chat[0], ChatEntry::User("task".into()));
+        assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.contains("archived at .transcripts/t.jsonl")));
+        assert_eq!(state.tools[0].summary, "*");
+    }
+}

@@ -1,0 +1,124 @@
+//! The tool-call pane: each call with its status, input summary, time and output
+//! (collapsed; the selected call expands and shows where its full output was saved).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::state::{CallState, ToolCall};
+use crate::protocol::ToolStatus;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const EXPANDED_LINES: usize = 12;
+
+fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
+    match &call.state {
+        CallState::Running { since } => (
+            Span::styled(SPINNER[tick % SPINNER.len()], Style::default().fg(Color::Yellow)),
+            format!("{}s", since.elapsed().as_secs()),
+        ),
+        CallState::Done { status, took } => {
+            let (mark, colour) = match status {
+                ToolStatus::Ok => ("✓", Color::Green),
+                ToolStatus::Error => ("✗", Color::Red),
+                ToolStatus::Refused => ("⊘", Color::LightRed),
+                ToolStatus::Cancelled => ("■", Color::DarkGray),
+            };
+            let time = if took.is_zero() {
+                String::new()
+            } else {
+                format!("{:.1}s", took.as_secs_f64())
+            };
+            (Span::styled(mark, Style::default().fg(colour)), time)
+        }
+    }
+}
+
+pub fn render(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    calls: &[ToolCall],
+    selected: Option<usize>,
+    focused: bool,
+    tick: usize,
+) {
+    let border = if focused { Color::LightBlue } else { Color::DarkGray };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(border))
+        .title(format!(" tool calls ({}) ", calls.len()));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let mut selected_end = 0;
+    for (at, call) in calls.iter().enumerate() {
+        let (mark, time) = status_span(call, tick);
+        let is_selected = selected == Some(at);
+        let name_style = Style::default().fg(Color::White).add_modifier(Modifier::BOLD);
+        let row_style = if is_selected {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default()
+        };
+        let fixed = 2 + call.name.chars().count() + 1 + time.len() + 1;
+        let summary: String = call.summary.chars().take(width.saturating_sub(fixed)).collect();
+        lines.push(
+            Line::from(vec![
+                mark,
+                Span::raw(" "),
+                Span::styled(call.name.clone(), name_style),
+                Span::raw(" "),
+                Span::styled(summary, Style::default().fg(Color::Gray)),
+                Span::raw(" "),
+                Span::styled(time, Style::default().fg(Color::DarkGray)),
+            ])
+            .style(row_style),
+        );
+        if is_selected {
+            if let Some(path) = &call.saved_path {
+                lines.push(Line::from(Span::styled(
+                    format!("  saved: {path}"),
+                    Style::default().fg(Color::LightCyan).add_modifier(Modifier::UNDERLINED),
+                )));
+            }
+            let total = call.output.lines().count();
+            for line in call.output.lines().take(EXPANDED_LINES) {
+                let shown: String = line.chars().take(width.saturating_sub(4)).collect();
+                lines.push(Line::from(Span::styled(
+                    format!("  │ {shown}"),
+                    Style::default().fg(Color::DarkGray),
+                )));
+            }
+            if total > EXPANDED_LINES {
+                lines.push(Line::from(Span::styled(
+                    format!(
+                        "  │ … {} more lines ({} chars)",
+                        total - EXPANDED_LINES,
+                        call.output.chars().count()
+                    ),
+                    Style::default().fg(Color::DarkGray),
+                )));
+            }
+            selected_end = lines.len();
+        }
+    }
+    if calls.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "no tool calls yet",
+            Style::default().fg(Color::DarkGray),
+        )));
+    }
+    // Keep the newest (or the selected call) in view.
+    let height = inner.height as usize;
+    let end = if selected.is_some() {
+        selected_end.max(height.min(lines.len()))
+    } else {
+        lines.len()
+    };
+    let start = end.saturating_sub(height);
+    let visible: Vec<Line<'static>> = lines.into_iter().skip(start).take(height).collect();
+    frame.render_widget(Paragraph::new(visible), inner);
+}
