@@ -86,6 +86,8 @@ pub struct AppState {
     pending_stages: Vec<Stage>,
     pub session: SessionInfo,
     pub turn: TurnState,
+    /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
+    in_turn: bool,
     pub banner: Option<String>,
     pub permission: Option<PermissionPrompt>,
     pub usage: Option<Usage>,
@@ -105,6 +107,7 @@ impl Default for AppState {
             pending_stages: Vec::new(),
             session: SessionInfo::default(),
             turn: TurnState::Idle,
+            in_turn: false,
             banner: None,
             permission: None,
             usage: None,
@@ -154,6 +157,7 @@ impl AppState {
             AgentEvent::TurnStarted { request } => {
                 self.push(ChatEntry::User(request));
                 self.turn = TurnState::Thinking;
+                self.in_turn = true;
                 self.banner = None;
             }
             AgentEvent::TextDelta { text } => match self.chat.last_mut() {
@@ -247,6 +251,13 @@ impl AppState {
                 if !event.errors.is_empty() {
                     self.banner = Some(format!("{}: {}", event.stage, event.errors.join("; ")));
                 }
+                if self.turn == TurnState::Compacting && event.stage == Stage::CompactHistory {
+                    self.turn = if self.in_turn {
+                        TurnState::Thinking
+                    } else {
+                        TurnState::Idle
+                    };
+                }
                 self.push(ChatEntry::Marker(event));
             }
             AgentEvent::Context { status } => self.context = Some(status),
@@ -262,9 +273,15 @@ impl AppState {
                 }
             }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
-            AgentEvent::Error { message } => self.banner = Some(message),
+            AgentEvent::Error { message } => {
+                if self.turn == TurnState::Compacting && !self.in_turn {
+                    self.turn = TurnState::Idle;
+                }
+                self.banner = Some(message);
+            }
             AgentEvent::TurnDone { outcome } => {
                 self.turn = TurnState::Idle;
+                self.in_turn = false;
                 self.permission = None;
                 if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {
                     *streaming = false;
@@ -453,6 +470,20 @@ mod tests {
         ));
         assert_eq!(state.timeline.len(), 1);
         assert_eq!(state.timeline[0].stages, vec![Stage::ToolResultBudget]);
+        assert_eq!(state.turn, TurnState::Idle);
+    }
+
+    #[test]
+    fn a_user_compaction_outside_a_turn_ends_idle() {
+        let mut state = AppState::default();
+        state.apply(AgentEvent::CompactionRequested {
+            by: "user".into(),
+            focus: None,
+        });
+        assert_eq!(state.turn, TurnState::Compacting);
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
+        });
         assert_eq!(state.turn, TurnState::Idle);
     }
 

@@ -1,0 +1,127 @@
+//! The real binary in a real pseudo-terminal: type a request to the offline demo
+//! model, wait for a compaction marker on screen, open the transcript browser, quit,
+//! and check the terminal was restored.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+struct Pty {
+    parser: Arc<Mutex<vt100::Parser>>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    writer: Box<dyn Write + Send>,
+}
+
+impl Pty {
+    fn screen(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, needle: &str, timeout: Duration) {
+        let started = Instant::now();
+        while !self.screen().contains(needle) {
+            assert!(
+                started.elapsed() < timeout,
+                "timed out waiting for {needle:?}; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+}
+
+#[test]
+fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
+    let workspace = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        std::fs::write(
+            workspace.path().join(format!("notes{i}.md")),
+            format!("# Notes {i}\n").repeat(200),
+        )
+        .unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let pty = native_pty_system();
+    let pair = pty
+        .openpty(PtySize {
+            rows: 40,
+            cols: 120,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_scratchpad"));
+    command.args(["-C", workspace.path().to_str().unwrap()]);
+    command.env("TERM", "xterm-256color");
+    command.env("HOME", home.path());
+    command.env("XDG_CONFIG_HOME", home.path());
+    command.env("SCRATCHPAD_LOG", home.path().join("log.txt"));
+    command.env("SCRATCHPAD_DEMO_DELAY_MS", "0");
+    command.env_remove("ANTHROPIC_API_KEY");
+    let mut child = pair.slave.spawn_command(command).unwrap();
+    drop(pair.slave);
+    let parser = Arc::new(Mutex::new(vt100::Parser::new(
+        std::num::NonZeroU16::new(40).unwrap(),
+        std::num::NonZeroU16::new(120).unwrap(),
+        0,
+    )));
+    let raw = Arc::new(Mutex::new(Vec::new()));
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    {
+        let parser = parser.clone();
+        let raw = raw.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                parser.lock().unwrap().process(&buffer[..n]);
+                raw.lock().unwrap().extend_from_slice(&buffer[..n]);
+            }
+        });
+    }
+    let mut pty = Pty {
+        parser,
+        raw,
+        writer: pair.master.take_writer().unwrap(),
+    };
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    pty.send(b"survey this workspace");
+    pty.send(b"\r");
+    // The demo runs its whole script; its last compaction marker stays on screen.
+    pty.wait_for("◆ compact_history", Duration::from_secs(120));
+    pty.wait_for("↳ .transcripts/transcript_compact_history_", Duration::from_secs(10));
+    pty.wait_for("● ready", Duration::from_secs(60));
+    pty.send(b"\x14"); // Ctrl+T
+    pty.wait_for("transcripts and saved outputs", Duration::from_secs(10));
+    pty.send(b"\r");
+    pty.wait_for("line 1/", Duration::from_secs(10));
+    pty.send(b"\x1b");
+    pty.send(b"\x1b");
+    pty.send(b"\x03"); // Ctrl+C quits
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "the app did not quit");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let parser = pty.parser.lock().unwrap();
+    assert!(!parser.screen().alternate_screen(), "left the alternate screen");
+    let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
+    assert!(raw.contains("\x1b[?1000l"), "mouse capture turned off");
+    assert!(raw.contains("\x1b[?2004l"), "bracketed paste turned off");
+    assert!(workspace.path().join(".transcripts").read_dir().unwrap().count() > 0);
+}

@@ -1,0 +1,426 @@
+//! Snapshots of every visible widget and of the whole screen, through ratatui's
+//! `TestBackend`, at 120x40 and 60x15. Colours are not in the text snapshots, so the
+//! gauge zones are checked cell by cell.
+
+use std::time::{Duration, SystemTime};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use scratchpad::compact::{CompactConfig, Stage, StageEvent};
+use scratchpad::context_map::breakdown;
+use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
+use scratchpad::protocol::{AgentEvent, CallTokens, ContextStatus, ToolStatus, TurnOutcome};
+use scratchpad::provider::Usage;
+use scratchpad::tui::app::App;
+use scratchpad::tui::gauge::{TICK_COLOUR, Zone, zone_colour};
+
+struct Screen {
+    app: App,
+    dir: tempfile::TempDir,
+    _ops: tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::Op>,
+}
+
+fn screen() -> Screen {
+    let dir = tempfile::tempdir().unwrap();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut app = App::new(ops, dir.path().to_path_buf(), CompactConfig::default());
+    app.apply(AgentEvent::SessionStarted {
+        session_id: "20261202-120000-1".into(),
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        workspace: "/home/dev/project".into(),
+    });
+    app.apply(context(12_300, 7));
+    Screen { app, dir, _ops: ops_rx }
+}
+
+fn context(estimate: usize, messages: usize) -> AgentEvent {
+    AgentEvent::Context {
+        status: ContextStatus {
+            estimate,
+            limit: 50_000,
+            target: 40_000,
+            messages,
+            snip_max_messages: 50,
+            last_call: None,
+        },
+    }
+}
+
+fn draw(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| app.render(frame)).unwrap();
+    terminal
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&str]) -> AgentEvent {
+    AgentEvent::Compaction {
+        event: StageEvent {
+            stage,
+            messages_before: 60,
+            messages_after: 49,
+            chars_before: before,
+            chars_after: after,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            replaced,
+            errors: Vec::new(),
+        },
+    }
+}
+
+fn conversation(app: &mut App) {
+    app.apply(AgentEvent::TurnStarted {
+        request: "Find why the parser drops the last token and fix it".into(),
+    });
+    app.apply(AgentEvent::TextDelta {
+        text: "## Plan\n\n- read `src/parser.rs`\n- run the **tests**\n\n```rust\nfn parse() {}\n```\nLooking now."
+            .into(),
+    });
+    app.apply(AgentEvent::AssistantMessage {
+        message: Message::assistant_text(
+            "## Plan\n\n- read `src/parser.rs`\n- run the **tests**\n\n```rust\nfn parse() {}\n```\nLooking now.",
+        ),
+    });
+    app.apply(AgentEvent::ToolStarted {
+        id: "toolu_01".into(),
+        name: "read_file".into(),
+        summary: "src/parser.rs".into(),
+    });
+    app.apply(AgentEvent::ToolFinished {
+        id: "toolu_01".into(),
+        name: "read_file".into(),
+        status: ToolStatus::Ok,
+        output: "pub fn parse(input: &str) -> Vec<Token> {\n    let mut tokens = Vec::new();\n}\n".into(),
+    });
+    app.apply(AgentEvent::ToolStarted {
+        id: "toolu_02".into(),
+        name: "bash".into(),
+        summary: "rm -rf build".into(),
+    });
+    app.apply(AgentEvent::ToolFinished {
+        id: "toolu_02".into(),
+        name: "bash".into(),
+        status: ToolStatus::Refused,
+        output: "Refused: the user did not allow this.".into(),
+    });
+}
+
+#[test]
+fn empty_start() {
+    let mut s = screen();
+    insta::assert_snapshot!("empty_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("empty_60x15", draw(&mut s.app, 60, 15).backend());
+}
+
+#[test]
+fn streaming_markdown() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::TextDelta {
+        text: "The loop stops one token early because".into(),
+    });
+    insta::assert_snapshot!("streaming_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("streaming_60x15", draw(&mut s.app, 60, 15).backend());
+}
+
+#[test]
+fn tool_running() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::ToolStarted {
+        id: "toolu_03".into(),
+        name: "bash".into(),
+        summary: "cargo test --workspace".into(),
+    });
+    insta::assert_snapshot!("tool_running_120x40", draw(&mut s.app, 120, 40).backend());
+}
+
+#[test]
+fn every_kind_of_compaction_marker() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "long task".into(),
+    });
+    s.app.apply(stage(
+        Stage::ToolResultBudget,
+        1,
+        317_100,
+        109_600,
+        &[".task_outputs/tool-results/toolu_a.txt"],
+    ));
+    s.app.apply(stage(
+        Stage::SnipCompact,
+        37,
+        84_100,
+        41_900,
+        &[".transcripts/transcript_snip_compact_1.jsonl"],
+    ));
+    s.app.apply(stage(
+        Stage::MicroCompact,
+        2,
+        63_100,
+        34_400,
+        &[
+            ".task_outputs/tool-results/toolu_b.txt",
+            ".task_outputs/tool-results/toolu_c.txt",
+        ],
+    ));
+    s.app.apply(stage(
+        Stage::FitToolResults,
+        1,
+        51_000,
+        31_000,
+        &[".task_outputs/tool-results/toolu_d.txt"],
+    ));
+    s.app.apply(AgentEvent::CompactionRequested {
+        by: "model".into(),
+        focus: Some("the parser".into()),
+    });
+    s.app.apply(stage(
+        Stage::CompactHistory,
+        52,
+        33_800,
+        1_100,
+        &[".transcripts/transcript_compact_history_2.jsonl"],
+    ));
+    s.app.apply(stage(
+        Stage::ReactiveCompact,
+        8,
+        48_000,
+        9_000,
+        &[".transcripts/transcript_reactive_compact_3.jsonl"],
+    ));
+    s.app.apply(AgentEvent::Compaction {
+        event: StageEvent {
+            stage: Stage::SnipCompact,
+            messages_before: 51,
+            messages_after: 51,
+            chars_before: 40_000,
+            chars_after: 40_000,
+            paths: Vec::new(),
+            replaced: 0,
+            errors: vec!["cannot write .transcripts/x: No space left on device (os error 28)".into()],
+        },
+    });
+    insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());
+    // Selecting a marker highlights it; Enter opens its file in the browser.
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Up));
+    insta::assert_snapshot!("marker_selected_120x40", draw(&mut s.app, 120, 40).backend());
+}
+
+fn gauge_cells(terminal: &Terminal<TestBackend>, row: u16) -> Vec<(String, Option<Color>)> {
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.width)
+        .map(|x| {
+            let cell = &buffer[(x, row)];
+            (cell.symbol().to_string(), Some(cell.fg))
+        })
+        .collect()
+}
+
+#[test]
+fn the_gauge_in_each_zone() {
+    for (estimate, zone, name) in [
+        (12_300, Zone::Calm, "calm"),
+        (45_000, Zone::Warm, "warm"),
+        (61_000, Zone::Over, "over"),
+    ] {
+        let mut s = screen();
+        s.app.apply(AgentEvent::Context {
+            status: ContextStatus {
+                estimate,
+                limit: 50_000,
+                target: 40_000,
+                messages: 51,
+                snip_max_messages: 50,
+                last_call: Some(CallTokens {
+                    input_tokens: estimate as u64 / 4,
+                    estimate,
+                    window_tokens: 200_000,
+                }),
+            },
+        });
+        let terminal = draw(&mut s.app, 120, 40);
+        insta::assert_snapshot!(format!("gauge_{name}_120x40"), terminal.backend());
+        // The bar is on the first gauge row: filled cells in the zone colour, the
+        // ticks at 80% and 100% in the tick colour.
+        let row = 40 - 3 - 2;
+        let cells = gauge_cells(&terminal, row);
+        let bar: Vec<&(String, Option<Color>)> = cells.iter().skip(9).take(110).collect();
+        assert_eq!(bar[0].1, Some(zone_colour(zone)), "{name}: first cell");
+        let ticks: Vec<usize> = bar
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.0 == "┃")
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(ticks, vec![88, 109], "{name}: ticks at 80% and at the end");
+        assert!(ticks.iter().all(|&t| bar[t].1 == Some(TICK_COLOUR)));
+        let filled = bar.iter().filter(|c| c.0 == "█").count();
+        let expected = ((estimate.min(50_000) as f64 / 50_000.0) * 110.0).round() as usize;
+        let expected_filled = expected - ticks.iter().filter(|&&t| t < expected).count();
+        assert_eq!(filled, expected_filled, "{name}: filled cells");
+        let narrow = draw(&mut s.app, 60, 15);
+        insta::assert_snapshot!(format!("gauge_{name}_60x15"), narrow.backend());
+    }
+}
+
+fn fixed_time(path: &std::path::Path, secs: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+        .unwrap();
+}
+
+#[test]
+fn browser_list_and_viewer_with_search() {
+    let mut s = screen();
+    let transcripts = s.dir.path().join(".transcripts");
+    let outputs = s.dir.path().join(".task_outputs/tool-results");
+    std::fs::create_dir_all(&transcripts).unwrap();
+    std::fs::create_dir_all(&outputs).unwrap();
+    let history = vec![
+        Message::user_text("Find the bug in the parser"),
+        Message::blocks(
+            Role::Assistant,
+            vec![
+                ContentBlock::Text {
+                    text: "Reading it.".into(),
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_01".into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "src/parser.rs"}),
+                },
+            ],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: "toolu_01".into(),
+                content: ToolResultContent::Text("fn parse() {\n    // the bug is here\n}".into()),
+                is_error: None,
+            }],
+        ),
+    ];
+    let jsonl: String = history
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap() + "\n")
+        .collect();
+    let transcript = transcripts.join("transcript_snip_compact_1.jsonl");
+    std::fs::write(&transcript, jsonl).unwrap();
+    fixed_time(&transcript, 1_796_220_000);
+    let output = outputs.join("toolu_01.txt");
+    std::fs::write(&output, "line one\nline two\n").unwrap();
+    fixed_time(&output, 1_796_210_000);
+
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    insta::assert_snapshot!("browser_list_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("browser_list_60x15", draw(&mut s.app, 60, 15).backend());
+    s.app.handle_key(key(KeyCode::Enter));
+    insta::assert_snapshot!("viewer_120x40", draw(&mut s.app, 120, 40).backend());
+    for c in "/bug".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    insta::assert_snapshot!("viewer_search_120x40", draw(&mut s.app, 120, 40).backend());
+    s.app.handle_key(key(KeyCode::Char('n')));
+    s.app.handle_key(key(KeyCode::Char('b')));
+    s.app.handle_key(key(KeyCode::Esc));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert!(matches!(s.app.overlay, scratchpad::tui::app::Overlay::None));
+}
+
+#[test]
+fn permission_modal() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::PermissionRequest {
+        request_id: 7,
+        tool: "bash".into(),
+        question: "`rm -rf build` deletes files. Run it?".into(),
+    });
+    insta::assert_snapshot!("modal_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("modal_60x15", draw(&mut s.app, 60, 15).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let mut s = screen();
+    s.app.handle_key(key(KeyCode::Char('?')));
+    insta::assert_snapshot!("help_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("help_60x15", draw(&mut s.app, 60, 15).backend());
+}
+
+#[test]
+fn slash_command_popup() {
+    let mut s = screen();
+    for c in "/co".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
+}
+
+#[test]
+fn context_view_and_timeline() {
+    let mut s = screen();
+    let messages = vec![
+        Message::user_text("Refactor the storage layer"),
+        Message::user_text("[12 messages archived at .transcripts/transcript_snip_compact_1.jsonl]"),
+        Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::ToolUse {
+                id: "toolu_01".into(),
+                name: "read_file".into(),
+                input: serde_json::json!({"path": "src/store.rs"}),
+            }],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: "toolu_01".into(),
+                content: ToolResultContent::Text("x".repeat(18_000)),
+                is_error: None,
+            }],
+        ),
+    ];
+    for (estimate, stages) in [
+        (8_000, vec![]),
+        (31_000, vec![]),
+        (52_000, vec![Stage::MicroCompact]),
+        (38_000, vec![]),
+        (55_000, vec![Stage::FitToolResults]),
+        (21_000, vec![]),
+    ] {
+        s.app.apply(context(estimate, 10));
+        for stage_name in stages {
+            s.app.apply(stage(stage_name, 1, estimate + 10_000, estimate, &[]));
+        }
+        s.app.apply(AgentEvent::Usage {
+            usage: Usage {
+                input_tokens: (estimate / 4) as u64,
+                ..Usage::default()
+            },
+        });
+    }
+    s.app.apply(AgentEvent::TurnDone {
+        outcome: TurnOutcome::Completed,
+    });
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown("You are scratchpad.", &[], &messages, 50_000),
+    });
+    insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("context_60x15", draw(&mut s.app, 60, 15).backend());
+    // Enter on the largest item (the tool result) shows its text.
+    s.app.handle_key(key(KeyCode::Enter));
+    assert!(matches!(s.app.overlay, scratchpad::tui::app::Overlay::Browser(_)));
+}
