@@ -285,7 +285,7 @@ fn browser_list_and_viewer_with_search() {
     let outputs = s.dir.path().join(".task_outputs/tool-results");
     std::fs::create_dir_all(&transcripts).unwrap();
     std::fs::create_dir_all(&outputs).unwrap();
-    let history = vec![
+    let history = [
         Message::user_text("Find the bug in the parser"),
         Message::blocks(
             Role::Assistant,
