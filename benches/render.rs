@@ -1,0 +1,87 @@
+//! Rendering cost: one frame of the whole screen with a 10,000-message chat (warm
+//! cache: only visible lines are copied), and keystroke-to-frame while a stream is
+//! arriving (a text delta and a key, then a frame).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use scratchpad::compact::{CompactConfig, Stage, StageEvent};
+use scratchpad::message::Message;
+use scratchpad::protocol::{AgentEvent, ContextStatus};
+use scratchpad::tui::app::App;
+
+fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::Op>) {
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut app = App::new(ops, std::env::temp_dir(), CompactConfig::default());
+    for i in 0..messages {
+        match i % 3 {
+            0 => app.apply(AgentEvent::TurnStarted {
+                request: format!("request {i}: please look at module {i} and explain what it does"),
+            }),
+            1 => app.apply(AgentEvent::AssistantMessage {
+                message: Message::assistant_text(format!(
+                    "## Module {i}\n\nIt parses **input** and returns `tokens`.\n- first point about it\n- second point\n\n```rust\nfn item_{i}() {{}}\n```"
+                )),
+            }),
+            _ => app.apply(AgentEvent::Compaction {
+                event: StageEvent {
+                    stage: Stage::MicroCompact,
+                    messages_before: 50,
+                    messages_after: 50,
+                    chars_before: 61_000,
+                    chars_after: 39_000,
+                    paths: vec![format!(".task_outputs/tool-results/toolu_{i}.txt")],
+                    replaced: 1,
+                    errors: Vec::new(),
+                },
+            }),
+        }
+    }
+    app.apply(AgentEvent::Context {
+        status: ContextStatus {
+            estimate: 39_000,
+            limit: 50_000,
+            target: 40_000,
+            messages: 49,
+            snip_max_messages: 50,
+            last_call: None,
+        },
+    });
+    (app, ops_rx)
+}
+
+fn bench_render(c: &mut Criterion) {
+    let (mut app, _ops) = busy_app(10_000);
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+    terminal.draw(|frame| app.render(frame)).expect("first frame");
+    c.bench_function("frame_10k_messages_120x40", |b| {
+        b.iter(|| terminal.draw(|frame| app.render(frame)).expect("frame"))
+    });
+    app.apply(AgentEvent::TurnStarted {
+        request: "stream please".into(),
+    });
+    let mut n = 0u64;
+    c.bench_function("keystroke_to_frame_while_streaming", |b| {
+        b.iter(|| {
+            n += 1;
+            // Responses of a realistic length: finish one every 400 deltas (2 KB).
+            if n % 400 == 0 {
+                app.apply(AgentEvent::AssistantMessage {
+                    message: Message::assistant_text("word ".repeat(400)),
+                });
+            }
+            app.apply(AgentEvent::TextDelta { text: "word ".into() });
+            let key = if n % 2 == 0 {
+                KeyCode::Char('x')
+            } else {
+                KeyCode::Backspace
+            };
+            app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
+            terminal.draw(|frame| app.render(frame)).expect("frame")
+        })
+    });
+}
+
+criterion_group!(benches, bench_render);
+criterion_main!(benches);

@@ -1,0 +1,158 @@
+//! The headless subcommands on a recorded fixture history: `compact` (one pass,
+//! events on stderr) and `simulate` (the per-step stage table, JSON lines, SVG plot).
+
+use std::process::Command;
+
+use scratchpad::compact::{CompactConfig, ExtractiveSummariser, StageEvent, prepare};
+use scratchpad::message::Message;
+use scratchpad::store::Store;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded-history.json");
+const SMALL: &[&str] = &[
+    "--limit",
+    "6000",
+    "--max-messages",
+    "20",
+    "--tool-result-budget",
+    "5000",
+    "--persist-over",
+    "2000",
+    "--persisted-preview",
+    "200",
+    "--fit-preview",
+    "100",
+];
+
+fn scratchpad(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_scratchpad"))
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CONFIG_HOME", cwd)
+        .env("HOME", cwd)
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn simulate_prints_the_per_step_stage_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = scratchpad(&[&["simulate", FIXTURE], SMALL].concat(), dir.path());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    insta::assert_snapshot!("simulate_table", String::from_utf8(output.stdout).unwrap());
+    assert!(
+        !dir.path().join(".transcripts").exists(),
+        "simulate writes to a scratch folder"
+    );
+}
+
+#[test]
+fn simulate_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("timeline.svg");
+    let output = scratchpad(
+        &[
+            &["simulate", FIXTURE, "--json", "--plot", plot.to_str().unwrap()],
+            SMALL,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(output.status.success());
+    let steps: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(steps.len(), 22, "one step per user message");
+    assert!(
+        steps
+            .iter()
+            .all(|s| s["after"].as_u64().unwrap() <= 6000 || s["stages"].as_array().unwrap().is_empty())
+    );
+    let svg = std::fs::read_to_string(plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("<polyline") && svg.contains("limit 6000"));
+    assert!(svg.contains("<circle"), "stage marks");
+}
+
+#[test]
+fn compact_writes_the_result_to_stdout_and_events_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = scratchpad(
+        &[&["compact", "--input", FIXTURE, "--summary-stub"], SMALL].concat(),
+        dir.path(),
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Vec<Message> = serde_json::from_slice(&output.stdout).unwrap();
+    let events: Vec<StageEvent> = String::from_utf8(output.stderr)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!events.is_empty());
+    assert_eq!(
+        scratchpad::compact::estimate_chars(&result),
+        events.last().unwrap().chars_after
+    );
+    for path in events.iter().flat_map(|e| &e.paths) {
+        assert!(dir.path().join(path).is_file(), "{path}");
+    }
+    // Bad input is a clear error, not a panic.
+    std::fs::write(dir.path().join("bad.json"), "[{\"role\":\"robot\"}]").unwrap();
+    let bad = scratchpad(&["compact", "--input", "bad.json", "--summary-stub"], dir.path());
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bad.json is not a JSON array of messages"));
+    let bad_limit = scratchpad(&["compact", "--input", FIXTURE, "--limit", "5"], dir.path());
+    assert!(String::from_utf8_lossy(&bad_limit.stderr).contains("context_char_limit must be at least 2000"));
+}
+
+#[test]
+fn a_second_prepare_changes_nothing_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path());
+    let history: Vec<Message> = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    let config = CompactConfig {
+        context_char_limit: 6_000,
+        snip_max_messages: 20,
+        tool_result_budget_chars: 5_000,
+        persist_result_over_chars: 2_000,
+        persisted_preview_chars: 200,
+        fit_preview_chars: 100,
+        ..CompactConfig::default()
+    };
+    // End on the user message before the last answer so a model call would follow.
+    let input = history[..history.len() - 1].to_vec();
+    let first = prepare(
+        input,
+        "Fix the failing test",
+        &config,
+        &store,
+        &mut ExtractiveSummariser,
+    );
+    assert!(!first.events.is_empty());
+    let count = || walk(dir.path());
+    let files = count();
+    let second = prepare(
+        first.messages.clone(),
+        "Fix the failing test",
+        &config,
+        &store,
+        &mut ExtractiveSummariser,
+    );
+    assert_eq!(second.messages, first.messages);
+    assert!(second.events.is_empty());
+    assert_eq!(count(), files);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_dir() {
+            out.extend(walk(&entry.path()));
+        } else {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    out
+}
