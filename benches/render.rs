@@ -56,7 +56,7 @@ fn bench_render(c: &mut Criterion) {
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
     terminal.draw(|frame| app.render(frame)).expect("first frame");
     c.bench_function("frame_10k_messages_120x40", |b| {
-        b.iter(|| terminal.draw(|frame| app.render(frame)).expect("frame"))
+        b.iter(|| terminal.draw(|frame| app.render(frame)).expect("frame").area)
     });
     app.apply(AgentEvent::TurnStarted {
         request: "stream please".into(),
@@ -78,7 +78,7 @@ fn bench_render(c: &mut Criterion) {
                 KeyCode::Backspace
             };
             app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
-            terminal.draw(|frame| app.render(frame)).expect("frame")
+            terminal.draw(|frame| app.render(frame)).expect("frame").area
         })
     });
 }
