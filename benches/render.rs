@@ -66,13 +66,13 @@ fn bench_render(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             // Responses of a realistic length: finish one every 400 deltas (2 KB).
-            if n % 400 == 0 {
+            if n.is_multiple_of(400) {
                 app.apply(AgentEvent::AssistantMessage {
                     message: Message::assistant_text("word ".repeat(400)),
                 });
             }
             app.apply(AgentEvent::TextDelta { text: "word ".into() });
-            let key = if n % 2 == 0 {
+            let key = if n.is_multiple_of(2) {
                 KeyCode::Char('x')
             } else {
                 KeyCode::Backspace
