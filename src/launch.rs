@@ -94,6 +94,8 @@ pub struct Launch {
     pub workspace: Workspace,
     pub journal: Journal,
     pub history: Vec<Message>,
+    /// The estimate at each earlier model call of a resumed session.
+    pub timeline: Vec<crate::session::TimelinePoint>,
 }
 
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
@@ -115,14 +117,15 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         (Some(_), _) | (None, true) => Some(None),
         (None, false) => None,
     };
-    let (journal, history) = match resume {
+    let (journal, history, timeline) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
             let restored = session::restore(&path)?;
-            (Journal::reopen(&path)?, restored.messages)
+            (Journal::reopen(&path)?, restored.messages, restored.timeline)
         }
         None => (
             Journal::create(workspace.root(), provider.kind(), provider.model())?,
+            Vec::new(),
             Vec::new(),
         ),
     };
@@ -132,6 +135,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         workspace,
         journal,
         history,
+        timeline,
     })
 }
 

@@ -316,7 +316,6 @@ impl AppState {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
-        self.timeline.clear();
         for message in messages {
             let text = message.text();
             if message.role == Role::User {
