@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
-use super::sse::{SseDecoder, SseEvent};
-use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage};
+use super::sse::SseEvent;
+use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage, http_client, read_events, send};
 use crate::message::ContentBlock;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -45,11 +44,10 @@ pub struct AnthropicProvider {
 
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        Ok(AnthropicProvider { client, config })
+        Ok(AnthropicProvider {
+            client: http_client()?,
+            config,
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -95,44 +93,11 @@ impl AnthropicProvider {
     }
 
     async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
-        let response = self
-            .post("/v1/messages", body)
-            .send()
-            .await
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        let status = response.status().as_u16();
-        if !response.status().is_success() {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let text = response.text().await.unwrap_or_default();
-            return Err(ProviderError::from_http(status, retry_after.as_deref(), &text));
-        }
-        let mut stream = response.bytes_stream();
-        let mut decoder = SseDecoder::new();
+        let response = send(self.post("/v1/messages", body)).await?;
         let mut assembler = StreamAssembler::default();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|error| ProviderError::StreamCut(error.to_string()))?;
-            let events = decoder
-                .feed(&chunk)
-                .map_err(|error| ProviderError::Protocol(error.to_string()))?;
-            for event in events {
-                if let Some(done) = assembler.handle(&event, deltas)? {
-                    return Ok(done);
-                }
-            }
-        }
-        let last = decoder
-            .finish()
-            .map_err(|error| ProviderError::Protocol(error.to_string()))?;
-        if let Some(event) = last
-            && let Some(done) = assembler.handle(&event, deltas)?
-        {
-            return Ok(done);
-        }
-        Err(ProviderError::StreamCut("the stream ended before message_stop".into()))
+        read_events(response, |event| assembler.handle(&event, deltas))
+            .await?
+            .ok_or_else(|| ProviderError::StreamCut("the stream ended before message_stop".into()))
     }
 
     /// `/v1/messages/count_tokens`: the real prompt size, to calibrate the estimate.
@@ -142,19 +107,11 @@ impl AnthropicProvider {
             map.remove("stream");
             map.remove("max_tokens");
         }
-        let response = self
-            .post("/v1/messages/count_tokens", &body)
-            .send()
-            .await
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        let status = response.status().as_u16();
+        let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
         let text = response
             .text()
             .await
             .map_err(|error| ProviderError::Network(error.to_string()))?;
-        if !(200..300).contains(&status) {
-            return Err(ProviderError::from_http(status, None, &text));
-        }
         serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
@@ -378,6 +335,7 @@ fn merge_usage(usage: &mut Usage, value: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::sse::SseDecoder;
 
     fn assemble(stream: &[u8], chunk: usize) -> Result<(ModelResponse, Vec<StreamEvent>), ProviderError> {
         let (sink, mut events) = tokio::sync::mpsc::unbounded_channel();

@@ -19,6 +19,7 @@ use crate::message::{ContentBlock, Message};
 
 pub use error::ProviderError;
 pub use retry::RetryPolicy;
+use sse::{SseDecoder, SseEvent};
 
 /// A tool as the model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,5 +145,63 @@ impl Summariser for ProviderSummariser {
         self.runtime
             .block_on(self.provider.summarise(request))
             .map_err(|error| SummaryError(error.to_string()))
+    }
+}
+
+/// The HTTP client for model APIs: a connect timeout but no overall one, since a
+/// streamed response may take minutes.
+pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|error| ProviderError::Network(error.to_string()))
+}
+
+/// Send a request; an error status becomes a classified [`ProviderError`] (with the
+/// server's `retry-after`), a success is returned for streaming.
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|error| ProviderError::Network(error.to_string()))?;
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = response.text().await.unwrap_or_default();
+    Err(ProviderError::from_http(status, retry_after.as_deref(), &text))
+}
+
+/// Decode the response body as server-sent events, handing each to `handle` until it
+/// returns a result. `Ok(None)` means the stream ended first.
+pub(crate) async fn read_events<T>(
+    response: reqwest::Response,
+    mut handle: impl FnMut(SseEvent) -> Result<Option<T>, ProviderError>,
+) -> Result<Option<T>, ProviderError> {
+    use futures::StreamExt;
+    let mut stream = response.bytes_stream();
+    let mut decoder = SseDecoder::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| ProviderError::StreamCut(error.to_string()))?;
+        for event in decoder
+            .feed(&chunk)
+            .map_err(|error| ProviderError::Protocol(error.to_string()))?
+        {
+            if let Some(done) = handle(event)? {
+                return Ok(Some(done));
+            }
+        }
+    }
+    match decoder
+        .finish()
+        .map_err(|error| ProviderError::Protocol(error.to_string()))?
+    {
+        Some(event) => handle(event),
+        None => Ok(None),
     }
 }

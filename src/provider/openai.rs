@@ -3,14 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
-use super::sse::SseDecoder;
-use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage};
+use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage, http_client, read_events, send};
 use crate::message::{Content, ContentBlock, Message, Role};
 
 #[derive(Clone)]
@@ -39,11 +37,10 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        Ok(OpenAiProvider { client, config })
+        Ok(OpenAiProvider {
+            client: http_client()?,
+            config,
+        })
     }
 
     pub fn request_body(&self, request: &ModelRequest) -> Value {
@@ -80,36 +77,17 @@ impl OpenAiProvider {
         if let Some(key) = &self.config.api_key {
             post = post.bearer_auth(key);
         }
-        let response = post
-            .send()
-            .await
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        let status = response.status().as_u16();
-        if !response.status().is_success() {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let text = response.text().await.unwrap_or_default();
-            return Err(ProviderError::from_http(status, retry_after.as_deref(), &text));
-        }
-        let mut stream = response.bytes_stream();
-        let mut decoder = SseDecoder::new();
+        let response = send(post).await?;
         let mut assembler = ChatAssembler::default();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|error| ProviderError::StreamCut(error.to_string()))?;
-            for event in decoder
-                .feed(&chunk)
-                .map_err(|error| ProviderError::Protocol(error.to_string()))?
-            {
-                if event.data.trim() == "[DONE]" {
-                    return assembler.finish();
-                }
-                assembler.handle(&event.data, deltas)?;
+        let done = read_events(response, |event| {
+            if event.data.trim() == "[DONE]" {
+                return Ok(Some(()));
             }
-        }
-        if assembler.finish_reason.is_some() {
+            assembler.handle(&event.data, deltas).map(|()| None)
+        })
+        .await?;
+        // Some servers close the stream without [DONE] once a finish reason was sent.
+        if done.is_some() || assembler.finish_reason.is_some() {
             return assembler.finish();
         }
         Err(ProviderError::StreamCut("the stream ended before [DONE]".into()))

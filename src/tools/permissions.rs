@@ -29,14 +29,9 @@ pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
             return Verdict::Deny(format!("matches the configured deny pattern `{pattern}`"));
         }
     }
-    for segment in segments(command) {
-        let words: Vec<&str> = segment
-            .iter()
-            .map(String::as_str)
-            .skip_while(|w| is_assignment(w))
-            .collect();
-        let Some(&first) = words.first() else { continue };
-        let program = first.rsplit('/').next().unwrap_or(first);
+    for words in simple_commands(command) {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = program_name(words[0]);
         match program {
             "sudo" | "su" | "doas" => return Verdict::Deny(format!("`{program}` is never run by the agent")),
             "shutdown" | "reboot" | "halt" | "poweroff" => {
@@ -57,16 +52,11 @@ pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
             return Verdict::Ask(format!("The command matches the ask pattern `{pattern}`. Run it?"));
         }
     }
-    for segment in segments(command) {
-        let words: Vec<&str> = segment
-            .iter()
-            .map(String::as_str)
-            .skip_while(|w| is_assignment(w))
-            .collect();
-        let Some(&first) = words.first() else { continue };
-        let program = first.rsplit('/').next().unwrap_or(first);
+    for words in simple_commands(command) {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let program = program_name(words[0]);
         if matches!(program, "rm" | "del" | "rmdir" | "shred") {
-            return Verdict::Ask(format!("`{}` deletes files. Run it?", segment.join(" ")));
+            return Verdict::Ask(format!("`{}` deletes files. Run it?", words.join(" ")));
         }
         if program == "chmod" && words.contains(&"777") {
             return Verdict::Ask("`chmod 777` makes files writable by everyone. Run it?".into());
@@ -76,6 +66,21 @@ pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
         return Verdict::Ask("The command writes into /etc. Run it?".into());
     }
     Verdict::Allow
+}
+
+/// The simple commands of a command line, each as its words from the program name on
+/// (leading `VAR=value` assignments dropped); empty commands are left out.
+fn simple_commands(command: &str) -> Vec<Vec<String>> {
+    segments(command)
+        .into_iter()
+        .map(|words| words.into_iter().skip_while(|w| is_assignment(w)).collect::<Vec<_>>())
+        .filter(|words| !words.is_empty())
+        .collect()
+}
+
+/// `/usr/bin/rm` → `rm`.
+fn program_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
 }
 
 fn is_assignment(word: &str) -> bool {
