@@ -395,6 +395,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn random_splits_parse_identically(cuts in proptest::collection::vec(1usize..200, 1..60)) {
+            let fixture = &include_bytes!("../../tests/fixtures/anthropic-sse-tool-use.txt")[..];
+            let whole = assemble(fixture, usize::MAX).unwrap();
+            let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+            let mut decoder = SseDecoder::new();
+            let mut assembler = StreamAssembler::default();
+            let mut rest = fixture;
+            let mut done = None;
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (piece, tail) = rest.split_at((*cut).min(rest.len()));
+                rest = tail;
+                for event in decoder.feed(piece).unwrap() {
+                    if let Some(response) = assembler.handle(&event, &sink).unwrap() {
+                        done = Some(response);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(done, Some(whole.0));
+        }
+    }
+
     #[test]
     fn unknown_events_and_blocks_are_kept_or_skipped_and_errors_classified() {
         let stream = "event: brand_new\ndata: {\"type\":\"brand_new\"}\n\n\
