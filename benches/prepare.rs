@@ -70,7 +70,13 @@ fn synthetic_history(messages: usize) -> Vec<Message> {
 
 fn bench_prepare(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::new(dir.path());
+    // BENCH_NO_FSYNC=1 measures the pipeline without the disk flush (not a setting a
+    // session can use; it shows how much of the time is the disk).
+    let store = if std::env::var_os("BENCH_NO_FSYNC").is_some() {
+        Store::new(dir.path()).without_fsync()
+    } else {
+        Store::new(dir.path())
+    };
     let config = CompactConfig::default();
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);
@@ -98,7 +104,12 @@ fn bench_prepare(c: &mut Criterion) {
 
         group.bench_function(format!("{size}_messages"), |b| {
             b.iter_batched(
-                || history.clone(),
+                || {
+                    // A session writes one transcript per snip; do not let files from
+                    // earlier iterations pile up in the page cache and slow the disk.
+                    let _ = std::fs::remove_dir_all(store.transcripts_dir());
+                    history.clone()
+                },
                 |input| prepare(input, "Refactor", &config, &store, &mut ExtractiveSummariser),
                 BatchSize::LargeInput,
             )
