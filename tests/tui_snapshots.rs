@@ -424,3 +424,33 @@ fn context_view_and_timeline() {
     s.app.handle_key(key(KeyCode::Enter));
     assert!(matches!(s.app.overlay, scratchpad::tui::app::Overlay::Browser(_)));
 }
+
+#[test]
+fn a_click_on_any_row_of_a_wrapped_link_opens_it() {
+    use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+    let mut s = screen();
+    let path = ".transcripts/transcript_compact_history_20261202-120000_4242-17.jsonl";
+    std::fs::create_dir_all(s.dir.path().join(".transcripts")).unwrap();
+    std::fs::write(s.dir.path().join(path), "{\"role\":\"user\",\"content\":\"saved\"}\n").unwrap();
+    s.app.apply(stage(Stage::CompactHistory, 9, 60_000, 2_000, &[path]));
+    let terminal = draw(&mut s.app, 60, 15);
+    let buffer = terminal.backend().buffer();
+    let rows: Vec<u16> = (0..15)
+        .filter(|&y| {
+            let line: String = (0..60).map(|x| buffer[(x, y)].symbol().to_string()).collect();
+            line.contains("↳") || line.contains("-17.jsonl") || line.contains("17.jsonl")
+        })
+        .collect();
+    assert!(rows.len() >= 2, "the path wraps onto a second row: {rows:?}");
+    let last = *rows.last().unwrap();
+    s.app.handle_event(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 10,
+        row: last,
+        modifiers: KeyModifiers::NONE,
+    }));
+    let scratchpad::tui::app::Overlay::Browser(browser) = &s.app.overlay else {
+        panic!("the click opened the browser");
+    };
+    assert_eq!(browser.viewer.as_ref().map(|v| v.title.as_str()), Some(path));
+}

@@ -14,7 +14,7 @@ use super::state::ChatEntry;
 #[derive(Default)]
 pub struct ChatView {
     width: u16,
-    cache: Vec<Option<(u64, bool, Vec<Line<'static>>)>>,
+    cache: Vec<Option<Rendered>>,
     /// Lines scrolled up from the bottom; 0 follows the stream.
     pub scroll_up: usize,
     /// Rows of the last frame that show a link: (screen row, path).
@@ -25,11 +25,21 @@ pub struct ChatView {
     page: usize,
 }
 
+/// One entry wrapped at the current width: its lines and, per line, the index of the
+/// link (marker path) it shows, so a click on any row of a wrapped path opens it.
+struct Rendered {
+    revision: u64,
+    selected: bool,
+    lines: Vec<Line<'static>>,
+    link_of_line: Vec<Option<usize>>,
+}
+
 pub fn marker_style() -> Style {
     Style::default().fg(Color::LightMagenta).add_modifier(Modifier::BOLD)
 }
 
-fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> Vec<Line<'static>> {
+fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'static>>, Vec<Option<usize>>) {
+    let mut link_of_line = Vec::new();
     let mut lines = match entry {
         ChatEntry::User(text) => markdown::wrap(
             &[(text.clone(), Style::default().fg(Color::White))],
@@ -60,20 +70,24 @@ fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> Vec<Line<'sta
                 marker_style()
             };
             let mut lines = markdown::wrap(&[(event.summary_line(), style)], width, Span::styled("◆ ", style), "  ");
+            link_of_line.resize(lines.len(), None);
             for (n, path) in event.paths.iter().enumerate() {
                 let link = Style::default().fg(Color::LightCyan).add_modifier(Modifier::UNDERLINED);
-                lines.extend(markdown::wrap(
+                let wrapped = markdown::wrap(
                     &[(path.clone(), link)],
                     width,
                     Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(Color::DarkGray)),
                     "      ",
-                ));
+                );
+                link_of_line.extend(std::iter::repeat_n(Some(n), wrapped.len()));
+                lines.extend(wrapped);
             }
             lines
         }
     };
     lines.push(Line::from(""));
-    lines
+    link_of_line.resize(lines.len(), None);
+    (lines, link_of_line)
 }
 
 impl ChatView {
@@ -116,19 +130,25 @@ impl ChatView {
             self.width = width;
             self.cache.clear();
         }
-        self.cache.resize(entries.len(), None);
+        self.cache.resize_with(entries.len(), || None);
         for (at, entry) in entries.iter().enumerate() {
             let revision = revisions.get(at).copied().unwrap_or(0);
             let is_selected = selected == Some(at);
-            let fresh = matches!(&self.cache[at], Some((r, s, _)) if *r == revision && *s == is_selected);
+            let fresh = matches!(&self.cache[at], Some(cached) if cached.revision == revision && cached.selected == is_selected);
             if !fresh {
-                self.cache[at] = Some((revision, is_selected, entry_lines(entry, width as usize, is_selected)));
+                let (lines, link_of_line) = entry_lines(entry, width as usize, is_selected);
+                self.cache[at] = Some(Rendered {
+                    revision,
+                    selected: is_selected,
+                    lines,
+                    link_of_line,
+                });
             }
         }
         let heights: Vec<usize> = self
             .cache
             .iter()
-            .map(|c| c.as_ref().map_or(0, |(_, _, l)| l.len()))
+            .map(|c| c.as_ref().map_or(0, |r| r.lines.len()))
             .collect();
         self.total_lines = heights.iter().sum();
         self.page = inner.height as usize;
@@ -148,9 +168,9 @@ impl ChatView {
             if line_no >= bottom {
                 break;
             }
-            let Some((_, _, lines)) = &self.cache[at] else { continue };
+            let Some(rendered) = &self.cache[at] else { continue };
             let paths = entries[at].paths();
-            for (k, line) in lines.iter().enumerate() {
+            for (k, line) in rendered.lines.iter().enumerate() {
                 let global = line_no + k;
                 if global < top || global >= bottom {
                     continue;
@@ -158,8 +178,7 @@ impl ChatView {
                 let row = inner.y + (global - top) as u16;
                 if matches!(entries[at], ChatEntry::Marker(_)) {
                     self.marker_rows.push((row, at));
-                    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
-                    if let Some(path) = paths.iter().find(|p| text.contains(p.as_str())) {
+                    if let Some(path) = rendered.link_of_line[k].and_then(|n| paths.get(n)) {
                         self.links.push((row, path.clone()));
                     }
                 }
