@@ -225,15 +225,16 @@ pub fn safe_file_stem(id: &str) -> String {
     stem
 }
 
-/// `transcript_snip_compact_20261202-163748_4711-3.jsonl`: stage, UTC time, process
-/// and a per-process counter, so names are unique and sort by time.
+/// `transcript_snip_compact_20261202-163748_0004711-0003.jsonl`: stage, UTC time,
+/// process and a per-process counter, so names are unique and sort by time. Fixed
+/// widths keep the length (and so the estimate of a marker naming it) stable.
 fn unique_transcript_name(stage: &str) -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());
     let sequence = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!(
-        "transcript_{stage}_{}_{}-{sequence}.jsonl",
+        "transcript_{stage}_{}_{:07}-{sequence:04}.jsonl",
         crate::time::compact_stamp(secs),
         std::process::id()
     )
