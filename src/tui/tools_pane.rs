@@ -26,8 +26,11 @@ fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
                 ToolStatus::Refused => ("⊘", Color::LightRed),
                 ToolStatus::Cancelled => ("■", Color::DarkGray),
             };
+            // Sub-second calls read as "<1s": tenths would flicker between runs and say little.
             let time = if took.is_zero() {
                 String::new()
+            } else if took.as_secs() == 0 {
+                "<1s".to_string()
             } else {
                 format!("{:.1}s", took.as_secs_f64())
             };
