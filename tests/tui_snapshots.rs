@@ -317,7 +317,8 @@ fn browser_list_and_viewer_with_search() {
     std::fs::write(&transcript, jsonl).unwrap();
     fixed_time(&transcript, 1_796_220_000);
     let output = outputs.join("toolu_01.txt");
-    std::fs::write(&output, "line one\nline two\n").unwrap();
+    let long_line = "a long line of build output that goes on and on ".repeat(3);
+    std::fs::write(&output, format!("line one\n{long_line}\nline three\n")).unwrap();
     fixed_time(&output, 1_796_210_000);
 
     s.app
@@ -333,6 +334,11 @@ fn browser_list_and_viewer_with_search() {
     insta::assert_snapshot!("viewer_search_120x40", draw(&mut s.app, 120, 40).backend());
     s.app.handle_key(key(KeyCode::Char('n')));
     s.app.handle_key(key(KeyCode::Char('b')));
+    s.app.handle_key(key(KeyCode::Esc));
+    // The saved output: long lines wrap in the viewer.
+    s.app.handle_key(key(KeyCode::Down));
+    s.app.handle_key(key(KeyCode::Enter));
+    insta::assert_snapshot!("viewer_wrapped_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.handle_key(key(KeyCode::Esc));
     s.app.handle_key(key(KeyCode::Esc));
     assert!(matches!(s.app.overlay, scratchpad::tui::app::Overlay::None));

@@ -307,20 +307,22 @@ impl Viewer {
         let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
         self.page = body.height.max(1) as usize;
         let query = self.query.to_lowercase();
-        let visible: Vec<Line<'static>> = self
-            .lines
-            .iter()
-            .enumerate()
-            .skip(self.scroll)
-            .take(body.height as usize)
-            .map(|(at, line)| {
-                if !query.is_empty() && self.plain[at].contains(&query) {
-                    line.clone().style(Style::default().bg(Color::Rgb(60, 60, 0)))
-                } else {
-                    line.clone()
-                }
-            })
-            .collect();
+        // Long lines wrap; scrolling moves by whole lines of the file.
+        let width = body.width.max(1) as usize;
+        let height = body.height as usize;
+        let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
+        for (at, line) in self.lines.iter().enumerate().skip(self.scroll) {
+            if visible.len() >= height {
+                break;
+            }
+            let mut style = line.spans.first().map_or_else(Style::default, |span| span.style);
+            if !query.is_empty() && self.plain[at].contains(&query) {
+                style = style.bg(Color::Rgb(60, 60, 0));
+            }
+            let text: String = line.spans.iter().map(|span| span.content.as_ref()).collect();
+            visible.extend(super::markdown::wrap(&[(text, style)], width, Span::raw(""), ""));
+        }
+        visible.truncate(height);
         frame.render_widget(Paragraph::new(visible), body);
         let footer = match &self.typing {
             Some(typing) => format!("/{typing}▏"),
