@@ -363,6 +363,11 @@ fn help_overlay() {
     s.app.handle_key(key(KeyCode::Char('?')));
     insta::assert_snapshot!("help_120x40", draw(&mut s.app, 120, 40).backend());
     insta::assert_snapshot!("help_60x15", draw(&mut s.app, 60, 15).backend());
+    // A small terminal scrolls the help to show the commands.
+    for _ in 0..12 {
+        s.app.handle_key(key(KeyCode::Down));
+    }
+    insta::assert_snapshot!("help_scrolled_60x15", draw(&mut s.app, 60, 15).backend());
 }
 
 #[test]

@@ -26,7 +26,8 @@ pub enum Focus {
 
 pub enum Overlay {
     None,
-    Help,
+    /// The help, scrolled down by this many lines (small terminals).
+    Help(u16),
     Browser(Box<Browser>),
     Context(ContextView),
 }
@@ -172,12 +173,14 @@ impl App {
             return;
         }
         match &mut self.overlay {
-            Overlay::Help => {
-                if matches!(
-                    key.code,
-                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::F(1) | KeyCode::Char('?')
-                ) {
-                    self.overlay = Overlay::None;
+            Overlay::Help(offset) => {
+                match key.code {
+                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::F(1) | KeyCode::Char('?') => {
+                        self.overlay = Overlay::None;
+                    }
+                    KeyCode::Down | KeyCode::PageDown => *offset = (*offset + 1).min(help::line_count()),
+                    KeyCode::Up | KeyCode::PageUp => *offset = offset.saturating_sub(1),
+                    _ => {}
                 }
                 return;
             }
@@ -220,7 +223,7 @@ impl App {
                 return;
             }
             KeyCode::F(1) => {
-                self.overlay = Overlay::Help;
+                self.overlay = Overlay::Help(0);
                 return;
             }
             KeyCode::Esc => {
@@ -252,7 +255,7 @@ impl App {
             Focus::Tools => self.tools_key(key),
             Focus::Input => {
                 if key.code == KeyCode::Char('?') && self.input.is_empty() && key.modifiers.is_empty() {
-                    self.overlay = Overlay::Help;
+                    self.overlay = Overlay::Help(0);
                     return;
                 }
                 if let InputAction::Submit(text) = self.input.handle_key(key) {
@@ -352,7 +355,7 @@ impl App {
                     let text = format!("provider {} · model {}", info.provider, info.model);
                     self.note(text);
                 }
-                "help" => self.overlay = Overlay::Help,
+                "help" => self.overlay = Overlay::Help(0),
                 "quit" | "exit" => {
                     self.send(Op::Quit);
                     self.quit = true;
@@ -432,7 +435,7 @@ impl App {
             .map(|c| c.chars_per_token());
         match &mut self.overlay {
             Overlay::None => {}
-            Overlay::Help => help::render(frame, area),
+            Overlay::Help(offset) => help::render(frame, area, *offset),
             Overlay::Browser(browser) => browser.render(frame, overlay_area),
             Overlay::Context(view) => view.render(
                 frame,

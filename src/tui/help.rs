@@ -27,8 +27,13 @@ pub const KEYS: &[(&str, &str)] = &[
     ("?, F1", "this help (on an empty prompt)"),
 ];
 
-pub fn render(frame: &mut Frame<'_>, area: Rect) {
-    let popup = centered(area, 78, (KEYS.len() + COMMANDS.len() + 6) as u16);
+/// Lines of help text, for scrolling it in a small terminal.
+pub fn line_count() -> u16 {
+    (KEYS.len() + COMMANDS.len() + 3) as u16
+}
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
+    let popup = centered(area, 78, line_count() + 3);
     frame.render_widget(Clear, popup);
     let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(Color::LightBlue)))];
     for (key, what) in KEYS {
@@ -49,7 +54,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect) {
         ]));
     }
     frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help · Esc closes ")),
+        Paragraph::new(lines).scroll((offset, 0)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" help · ↑↓ scroll · Esc closes "),
+        ),
         popup,
     );
 }
