@@ -1,6 +1,6 @@
 //! `scratchpad -p "request"`: one request without the UI. Assistant text goes to
 //! stdout (or, with `--events jsonl`, every agent event as a JSON line); the exit
-//! status says whether the turn completed.
+//! status says whether the turn completed. Ctrl+C (SIGINT) cancels the turn.
 
 use std::io::Write;
 
@@ -20,7 +20,23 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
     let mut outcome = TurnOutcome::Failed;
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    while let Some(event) = events.recv().await {
+    // Ctrl+C cancels the turn like Esc in the app: the running command's process group
+    // is killed and every call still gets its result before we exit.
+    let interrupt = tokio::signal::ctrl_c();
+    tokio::pin!(interrupt);
+    let mut interrupted = false;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => match event {
+                Some(event) => event,
+                None => break,
+            },
+            _ = &mut interrupt, if !interrupted => {
+                interrupted = true;
+                let _ = ops.send(Op::Cancel);
+                continue;
+            }
+        };
         let mut out = stdout.lock();
         if jsonl {
             serde_json::to_writer(&mut out, &event)?;

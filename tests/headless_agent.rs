@@ -332,3 +332,61 @@ fn a_session_killed_mid_turn_resumes_with_its_history() {
     assert_eq!(texts.last().unwrap(), "Second request");
     assert_eq!(check_pairing(&resumed), Ok(()));
 }
+
+#[test]
+fn ctrl_c_cancels_a_long_bash_and_kills_its_process_group() {
+    use std::io::BufRead;
+    let workspace = Workspace::new();
+    let marker = workspace.path().join("survived");
+    let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+    let api = MockApi::start_in_thread(vec![tool_reply(
+        "Waiting.",
+        &[("toolu_s1", "bash", json!({"command": command}))],
+    )]);
+    let mut child = workspace
+        .command(&api, &["-p", "wait", "--events", "jsonl"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let started = line.contains("\"type\":\"tool_started\"");
+        seen.push(line);
+        if started {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    seen.extend(lines.map_while(Result::ok));
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(!status.success(), "a cancelled turn exits non-zero");
+    let events: Vec<Value> = seen.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "tool_finished" && e["status"] == "cancelled")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "turn_done" && e["outcome"] == "cancelled")
+    );
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert!(
+        !marker.exists(),
+        "the command's background child was killed with its group"
+    );
+    let restored = scratchpad::session::restore(&newest_journal(workspace.path())).unwrap();
+    assert_eq!(
+        tool_results(&restored.messages),
+        vec!["Cancelled by the user while running; the process was killed."]
+    );
+}

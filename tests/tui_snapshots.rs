@@ -465,3 +465,57 @@ fn a_click_on_any_row_of_a_wrapped_link_opens_it() {
     };
     assert_eq!(browser.viewer.as_ref().map(|v| v.title.as_str()), Some(path));
 }
+
+#[test]
+fn scrolled_up_the_view_stays_put_while_the_stream_grows() {
+    let mut s = screen();
+    for i in 0..30 {
+        s.app.apply(AgentEvent::TurnStarted {
+            request: format!("request {i}"),
+        });
+        s.app.apply(AgentEvent::TurnDone {
+            outcome: TurnOutcome::Completed,
+        });
+    }
+    draw(&mut s.app, 120, 40);
+    s.app.handle_key(key(KeyCode::PageUp));
+    let before = draw(&mut s.app, 120, 40).backend().to_string();
+    s.app.apply(AgentEvent::TurnStarted { request: "more".into() });
+    s.app.apply(AgentEvent::TextDelta {
+        text: "line\n".repeat(10),
+    });
+    let after = draw(&mut s.app, 120, 40).backend().to_string();
+    let chat_rows = |screen: &str| {
+        screen
+            .lines()
+            .skip(2)
+            .take(20)
+            .map(|l| l.chars().take(70).collect::<String>())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(chat_rows(&before), chat_rows(&after));
+    // End follows the stream again.
+    s.app.handle_key(key(KeyCode::End));
+    let following = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(following.contains("line▍"), "{following}");
+}
+
+#[test]
+fn small_terminal_screens() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::ToolStarted {
+        id: "toolu_03".into(),
+        name: "bash".into(),
+        summary: "cargo test --workspace".into(),
+    });
+    insta::assert_snapshot!("tool_running_60x15", draw(&mut s.app, 60, 15).backend());
+    s.app.apply(stage(
+        Stage::SnipCompact,
+        37,
+        84_100,
+        41_900,
+        &[".transcripts/transcript_snip_compact_1.jsonl"],
+    ));
+    insta::assert_snapshot!("marker_60x15", draw(&mut s.app, 60, 15).backend());
+}

@@ -150,7 +150,13 @@ impl ChatView {
             .iter()
             .map(|c| c.as_ref().map_or(0, |r| r.lines.len()))
             .collect();
-        self.total_lines = heights.iter().sum();
+        let total: usize = heights.iter().sum();
+        // Scrolled up, the view stays on what the user is reading while the stream grows
+        // below it; at the bottom it follows.
+        if self.scroll_up > 0 && total > self.total_lines {
+            self.scroll_up += total - self.total_lines;
+        }
+        self.total_lines = total;
         self.page = inner.height as usize;
         self.scroll_up = self.scroll_up.min(self.total_lines.saturating_sub(self.page));
         // The window [top, top + page) in whole-chat line numbers.
