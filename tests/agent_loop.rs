@@ -122,19 +122,7 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
     .await;
     let mut agent = start(&api, AskPolicy::Ask).await;
     agent.ops.send(Op::Submit { text: "clean".into() }).unwrap();
-    let AgentEvent::PermissionRequest { request_id, .. } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
-    else {
-        unreachable!()
-    };
-    agent
-        .ops
-        .send(Op::Permission {
-            request_id,
-            answer: PermissionAnswer::Deny,
-        })
-        .unwrap();
-    let refused = until(&mut agent.events, |e| matches!(e, AgentEvent::ToolFinished { .. })).await;
+    let refused = answer_next_question(&mut agent, PermissionAnswer::Deny).await;
     assert!(matches!(
         refused,
         AgentEvent::ToolFinished {
@@ -142,19 +130,7 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
             ..
         }
     ));
-    let AgentEvent::PermissionRequest { request_id, .. } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
-    else {
-        unreachable!()
-    };
-    agent
-        .ops
-        .send(Op::Permission {
-            request_id,
-            answer: PermissionAnswer::AllowOnce,
-        })
-        .unwrap();
-    let allowed = until(&mut agent.events, |e| matches!(e, AgentEvent::ToolFinished { .. })).await;
+    let allowed = answer_next_question(&mut agent, PermissionAnswer::AllowOnce).await;
     assert!(
         matches!(
             allowed,
@@ -174,6 +150,18 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
         )
     })
     .await;
+}
+
+/// Wait for the agent's next permission question, answer it, and return how the call
+/// it was about finished.
+async fn answer_next_question(agent: &mut Running, answer: PermissionAnswer) -> AgentEvent {
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent.ops.send(Op::Permission { request_id, answer }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::ToolFinished { .. })).await
 }
 
 /// Every way out of the workspace we know of is a question (file tools) or refused.
