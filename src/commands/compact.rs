@@ -28,7 +28,7 @@ pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
         path: path.display().to_string(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|source| CompactCommandError::Parse {
+    crate::message::parse_history(&text).map_err(|source| CompactCommandError::Parse {
         path: path.display().to_string(),
         source,
     })

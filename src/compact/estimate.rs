@@ -56,14 +56,6 @@ impl Sizes {
         2 + self.sum + self.per_message.len().saturating_sub(1)
     }
 
-    pub fn len(&self) -> usize {
-        self.per_message.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.per_message.is_empty()
-    }
-
     pub fn message(&self, index: usize) -> usize {
         self.per_message[index]
     }
