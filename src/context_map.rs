@@ -181,7 +181,7 @@ fn text_category(role: Role, text: &str) -> Category {
 }
 
 fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::compact::markers::flatten_whitespace(text);
     prefix_chars(&flat, 80).to_string()
 }
 

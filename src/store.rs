@@ -136,11 +136,6 @@ impl Store {
         })
     }
 
-    /// Resolve a store-relative path (as returned by the writers) to an absolute one.
-    pub fn resolve(&self, relative: &str) -> PathBuf {
-        self.workspace.join(relative)
-    }
-
     fn temp_path(&self, dir: &Path, stem: &str) -> Result<PathBuf, StoreError> {
         create_private_dir(dir).map_err(|source| self.write_error(dir, source))?;
         let unique = format!(
@@ -251,7 +246,7 @@ mod tests {
         let history = vec![Message::user_text("a"), Message::assistant_text("b\nc")];
         let path = store.write_transcript("snip_compact", &history).unwrap();
         assert!(path.starts_with(".transcripts/transcript_snip_compact_"));
-        let text = fs::read_to_string(store.resolve(&path)).unwrap();
+        let text = fs::read_to_string(store.workspace().join(&path)).unwrap();
         assert_eq!(
             text,
             "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\\nc\"}\n"
@@ -272,7 +267,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let path = store.save_tool_result("toolu_1", "x").unwrap();
-        let mode = fs::metadata(store.resolve(&path)).unwrap().permissions().mode();
+        let mode = fs::metadata(store.workspace().join(&path))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 
@@ -285,8 +283,8 @@ mod tests {
         assert_eq!(store.save_tool_result("../evil/id", "one").unwrap(), first);
         let second = store.save_tool_result("../evil/id", "two").unwrap();
         assert_eq!(second, ".task_outputs/tool-results/___evil_id-2.txt");
-        assert_eq!(fs::read_to_string(store.resolve(&first)).unwrap(), "one");
-        assert_eq!(fs::read_to_string(store.resolve(&second)).unwrap(), "two");
+        assert_eq!(fs::read_to_string(store.workspace().join(&first)).unwrap(), "one");
+        assert_eq!(fs::read_to_string(store.workspace().join(&second)).unwrap(), "two");
     }
 
     #[test]
@@ -307,7 +305,7 @@ mod tests {
         let store = Store::new(dir.path());
         let saved = store.save_tool_result("t1", "x").unwrap();
         assert_eq!(store.trusted_path(&saved).as_deref(), Some(saved.as_str()));
-        let absolute = store.resolve(&saved);
+        let absolute = store.workspace().join(&saved);
         assert_eq!(
             store.trusted_path(absolute.to_str().unwrap()).as_deref(),
             Some(saved.as_str())

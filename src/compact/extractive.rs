@@ -86,7 +86,7 @@ fn push_list(out: &mut String, title: &str, items: &[String]) {
 }
 
 fn one_line(text: &str, limit: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::compact::markers::flatten_whitespace(text);
     if flat.chars().count() > limit {
         format!("{}…", prefix_chars(&flat, limit))
     } else {

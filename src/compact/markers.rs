@@ -18,6 +18,11 @@ pub fn prefix_chars(text: &str, limit: usize) -> &str {
     }
 }
 
+/// `text` on one line: every run of whitespace (newlines included) becomes one space.
+pub fn flatten_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// A `<persisted-output>` block: the path of the full text and a preview of it.
 pub fn persisted_output(path: &str, original_chars: usize, preview: &str) -> String {
     let shown = preview.chars().count();

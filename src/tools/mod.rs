@@ -293,6 +293,6 @@ pub fn input_summary(name: &str, input: &Value) -> String {
         .get(key)
         .and_then(Value::as_str)
         .map_or_else(|| input.to_string(), str::to_string);
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::compact::markers::flatten_whitespace(&text);
     crate::compact::markers::prefix_chars(&flat, 120).to_string()
 }

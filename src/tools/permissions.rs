@@ -23,7 +23,7 @@ pub enum Verdict {
 
 /// Judge a shell command.
 pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
-    let flat = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::compact::markers::flatten_whitespace(command);
     for pattern in &config.deny {
         if !pattern.is_empty() && flat.contains(pattern.as_str()) {
             return Verdict::Deny(format!("matches the configured deny pattern `{pattern}`"));

@@ -8,7 +8,8 @@ use ratatui::widgets::Paragraph;
 
 use super::state::{SessionInfo, TurnState};
 
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// The frames of the busy spinner, advanced by the app's tick.
+pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 pub fn turn_label(turn: &TurnState) -> String {
     match turn {

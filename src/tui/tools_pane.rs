@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::state::{CallState, ToolCall};
+use super::status::SPINNER;
 use crate::protocol::ToolStatus;
 
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const EXPANDED_LINES: usize = 12;
 
 fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
