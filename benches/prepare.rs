@@ -50,6 +50,7 @@ fn synthetic_history(messages: usize) -> Vec<Message> {
                     id: id.clone(),
                     name: "read_file".into(),
                     input: serde_json::json!({"path": format!("src/module_{round}.rs")}),
+                    extra: Default::default(),
                 }],
             ));
             let body = format!("fn item_{round}() {{ /* line of source ✓ */ }}\n").repeat(90);
@@ -59,6 +60,7 @@ fn synthetic_history(messages: usize) -> Vec<Message> {
                     tool_use_id: id,
                     content: ToolResultContent::Text(body),
                     is_error: None,
+                    extra: Default::default(),
                 }],
             ));
         }

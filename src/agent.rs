@@ -378,13 +378,14 @@ impl Agent {
                 .content
                 .iter()
                 .filter_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                    ContentBlock::ToolUse { id, name, input, .. } => Some((id.clone(), name.clone(), input.clone())),
                     _ => None,
                 })
                 .collect();
             let content = if response.content.is_empty() {
                 vec![ContentBlock::Text {
                     text: "(no response)".into(),
+                    extra: Default::default(),
                 }]
             } else {
                 response.content
@@ -532,6 +533,7 @@ impl Agent {
                 tool_use_id: id,
                 content: ToolResultContent::Text(output.text),
                 is_error: output.is_error.then_some(true),
+                extra: Default::default(),
             });
         }
         (results, compact, cancelled)

@@ -200,6 +200,7 @@ const COMPACTION_KEYS: &[&str] = &[
     "fit_preview_chars",
     "reactive_keep_messages",
     "summary_input_chars",
+    "estimate",
 ];
 
 /// The 1-based line where `key` is set, or 0 when the file does not set it.
@@ -254,6 +255,7 @@ micro_min_chars = 10
 fit_preview_chars = 20
 reactive_keep_messages = 3
 summary_input_chars = 2000
+estimate = "compact"
 [tools]
 bash_timeout_secs = 5
 output_cap_bytes = 2000
@@ -296,6 +298,7 @@ demo_word_delay_ms = 0
             fit_preview_chars: 20,
             reactive_keep_messages: 3,
             summary_input_chars: 2000,
+            estimate: crate::compact::EstimateMode::Compact,
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;

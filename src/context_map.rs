@@ -129,7 +129,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: 
                 for block in blocks {
                     let chars = json_chars(block);
                     match block {
-                        ContentBlock::Text { text } => push(text_category(message.role, text), chars, text, None),
+                        ContentBlock::Text { text, .. } => push(text_category(message.role, text), chars, text, None),
                         ContentBlock::ToolUse { name, input, .. } => {
                             push(Category::ToolUseInput, chars, &format!("{name} {input}"), None)
                         }
@@ -197,6 +197,7 @@ mod tests {
             tool_use_id: id.into(),
             content: ToolResultContent::Text(text),
             is_error: None,
+            extra: Default::default(),
         };
         let messages = vec![
             Message::user_text("[Compacted] summary"),
@@ -205,11 +206,15 @@ mod tests {
             Message::blocks(
                 Role::Assistant,
                 vec![
-                    ContentBlock::Text { text: "ok".into() },
+                    ContentBlock::Text {
+                        text: "ok".into(),
+                        extra: Default::default(),
+                    },
                     ContentBlock::ToolUse {
                         id: "a".into(),
                         name: "bash".into(),
                         input: serde_json::json!({"command": "ls"}),
+                        extra: Default::default(),
                     },
                 ],
             ),

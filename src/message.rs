@@ -1,13 +1,17 @@
 //! The conversation model, shaped exactly like the Anthropic Messages wire format.
 //!
-//! A history serialises byte-for-byte to what the API receives, so the compaction
-//! estimate (characters of that JSON) measures the real request. Block types we do
-//! not know (images, thinking, server tools, whatever the API adds next) are kept
-//! verbatim as JSON so a round trip never drops them.
+//! A history serialises byte-for-byte to what it was read from, so the compaction
+//! estimate measures the real request and a journal or transcript round trip loses
+//! nothing. Fields we do not model (`cache_control` on a block, `id` or `stop_reason`
+//! on a message) stay with their block or message, in their original position, and a
+//! block carrying them is still a known block: a `tool_result` with `cache_control` is
+//! paired, cleared and persisted like any other. Block types we do not know (images,
+//! thinking, server tools, whatever the API adds next) are kept verbatim as JSON.
 
 use serde::de::Error as _;
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -16,10 +20,11 @@ pub enum Role {
     Assistant,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Message {
     pub role: Role,
     pub content: Content,
+    pub extra: Extra,
 }
 
 /// `content` is either a bare string or a list of blocks; both are legal on the wire.
@@ -34,18 +39,21 @@ pub enum Content {
 pub enum ContentBlock {
     Text {
         text: String,
+        extra: Extra,
     },
     ToolUse {
         id: String,
         name: String,
         input: Value,
+        extra: Extra,
     },
     ToolResult {
         tool_use_id: String,
         content: ToolResultContent,
         is_error: Option<bool>,
+        extra: Extra,
     },
-    /// Any block we do not model (or a known type with extra fields), kept as sent.
+    /// A block type we do not model, kept as sent.
     Unknown(Value),
 }
 
@@ -57,91 +65,284 @@ pub enum ToolResultContent {
     Blocks(Vec<ContentBlock>),
 }
 
-/// The known block shapes, strict, so anything with extra fields falls back to
-/// `Unknown` and survives untouched.
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-enum KnownBlock {
-    Text {
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        input: Value,
-    },
-    ToolResult {
-        tool_use_id: String,
-        #[serde(default = "empty_result")]
-        content: ToolResultContent,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        is_error: Option<bool>,
-    },
+/// The fields of an object that our types do not model, plus the order in which all
+/// of its fields arrived, so that it serialises back exactly as it was read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extra {
+    /// Unmodelled fields, in arrival order.
+    fields: Map<String, Value>,
+    /// Every key as it arrived, modelled ones included; empty when the object held
+    /// exactly its modelled fields in their usual order.
+    layout: Vec<String>,
 }
 
-fn empty_result() -> ToolResultContent {
-    ToolResultContent::Text(String::new())
+impl Extra {
+    /// An unmodelled field, such as `cache_control`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty() && self.layout.is_empty()
+    }
+
+    /// Split `object` into the values of `known` keys (in that order) and the rest.
+    /// Only `is_error` may be absent from an object in the usual layout.
+    fn split(mut object: Map<String, Value>, known: &[&str]) -> (Vec<Option<Value>>, Extra) {
+        let usual = known
+            .iter()
+            .filter(|key| **key != "is_error" || object.contains_key(**key));
+        let canonical = object.keys().map(String::as_str).eq(usual.copied());
+        let layout = if canonical {
+            Vec::new()
+        } else {
+            object.keys().cloned().collect()
+        };
+        let values = known.iter().map(|key| object.shift_remove(*key)).collect();
+        (values, Extra { fields: object, layout })
+    }
+
+    /// A modelled key that the object did not have when it was read.
+    fn omits(&self, key: &str) -> bool {
+        !self.layout.is_empty() && !self.layout.iter().any(|k| k == key)
+    }
+
+    /// Write `known` (modelled key, value if present) and the extras in arrival order;
+    /// modelled fields set since then follow, then extras added since then.
+    fn serialize<S: Serializer>(&self, serializer: S, known: &[(&str, Option<Field<'_>>)]) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if self.layout.is_empty() {
+            for (key, value) in known {
+                if let Some(value) = value {
+                    map.serialize_entry(key, value)?;
+                }
+            }
+            for (key, value) in &self.fields {
+                map.serialize_entry(key, value)?;
+            }
+            return map.end();
+        }
+        for key in &self.layout {
+            match known.iter().find(|(name, _)| name == key) {
+                Some((_, Some(value))) => map.serialize_entry(key, value)?,
+                Some((_, None)) => {}
+                None => {
+                    if let Some(value) = self.fields.get(key) {
+                        map.serialize_entry(key, value)?;
+                    }
+                }
+            }
+        }
+        for (key, value) in known {
+            if let Some(value) = value
+                && self.omits(key)
+            {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in &self.fields {
+            if !self.layout.contains(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
-#[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum KnownBlockRef<'a> {
-    Text {
-        text: &'a str,
-    },
-    ToolUse {
-        id: &'a str,
-        name: &'a str,
-        input: &'a Value,
-    },
-    ToolResult {
-        tool_use_id: &'a str,
-        content: &'a ToolResultContent,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        is_error: &'a Option<bool>,
-    },
+/// One modelled field's value, borrowed for serialisation.
+enum Field<'a> {
+    Str(&'a str),
+    Json(&'a Value),
+    Bool(bool),
+    Role(Role),
+    Content(&'a Content),
+    Result(&'a ToolResultContent),
+}
+
+impl Serialize for Field<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Str(text) => serializer.serialize_str(text),
+            Field::Json(value) => value.serialize(serializer),
+            Field::Bool(flag) => serializer.serialize_bool(*flag),
+            Field::Role(role) => role.serialize(serializer),
+            Field::Content(content) => content.serialize(serializer),
+            Field::Result(content) => content.serialize(serializer),
+        }
+    }
 }
 
 impl Serialize for ContentBlock {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let known = match self {
-            ContentBlock::Text { text } => KnownBlockRef::Text { text },
-            ContentBlock::ToolUse { id, name, input } => KnownBlockRef::ToolUse { id, name, input },
+        match self {
+            ContentBlock::Text { text, extra } => extra.serialize(
+                serializer,
+                &[("type", Some(Field::Str("text"))), ("text", Some(Field::Str(text)))],
+            ),
+            ContentBlock::ToolUse { id, name, input, extra } => extra.serialize(
+                serializer,
+                &[
+                    ("type", Some(Field::Str("tool_use"))),
+                    ("id", Some(Field::Str(id))),
+                    ("name", Some(Field::Str(name))),
+                    ("input", Some(Field::Json(input))),
+                ],
+            ),
             ContentBlock::ToolResult {
                 tool_use_id,
                 content,
                 is_error,
-            } => KnownBlockRef::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            },
-            ContentBlock::Unknown(value) => return value.serialize(serializer),
-        };
-        known.serialize(serializer)
+                extra,
+            } => {
+                // A result read without `content` stays without it until it gets some.
+                let absent = extra.omits("content") && content.as_str() == Some("");
+                extra.serialize(
+                    serializer,
+                    &[
+                        ("type", Some(Field::Str("tool_result"))),
+                        ("tool_use_id", Some(Field::Str(tool_use_id))),
+                        ("content", (!absent).then_some(Field::Result(content))),
+                        ("is_error", is_error.map(Field::Bool)),
+                    ],
+                )
+            }
+            ContentBlock::Unknown(value) => value.serialize(serializer),
+        }
+    }
+}
+
+/// A tool result's content as the API accepts it: a string, or blocks (objects with a
+/// string `type`).
+fn is_result_content(value: &Value) -> bool {
+    match value {
+        Value::String(_) => true,
+        Value::Array(items) => items.iter().all(|item| item.get("type").is_some_and(Value::is_string)),
+        _ => false,
+    }
+}
+
+/// The modelled form of a block object, or `None` when its modelled fields are missing
+/// or of the wrong type (then it is kept verbatim as unknown).
+fn known_block(object: &Map<String, Value>) -> Option<&'static [&'static str]> {
+    let string = |key: &str| object.get(key).is_some_and(Value::is_string);
+    match object.get("type")?.as_str()? {
+        "text" if string("text") => Some(&["type", "text"]),
+        "tool_use" if string("id") && string("name") && object.contains_key("input") => {
+            Some(&["type", "id", "name", "input"])
+        }
+        "tool_result"
+            if string("tool_use_id")
+                && object.get("content").is_none_or(is_result_content)
+                && object.get("is_error").is_none_or(Value::is_boolean) =>
+        {
+            Some(&["type", "tool_use_id", "content", "is_error"])
+        }
+        _ => None,
+    }
+}
+
+fn take_string(value: Option<Value>) -> String {
+    match value {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
     }
 }
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        if !value.get("type").is_some_and(Value::is_string) {
+        let Value::Object(object) = value else {
+            return Err(D::Error::custom("content block is not an object"));
+        };
+        if !object.get("type").is_some_and(Value::is_string) {
             return Err(D::Error::custom("content block without a string \"type\""));
         }
-        Ok(match KnownBlock::deserialize(&value) {
-            Ok(KnownBlock::Text { text }) => ContentBlock::Text { text },
-            Ok(KnownBlock::ToolUse { id, name, input }) => ContentBlock::ToolUse { id, name, input },
-            Ok(KnownBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            }) => ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
+        let Some(known) = known_block(&object) else {
+            return Ok(ContentBlock::Unknown(Value::Object(object)));
+        };
+        let (values, extra) = Extra::split(object, known);
+        let mut values = values.into_iter().skip(1);
+        let mut next = || values.next().flatten();
+        Ok(match known[1] {
+            "text" => ContentBlock::Text {
+                text: take_string(next()),
+                extra,
             },
-            Err(_) => ContentBlock::Unknown(value),
+            "id" => ContentBlock::ToolUse {
+                id: take_string(next()),
+                name: take_string(next()),
+                input: next().unwrap_or(Value::Null),
+                extra,
+            },
+            _ => ContentBlock::ToolResult {
+                tool_use_id: take_string(next()),
+                content: match next() {
+                    Some(content) => serde_json::from_value(content).map_err(D::Error::custom)?,
+                    None => ToolResultContent::Text(String::new()),
+                },
+                is_error: next().and_then(|flag| flag.as_bool()),
+                extra,
+            },
         })
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.extra.serialize(
+            serializer,
+            &[
+                ("role", Some(Field::Role(self.role))),
+                ("content", Some(Field::Content(&self.content))),
+            ],
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let Value::Object(object) = Value::deserialize(deserializer)? else {
+            return Err(D::Error::custom("a message is not an object"));
+        };
+        let (values, extra) = Extra::split(object, &["role", "content"]);
+        let mut values = values.into_iter();
+        let role = values.next().flatten().ok_or_else(|| D::Error::missing_field("role"))?;
+        let content = values
+            .next()
+            .flatten()
+            .ok_or_else(|| D::Error::missing_field("content"))?;
+        Ok(Message {
+            role: serde_json::from_value(role).map_err(D::Error::custom)?,
+            content: serde_json::from_value(content).map_err(D::Error::custom)?,
+            extra,
+        })
+    }
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text {
+            text: text.into(),
+            extra: Extra::default(),
+        }
+    }
+
+    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: name.into(),
+            input,
+            extra: Extra::default(),
+        }
+    }
+
+    pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: ToolResultContent::Text(content.into()),
+            is_error: is_error.then_some(true),
+            extra: Extra::default(),
+        }
     }
 }
 
@@ -156,7 +357,7 @@ impl ToolResultContent {
                 let mut texts = Vec::with_capacity(blocks.len());
                 for block in blocks {
                     match block {
-                        ContentBlock::Text { text } => texts.push(text.as_str()),
+                        ContentBlock::Text { text, .. } => texts.push(text.as_str()),
                         _ => return serde_json::to_string(blocks).unwrap_or_default(),
                     }
                 }
@@ -186,6 +387,7 @@ impl Message {
         Message {
             role: Role::User,
             content: Content::Text(text.into()),
+            extra: Extra::default(),
         }
     }
 
@@ -193,6 +395,7 @@ impl Message {
         Message {
             role: Role::Assistant,
             content: Content::Text(text.into()),
+            extra: Extra::default(),
         }
     }
 
@@ -200,6 +403,7 @@ impl Message {
         Message {
             role,
             content: Content::Blocks(blocks),
+            extra: Extra::default(),
         }
     }
 
@@ -239,7 +443,7 @@ impl Message {
             Content::Blocks(blocks) => blocks
                 .iter()
                 .filter_map(|block| match block {
-                    ContentBlock::Text { text } => Some(text.as_str()),
+                    ContentBlock::Text { text, .. } => Some(text.as_str()),
                     _ => None,
                 })
                 .collect::<Vec<_>>()
@@ -283,11 +487,59 @@ mod tests {
     }
 
     #[test]
-    fn unknown_blocks_and_extra_fields_are_kept_verbatim() {
+    fn unknown_blocks_are_kept_verbatim_and_extra_fields_keep_a_block_known() {
         let json = r#"[{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"abc"},{"type":"text","text":"t","cache_control":{"type":"ephemeral"}},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA="}}]}]"#;
         let messages: Vec<Message> = serde_json::from_str(json).unwrap();
         assert!(matches!(messages[0].block_slice()[0], ContentBlock::Unknown(_)));
-        assert!(matches!(messages[0].block_slice()[1], ContentBlock::Unknown(_)));
+        let ContentBlock::Text { text, extra } = &messages[0].block_slice()[1] else {
+            panic!("a text block with cache_control is still text");
+        };
+        assert_eq!(text, "t");
+        assert_eq!(
+            extra.get("cache_control"),
+            Some(&serde_json::json!({"type": "ephemeral"}))
+        );
+        round_trip(json);
+    }
+
+    #[test]
+    fn extra_fields_keep_their_place_on_every_block_and_message() {
+        round_trip(
+            r#"[{"id":"msg_1","role":"assistant","content":[{"cache_control":{"type":"ephemeral"},"type":"tool_use","id":"t1","name":"bash","input":{}}],"stop_reason":"tool_use"}]"#,
+        );
+        round_trip(
+            r#"[{"role":"user","content":[{"type":"tool_result","cache_control":{"type":"ephemeral"},"tool_use_id":"t1","content":"x","is_error":false}]}]"#,
+        );
+        round_trip(r#"[{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result"}]}]"#);
+        round_trip(r#"[{"content":"reordered","role":"user"}]"#);
+        let messages: Vec<Message> = serde_json::from_str(
+            r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"old","cache_control":{"type":"ephemeral"}}]}]"#,
+        )
+        .unwrap();
+        assert!(messages[0].has_tool_result(), "a result with cache_control is a result");
+        let mut edited = messages.clone();
+        if let Content::Blocks(blocks) = &mut edited[0].content
+            && let ContentBlock::ToolResult { content, is_error, .. } = &mut blocks[0]
+        {
+            *content = ToolResultContent::Text("new".into());
+            *is_error = Some(true);
+        }
+        assert_eq!(
+            serde_json::to_string(&edited).unwrap(),
+            r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"new","cache_control":{"type":"ephemeral"},"is_error":true}]}]"#
+        );
+    }
+
+    #[test]
+    fn known_types_with_wrong_field_types_stay_unknown() {
+        let json = r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":7,"content":"x"},{"type":"text","text":["a"]},{"type":"tool_use","id":"t","name":"n"}]}]"#;
+        let messages: Vec<Message> = serde_json::from_str(json).unwrap();
+        assert!(
+            messages[0]
+                .block_slice()
+                .iter()
+                .all(|b| matches!(b, ContentBlock::Unknown(_)))
+        );
         round_trip(json);
     }
 
@@ -301,10 +553,7 @@ mod tests {
 
     #[test]
     fn tool_result_text_joins_text_blocks_and_keeps_images_as_json() {
-        let text = ToolResultContent::Blocks(vec![
-            ContentBlock::Text { text: "a".into() },
-            ContentBlock::Text { text: "b".into() },
-        ]);
+        let text = ToolResultContent::Blocks(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
         assert_eq!(text.full_text(), "a\nb");
         let image = ToolResultContent::Blocks(vec![ContentBlock::Unknown(
             serde_json::json!({"type":"image","source":{}}),

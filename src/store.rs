@@ -2,13 +2,16 @@
 //! histories and `.task_outputs/tool-results/` for single tool outputs, both rooted in
 //! the workspace.
 //!
-//! Every file is written completely to a temporary name, flushed to disk and renamed
-//! before its path is returned, so the history never names a file that is missing or
-//! half written. Files are private to the user (mode 0600).
+//! Every file is written completely to a temporary name and renamed into place; a
+//! stage writes all its files, then [`Store::sync`] flushes them in one pass and the
+//! folders once, before the history refers to any of them. So the history never names
+//! a file that is missing or half written, and a stage that saves 90 results pays for
+//! one round of flushes instead of 90. Files are private to the user (mode 0600).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::message::Message;
 
@@ -27,6 +30,8 @@ pub enum StoreError {
 pub struct Store {
     workspace: PathBuf,
     durable: bool,
+    /// Files renamed into place but not yet flushed to disk.
+    unsynced: Arc<Mutex<Vec<PathBuf>>>,
 }
 
 impl Store {
@@ -34,6 +39,7 @@ impl Store {
         Store {
             workspace: workspace.into(),
             durable: true,
+            unsynced: Arc::default(),
         }
     }
 
@@ -70,10 +76,10 @@ impl Store {
                     .write_all(b"\n")
                     .map_err(|source| self.write_error(&temp, source))?;
             }
-            let file = writer
+            writer
                 .into_inner()
                 .map_err(|error| self.write_error(&temp, error.into_error()))?;
-            self.finish(&file, &temp)
+            Ok(())
         };
         let file = self.create_private(&temp)?;
         write(file).inspect_err(|_| {
@@ -81,12 +87,14 @@ impl Store {
         })?;
         let name = unique_transcript_name(stage);
         self.commit(&temp, &dir.join(&name))?;
+        // One file per stage: durable at once, before the stage replaces anything.
+        self.sync()?;
         Ok(format!("{TRANSCRIPTS_DIR}/{name}"))
     }
 
     /// Save one tool result's full text under a name derived from its tool_use id.
     /// An existing file with the same content is reused; a different one is never
-    /// overwritten.
+    /// overwritten. Durable only after the next [`Store::sync`].
     pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
         let dir = self.tool_results_dir();
         let safe = safe_file_stem(tool_use_id);
@@ -103,8 +111,7 @@ impl Store {
         let temp = self.temp_path(&dir, &safe)?;
         let result = self.create_private(&temp).and_then(|mut file| {
             file.write_all(text.as_bytes())
-                .map_err(|source| self.write_error(&temp, source))?;
-            self.finish(&file, &temp)
+                .map_err(|source| self.write_error(&temp, source))
         });
         if let Err(error) = result {
             let _ = fs::remove_file(&temp);
@@ -114,8 +121,36 @@ impl Store {
         Ok(format!("{TOOL_RESULTS_DIR}/{name}"))
     }
 
+    /// Flush every file written since the last call, then each folder holding one
+    /// (once), so that the renames are durable too. Call before the history names them.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let pending = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|e| e.into_inner()));
+        if !self.durable || pending.is_empty() {
+            return Ok(());
+        }
+        let mut folders: Vec<&Path> = Vec::new();
+        for path in &pending {
+            File::open(path)
+                .and_then(|file| file.sync_all())
+                .map_err(|source| self.write_error(path, source))?;
+            if let Some(parent) = path.parent()
+                && !folders.contains(&parent)
+            {
+                folders.push(parent);
+            }
+        }
+        for folder in folders {
+            File::open(folder)
+                .and_then(|dir| dir.sync_all())
+                .map_err(|source| self.write_error(folder, source))?;
+        }
+        Ok(())
+    }
+
     /// A path read back from a marker in the history is trusted only when it names an
-    /// existing file inside one of the store's folders (no `..`, no symlink out).
+    /// existing regular file inside one of the store's folders, compared after both are
+    /// resolved: no `..`, no link out, and a store folder that is itself a link (a
+    /// legitimate setup) still holds trusted files.
     pub fn trusted_path(&self, path: &str) -> Option<String> {
         let candidate = Path::new(path);
         let absolute = if candidate.is_absolute() {
@@ -123,17 +158,27 @@ impl Store {
         } else {
             self.workspace.join(candidate)
         };
-        let resolved = absolute.canonicalize().ok()?;
-        if !resolved.is_file() {
+        // The file itself must not be a link: only files we wrote are trusted.
+        if fs::symlink_metadata(&absolute).ok()?.file_type().is_symlink() {
             return None;
         }
-        let workspace = self.workspace.canonicalize().ok()?;
+        let resolved = absolute.canonicalize().ok()?;
+        if !fs::metadata(&resolved).ok()?.is_file() {
+            return None;
+        }
         [TRANSCRIPTS_DIR, TOOL_RESULTS_DIR].iter().find_map(|dir| {
-            let root = workspace.join(dir);
+            let root = self.workspace.join(dir).canonicalize().ok()?;
             let relative = resolved.strip_prefix(&root).ok()?;
             let clean = relative.components().all(|c| matches!(c, Component::Normal(_)));
             clean.then(|| format!("{dir}/{}", relative.display()))
         })
+    }
+
+    /// The text of a file the store saved, when `path` is trusted.
+    pub fn read_saved(&self, path: &str) -> Option<(String, String)> {
+        let trusted = self.trusted_path(path)?;
+        let text = fs::read_to_string(self.workspace.join(&trusted)).ok()?;
+        Some((trusted, text))
     }
 
     fn temp_path(&self, dir: &Path, stem: &str) -> Result<PathBuf, StoreError> {
@@ -157,25 +202,15 @@ impl Store {
         options.open(path).map_err(|source| self.write_error(path, source))
     }
 
-    fn finish(&self, file: &File, path: &Path) -> Result<(), StoreError> {
-        if self.durable {
-            file.sync_all().map_err(|source| self.write_error(path, source))?;
-        }
-        Ok(())
-    }
-
     fn commit(&self, temp: &Path, target: &Path) -> Result<(), StoreError> {
         fs::rename(temp, target).map_err(|source| {
             let _ = fs::remove_file(temp);
             self.write_error(target, source)
         })?;
-        if self.durable
-            && let Some(parent) = target.parent()
-            && let Ok(dir) = File::open(parent)
-        {
-            // Make the rename itself durable; a failure here leaves a complete file.
-            let _ = dir.sync_all();
-        }
+        self.unsynced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(target.to_path_buf());
         Ok(())
     }
 
@@ -297,6 +332,19 @@ mod tests {
         assert!(error.to_string().contains(".task_outputs"), "{error}");
         fs::write(dir.path().join(".transcripts"), "in the way").unwrap();
         assert!(store.write_transcript("snip_compact", &[]).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_store_folder_that_is_a_link_still_holds_trusted_files() {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".task_outputs")).unwrap();
+        let store = Store::new(dir.path());
+        let saved = store.save_tool_result("t1", "full text").unwrap();
+        store.sync().unwrap();
+        assert_eq!(store.trusted_path(&saved).as_deref(), Some(saved.as_str()));
+        assert_eq!(store.read_saved(&saved), Some((saved.clone(), "full text".to_string())));
     }
 
     #[test]

@@ -66,7 +66,8 @@ async fn sends_the_exact_request_and_parses_the_tool_use_fixture() {
         ContentBlock::ToolUse {
             id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
             name: "read_file".into(),
-            input: json!({"path":"README.md","limit":200})
+            input: json!({"path":"README.md","limit":200}),
+            extra: Default::default(),
         }
     );
     assert_eq!(response.usage.input_tokens, 472);

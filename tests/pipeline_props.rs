@@ -70,7 +70,10 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
                         let mut calls = Vec::new();
                         let mut answers = Vec::new();
                         if let Some(note) = note {
-                            calls.push(ContentBlock::Text { text: note });
+                            calls.push(ContentBlock::Text {
+                                text: note,
+                                extra: Default::default(),
+                            });
                         }
                         for (output, failed) in results {
                             let id = format!("toolu_{next_id:04}");
@@ -79,15 +82,20 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
                                 id: id.clone(),
                                 name: "bash".into(),
                                 input: serde_json::json!({"command": format!("cat file{next_id}")}),
+                                extra: Default::default(),
                             });
                             answers.push(ContentBlock::ToolResult {
                                 tool_use_id: id,
                                 content: ToolResultContent::Text(output),
                                 is_error: failed.then_some(true),
+                                extra: Default::default(),
                             });
                         }
                         if let Some(user_text) = user_text {
-                            answers.push(ContentBlock::Text { text: user_text });
+                            answers.push(ContentBlock::Text {
+                                text: user_text,
+                                extra: Default::default(),
+                            });
                         }
                         messages.push(Message::blocks(Role::Assistant, calls));
                         messages.push(Message::blocks(Role::User, answers));
@@ -101,6 +109,7 @@ fn history() -> impl Strategy<Value = Vec<Message>> {
                         id: "toolu_open".into(),
                         name: "glob".into(),
                         input: serde_json::json!({"pattern": "**/*.rs"}),
+                        extra: Default::default(),
                     }],
                 ));
             }
@@ -123,6 +132,7 @@ fn small_config() -> CompactConfig {
         fit_preview_chars: 150,
         reactive_keep_messages: 5,
         summary_input_chars: 4_000,
+        ..CompactConfig::default()
     }
 }
 

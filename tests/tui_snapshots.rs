@@ -292,11 +292,13 @@ fn browser_list_and_viewer_with_search() {
             vec![
                 ContentBlock::Text {
                     text: "Reading it.".into(),
+                    extra: Default::default(),
                 },
                 ContentBlock::ToolUse {
                     id: "toolu_01".into(),
                     name: "read_file".into(),
                     input: serde_json::json!({"path": "src/parser.rs"}),
+                    extra: Default::default(),
                 },
             ],
         ),
@@ -306,6 +308,7 @@ fn browser_list_and_viewer_with_search() {
                 tool_use_id: "toolu_01".into(),
                 content: ToolResultContent::Text("fn parse() {\n    // the bug is here\n}".into()),
                 is_error: None,
+                extra: Default::default(),
             }],
         ),
     ];
@@ -391,6 +394,7 @@ fn context_view_and_timeline() {
                 id: "toolu_01".into(),
                 name: "read_file".into(),
                 input: serde_json::json!({"path": "src/store.rs"}),
+                extra: Default::default(),
             }],
         ),
         Message::blocks(
@@ -399,6 +403,7 @@ fn context_view_and_timeline() {
                 tool_use_id: "toolu_01".into(),
                 content: ToolResultContent::Text("x".repeat(18_000)),
                 is_error: None,
+                extra: Default::default(),
             }],
         ),
     ];

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::compact::CompactCommandError;
 use crate::cli::SimulateArgs;
-use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, estimate_chars, prepare, short_count};
+use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
 use crate::message::{Message, Role, is_user_prompt};
 use crate::session::{Record, TimelinePoint};
 use crate::store::Store;
@@ -65,7 +65,7 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &Store) -> 
         if message.role != Role::User {
             continue;
         }
-        let before = estimate_chars(&history);
+        let before = config.estimate.count(&history);
         let prepared = prepare(
             std::mem::take(&mut history),
             &request,

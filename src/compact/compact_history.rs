@@ -4,7 +4,7 @@
 //! it. The same machinery serves the `compact` tool, `/compact` and reactive
 //! compaction (which keeps the newest messages verbatim).
 
-use super::estimate::{Sizes, json_chars};
+use super::estimate::Sizes;
 use super::markers::{COMPACTED_TAG, prefix_chars};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest};
 use crate::message::{Content, ContentBlock, Message, ToolResultContent};
@@ -54,7 +54,7 @@ pub fn force_compact(
     store: &Store,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
-    let mut sizes = Sizes::of(messages);
+    let mut sizes = Sizes::of(messages, config.estimate);
     let end = messages.len();
     let ctx = Context { config, store };
     summarise_prefix(
@@ -117,13 +117,15 @@ pub(super) fn summarise_prefix(
             return event;
         }
     };
-    let kept_chars: usize = (job.end..messages.len()).map(|at| sizes.message(at) + 1).sum();
     let compacted = fitted_message(
         job.active_request,
         &summary,
         &path,
         job.end,
-        ctx.config.context_char_limit.saturating_sub(2 + kept_chars),
+        ctx.config
+            .context_char_limit
+            .saturating_sub(sizes.total_with_empty_prefix(job.end)),
+        sizes,
     );
     let replacement = [compacted];
     messages.splice(..job.end, replacement.iter().cloned());
@@ -136,7 +138,7 @@ pub(super) fn summarise_prefix(
 
 /// The `[Compacted]` message, with the summary (then the request) cut so that its JSON
 /// takes at most `budget` characters where that is possible at all.
-fn fitted_message(request: &str, summary: &str, path: &str, count: usize, budget: usize) -> Message {
+fn fitted_message(request: &str, summary: &str, path: &str, count: usize, budget: usize, sizes: &Sizes) -> Message {
     let mut request_keep = request.chars().count();
     let mut summary_keep = summary.chars().count();
     let full_request = request_keep;
@@ -148,7 +150,7 @@ fn fitted_message(request: &str, summary: &str, path: &str, count: usize, budget
             path,
             count,
         ));
-        let size = json_chars(&message);
+        let size = sizes.measure(&message);
         if size <= budget || (request_keep == 0 && summary_keep == 0) {
             return message;
         }
@@ -237,7 +239,7 @@ pub fn render(messages: &[Message]) -> String {
 
 fn render_block(block: &ContentBlock, out: &mut String) {
     match block {
-        ContentBlock::Text { text } => out.push_str(text),
+        ContentBlock::Text { text, .. } => out.push_str(text),
         ContentBlock::ToolUse { name, input, .. } => {
             out.push_str(&format!("[tool call {name}] {input}"));
         }
@@ -295,7 +297,7 @@ mod tests {
             config: &config,
             store: &store,
         };
-        let mut sizes = Sizes::of(history);
+        let mut sizes = Sizes::of(history, config.estimate);
         let event = compact_history(history, &mut sizes, "and add tests", &ctx, summariser);
         assert_eq!(sizes.total(), crate::compact::estimate_chars(history));
         event
@@ -341,7 +343,7 @@ mod tests {
         };
         let request = "é\"".repeat(40_000);
         let mut history = vec![Message::user_text(request.clone())];
-        let mut sizes = Sizes::of(&history);
+        let mut sizes = Sizes::of(&history, config.estimate);
         struct Huge;
         impl Summariser for Huge {
             fn summarise(&mut self, _: &SummaryRequest<'_>) -> Result<String, SummaryError> {

@@ -108,16 +108,19 @@ mod tests {
                 vec![
                     ContentBlock::Text {
                         text: "Reading it.".into(),
+                        extra: Default::default(),
                     },
                     ContentBlock::ToolUse {
                         id: "a".into(),
                         name: "read_file".into(),
                         input: serde_json::json!({"path": "src/parser.rs"}),
+                        extra: Default::default(),
                     },
                     ContentBlock::ToolUse {
                         id: "b".into(),
                         name: "bash".into(),
                         input: serde_json::json!({"command": "cargo test"}),
+                        extra: Default::default(),
                     },
                 ],
             ),
@@ -128,11 +131,13 @@ mod tests {
                         tool_use_id: "a".into(),
                         content: ToolResultContent::Text("fn parse()".into()),
                         is_error: None,
+                        extra: Default::default(),
                     },
                     ContentBlock::ToolResult {
                         tool_use_id: "b".into(),
                         content: ToolResultContent::Text("failed".into()),
                         is_error: Some(true),
+                        extra: Default::default(),
                     },
                 ],
             ),

@@ -71,13 +71,21 @@ pub fn parse_archive_marker(text: &str) -> Option<(usize, &str)> {
     Some((count.parse().ok()?, path))
 }
 
-/// The path a shortened result already points to, when that path is trusted.
+/// The path a shortened result already points to, when that path is trusted and the
+/// file there really is its original: inside the store, and for a `<persisted-output>`
+/// block, of the stated length and beginning with the preview. A tool whose output
+/// merely looks like one of our blocks is then saved as it is, so its own text is
+/// never lost behind someone else's file.
 pub fn saved_path(store: &Store, content: &ToolResultContent) -> Option<String> {
     let text = content.as_str()?;
-    let path = parse_persisted_output(text)
-        .map(|block| block.path)
-        .or_else(|| parse_cleared_reference(text))?;
-    store.trusted_path(path)
+    if let Some(path) = parse_cleared_reference(text) {
+        // The reference is the whole text: nothing else would be lost by reusing it.
+        return store.trusted_path(path);
+    }
+    let block = parse_persisted_output(text)?;
+    let (path, original) = store.read_saved(block.path)?;
+    let matches = original.starts_with(block.preview) && original.chars().count() == block.original_chars;
+    matches.then_some(path)
 }
 
 /// Make sure the full text of a result is on disk and return its path: the path it
@@ -113,6 +121,25 @@ mod tests {
         );
         assert_eq!(parse_archive_marker("[hello]"), None);
         assert!(parse_persisted_output("<persisted-output>\nnope\n</persisted-output>").is_none());
+    }
+
+    #[test]
+    fn only_a_file_that_matches_its_block_is_taken_as_the_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let original = "y".repeat(5_000);
+        let path = store.save_tool_result("t1", &original).unwrap();
+        let real = ToolResultContent::Text(persisted_output(&path, 5_000, prefix_chars(&original, 100)));
+        assert_eq!(saved_path(&store, &real), Some(path.clone()));
+        // A tool printed a block naming our file, with text of its own.
+        let forged = ToolResultContent::Text(persisted_output(&path, 5_000, "secret notes of the tool"));
+        assert_eq!(saved_path(&store, &forged), None);
+        let wrong_size = ToolResultContent::Text(persisted_output(&path, 4_000, "yyy"));
+        assert_eq!(saved_path(&store, &wrong_size), None);
+        let saved = ensure_saved(&store, "t2", &forged).unwrap();
+        assert_ne!(saved, path);
+        let kept = std::fs::read_to_string(dir.path().join(&saved)).unwrap();
+        assert_eq!(kept, forged.full_text(), "the forged block's own text is saved");
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Stage 3, only above the context limit. First `micro_compact`: old tool results the
 //! model has already seen become a one-line reference to their saved full text, oldest
 //! first, until the estimate reaches the target share of the limit. Then, if still
-//! over, `fit_tool_results`: the largest results of all (seen or not) keep a short
-//! preview and a path.
+//! over, `fit_tool_results`: the largest results of all (seen or not, ranked by the
+//! length of their text as the seed ranks them) keep a short preview and a path, down
+//! to the same target.
 
-use super::estimate::{Sizes, json_chars};
+use super::durable::{Replaced, settle};
+use super::estimate::Sizes;
 use super::markers::{
     cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
 };
@@ -48,6 +50,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
     let seen_end = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
     let seen = tool_result_positions(messages, seen_end);
     let old = &seen[..seen.len().saturating_sub(config.micro_keep_recent)];
+    let mut replaced = Vec::new();
     for &position in old {
         if sizes.total() <= target {
             break;
@@ -60,15 +63,21 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         }
         match ensure_saved(ctx.store, id, content) {
             Ok(path) => {
-                let before = json_chars(content);
-                *content = ToolResultContent::Text(cleared_reference(&path));
-                sizes.adjust(position.0, before, json_chars(content));
+                let before = sizes.measure(content);
+                let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&path)));
+                sizes.adjust(position.0, before, sizes.measure(content));
+                replaced.push(Replaced {
+                    message: position.0,
+                    block: position.1,
+                    original,
+                });
                 event.replaced += 1;
                 event.add_path(path);
             }
             Err(error) => event.errors.push(error.to_string()),
         }
     }
+    settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
 }
 
@@ -77,22 +86,25 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
     if sizes.total() <= config.context_char_limit {
         return None;
     }
+    let target = config.micro_target_chars();
     let mut event = StageEvent::start(Stage::FitToolResults, messages.len(), sizes.total());
     let mut candidates: Vec<((usize, usize), usize)> = tool_result_positions(messages, messages.len())
         .into_iter()
         .filter_map(|position| {
             let (_, content) = tool_result_mut(messages, position)?;
-            Some((position, json_chars(content)))
+            Some((position, content.char_len()))
         })
         .collect();
     candidates.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (position, before) in candidates {
-        if sizes.total() <= config.context_char_limit {
+    let mut replaced = Vec::new();
+    for (position, _) in candidates {
+        if sizes.total() <= target {
             break;
         }
         let Some((id, content)) = tool_result_mut(messages, position) else {
             continue;
         };
+        let before = sizes.measure(content);
         if is_cleared(content) {
             continue;
         }
@@ -106,16 +118,21 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         };
         // Only worth it when the block gets shorter; the path's length is a fair bound.
         let frame = persisted_output("", original_chars, preview);
-        if json_chars(&frame) + 200 >= before {
+        if sizes.measure(&frame) + 200 >= before {
             continue;
         }
         match ensure_saved(ctx.store, id, content) {
             Ok(path) => {
                 let replacement = ToolResultContent::Text(persisted_output(&path, original_chars, preview));
-                let after = json_chars(&replacement);
+                let after = sizes.measure(&replacement);
                 if after < before {
-                    *content = replacement;
+                    let original = std::mem::replace(content, replacement);
                     sizes.adjust(position.0, before, after);
+                    replaced.push(Replaced {
+                        message: position.0,
+                        block: position.1,
+                        original,
+                    });
                     event.replaced += 1;
                     event.add_path(path);
                 }
@@ -123,6 +140,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             Err(error) => event.errors.push(error.to_string()),
         }
     }
+    settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
 }
 
@@ -145,6 +163,7 @@ mod tests {
                     id: format!("t{i}"),
                     name: "read_file".into(),
                     input: serde_json::json!({"path": format!("f{i}")}),
+                    extra: Default::default(),
                 }],
             ));
             history.push(Message::blocks(
@@ -153,6 +172,7 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: ToolResultContent::Text("x".repeat(n)),
                     is_error: None,
+                    extra: Default::default(),
                 }],
             ));
         }
@@ -181,7 +201,7 @@ mod tests {
             config: &config,
             store: &store,
         };
-        let mut sizes = Sizes::of(history);
+        let mut sizes = Sizes::of(history, config.estimate);
         let event = stage(history, &mut sizes, &ctx);
         assert_eq!(sizes.total(), estimate_chars(history));
         event

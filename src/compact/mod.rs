@@ -11,6 +11,7 @@
 //! plus [`reactive_compact`] for when the API refuses a prompt as too long.
 
 pub mod compact_history;
+mod durable;
 pub mod estimate;
 pub mod extractive;
 pub mod markers;
@@ -27,7 +28,7 @@ use crate::message::Message;
 use crate::store::Store;
 
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
-pub use estimate::{Sizes, estimate_chars};
+pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
 pub use prepare::{Prepared, prepare};
 pub use reactive_compact::reactive_compact;
@@ -60,6 +61,8 @@ pub struct CompactConfig {
     pub reactive_keep_messages: usize,
     /// Longest history text handed to the summariser (head quarter + tail).
     pub summary_input_chars: usize,
+    /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
+    pub estimate: EstimateMode,
 }
 
 impl Default for CompactConfig {
@@ -77,6 +80,7 @@ impl Default for CompactConfig {
             fit_preview_chars: 1_000,
             reactive_keep_messages: 5,
             summary_input_chars: 80_000,
+            estimate: EstimateMode::Seed,
         }
     }
 }

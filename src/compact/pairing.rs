@@ -9,7 +9,10 @@ use crate::message::{Content, ContentBlock, Message, Role};
 pub fn blocks_mut(message: &mut Message) -> &mut Vec<ContentBlock> {
     if let Content::Text(text) = &mut message.content {
         let text = std::mem::take(text);
-        message.content = Content::Blocks(vec![ContentBlock::Text { text }]);
+        message.content = Content::Blocks(vec![ContentBlock::Text {
+            text,
+            extra: Default::default(),
+        }]);
     }
     match &mut message.content {
         Content::Blocks(blocks) => blocks,
@@ -87,6 +90,109 @@ pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
     Ok(())
 }
 
+/// The text a synthetic result carries for a call that never got one.
+pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before this tool finished";
+
+/// Make any history valid to send, losing nothing: the first message becomes a user
+/// message, every call gets a result (a synthetic error where it had none), and a
+/// result whose call is not right before it becomes plain text in the same message.
+/// Returns one note per change; no notes means the history was already valid.
+pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
+    let mut notes = Vec::new();
+    if messages.first().is_some_and(|m| m.role != Role::User) {
+        messages.insert(
+            0,
+            Message::user_text("[The start of this conversation was lost; it continues from here.]"),
+        );
+        notes.push("the history began with an assistant message; a user message was put before it".into());
+    }
+    let mut index = 0;
+    while index < messages.len() {
+        if messages[index].role == Role::User {
+            let calls: Vec<String> = match index.checked_sub(1) {
+                Some(previous) if messages[previous].role == Role::Assistant => {
+                    messages[previous].tool_use_ids().map(str::to_string).collect()
+                }
+                _ => Vec::new(),
+            };
+            notes.extend(demote_orphans(&mut messages[index], index, &calls));
+        }
+        if messages[index].role == Role::Assistant && messages[index].has_tool_use() {
+            let calls: Vec<String> = messages[index].tool_use_ids().map(str::to_string).collect();
+            let next = index + 1;
+            if next == messages.len() {
+                index += 1;
+                continue;
+            }
+            if messages[next].role == Role::Assistant {
+                messages.insert(next, Message::blocks(Role::User, Vec::new()));
+            }
+            let answered: Vec<String> = messages[next].tool_result_ids().map(str::to_string).collect();
+            let missing: Vec<ContentBlock> = calls
+                .iter()
+                .filter(|id| !answered.contains(id))
+                .map(|id| ContentBlock::tool_result(id.clone(), INTERRUPTED_RESULT, true))
+                .collect();
+            if !missing.is_empty() {
+                notes.push(format!(
+                    "message {}: {} tool call(s) without a result got an \"interrupted\" result",
+                    index + 1,
+                    missing.len()
+                ));
+                let blocks = blocks_mut(&mut messages[next]);
+                let results = blocks
+                    .iter()
+                    .take_while(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                    .count();
+                blocks.splice(results..results, missing);
+            }
+        }
+        index += 1;
+    }
+    notes
+}
+
+/// Results in a user message that do not answer a call of the message before it (or
+/// answer one twice) become text blocks after the real results, which the API wants first.
+fn demote_orphans(message: &mut Message, index: usize, calls: &[String]) -> Option<String> {
+    let is_orphan = |id: &str, seen: &[String]| !calls.iter().any(|c| c == id) || seen.iter().any(|s| s == id);
+    let mut seen = Vec::new();
+    let mut orphans = 0;
+    for id in message.tool_result_ids() {
+        if is_orphan(id, &seen) {
+            orphans += 1;
+        } else {
+            seen.push(id.to_string());
+        }
+    }
+    if orphans == 0 {
+        return None;
+    }
+    let mut seen = Vec::new();
+    let (mut results, mut rest) = (Vec::new(), Vec::new());
+    for block in std::mem::take(blocks_mut(message)) {
+        match block {
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } if is_orphan(&tool_use_id, &seen) => rest.push(ContentBlock::text(format!(
+                "[A tool result for call {tool_use_id}, which is not in the history:]\n{}",
+                content.full_text()
+            ))),
+            ContentBlock::ToolResult { ref tool_use_id, .. } => {
+                seen.push(tool_use_id.clone());
+                results.push(block);
+            }
+            other => rest.push(other),
+        }
+    }
+    results.extend(rest);
+    *blocks_mut(message) = results;
+    Some(format!(
+        "message {}: {orphans} tool result(s) without a matching call were kept as text",
+        index + 1
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +205,7 @@ mod tests {
                 id: id.into(),
                 name: "bash".into(),
                 input: serde_json::json!({}),
+                extra: Default::default(),
             }],
         )
     }
@@ -110,6 +217,7 @@ mod tests {
                 tool_use_id: id.into(),
                 content: ToolResultContent::Text("ok".into()),
                 is_error: None,
+                extra: Default::default(),
             }],
         )
     }
@@ -139,5 +247,38 @@ mod tests {
             Err(PairingError::UnansweredCall { message: 1, .. })
         ));
         assert_eq!(check_pairing(&[Message::user_text("x"), call("a")]), Ok(()));
+    }
+
+    #[test]
+    fn repair_answers_calls_demotes_orphans_and_fixes_the_start() {
+        let mut history = vec![
+            call("lost"),
+            Message::user_text("next prompt"),
+            call("a"),
+            Message::blocks(
+                Role::User,
+                vec![
+                    ContentBlock::text("note"),
+                    ContentBlock::tool_result("zzz", "stray", false),
+                ],
+            ),
+            call("b"),
+            call("c"),
+        ];
+        let notes = repair(&mut history);
+        assert_eq!(check_pairing(&history), Ok(()), "{history:?}");
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert_eq!(history[0].role, Role::User);
+        // The prompt keeps its text after the synthetic result.
+        assert_eq!(history[2].tool_result_ids().collect::<Vec<_>>(), ["lost"]);
+        assert!(history[2].text().contains("next prompt"));
+        // The orphan's text survives, after the real (synthetic) result.
+        assert!(matches!(history[4].block_slice()[0], ContentBlock::ToolResult { .. }));
+        assert!(history[4].text().contains("stray"));
+        // Two calls in a row: a results message is put between them.
+        assert_eq!(history[6].tool_result_ids().collect::<Vec<_>>(), ["b"]);
+        assert!(history[7].has_tool_use(), "the final call stays open for its turn");
+        let again = repair(&mut history);
+        assert!(again.is_empty(), "a repaired history needs no more repair: {again:?}");
     }
 }

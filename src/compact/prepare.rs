@@ -27,7 +27,7 @@ pub fn prepare(
     summariser: &mut dyn Summariser,
 ) -> Prepared {
     let ctx = Context { config, store };
-    let mut sizes = Sizes::of(&messages);
+    let mut sizes = Sizes::of(&messages, config.estimate);
     let mut events = Vec::new();
     events.extend(tool_result_budget(&mut messages, &mut sizes, &ctx));
     events.extend(snip_compact(&mut messages, &mut sizes, &ctx));

@@ -19,7 +19,7 @@ pub fn reactive_compact(
     store: &Store,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
-    let mut sizes = Sizes::of(messages);
+    let mut sizes = Sizes::of(messages, config.estimate);
     let wanted = messages.len().saturating_sub(config.reactive_keep_messages).max(1);
     let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
     let ctx = Context { config, store };
@@ -53,6 +53,7 @@ mod tests {
                     id: format!("t{i}"),
                     name: "bash".into(),
                     input: serde_json::json!({"command": "ls"}),
+                    extra: Default::default(),
                 }],
             ));
             history.push(Message::blocks(
@@ -61,6 +62,7 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: ToolResultContent::Text("out".into()),
                     is_error: None,
+                    extra: Default::default(),
                 }],
             ));
         }

@@ -62,7 +62,7 @@ mod tests {
             config: &config,
             store: &store,
         };
-        let mut sizes = Sizes::of(history);
+        let mut sizes = Sizes::of(history, config.estimate);
         let event = snip_compact(history, &mut sizes, &ctx);
         assert_eq!(sizes.total(), estimate_chars(history));
         event
@@ -113,6 +113,7 @@ mod tests {
                     id: format!("t{i}"),
                     name: "bash".into(),
                     input: serde_json::json!({}),
+                    extra: Default::default(),
                 }],
             ));
             history.push(Message::blocks(
@@ -121,6 +122,7 @@ mod tests {
                     tool_use_id: format!("t{i}"),
                     content: ToolResultContent::Text("ok".into()),
                     is_error: None,
+                    extra: Default::default(),
                 }],
             ));
         }

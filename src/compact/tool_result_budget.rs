@@ -1,8 +1,10 @@
 //! Stage 1: the newest tool batch may not exceed its budget. While it does, its
 //! largest results over the per-result threshold are saved whole and replaced by a
-//! `<persisted-output>` block with the path and a preview.
+//! `<persisted-output>` block with the path and a preview. As in the seed, only the
+//! newest message is looked at, and only when it is that batch.
 
-use super::estimate::{Sizes, json_chars};
+use super::durable::{Replaced, settle};
+use super::estimate::Sizes;
 use super::markers::{ensure_saved, parse_cleared_reference, parse_persisted_output, persisted_output, prefix_chars};
 use super::pairing::blocks_mut;
 use super::{Context, Stage, StageEvent};
@@ -10,8 +12,8 @@ use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 
 pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
-    let index = messages.iter().rposition(|m| m.role == Role::User)?;
-    if !messages[index].has_tool_result() {
+    let index = messages.len().checked_sub(1)?;
+    if messages[index].role != Role::User || !messages[index].has_tool_result() {
         return None;
     }
     let mut event = StageEvent::start(Stage::ToolResultBudget, messages.len(), sizes.total());
@@ -28,6 +30,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
     if total <= config.tool_result_budget_chars {
         return None;
     }
+    let mut replaced = Vec::new();
     // Largest first; equal sizes keep their order so the outcome is deterministic.
     lengths.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for (at, len) in lengths {
@@ -50,10 +53,15 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
             Ok(path) => {
                 let full = content.full_text();
                 let block = persisted_output(&path, len, prefix_chars(&full, config.persisted_preview_chars));
-                let old = json_chars(content);
+                let old = sizes.measure(content);
                 let new_len = block.chars().count();
-                *content = ToolResultContent::Text(block);
-                sizes.adjust(index, old, json_chars(content));
+                let original = std::mem::replace(content, ToolResultContent::Text(block));
+                sizes.adjust(index, old, sizes.measure(content));
+                replaced.push(Replaced {
+                    message: index,
+                    block: at,
+                    original,
+                });
                 total = total - len + new_len;
                 event.replaced += 1;
                 event.add_path(path);
@@ -61,6 +69,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
             Err(error) => event.errors.push(error.to_string()),
         }
     }
+    settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
 }
 
@@ -80,6 +89,7 @@ mod tests {
                 id: format!("t{i}"),
                 name: "bash".into(),
                 input: serde_json::json!({}),
+                extra: Default::default(),
             })
             .collect();
         let results = sizes
@@ -89,6 +99,7 @@ mod tests {
                 tool_use_id: format!("t{i}"),
                 content: ToolResultContent::Text(char::from(b'a' + i as u8).to_string().repeat(n)),
                 is_error: None,
+                extra: Default::default(),
             })
             .collect();
         vec![
@@ -105,7 +116,7 @@ mod tests {
             config: &config,
             store: &store,
         };
-        let mut sizes = Sizes::of(history);
+        let mut sizes = Sizes::of(history, config.estimate);
         let event = tool_result_budget(history, &mut sizes, &ctx);
         assert_eq!(sizes.total(), estimate_chars(history));
         event
@@ -164,6 +175,19 @@ mod tests {
         let after = history.clone();
         assert!(run(&mut history, dir.path()).is_none());
         assert_eq!(history, after);
+    }
+
+    #[test]
+    fn a_batch_followed_by_an_assistant_message_is_no_longer_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = batch(&[150_000, 150_000]);
+        history.push(Message::assistant_text("seen them"));
+        let before = history.clone();
+        assert!(
+            run(&mut history, dir.path()).is_none(),
+            "the seed looks at messages[-1] only"
+        );
+        assert_eq!(history, before);
     }
 
     #[test]

@@ -272,7 +272,10 @@ impl StreamAssembler {
         let mut content = Vec::with_capacity(self.blocks.len());
         for (_, builder) in std::mem::take(&mut self.blocks) {
             content.push(match builder {
-                BlockBuilder::Text(text) => ContentBlock::Text { text },
+                BlockBuilder::Text(text) => ContentBlock::Text {
+                    text,
+                    extra: Default::default(),
+                },
                 BlockBuilder::ToolUse {
                     id,
                     name,
@@ -286,7 +289,12 @@ impl StreamAssembler {
                             ProviderError::Protocol(format!("tool input for {name} is not valid JSON: {error}"))
                         })?
                     };
-                    ContentBlock::ToolUse { id, name, input }
+                    ContentBlock::ToolUse {
+                        id,
+                        name,
+                        input,
+                        extra: Default::default(),
+                    }
                 }
                 BlockBuilder::Thinking { thinking, signature } => {
                     ContentBlock::Unknown(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
@@ -378,6 +386,7 @@ mod tests {
                 id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
                 name: "read_file".into(),
                 input: json!({"path": "README.md", "limit": 200}),
+                extra: Default::default(),
             }
         );
     }

@@ -89,6 +89,7 @@ impl DemoProvider {
                 id: format!("toolu_demo_{step:03}_{n}_{name}"),
                 name: name.to_string(),
                 input,
+                extra: Default::default(),
             }
         };
         match Self::action(step) {
@@ -240,7 +241,10 @@ impl Provider for DemoProvider {
             }
             let input_chars: usize = request.messages.iter().map(crate::compact::estimate::json_chars).sum();
             let stop_reason = if calls.is_empty() { "end_turn" } else { "tool_use" };
-            let mut content = vec![ContentBlock::Text { text: text.clone() }];
+            let mut content = vec![ContentBlock::Text {
+                text: text.clone(),
+                extra: Default::default(),
+            }];
             content.extend(calls);
             Ok(ModelResponse {
                 content,

@@ -110,8 +110,8 @@ fn to_openai(message: &Message, out: &mut Vec<Value>) {
     let mut calls = Vec::new();
     for block in blocks {
         match block {
-            ContentBlock::Text { text } => texts.push(text.clone()),
-            ContentBlock::ToolUse { id, name, input } => calls.push(json!({
+            ContentBlock::Text { text, .. } => texts.push(text.clone()),
+            ContentBlock::ToolUse { id, name, input, .. } => calls.push(json!({
                 "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})),
             ContentBlock::ToolResult {
                 tool_use_id, content, ..
@@ -198,6 +198,7 @@ impl ChatAssembler {
         if !self.text.is_empty() {
             content.push(ContentBlock::Text {
                 text: std::mem::take(&mut self.text),
+                extra: Default::default(),
             });
         }
         for (index, call) in std::mem::take(&mut self.calls) {
@@ -217,6 +218,7 @@ impl ChatAssembler {
                 id,
                 name: call.name,
                 input,
+                extra: Default::default(),
             });
         }
         let has_calls = content.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. }));
@@ -276,11 +278,15 @@ mod tests {
                 Message::blocks(
                     Role::Assistant,
                     vec![
-                        ContentBlock::Text { text: "looking".into() },
+                        ContentBlock::Text {
+                            text: "looking".into(),
+                            extra: Default::default(),
+                        },
                         ContentBlock::ToolUse {
                             id: "c1".into(),
                             name: "glob".into(),
                             input: json!({"pattern": "*"}),
+                            extra: Default::default(),
                         },
                     ],
                 ),
@@ -290,6 +296,7 @@ mod tests {
                         tool_use_id: "c1".into(),
                         content: ToolResultContent::Text("a.rs".into()),
                         is_error: None,
+                        extra: Default::default(),
                     }],
                 ),
             ],
@@ -323,11 +330,15 @@ mod tests {
         assert_eq!(
             response.content,
             vec![
-                ContentBlock::Text { text: "Hi".into() },
+                ContentBlock::Text {
+                    text: "Hi".into(),
+                    extra: Default::default()
+                },
                 ContentBlock::ToolUse {
                     id: "x".into(),
                     name: "bash".into(),
-                    input: json!({"command": "ls"})
+                    input: json!({"command": "ls"}),
+                    extra: Default::default(),
                 }
             ]
         );

@@ -138,16 +138,17 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
             Content::Blocks(blocks) => {
                 for block in blocks {
                     match block {
-                        ContentBlock::Text { text } => {
+                        ContentBlock::Text { text, .. } => {
                             out.extend(text.lines().map(|l| (l.to_string(), Style::default())))
                         }
-                        ContentBlock::ToolUse { name, input, id } => {
+                        ContentBlock::ToolUse { name, input, id, .. } => {
                             out.push((format!("⚙ {name} {input}  [{id}]"), Style::default().fg(Color::Yellow)))
                         }
                         ContentBlock::ToolResult {
                             content,
                             is_error,
                             tool_use_id,
+                            ..
                         } => {
                             let text = content.full_text();
                             let label = if *is_error == Some(true) { "error" } else { "result" };

@@ -333,7 +333,7 @@ impl AppState {
             }
             for block in message.block_slice() {
                 match block {
-                    ContentBlock::ToolUse { id, name, input } => self.tools.push(ToolCall {
+                    ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
                         id: id.clone(),
                         name: name.clone(),
                         summary: crate::tools::input_summary(name, input),
@@ -348,6 +348,7 @@ impl AppState {
                         tool_use_id,
                         content,
                         is_error,
+                        ..
                     } => {
                         if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
                             call.output = content.full_text();
@@ -498,6 +499,7 @@ mod tests {
                     id: "a".into(),
                     name: "glob".into(),
                     input: serde_json::json!({"pattern": "*"}),
+                    extra: Default::default(),
                 }],
             ),
         ];
