@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use crate::compact::estimate::json_chars;
-use crate::compact::{CompactConfig, StageEvent, Summariser, estimate_chars, force_compact, prepare, reactive_compact};
+use crate::compact::pairing::{check_pairing, repair};
+use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
@@ -48,12 +48,64 @@ pub struct Agent {
     tools: ToolBox,
     journal: Option<Journal>,
     messages: Vec<Message>,
-    estimate: usize,
+    /// Per-message sizes of `messages`, kept in step with it: the estimate.
+    sizes: Sizes,
     last_call: Option<CallTokens>,
     events: UnboundedSender<AgentEvent>,
     always_allowed: HashSet<String>,
     next_request_id: u64,
     quit: bool,
+    /// Shown once the session starts (what restoring it mended).
+    notices: Vec<String>,
+}
+
+/// One tool call of a model response, checked: ids unique within the response, input
+/// an object. A call that failed the check is answered with `problem` instead of run.
+struct ToolCall {
+    id: String,
+    name: String,
+    input: serde_json::Value,
+    problem: Option<String>,
+}
+
+/// Check the calls of a response before it enters the history. A duplicate id is
+/// renamed (the API rejects two results for one id) and a non-object input is wrapped
+/// in an object (the API rejects anything else), each with a problem the model reads.
+fn checked_calls(content: &mut [ContentBlock]) -> Vec<ToolCall> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut calls = Vec::new();
+    for block in content {
+        let ContentBlock::ToolUse { id, name, input, .. } = block else {
+            continue;
+        };
+        let mut problems = Vec::new();
+        if id.is_empty() || seen.contains(id.as_str()) {
+            let original = id.clone();
+            *id = (2..)
+                .map(|n| format!("{original}_dup{n}"))
+                .find(|candidate| !seen.contains(candidate))
+                .unwrap_or_default();
+            problems.push(format!(
+                "this call repeated the id {original:?} of another call in the same response, so it was not run; \
+                 give every call its own id"
+            ));
+        }
+        if !input.is_object() {
+            let original = std::mem::take(input);
+            problems.push(format!(
+                "the input of this call must be a JSON object, got {original}; it was not run"
+            ));
+            *input = serde_json::json!({ "invalid_input": original });
+        }
+        seen.insert(id.clone());
+        calls.push(ToolCall {
+            id: id.clone(),
+            name: name.clone(),
+            input: input.clone(),
+            problem: (!problems.is_empty()).then(|| problems.join("; ")),
+        });
+    }
+    calls
 }
 
 enum Interrupted {
@@ -96,7 +148,7 @@ impl Agent {
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
         let store = Store::new(tools.workspace().root());
-        let estimate = estimate_chars(&history);
+        let sizes = Sizes::of(&history, settings.compaction.estimate);
         Agent {
             provider,
             settings,
@@ -104,13 +156,20 @@ impl Agent {
             tools,
             journal,
             messages: history,
-            estimate,
+            sizes,
             last_call: None,
             events,
             always_allowed: HashSet::new(),
             next_request_id: 1,
             quit: false,
+            notices: Vec::new(),
         }
+    }
+
+    /// Notices to show when the session starts.
+    pub fn with_notices(mut self, notices: Vec<String>) -> Self {
+        self.notices = notices;
+        self
     }
 
     pub fn messages(&self) -> &[Message] {
@@ -142,7 +201,7 @@ impl Agent {
     }
 
     fn append(&mut self, message: Message) {
-        self.estimate += json_chars(&message) + usize::from(!self.messages.is_empty());
+        self.sizes.push(&message);
         self.journal(Record::Append {
             message: message.clone(),
         });
@@ -157,7 +216,7 @@ impl Agent {
             }
             return;
         }
-        self.estimate = estimate_chars(&messages);
+        self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
         self.journal(Record::Replace {
             messages: messages.clone(),
         });
@@ -174,7 +233,7 @@ impl Agent {
         let config = &self.settings.compaction;
         self.emit(AgentEvent::Context {
             status: ContextStatus {
-                estimate: self.estimate,
+                estimate: self.sizes.total(),
                 limit: config.context_char_limit,
                 target: config.micro_target_chars(),
                 messages: self.messages.len(),
@@ -198,6 +257,9 @@ impl Agent {
             self.emit(AgentEvent::History {
                 messages: self.messages.clone(),
             });
+        }
+        for message in std::mem::take(&mut self.notices) {
+            self.emit(AgentEvent::Notice { message });
         }
         self.emit_context();
         while !self.quit {
@@ -228,7 +290,7 @@ impl Agent {
 
     fn clear(&mut self) {
         self.messages.clear();
-        self.estimate = 2;
+        self.sizes = Sizes::of(&[], self.settings.compaction.estimate);
         self.last_call = None;
         if self.journal.is_some() {
             match Journal::create(
@@ -374,22 +436,11 @@ impl Agent {
                     return TurnOutcome::Failed;
                 }
             };
-            let calls: Vec<(String, String, serde_json::Value)> = response
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::ToolUse { id, name, input, .. } => Some((id.clone(), name.clone(), input.clone())),
-                    _ => None,
-                })
-                .collect();
-            let content = if response.content.is_empty() {
-                vec![ContentBlock::Text {
-                    text: "(no response)".into(),
-                    extra: Default::default(),
-                }]
-            } else {
-                response.content
-            };
+            let mut content = response.content;
+            let calls = checked_calls(&mut content);
+            if content.is_empty() {
+                content.push(ContentBlock::text("(no response)"));
+            }
             let message = Message::blocks(Role::Assistant, content);
             self.emit(AgentEvent::AssistantMessage {
                 message: message.clone(),
@@ -419,6 +470,7 @@ impl Agent {
         &mut self,
         ops: &mut UnboundedReceiver<Op>,
     ) -> Result<crate::provider::ModelResponse, Option<ProviderError>> {
+        self.guard_pairing();
         let request = ModelRequest {
             system: self.settings.system_prompt.clone(),
             tools: ToolBox::specs(),
@@ -460,14 +512,14 @@ impl Agent {
             Ok(Ok(response)) => {
                 let tokens = response.usage.prompt_tokens();
                 self.journal(Record::Call {
-                    estimate: self.estimate,
+                    estimate: self.sizes.total(),
                     messages: self.messages.len(),
                     input_tokens: (tokens > 0).then_some(tokens),
                 });
                 if tokens > 0 {
                     self.last_call = Some(CallTokens {
                         input_tokens: tokens,
-                        estimate: self.estimate,
+                        estimate: self.sizes.total(),
                         window_tokens: self.settings.context_window_tokens,
                     });
                 }
@@ -477,24 +529,59 @@ impl Agent {
         }
     }
 
+    /// Nothing invalid is ever sent: a bug that broke pairing fails loudly in debug
+    /// builds; in release the history is mended, journaled and the user told.
+    fn guard_pairing(&mut self) {
+        debug_assert_eq!(
+            check_pairing(&self.messages),
+            Ok(()),
+            "history about to be sent is invalid"
+        );
+        let mut messages = self.messages.clone();
+        let notes = repair(&mut messages);
+        if notes.is_empty() {
+            return;
+        }
+        tracing::error!(?notes, "repaired an invalid history before a model call");
+        self.journal(Record::Repair {
+            messages: messages.clone(),
+            notes: notes.clone(),
+        });
+        self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
+        self.messages = messages;
+        for note in notes {
+            self.emit(AgentEvent::Notice {
+                message: format!("mended the history before sending it: {note}"),
+            });
+        }
+    }
+
     /// Run every call of one response in order. Every call gets exactly one result,
     /// also when refused or cancelled. Returns the results, a compaction request
     /// (with its focus) and whether the user cancelled.
     async fn run_tools(
         &mut self,
-        calls: Vec<(String, String, serde_json::Value)>,
+        calls: Vec<ToolCall>,
         ops: &mut UnboundedReceiver<Op>,
     ) -> (Vec<ContentBlock>, Option<Option<String>>, bool) {
         let mut results = Vec::with_capacity(calls.len());
         let mut compact = None;
         let mut cancelled = false;
-        for (id, name, input) in calls {
+        for ToolCall {
+            id,
+            name,
+            input,
+            problem,
+        } in calls
+        {
             self.emit(AgentEvent::ToolStarted {
                 id: id.clone(),
                 name: name.clone(),
                 summary: input_summary(&name, &input),
             });
-            let (output, status) = if cancelled || self.quit {
+            let (output, status) = if let Some(problem) = problem {
+                (ToolOutput::error(format!("Error: {problem}")), ToolStatus::Error)
+            } else if cancelled || self.quit {
                 (
                     ToolOutput::error("Cancelled by the user before it ran."),
                     ToolStatus::Cancelled,

@@ -46,6 +46,7 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
                 AgentEvent::TextDelta { text } => write!(out, "{text}")?,
                 AgentEvent::AssistantMessage { .. } => writeln!(out)?,
                 AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {message}")?,
+                AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {message}")?,
                 AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
                 _ => {}
             }

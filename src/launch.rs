@@ -96,6 +96,8 @@ pub struct Launch {
     pub history: Vec<Message>,
     /// The estimate at each earlier model call of a resumed session.
     pub timeline: Vec<crate::session::TimelinePoint>,
+    /// What restoring the session had to skip or mend, shown once it starts.
+    pub notices: Vec<String>,
 }
 
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
@@ -117,14 +119,24 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         (Some(_), _) | (None, true) => Some(None),
         (None, false) => None,
     };
-    let (journal, history, timeline) = match resume {
+    let (journal, history, timeline, notices) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
             let restored = session::restore(&path)?;
-            (Journal::reopen(&path)?, restored.messages, restored.timeline)
+            let mut journal = Journal::reopen(&path)?;
+            if !restored.repairs.is_empty() {
+                // Journal the mended history so every later resume starts from it.
+                journal.append(&session::Record::Repair {
+                    messages: restored.messages.clone(),
+                    notes: restored.repairs.clone(),
+                })?;
+                journal.sync()?;
+            }
+            (journal, restored.messages, restored.timeline, restored.repairs)
         }
         None => (
             Journal::create(workspace.root(), provider.kind(), provider.model())?,
+            Vec::new(),
             Vec::new(),
             Vec::new(),
         ),
@@ -136,6 +148,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         journal,
         history,
         timeline,
+        notices,
     })
 }
 
@@ -150,6 +163,7 @@ impl Launch {
             context_window_tokens: self.config.provider.context_window_tokens,
         };
         let tools = ToolBox::new(self.workspace, self.config.tools.clone());
-        Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events)
+        let agent = Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events);
+        agent.with_notices(self.notices)
     }
 }

@@ -153,6 +153,11 @@ pub enum AgentEvent {
     Error {
         message: String,
     },
+    /// Something the user should know that is not an error, e.g. what restoring a
+    /// session mended.
+    Notice {
+        message: String,
+    },
     TurnDone {
         outcome: TurnOutcome,
     },

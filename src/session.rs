@@ -1,15 +1,22 @@
 //! The session journal: every message appended to the history, every compaction that
 //! replaced it, and the estimate after each model call, as JSON lines under
-//! `.scratchpad/sessions/`. Replaying it restores the exact history; a line cut by a
-//! crash (kill -9 mid-write) is ignored, so at most the message being written is lost.
+//! `.scratchpad/sessions/`. Replaying it restores the exact history.
+//!
+//! A crash may cut the last line (kill -9 mid-write, a full disk): reopening moves
+//! the torn bytes to a side file and truncates the journal to its last complete line,
+//! so the next record starts on a line of its own; a failed append is cut back the
+//! same way. The restored history is checked before anything is sent: a call left
+//! without a result (a kill while a tool ran) gets an "interrupted" result, recorded as
+//! a repair, so a session can always be resumed.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::compact::StageEvent;
+use crate::compact::pairing::repair;
 use crate::message::Message;
 use crate::store::create_private_dir;
 
@@ -39,6 +46,11 @@ pub enum Record {
         messages: usize,
         input_tokens: Option<u64>,
     },
+    /// The history after an invalid one was mended on resume, and what was mended.
+    Repair {
+        messages: Vec<Message>,
+        notes: Vec<String>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +61,10 @@ pub enum SessionError {
     NoneFound(PathBuf),
     #[error("session {0} not found")]
     NotFound(String),
+    #[error("session journal {0} is not a regular file")]
+    NotAFile(PathBuf),
+    #[error("session journal {path} is larger than {limit} bytes")]
+    TooLarge { path: PathBuf, limit: u64 },
 }
 
 /// A point of the context timeline: the estimate at one model call.
@@ -66,12 +82,17 @@ pub struct Restored {
     pub messages: Vec<Message>,
     pub stages: Vec<StageEvent>,
     pub timeline: Vec<TimelinePoint>,
+    /// What was skipped or mended to make the history valid, one line each; the
+    /// caller journals a [`Record::Repair`] and shows these when not empty.
+    pub repairs: Vec<String>,
 }
 
 pub struct Journal {
     id: String,
     path: PathBuf,
     file: File,
+    /// Length of the journal up to its last complete record.
+    len: u64,
 }
 
 impl Journal {
@@ -83,13 +104,22 @@ impl Journal {
         };
         create_private_dir(&dir).map_err(io)?;
         let created_unix = unix_now();
-        let id = format!("{}-{}", crate::time::compact_stamp(created_unix), std::process::id());
-        let path = dir.join(format!("{id}.jsonl"));
-        let mut journal = Journal {
-            file: open_append(&path).map_err(io)?,
-            id,
-            path,
-        };
+        let base = format!("{}-{}", crate::time::compact_stamp(created_unix), std::process::id());
+        // Two sessions of one process in the same second (a `/clear`) get new names:
+        // an existing journal is never reopened by accident.
+        let (id, path, file) = (0u32..)
+            .map(|n| if n == 0 { base.clone() } else { format!("{base}-{n}") })
+            .find_map(|id| {
+                let path = dir.join(format!("{id}.jsonl"));
+                match open_new(&path) {
+                    Ok(file) => Some(Ok((id, path, file))),
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => None,
+                    Err(error) => Some(Err(error)),
+                }
+            })
+            .unwrap_or_else(|| Err(std::io::ErrorKind::AlreadyExists.into()))
+            .map_err(io)?;
+        let mut journal = Journal { file, id, path, len: 0 };
         journal.append(&Record::Meta {
             version: 1,
             provider: provider.into(),
@@ -99,12 +129,32 @@ impl Journal {
         Ok(journal)
     }
 
-    /// Reopen an existing journal to continue it.
+    /// Reopen an existing journal to continue it. A torn last line is moved to
+    /// `<journal>.torn` and cut off, so the next record starts on a fresh line.
     pub fn reopen(path: &Path) -> Result<Self, SessionError> {
-        let file = open_append(path).map_err(|source| SessionError::Io {
+        let io = |source| SessionError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let text = read_journal(path)?;
+        let mut file = open_regular(path, OpenOptions::new().append(true))?;
+        let len = text.complete_len as u64;
+        if let Some(torn) = text.torn() {
+            let side = torn_side_file(path);
+            let mut keep = OpenOptions::new();
+            keep.create(true).append(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                keep.mode(0o600);
+            }
+            keep.open(&side)
+                .and_then(|mut side| side.write_all(torn).and_then(|()| side.write_all(b"\n")))
+                .map_err(|source| SessionError::Io { path: side, source })?;
+            file.set_len(len).map_err(io)?;
+            file.sync_data().map_err(io)?;
+        }
+        file.flush().map_err(io)?;
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -113,6 +163,7 @@ impl Journal {
             id,
             path: path.to_path_buf(),
             file,
+            len,
         })
     }
 
@@ -124,17 +175,27 @@ impl Journal {
         &self.path
     }
 
-    /// Append one record as one line, written in a single call.
+    /// Append one record as one line, written in a single call. If the write fails
+    /// (a full disk), the journal is cut back to its last complete record.
     pub fn append(&mut self, record: &Record) -> Result<(), SessionError> {
         let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Io {
             path: self.path.clone(),
             source: error.into(),
         })?;
         line.push(b'\n');
-        self.file.write_all(&line).map_err(|source| SessionError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        match self.file.write_all(&line) {
+            Ok(()) => {
+                self.len += line.len() as u64;
+                Ok(())
+            }
+            Err(source) => {
+                let _ = self.file.set_len(self.len);
+                Err(SessionError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+        }
     }
 
     /// Flush to disk: called at the end of every turn and after every compaction.
@@ -146,9 +207,9 @@ impl Journal {
     }
 }
 
-fn open_append(path: &Path) -> std::io::Result<File> {
+fn open_new(path: &Path) -> std::io::Result<File> {
     let mut options = OpenOptions::new();
-    options.create(true).append(true);
+    options.create_new(true).append(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -157,32 +218,129 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     options.open(path)
 }
 
+/// Open `path` only if it is a regular file, without following a link and without
+/// blocking on a FIFO, so a journal swapped for `/dev/zero` or a pipe is an error.
+fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|source| {
+        if source.raw_os_error() == Some(libc::ELOOP) {
+            SessionError::NotAFile(path.to_path_buf())
+        } else {
+            SessionError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })?;
+    let regular = file.metadata().is_ok_and(|meta| meta.is_file());
+    if regular {
+        Ok(file)
+    } else {
+        Err(SessionError::NotAFile(path.to_path_buf()))
+    }
+}
+
+/// Where the bytes of a torn last line are kept.
+pub fn torn_side_file(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".torn");
+    PathBuf::from(name)
+}
+
+/// The largest journal we read; a bigger one is refused rather than filling memory.
+pub const MAX_JOURNAL_BYTES: u64 = 4 << 30;
+
+/// A JSON-lines file as read: its complete lines, and a last line without its newline
+/// (written by a process that died mid-write) kept apart.
+pub struct JournalText {
+    bytes: Vec<u8>,
+    /// Bytes up to and including the last newline.
+    complete_len: usize,
+}
+
+impl JournalText {
+    /// Complete lines with their 1-based line numbers; blank lines are skipped.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.bytes[..self.complete_len]
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .map(|(at, line)| (at + 1, line))
+            .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+    }
+
+    /// Whether the text (after leading whitespace) starts with `byte`.
+    pub fn starts_with(&self, byte: u8) -> bool {
+        self.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&byte)
+    }
+
+    /// The whole file as text (for formats that are not line based).
+    pub fn into_string(self) -> std::io::Result<String> {
+        String::from_utf8(self.bytes).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+    }
+
+    /// The torn last line, if the file does not end with a newline.
+    pub fn torn(&self) -> Option<&[u8]> {
+        (self.complete_len < self.bytes.len()).then(|| &self.bytes[self.complete_len..])
+    }
+}
+
+/// Read a journal or transcript: only a regular file, at most [`MAX_JOURNAL_BYTES`].
+/// `--continue`, `simulate` and `compact` all read through here.
+pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
+    let mut file = open_regular(path, OpenOptions::new().read(true))?;
+    let mut bytes = Vec::new();
+    Read::by_ref(&mut file)
+        .take(MAX_JOURNAL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_JOURNAL_BYTES {
+        return Err(SessionError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_JOURNAL_BYTES,
+        });
+    }
+    let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    Ok(JournalText { bytes, complete_len })
+}
+
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-/// Replay a journal. Lines that do not parse (a write cut by a crash) are skipped.
+/// Replay a journal into a history that is valid to send. A torn last line is left
+/// out; a complete line that is not a record is skipped and named in `repairs`; then
+/// [`repair`] mends what is left (calls without results, orphan results, an assistant
+/// message first), each mend named in `repairs`.
 pub fn restore(path: &Path) -> Result<Restored, SessionError> {
-    let file = File::open(path).map_err(|source| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_journal(path)?;
     let mut restored = Restored::default();
+    if let Some(torn) = text.torn() {
+        restored.repairs.push(format!(
+            "the last line of the journal ({} bytes) was cut by a crash and is left out",
+            torn.len()
+        ));
+    }
     let mut pending_stages = Vec::new();
-    for line in BufReader::new(file).split(b'\n') {
-        let line = line.map_err(|source| SessionError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let Ok(record) = serde_json::from_slice::<Record>(&line) else {
+    for (number, line) in text.lines() {
+        let Ok(record) = serde_json::from_slice::<Record>(line) else {
+            restored
+                .repairs
+                .push(format!("line {number} of the journal is not a record and was skipped"));
             continue;
         };
         match record {
             Record::Meta { .. } => {}
             Record::Append { message } => restored.messages.push(message),
-            Record::Replace { messages } => restored.messages = messages,
+            Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
             Record::Stage { event } => {
                 pending_stages.push(event.stage);
                 restored.stages.push(event);
@@ -199,6 +357,7 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
             }),
         }
     }
+    restored.repairs.extend(repair(&mut restored.messages));
     Ok(restored)
 }
 
@@ -271,5 +430,206 @@ mod tests {
         assert_eq!(find(dir.path(), None).unwrap(), path);
         assert_eq!(find(dir.path(), Some(journal.id())).unwrap(), path);
         assert!(matches!(find(dir.path(), Some("nope")), Err(SessionError::NotFound(_))));
+    }
+
+    use crate::compact::pairing::check_pairing;
+    use crate::message::{ContentBlock, Role};
+
+    /// A scripted session: a prompt, a tool round, a compaction, then a kill while the
+    /// second tool runs (the call is the last record).
+    fn scripted_records() -> Vec<Record> {
+        let call = |id: &str| {
+            Message::blocks(
+                Role::Assistant,
+                vec![
+                    ContentBlock::text("checking"),
+                    ContentBlock::tool_use(id, "bash", serde_json::json!({"command": "ls"})),
+                ],
+            )
+        };
+        let result = |id: &str| Message::blocks(Role::User, vec![ContentBlock::tool_result(id, "a\nb ✓", false)]);
+        vec![
+            Record::Meta {
+                version: 1,
+                provider: "demo".into(),
+                model: "m".into(),
+                created_unix: 1,
+            },
+            Record::Append {
+                message: Message::user_text("list the files"),
+            },
+            Record::Append { message: call("t1") },
+            Record::Append { message: result("t1") },
+            Record::Call {
+                estimate: 300,
+                messages: 3,
+                input_tokens: Some(90),
+            },
+            Record::Replace {
+                messages: vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")],
+            },
+            Record::Append { message: call("t2") },
+            Record::Append { message: result("t2") },
+            Record::Append {
+                message: Message::assistant_text("done"),
+            },
+            Record::Append {
+                message: Message::user_text("now again"),
+            },
+            Record::Append { message: call("t3") },
+        ]
+    }
+
+    fn replay(records: &[Record]) -> Vec<Message> {
+        let mut messages = Vec::new();
+        for record in records {
+            match record {
+                Record::Append { message } => messages.push(message.clone()),
+                Record::Replace { messages: all } | Record::Repair { messages: all, .. } => messages = all.clone(),
+                _ => {}
+            }
+        }
+        messages
+    }
+
+    #[test]
+    fn a_cut_anywhere_restores_a_valid_history_losing_at_most_the_record_being_written() {
+        let records = scripted_records();
+        let lines: Vec<Vec<u8>> = records
+            .iter()
+            .map(|record| {
+                let mut line = serde_json::to_vec(record).unwrap();
+                line.push(b'\n');
+                line
+            })
+            .collect();
+        let whole: Vec<u8> = lines.concat();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cut.jsonl");
+        for cut in 0..=whole.len() {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            let restored = restore(&path).unwrap();
+            assert_eq!(check_pairing(&restored.messages), Ok(()), "cut at byte {cut}");
+            // Complete records are the ones whose newline made it to disk.
+            let mut ends = 0;
+            let complete = lines
+                .iter()
+                .take_while(|line| {
+                    ends += line.len();
+                    ends <= cut
+                })
+                .count();
+            let mut expected = replay(&records[..complete]);
+            repair(&mut expected);
+            assert_eq!(restored.messages, expected, "cut at byte {cut}");
+            if !restored.messages.is_empty() {
+                assert_eq!(restored.messages[0].role, Role::User);
+            }
+        }
+        // The full journal ends with a call that never ran: it gets an interrupted result.
+        std::fs::write(&path, &whole).unwrap();
+        let restored = restore(&path).unwrap();
+        let last = restored.messages.last().unwrap();
+        assert!(last.text().is_empty() && last.has_tool_result());
+        assert_eq!(restored.repairs.len(), 1, "{:?}", restored.repairs);
+    }
+
+    #[test]
+    fn reopening_moves_a_torn_tail_aside_so_the_next_record_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::create(dir.path(), "demo", "m").unwrap();
+        journal
+            .append(&Record::Append {
+                message: Message::user_text("first"),
+            })
+            .unwrap();
+        let path = journal.path().to_path_buf();
+        drop(journal);
+        let torn = b"{\"type\":\"append\",\"message\":{\"role\":\"assistant\",\"con";
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(torn)
+            .unwrap();
+        let mut journal = Journal::reopen(&path).unwrap();
+        journal
+            .append(&Record::Append {
+                message: Message::assistant_text("second"),
+            })
+            .unwrap();
+        let restored = restore(&path).unwrap();
+        assert_eq!(
+            restored.messages,
+            vec![Message::user_text("first"), Message::assistant_text("second")]
+        );
+        assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+        let side = std::fs::read(torn_side_file(&path)).unwrap();
+        assert_eq!(&side[..torn.len()], torn, "the torn bytes are kept");
+    }
+
+    #[test]
+    fn a_garbage_line_is_skipped_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.jsonl");
+        let call = Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::tool_use("t1", "bash", serde_json::json!({}))],
+        );
+        let text = format!(
+            "{}\n{}\nnot json at all\n{}\n",
+            serde_json::to_string(&Record::Append {
+                message: Message::user_text("go")
+            })
+            .unwrap(),
+            serde_json::to_string(&Record::Append { message: call }).unwrap(),
+            serde_json::to_string(&Record::Append {
+                message: Message::user_text("next")
+            })
+            .unwrap(),
+        );
+        std::fs::write(&path, text).unwrap();
+        let restored = restore(&path).unwrap();
+        assert_eq!(check_pairing(&restored.messages), Ok(()));
+        assert!(
+            restored.repairs.iter().any(|r| r.contains("line 3")),
+            "{:?}",
+            restored.repairs
+        );
+        assert!(restored.messages[2].text().contains("next"), "the prompt is kept");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_journal_that_is_a_fifo_or_a_link_to_a_device_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.jsonl");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert!(matches!(restore(&fifo), Err(SessionError::NotAFile(_))));
+        assert!(matches!(Journal::reopen(&fifo), Err(SessionError::NotAFile(_))));
+        let link = dir.path().join("zero.jsonl");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(matches!(restore(&link), Err(SessionError::NotAFile(_))));
+    }
+
+    #[test]
+    fn two_sessions_in_the_same_second_get_their_own_journals() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = Journal::create(dir.path(), "demo", "m").unwrap();
+        first
+            .append(&Record::Append {
+                message: Message::user_text("before /clear"),
+            })
+            .unwrap();
+        let second = Journal::create(dir.path(), "demo", "m").unwrap();
+        assert_ne!(first.id(), second.id());
+        assert_ne!(first.path(), second.path());
+        assert!(
+            restore(second.path()).unwrap().messages.is_empty(),
+            "the cleared session is not resurrected"
+        );
+        assert_eq!(restore(first.path()).unwrap().messages.len(), 1);
     }
 }

@@ -15,8 +15,16 @@ use crate::store::Store;
 pub enum CompactCommandError {
     #[error("cannot read {path}: {source}")]
     Read { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Journal(#[from] crate::session::SessionError),
     #[error("{path} is not a JSON array of messages: {source}")]
     Parse { path: String, source: serde_json::Error },
+    #[error("{path}, line {line}: neither a journal record nor a message: {source}")]
+    Line {
+        path: String,
+        line: usize,
+        source: serde_json::Error,
+    },
     #[error("invalid compaction settings: {0}")]
     Config(String),
     #[error("cannot write the output: {0}")]
@@ -24,10 +32,12 @@ pub enum CompactCommandError {
 }
 
 pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CompactCommandError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text = crate::session::read_journal(path)?
+        .into_string()
+        .map_err(|source| CompactCommandError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
     crate::message::parse_history(&text).map_err(|source| CompactCommandError::Parse {
         path: path.display().to_string(),
         source,

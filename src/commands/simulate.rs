@@ -12,7 +12,7 @@ use super::compact::CompactCommandError;
 use crate::cli::SimulateArgs;
 use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
 use crate::message::{Message, Role, is_user_prompt};
-use crate::session::{Record, TimelinePoint};
+use crate::session::{Record, TimelinePoint, read_journal};
 use crate::store::Store;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -27,28 +27,31 @@ pub struct SimStep {
 }
 
 /// Read a JSON array of messages, a transcript (JSONL of messages) or a session
-/// journal (JSONL of records; the appended messages are replayed).
+/// journal (JSONL of records; the appended messages are replayed). Lines are read as
+/// `--continue` reads them: a torn last line is left out.
 pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
-    let text = std::fs::read_to_string(path).map_err(|source| CompactCommandError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let parse_error = |source| CompactCommandError::Parse {
-        path: path.display().to_string(),
-        source,
-    };
-    if text.trim_start().starts_with('[') {
-        return serde_json::from_str(&text).map_err(parse_error);
+    let text = read_journal(path)?;
+    let name = || path.display().to_string();
+    if text.starts_with(b'[') {
+        let whole = text
+            .into_string()
+            .map_err(|source| CompactCommandError::Read { path: name(), source })?;
+        return serde_json::from_str(&whole).map_err(|source| CompactCommandError::Parse { path: name(), source });
     }
     let mut messages = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Ok(record) = serde_json::from_str::<Record>(line) {
+    for (line, bytes) in text.lines() {
+        if let Ok(record) = serde_json::from_slice::<Record>(bytes) {
             if let Record::Append { message } = record {
                 messages.push(message);
             }
             continue;
         }
-        messages.push(serde_json::from_str(line).map_err(parse_error)?);
+        let message = serde_json::from_slice(bytes).map_err(|source| CompactCommandError::Line {
+            path: name(),
+            line,
+            source,
+        })?;
+        messages.push(message);
     }
     Ok(messages)
 }

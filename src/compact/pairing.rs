@@ -94,8 +94,9 @@ pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
 pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before this tool finished";
 
 /// Make any history valid to send, losing nothing: the first message becomes a user
-/// message, every call gets a result (a synthetic error where it had none), and a
-/// result whose call is not right before it becomes plain text in the same message.
+/// message, every call gets a result (a synthetic error where it had none, the final
+/// message's calls included: nothing will run them any more), and a result whose call
+/// is not right before it becomes plain text in the same message.
 /// Returns one note per change; no notes means the history was already valid.
 pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
     let mut notes = Vec::new();
@@ -120,11 +121,7 @@ pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
         if messages[index].role == Role::Assistant && messages[index].has_tool_use() {
             let calls: Vec<String> = messages[index].tool_use_ids().map(str::to_string).collect();
             let next = index + 1;
-            if next == messages.len() {
-                index += 1;
-                continue;
-            }
-            if messages[next].role == Role::Assistant {
+            if next == messages.len() || messages[next].role == Role::Assistant {
                 messages.insert(next, Message::blocks(Role::User, Vec::new()));
             }
             let answered: Vec<String> = messages[next].tool_result_ids().map(str::to_string).collect();
@@ -267,7 +264,7 @@ mod tests {
         ];
         let notes = repair(&mut history);
         assert_eq!(check_pairing(&history), Ok(()), "{history:?}");
-        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert_eq!(notes.len(), 6, "{notes:?}");
         assert_eq!(history[0].role, Role::User);
         // The prompt keeps its text after the synthetic result.
         assert_eq!(history[2].tool_result_ids().collect::<Vec<_>>(), ["lost"]);
@@ -277,7 +274,11 @@ mod tests {
         assert!(history[4].text().contains("stray"));
         // Two calls in a row: a results message is put between them.
         assert_eq!(history[6].tool_result_ids().collect::<Vec<_>>(), ["b"]);
-        assert!(history[7].has_tool_use(), "the final call stays open for its turn");
+        assert_eq!(
+            history[8].tool_result_ids().collect::<Vec<_>>(),
+            ["c"],
+            "the final call is answered"
+        );
         let again = repair(&mut history);
         assert!(again.is_empty(), "a repaired history needs no more repair: {again:?}");
     }

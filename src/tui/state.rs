@@ -273,6 +273,7 @@ impl AppState {
                 }
             }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
+            AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => {
                 if self.turn == TurnState::Compacting && !self.in_turn {
                     self.turn = TurnState::Idle;
