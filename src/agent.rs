@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use crate::compact::estimate::json_chars;
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
 use crate::session::{Journal, Record};
 use crate::store::Store;
@@ -409,14 +411,15 @@ impl Agent {
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
                 Err(None) => return TurnOutcome::Cancelled,
-                Err(Some(ProviderError::ContextTooLong { message })) if !reactive_used => {
+                Err(Some(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
                     reactive_used = true;
                     step -= 1;
                     tracing::warn!(%message, "prompt refused as too long; compacting reactively");
                     let request = request.to_string();
+                    let target = overflow.map(|overflow| self.fitting_estimate(overflow));
                     let events = self
                         .on_history(move |messages, config, store, summariser| {
-                            vec![reactive_compact(messages, &request, config, store, summariser)]
+                            reactive_compact(messages, &request, target, config, store, summariser)
                         })
                         .await;
                     if events.iter().all(|e| e.replaced == 0) {
@@ -527,6 +530,17 @@ impl Agent {
                 Ok(response)
             }
         }
+    }
+
+    /// The estimate of the messages that would fit what the server said it takes: the
+    /// whole request (system prompt and tools included) measured against the tokens it
+    /// counted gives the characters per token, with a tenth kept in reserve.
+    fn fitting_estimate(&self, overflow: TokenOverflow) -> usize {
+        let fixed = self.settings.system_prompt.chars().count() + json_chars(&ToolBox::specs());
+        let request_chars = (self.sizes.total() + fixed) as f64;
+        let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
+        let fitting = overflow.max_tokens as f64 * chars_per_token * 0.9;
+        (fitting as usize).saturating_sub(fixed)
     }
 
     /// Nothing invalid is ever sent: a bug that broke pairing fails loudly in debug

@@ -141,7 +141,7 @@ async fn a_prompt_over_the_context_is_classified_as_too_long() {
     let long = "the quick brown fox jumps over the lazy dog ".repeat(400);
     for provider in [&anthropic as &dyn Provider, &openai] {
         match ask(provider, long.clone()).await {
-            Err(ProviderError::ContextTooLong { message }) => assert!(message.contains("context"), "{message}"),
+            Err(ProviderError::ContextTooLong { message, .. }) => assert!(message.contains("context"), "{message}"),
             other => panic!("{}: expected ContextTooLong, got {other:?}", provider.kind()),
         }
     }

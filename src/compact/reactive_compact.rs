@@ -1,40 +1,69 @@
 //! When the API refuses a prompt as too long (our character estimate undercounted its
-//! tokenizer): save the transcript, summarise all but the newest messages and let the
-//! caller retry once. The kept tail never starts with results whose calls were
-//! summarised away.
+//! tokenizer): first the recoverable stages shrink the history to the size the server
+//! will take, and only if that is not enough is the history summarised, all but the
+//! newest messages, before the caller retries once. The kept tail never starts with
+//! results whose calls were summarised away, and the history never grows: if nothing
+//! made it smaller, it is left exactly as it was and the caller reports the refusal.
 
 use super::compact_history::{Summarise, summarise_prefix};
 use super::estimate::Sizes;
+use super::micro_compact::{fit_tool_results, micro_compact};
 use super::pairing::{tail_start_backward, tail_start_forward};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser};
 use crate::message::Message;
 use crate::store::Store;
 
-/// Returns the event; when it carries errors or replaced nothing, the history is
-/// unchanged and the caller should surface the original API error.
+/// `target`: the estimate the server would take, from the size it reported converted
+/// with the measured characters per token; `None` when it did not say (then half the
+/// current estimate). The events say what happened; when none replaced anything, or
+/// one carries an error about growth, the history is unchanged.
 pub fn reactive_compact(
     messages: &mut Vec<Message>,
     active_request: &str,
+    target: Option<usize>,
     config: &CompactConfig,
     store: &Store,
     summariser: &mut dyn Summariser,
-) -> StageEvent {
+) -> Vec<StageEvent> {
     let mut sizes = Sizes::of(messages, config.estimate);
-    let wanted = messages.len().saturating_sub(config.reactive_keep_messages).max(1);
-    let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
-    let ctx = Context { config, store };
-    summarise_prefix(
-        messages,
-        &mut sizes,
-        Summarise {
-            stage: Stage::ReactiveCompact,
-            end: end.min(messages.len()),
-            active_request,
-            focus: None,
-        },
-        &ctx,
-        summariser,
-    )
+    let before = sizes.total();
+    let goal = target.unwrap_or(before / 2).min(before.saturating_sub(1));
+    // The recoverable stages aim straight at the goal.
+    let aimed = CompactConfig {
+        context_char_limit: goal,
+        micro_target_percent: 100,
+        ..config.clone()
+    };
+    let ctx = Context { config: &aimed, store };
+    let original = messages.clone();
+    let mut events = Vec::new();
+    events.extend(micro_compact(messages, &mut sizes, &ctx));
+    events.extend(fit_tool_results(messages, &mut sizes, &ctx));
+    if sizes.total() > goal {
+        let wanted = messages.len().saturating_sub(config.reactive_keep_messages).max(1);
+        let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
+        events.push(summarise_prefix(
+            messages,
+            &mut sizes,
+            Summarise {
+                stage: Stage::ReactiveCompact,
+                end: end.min(messages.len()),
+                active_request,
+                focus: None,
+            },
+            &ctx,
+            summariser,
+        ));
+    }
+    if sizes.total() >= before {
+        *messages = original;
+        let mut refused = StageEvent::start(Stage::ReactiveCompact, messages.len(), before);
+        refused.errors.push(format!(
+            "nothing could make the history smaller than its {before} characters; it is kept as it was"
+        ));
+        return vec![refused];
+    }
+    events
 }
 
 #[cfg(test)]
@@ -75,13 +104,17 @@ mod tests {
         let store = Store::new(dir.path());
         let original = tool_rounds(6);
         let mut history = original.clone();
-        let event = reactive_compact(
+        let events = reactive_compact(
             &mut history,
             "task",
+            None,
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
         );
+        let [event] = events.as_slice() else {
+            panic!("one summary: {events:?}")
+        };
         assert!(event.errors.is_empty());
         // 13 messages; the newest five would start with a result, so six are kept.
         assert_eq!(history.len(), 7);
@@ -93,22 +126,60 @@ mod tests {
     }
 
     #[test]
-    fn a_short_history_is_summarised_down_to_its_last_message() {
+    fn a_short_history_that_would_only_grow_is_kept_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let mut history = vec![
-            Message::user_text("x".repeat(10_000)),
-            Message::assistant_text("a"),
-            Message::user_text("b"),
-        ];
-        let event = reactive_compact(
+        let original = vec![Message::user_text("b")];
+        let mut history = original.clone();
+        let events = reactive_compact(
             &mut history,
             "b",
+            None,
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
         );
-        assert_eq!(event.replaced, 1);
-        assert_eq!(history.len(), 3);
+        assert_eq!(history, original);
+        assert!(
+            events.iter().all(|e| e.replaced == 0 && !e.errors.is_empty()),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn large_results_of_a_short_history_are_persisted_without_a_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        // Three messages: the request, three calls, three large results (unseen).
+        let calls = (0..3)
+            .map(|i| ContentBlock::tool_use(format!("t{i}"), "read_file", serde_json::json!({"path": "big"})))
+            .collect();
+        let results = (0..3)
+            .map(|i| ContentBlock::tool_result(format!("t{i}"), "z".repeat(11_000 + i), false))
+            .collect();
+        let mut history = vec![
+            Message::user_text("read the three files"),
+            Message::blocks(Role::Assistant, calls),
+            Message::blocks(Role::User, results),
+        ];
+        let before = crate::compact::estimate_chars(&history);
+        let events = reactive_compact(
+            &mut history,
+            "read the three files",
+            Some(20_000),
+            &CompactConfig::default(),
+            &store,
+            &mut ExtractiveSummariser,
+        );
+        let after = crate::compact::estimate_chars(&history);
+        assert!(after <= 20_000 && after < before, "{before} -> {after}");
+        assert!(events.iter().all(|e| e.stage != Stage::ReactiveCompact), "{events:?}");
+        assert_eq!(history.len(), 3, "nothing was summarised");
+        assert_eq!(check_pairing(&history), Ok(()));
+        assert!(
+            events
+                .iter()
+                .any(|e| e.stage == Stage::FitToolResults && e.replaced >= 1)
+        );
     }
 }

@@ -8,7 +8,11 @@ use serde_json::Value;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ProviderError {
     #[error("the prompt is too long for the model: {message}")]
-    ContextTooLong { message: String },
+    ContextTooLong {
+        message: String,
+        /// The prompt's size and the most the server takes, in tokens, when it said.
+        overflow: Option<TokenOverflow>,
+    },
     #[error("rate limited (HTTP 429): {message}")]
     RateLimited {
         retry_after: Option<Duration>,
@@ -57,7 +61,8 @@ impl ProviderError {
         let (kind, message) = error_fields(body);
         let message = message.unwrap_or_else(|| shorten(body));
         if is_context_overflow(kind.as_deref(), &message) {
-            return ProviderError::ContextTooLong { message };
+            let overflow = TokenOverflow::from_body(body).or_else(|| TokenOverflow::from_message(&message));
+            return ProviderError::ContextTooLong { message, overflow };
         }
         match status {
             429 => ProviderError::RateLimited {
@@ -76,7 +81,8 @@ impl ProviderError {
         let (kind, message) = error_fields(data);
         let message = message.unwrap_or_else(|| shorten(data));
         if is_context_overflow(kind.as_deref(), &message) {
-            return ProviderError::ContextTooLong { message };
+            let overflow = TokenOverflow::from_body(data).or_else(|| TokenOverflow::from_message(&message));
+            return ProviderError::ContextTooLong { message, overflow };
         }
         match kind.as_deref() {
             Some("overloaded_error") => ProviderError::Overloaded { message },
@@ -88,6 +94,47 @@ impl ProviderError {
             Some("invalid_request_error") => ProviderError::BadRequest { status: 400, message },
             _ => ProviderError::Server { status: 500, message },
         }
+    }
+}
+
+/// What a server said about a prompt it refused as too long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenOverflow {
+    pub prompt_tokens: u64,
+    pub max_tokens: u64,
+}
+
+impl TokenOverflow {
+    /// llama.cpp's fields: `{"error":{"n_prompt_tokens":4133,"n_ctx":2048,…}}`.
+    fn from_body(body: &str) -> Option<Self> {
+        let value: Value = serde_json::from_str(body).ok()?;
+        let error = value.get("error").unwrap_or(&value);
+        Some(TokenOverflow {
+            prompt_tokens: error.get("n_prompt_tokens")?.as_u64()?,
+            max_tokens: error.get("n_ctx")?.as_u64()?,
+        })
+        .filter(|o| o.max_tokens > 0)
+    }
+
+    /// The numbers in the messages of Anthropic (`prompt is too long: 219898 tokens >
+    /// 200000 maximum`), llama.cpp (`request (4133 tokens) exceeds the available context
+    /// size (2048 tokens)`) and OpenAI (`maximum context length is 8192 tokens. However,
+    /// your messages resulted in 9000 tokens`).
+    fn from_message(message: &str) -> Option<Self> {
+        let numbers: Vec<u64> = message
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|part| !part.is_empty())
+            .filter_map(|part| part.parse().ok())
+            .collect();
+        let (prompt_tokens, max_tokens) = match numbers.as_slice() {
+            [a, b, ..] if message.contains("maximum context length") => (*b, *a),
+            [a, b, ..] => (*a, *b),
+            _ => return None,
+        };
+        (max_tokens > 0 && prompt_tokens > max_tokens).then_some(TokenOverflow {
+            prompt_tokens,
+            max_tokens,
+        })
     }
 }
 
@@ -155,10 +202,16 @@ mod tests {
                 ProviderError::from_http(status, retry_after, &value["body"].to_string())
             })
             .collect();
-        assert!(
-            matches!(&classified[0], ProviderError::ContextTooLong { message } if message.contains("219898 tokens"))
-        );
-        assert!(matches!(&classified[1], ProviderError::ContextTooLong { message } if message.contains("4133 tokens")));
+        assert!(matches!(
+            &classified[0],
+            ProviderError::ContextTooLong { message, overflow: Some(TokenOverflow { prompt_tokens: 219_898, max_tokens: 200_000 }) }
+                if message.contains("219898 tokens")
+        ));
+        assert!(matches!(
+            &classified[1],
+            ProviderError::ContextTooLong { message, overflow: Some(TokenOverflow { prompt_tokens: 4133, max_tokens: 2048 }) }
+                if message.contains("4133 tokens")
+        ));
         assert_eq!(classified[2].retry_after(), Some(Duration::from_secs(2)));
         assert!(classified[2].is_retryable());
         assert!(matches!(classified[3], ProviderError::Overloaded { .. }));
@@ -172,7 +225,18 @@ mod tests {
         let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
         assert!(matches!(
             ProviderError::from_http(400, None, openai),
-            ProviderError::ContextTooLong { .. }
+            ProviderError::ContextTooLong { overflow: None, .. }
+        ));
+        let openai = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9100 tokens. Please reduce the length of the messages.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(matches!(
+            ProviderError::from_http(400, None, openai),
+            ProviderError::ContextTooLong {
+                overflow: Some(TokenOverflow {
+                    prompt_tokens: 9100,
+                    max_tokens: 8192
+                }),
+                ..
+            }
         ));
         let html = ProviderError::from_http(502, None, "<html>bad gateway</html>");
         assert_eq!(
