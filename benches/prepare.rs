@@ -1,6 +1,9 @@
 //! `prepare` on long synthetic histories (1k, 10k, 50k messages, ~2 KB each, many
-//! old tool results over the limit): time per call from criterion, and the peak heap
-//! used by one call, measured by a counting allocator and printed beside it.
+//! old tool results over the limit), and on a wide one (49 messages, 32 results per
+//! tool batch, about 8 M chars, where micro_compact saves hundreds of files at once):
+//! time per call from criterion, and the peak heap used by one call, measured by a
+//! counting allocator and printed beside it. Durable writes on disk unless
+//! BENCH_NO_FSYNC is set.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -70,6 +73,40 @@ fn synthetic_history(messages: usize) -> Vec<Message> {
     history
 }
 
+/// A request, then 24 rounds of 32 parallel calls and their ~10 KB results: 49
+/// messages of about 8 M characters.
+fn wide_history() -> Vec<Message> {
+    let mut history = vec![Message::user_text("Read every module and summarise the API.")];
+    for round in 0..24 {
+        let ids: Vec<String> = (0..32).map(|call| format!("toolu_{round:02}_{call:02}")).collect();
+        history.push(Message::blocks(
+            Role::Assistant,
+            ids.iter()
+                .map(|id| {
+                    ContentBlock::tool_use(
+                        id.clone(),
+                        "read_file",
+                        serde_json::json!({"path": format!("src/{id}.rs")}),
+                    )
+                })
+                .collect(),
+        ));
+        history.push(Message::blocks(
+            Role::User,
+            ids.iter()
+                .map(|id| {
+                    ContentBlock::tool_result(
+                        id.clone(),
+                        format!("// {id}: a line of source text ✓\n").repeat(260),
+                        false,
+                    )
+                })
+                .collect(),
+        ));
+    }
+    history
+}
+
 fn bench_prepare(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     // BENCH_NO_FSYNC=1 measures the pipeline without the disk flush (not a setting a
@@ -82,8 +119,13 @@ fn bench_prepare(c: &mut Criterion) {
     let config = CompactConfig::default();
     let mut group = c.benchmark_group("prepare");
     group.sample_size(10);
-    for size in [1_000, 10_000, 50_000] {
-        let history = synthetic_history(size);
+    let shapes = [
+        ("1000_messages", synthetic_history(1_000)),
+        ("10000_messages", synthetic_history(10_000)),
+        ("50000_messages", synthetic_history(50_000)),
+        ("49_messages_32_results_per_batch", wide_history()),
+    ];
+    for (name, history) in shapes {
         let chars = estimate_chars(&history);
 
         let baseline = CURRENT.load(Ordering::Relaxed);
@@ -94,7 +136,7 @@ fn bench_prepare(c: &mut Criterion) {
         let peak = PEAK.load(Ordering::Relaxed) - baseline;
         let history_bytes = with_input - baseline;
         println!(
-            "prepare/{size}: history {} messages, {:.1} MB ({chars} chars); peak heap during prepare {:.1} MB = {:.2}x the history; {} events, {} messages after",
+            "prepare/{name}: history {} messages, {:.1} MB ({chars} chars); peak heap during prepare {:.1} MB = {:.2}x the history; {} events, {} messages after",
             history.len(),
             history_bytes as f64 / 1e6,
             peak as f64 / 1e6,
@@ -104,12 +146,13 @@ fn bench_prepare(c: &mut Criterion) {
         );
         drop(prepared);
 
-        group.bench_function(format!("{size}_messages"), |b| {
+        group.bench_function(name, |b| {
             b.iter_batched(
                 || {
-                    // A session writes one transcript per snip; do not let files from
-                    // earlier iterations pile up in the page cache and slow the disk.
+                    // Every iteration writes its files anew (an identical saved file
+                    // would be reused), and files of earlier iterations do not pile up.
                     let _ = std::fs::remove_dir_all(store.transcripts_dir());
+                    let _ = std::fs::remove_dir_all(store.tool_results_dir());
                     history.clone()
                 },
                 |input| prepare(input, "Refactor", &config, &store, &mut ExtractiveSummariser),

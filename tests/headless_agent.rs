@@ -224,11 +224,41 @@ fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
     assert!(api.requests().iter().any(Recorded::is_summary));
 }
 
+/// A journal of an earlier conversation of `turns` exchanges of `chars` characters each.
+fn write_earlier_session(workspace: &Path, turns: usize, chars: usize) {
+    use scratchpad::session::Record;
+    let dir = workspace.join(scratchpad::session::SESSIONS_DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    for turn in 0..turns {
+        for message in [
+            Message::user_text(format!("question {turn}: {}", "q".repeat(chars))),
+            Message::assistant_text(format!("answer {turn}: {}", "a".repeat(chars))),
+        ] {
+            text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
+            text.push('\n');
+        }
+    }
+    std::fs::write(dir.join("20260101-000000-1.jsonl"), text).unwrap();
+}
+
+#[test]
+fn a_refusal_that_nothing_can_shrink_is_reported_at_once() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("unused")]);
+    let output = workspace.run(&api, &["-p", "Do the thing"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("could not shrink"), "{stderr}");
+    assert_eq!(api.turn_requests().len(), 1, "no retry of an unchanged history");
+}
+
 #[test]
 fn prompt_too_long_compacts_reactively_and_retries_once() {
     let workspace = Workspace::new();
+    write_earlier_session(workspace.path(), 6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
-    let output = workspace.run(&api, &["-p", "Do the thing", "--events", "jsonl"]);
+    let output = workspace.run(&api, &["--continue", "-p", "Do the thing", "--events", "jsonl"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(stages(&events(&output)), vec!["reactive_compact"]);
     let turns = api.turn_requests();
@@ -236,13 +266,59 @@ fn prompt_too_long_compacts_reactively_and_retries_once() {
     let retried = messages_of(&turns[1]);
     assert!(retried[0].text().starts_with("[Compacted]"));
     assert!(retried[0].text().contains("Current user request:\nDo the thing"));
+    assert!(turns[1].body["messages"].to_string().len() < turns[0].body["messages"].to_string().len());
+}
+
+#[test]
+fn a_refusal_of_a_short_history_with_large_results_persists_them_instead_of_summarising() {
+    let workspace = Workspace::new();
+    for i in 0..3 {
+        std::fs::write(workspace.path().join(format!("big{i}.txt")), "z".repeat(12_000 + i)).unwrap();
+    }
+    let calls: Vec<(&str, &str, Value)> = vec![
+        ("toolu_b0", "bash", json!({"command": "cat big0.txt"})),
+        ("toolu_b1", "bash", json!({"command": "cat big1.txt"})),
+        ("toolu_b2", "bash", json!({"command": "cat big2.txt"})),
+    ];
+    let refusal = common::error_reply(
+        400,
+        json!({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 12000 tokens > 8000 maximum"}}),
+    );
+    let api = MockApi::start_in_thread(vec![tool_reply("Reading.", &calls), refusal, text_reply("read them")]);
+    let output = workspace.run(&api, &["-p", "Read the three files", "--events", "jsonl"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 3, "the call, the refused one, the retry");
+    let refused = messages_of(&turns[1]);
+    let retried = messages_of(&turns[2]);
+    assert_eq!(retried.len(), refused.len(), "nothing was summarised");
+    assert!(!api.requests().iter().any(Recorded::is_summary));
+    let size = |messages: &[Message]| serde_json::to_string(messages).unwrap().len();
+    assert!(size(&retried) < size(&refused), "the history never grew");
+    let persisted: Vec<String> = retried[2]
+        .block_slice()
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult { content, .. } => {
+                parse_persisted_output(&content.full_text()).map(|p| p.path.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!persisted.is_empty(), "large results were persisted");
+    for path in persisted {
+        let saved = std::fs::read_to_string(workspace.path().join(path)).unwrap();
+        assert!(saved.len() >= 12_000, "the file holds the whole output");
+    }
+    assert_eq!(check_pairing(&retried), Ok(()));
 }
 
 #[test]
 fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
     let workspace = Workspace::new();
+    write_earlier_session(workspace.path(), 6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("unused")]);
-    let output = workspace.run(&api, &["-p", "Do the thing"]);
+    let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("prompt is too long"), "{stderr}");
@@ -294,6 +370,55 @@ fn path_escapes_are_refused_headless_without_yes() {
 
 fn newest_journal(workspace: &Path) -> PathBuf {
     scratchpad::session::find(workspace, None).expect("a session journal")
+}
+
+#[test]
+fn a_session_killed_while_a_tool_runs_resumes_with_an_interrupted_result() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Waiting.", &[("toolu_s1", "bash", json!({"command": "sleep 30"}))]),
+        text_reply("Resumed fine."),
+        text_reply("Still fine."),
+    ]);
+    let mut child = workspace
+        .command(&api, &["-p", "First request"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal_has_call = || {
+        scratchpad::session::find(workspace.path(), None)
+            .ok()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .is_some_and(|text| text.contains("toolu_s1"))
+    };
+    let started = Instant::now();
+    while !journal_has_call() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never reached the journal"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap(); // SIGKILL while `sleep 30` runs
+    child.wait().unwrap();
+
+    for (round, request) in ["Second request", "Third request"].iter().enumerate() {
+        let output = workspace.run(&api, &["--continue", "-p", request]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let sent = messages_of(&api.turn_requests()[1 + round]);
+        assert_eq!(check_pairing(&sent), Ok(()), "round {round}: {sent:?}");
+        assert!(
+            tool_results(&sent)
+                .iter()
+                .any(|r| r.contains("interrupted: scratchpad stopped before this tool finished")),
+            "{sent:?}"
+        );
+        if round == 0 {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains("note:") && stderr.contains("interrupted"), "{stderr}");
+        }
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@ use scratchpad::compact::pairing::check_pairing;
 use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Stage, estimate_chars, prepare};
 use scratchpad::message::{Content, ContentBlock, Message, Role, ToolResultContent};
 use scratchpad::store::Store;
+use serde_json::{Value, json};
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -245,8 +246,69 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// Put fields we do not model on the picked messages and blocks, as clients do:
+/// `cache_control` first or last on blocks, `id` and `stop_reason` on messages.
+fn decorate(messages: &[Message], picks: &[bool]) -> String {
+    fn put(object: &mut serde_json::Map<String, Value>, key: &str, value: Value, first: bool) {
+        if first {
+            let rest = std::mem::take(object);
+            object.insert(key.to_string(), value);
+            object.extend(rest);
+        } else {
+            object.insert(key.to_string(), value);
+        }
+    }
+    let mut value = serde_json::to_value(messages).unwrap();
+    let mut n = 0;
+    let mut pick = || {
+        n += 1;
+        (picks[n % picks.len()], n % 2 == 0)
+    };
+    for message in value.as_array_mut().unwrap() {
+        let object = message.as_object_mut().unwrap();
+        if let (true, first) = pick() {
+            put(object, "id", json!("msg_01"), first);
+            put(object, "stop_reason", json!("tool_use"), !first);
+        }
+        if let Some(Value::Array(blocks)) = object.get_mut("content") {
+            for block in blocks {
+                if let (true, first) = pick() {
+                    put(
+                        block.as_object_mut().unwrap(),
+                        "cache_control",
+                        json!({"type": "ephemeral"}),
+                        first,
+                    );
+                }
+            }
+        }
+    }
+    serde_json::to_string(&value).unwrap()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn extra_fields_on_any_block_or_message_round_trip_byte_for_byte(
+        input in history(),
+        picks in proptest::collection::vec(proptest::bool::weighted(0.4), 1..16),
+    ) {
+        let json = decorate(&input, &picks);
+        let parsed: Vec<Message> = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(serde_json::to_string(&parsed).unwrap(), json);
+        // Decorated results and calls are still results and calls.
+        prop_assert_eq!(originals(&parsed).len(), originals(&input).len());
+    }
+
+    #[test]
+    fn prepare_keeps_pairing_with_cache_control_on_calls_and_results(
+        input in history(),
+        picks in proptest::collection::vec(proptest::bool::weighted(0.5), 1..16),
+    ) {
+        let decorated: Vec<Message> = serde_json::from_str(&decorate(&input, &picks)).unwrap();
+        check(decorated, &small_config())?;
+    }
 
     #[test]
     fn prepare_keeps_every_invariant_with_small_thresholds(input in history()) {

@@ -304,4 +304,59 @@ mod tests {
         let mut history = with_total(rounds(&[5_000], false), 50_000);
         assert!(run(fit_tool_results, &mut history, dir.path()).is_none());
     }
+
+    #[test]
+    fn the_seed_estimate_fires_where_compact_json_is_exactly_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = rounds(&[10_000, 10_000, 10_000, 10_000, 5_000], true);
+        let compact_now = crate::compact::estimate::json_chars(&history);
+        let (_, content) = tool_result_mut(&mut history, (2, 0)).unwrap();
+        *content = ToolResultContent::Text("x".repeat(10_000 + 50_000 - compact_now));
+        assert_eq!(crate::compact::estimate::json_chars(&history), 50_000);
+        assert!(estimate_chars(&history) > 50_000, "the seed counts \", \" and \": \"");
+        let store = Store::new(dir.path());
+        let compact = CompactConfig {
+            estimate: crate::compact::EstimateMode::Compact,
+            ..CompactConfig::default()
+        };
+        let ctx = Context {
+            config: &compact,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(&history, compact.estimate);
+        assert!(
+            micro_compact(&mut history, &mut sizes, &ctx).is_none(),
+            "compact counting: at the limit"
+        );
+        assert!(
+            run(micro_compact, &mut history, dir.path()).is_some(),
+            "seed counting: over it"
+        );
+    }
+
+    #[test]
+    fn fit_goes_down_to_the_target_as_the_seed_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = rounds(&[21_000, 20_000, 19_000], false);
+        let event = run(fit_tool_results, &mut history, dir.path()).expect("fires");
+        assert_eq!(event.replaced, 2, "one preview leaves it above 40,000");
+        assert!(event.chars_after <= 40_000, "{}", event.chars_after);
+        assert_eq!(result(&history, 2).len(), 19_000);
+    }
+
+    #[test]
+    fn fit_ranks_results_by_the_length_of_their_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = rounds(&[1, 1], false);
+        history[0] = Message::user_text("p".repeat(20_000));
+        // 15,000 newlines are 30,000 characters of JSON but 15,000 of text.
+        *tool_result_mut(&mut history, (2, 0)).unwrap().1 = ToolResultContent::Text("\n".repeat(15_000));
+        *tool_result_mut(&mut history, (4, 0)).unwrap().1 = ToolResultContent::Text("a".repeat(20_000));
+        let event = run(fit_tool_results, &mut history, dir.path()).expect("fires");
+        assert!(
+            event.paths[0].contains("t1"),
+            "the longer text goes first: {:?}",
+            event.paths
+        );
+    }
 }
