@@ -35,6 +35,24 @@ fn scratchpad(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
 }
 
 #[test]
+fn simulate_reads_a_journal_with_a_torn_last_line_as_continue_does() {
+    use scratchpad::message::Message;
+    use scratchpad::session::Record;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("torn.jsonl");
+    let mut text = String::new();
+    for message in [Message::user_text("first"), Message::assistant_text("second")] {
+        text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
+        text.push('\n');
+    }
+    text.push_str("{\"type\":\"append\",\"message\":{\"role\":\"us");
+    std::fs::write(&journal, text).unwrap();
+    let output = scratchpad(&["simulate", journal.to_str().unwrap()], dir.path());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(scratchpad::session::restore(&journal).unwrap().messages.len(), 2);
+}
+
+#[test]
 fn simulate_prints_the_per_step_stage_table() {
     let dir = tempfile::tempdir().unwrap();
     let output = scratchpad(&[&["simulate", FIXTURE], SMALL].concat(), dir.path());

@@ -243,6 +243,32 @@ fn write_earlier_session(workspace: &Path, turns: usize, chars: usize) {
 }
 
 #[test]
+fn duplicate_call_ids_and_non_object_inputs_never_reach_the_history_as_they_are() {
+    let workspace = Workspace::new();
+    let calls: Vec<(&str, &str, Value)> = vec![
+        ("toolu_same", "bash", json!({"command": "echo first"})),
+        ("toolu_same", "bash", json!({"command": "echo second"})),
+        ("toolu_str", "bash", json!("ls -la")),
+    ];
+    let api = MockApi::start_in_thread(vec![tool_reply("Running.", &calls), text_reply("done")]);
+    let output = workspace.run(&api, &["-p", "Run them", "--yes"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sent = messages_of(&api.turn_requests()[1]);
+    assert_eq!(check_pairing(&sent), Ok(()));
+    let ids: Vec<&str> = sent[1].tool_use_ids().collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[0] != ids[1], "ids made unique: {ids:?}");
+    assert!(sent[1].block_slice().iter().all(|block| match block {
+        ContentBlock::ToolUse { input, .. } => input.is_object(),
+        _ => true,
+    }));
+    let results = tool_results(&sent);
+    assert_eq!(results[0], "first\n");
+    assert!(results[1].contains("repeated the id"), "{results:?}");
+    assert!(results[2].contains("must be a JSON object"), "{results:?}");
+}
+
+#[test]
 fn a_refusal_that_nothing_can_shrink_is_reported_at_once() {
     let workspace = Workspace::new();
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("unused")]);
