@@ -546,23 +546,17 @@ impl Agent {
     /// Nothing invalid is ever sent: a bug that broke pairing fails loudly in debug
     /// builds; in release the history is mended, journaled and the user told.
     fn guard_pairing(&mut self) {
-        debug_assert_eq!(
-            check_pairing(&self.messages),
-            Ok(()),
-            "history about to be sent is invalid"
-        );
-        let mut messages = self.messages.clone();
-        let notes = repair(&mut messages);
-        if notes.is_empty() {
+        let Err(problem) = check_pairing(&self.messages) else {
             return;
-        }
-        tracing::error!(?notes, "repaired an invalid history before a model call");
+        };
+        debug_assert!(false, "history about to be sent is invalid: {problem:?}");
+        let notes = repair(&mut self.messages);
+        tracing::error!(?problem, ?notes, "repaired an invalid history before a model call");
         self.journal(Record::Repair {
-            messages: messages.clone(),
+            messages: self.messages.clone(),
             notes: notes.clone(),
         });
-        self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
-        self.messages = messages;
+        self.sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
         for note in notes {
             self.emit(AgentEvent::Notice {
                 message: format!("mended the history before sending it: {note}"),

@@ -136,10 +136,9 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
-        let text = read_journal(path)?;
-        let mut file = open_regular(path, OpenOptions::new().append(true))?;
-        let len = text.complete_len as u64;
-        if let Some(torn) = text.torn() {
+        let mut file = open_regular(path, OpenOptions::new().read(true).append(true))?;
+        let (len, torn) = complete_length(&mut file).map_err(io)?;
+        if !torn.is_empty() {
             let side = torn_side_file(path);
             let mut keep = OpenOptions::new();
             keep.create(true).append(true);
@@ -149,12 +148,11 @@ impl Journal {
                 keep.mode(0o600);
             }
             keep.open(&side)
-                .and_then(|mut side| side.write_all(torn).and_then(|()| side.write_all(b"\n")))
+                .and_then(|mut side| side.write_all(&torn).and_then(|()| side.write_all(b"\n")))
                 .map_err(|source| SessionError::Io { path: side, source })?;
             file.set_len(len).map_err(io)?;
             file.sync_data().map_err(io)?;
         }
-        file.flush().map_err(io)?;
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -242,6 +240,35 @@ fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionE
     } else {
         Err(SessionError::NotAFile(path.to_path_buf()))
     }
+}
+
+/// The length up to the last newline and the bytes after it (a torn line), reading
+/// backwards from the end in blocks, so reopening a long journal reads only its tail.
+fn complete_length(file: &mut File) -> std::io::Result<(u64, Vec<u8>)> {
+    use std::io::{Seek, SeekFrom};
+    const BLOCK: u64 = 64 * 1024;
+    let size = file.metadata()?.len();
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let mut block = vec![0; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        if let Some(at) = block.iter().rposition(|&b| b == b'\n') {
+            let complete = start + at as u64 + 1;
+            return Ok((complete, torn_tail(file, complete, size)?));
+        }
+        end = start;
+    }
+    Ok((0, torn_tail(file, 0, size)?))
+}
+
+fn torn_tail(file: &mut File, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut tail = vec![0; (size - from) as usize];
+    file.seek(SeekFrom::Start(from))?;
+    file.read_exact(&mut tail)?;
+    Ok(tail)
 }
 
 /// Where the bytes of a torn last line are kept.
