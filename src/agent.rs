@@ -10,7 +10,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::compact::estimate::json_chars;
 use crate::compact::pairing::{check_pairing, repair};
-use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare, reactive_compact};
+use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
 use crate::provider::error::TokenOverflow;
@@ -211,14 +211,14 @@ impl Agent {
         self.emit_context();
     }
 
-    fn replace(&mut self, messages: Vec<Message>, events: Vec<StageEvent>) {
+    fn replace(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) {
         if events.iter().all(|e| e.replaced == 0) {
             for event in events {
                 self.emit(AgentEvent::Compaction { event });
             }
             return;
         }
-        self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
+        self.sizes = sizes;
         self.journal(Record::Replace {
             messages: messages.clone(),
         });
@@ -325,22 +325,25 @@ impl Agent {
     /// Run a pipeline function on a blocking thread with the history moved in and out.
     async fn on_history<F>(&mut self, work: F) -> Vec<StageEvent>
     where
-        F: FnOnce(&mut Vec<Message>, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent> + Send + 'static,
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+            + Send
+            + 'static,
     {
         let mut messages = std::mem::take(&mut self.messages);
+        let mut sizes = self.sizes.clone();
         let config = self.settings.compaction.clone();
         let store = self.store.clone();
         let mut summariser = self.summariser();
         let original = messages.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            let events = work(&mut messages, &config, &store, &mut summariser);
-            (messages, events)
+            let events = work(&mut messages, &mut sizes, &config, &store, &mut summariser);
+            (messages, sizes, events)
         })
         .await;
         match joined {
-            Ok((messages, events)) => {
+            Ok((messages, sizes, events)) => {
                 self.messages = original;
-                self.replace(messages, events.clone());
+                self.replace(messages, sizes, events.clone());
                 events
             }
             Err(error) => {
@@ -355,9 +358,11 @@ impl Agent {
 
     async fn prepare_history(&mut self, request: &str) {
         let request = request.to_string();
-        self.on_history(move |messages, config, store, summariser| {
-            let prepared = prepare(std::mem::take(messages), &request, config, store, summariser);
+        self.on_history(move |messages, sizes, config, store, summariser| {
+            let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
+            let prepared = prepare_sized(std::mem::take(messages), taken, &request, config, store, summariser);
             *messages = prepared.messages;
+            *sizes = prepared.sizes;
             prepared.events
         })
         .await;
@@ -374,15 +379,10 @@ impl Agent {
             });
             return;
         }
-        self.on_history(move |messages, config, store, summariser| {
-            vec![force_compact(
-                messages,
-                &request,
-                focus.as_deref(),
-                config,
-                store,
-                summariser,
-            )]
+        self.on_history(move |messages, sizes, config, store, summariser| {
+            let event = force_compact(messages, &request, focus.as_deref(), config, store, summariser);
+            *sizes = Sizes::of(messages, config.estimate);
+            vec![event]
         })
         .await;
     }
@@ -418,8 +418,10 @@ impl Agent {
                     let request = request.to_string();
                     let target = overflow.map(|overflow| self.fitting_estimate(overflow));
                     let events = self
-                        .on_history(move |messages, config, store, summariser| {
-                            reactive_compact(messages, &request, target, config, store, summariser)
+                        .on_history(move |messages, sizes, config, store, summariser| {
+                            let events = reactive_compact(messages, &request, target, config, store, summariser);
+                            *sizes = Sizes::of(messages, config.estimate);
+                            events
                         })
                         .await;
                     if events.iter().all(|e| e.replaced == 0) {

@@ -172,16 +172,16 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
 
     prop_assert_eq!(check_pairing(out), Ok(()));
     prop_assert_eq!(out.first().map(|m| m.role), Some(Role::User));
-    prop_assert_eq!(prepared.estimate, estimate_chars(out));
+    prop_assert_eq!(prepared.estimate(), estimate_chars(out));
     if prepared
         .events
         .iter()
         .any(|e| e.stage == Stage::CompactHistory && e.replaced > 0)
     {
         prop_assert!(
-            prepared.estimate <= config.context_char_limit,
+            prepared.estimate() <= config.context_char_limit,
             "{} > limit",
-            prepared.estimate
+            prepared.estimate()
         );
     }
     for event in &prepared.events {

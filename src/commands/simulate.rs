@@ -81,7 +81,7 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &Store) -> 
             step: steps.len() + 1,
             message: at + 1,
             before,
-            after: prepared.estimate,
+            after: prepared.sizes.total(),
             messages_after: history.len(),
             stages: prepared
                 .events

@@ -30,7 +30,7 @@ use crate::store::Store;
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
-pub use prepare::{Prepared, prepare};
+pub use prepare::{Prepared, prepare, prepare_sized};
 pub use reactive_compact::reactive_compact;
 
 /// Every threshold of the pipeline, in characters of the serialised history.

@@ -12,22 +12,42 @@ use crate::store::Store;
 #[derive(Debug)]
 pub struct Prepared {
     pub messages: Vec<Message>,
+    /// The size table of `messages`, kept in step by every stage.
+    pub sizes: Sizes,
     pub events: Vec<StageEvent>,
+}
+
+impl Prepared {
     /// The estimate of `messages` after every stage.
-    pub estimate: usize,
+    pub fn estimate(&self) -> usize {
+        self.sizes.total()
+    }
 }
 
 /// Bring `messages` within the configured bounds. `active_request` is the newest user
 /// prompt (tool results travel as user messages too, so it is passed explicitly).
 pub fn prepare(
+    messages: Vec<Message>,
+    active_request: &str,
+    config: &CompactConfig,
+    store: &Store,
+    summariser: &mut dyn Summariser,
+) -> Prepared {
+    let sizes = Sizes::of(&messages, config.estimate);
+    prepare_sized(messages, sizes, active_request, config, store, summariser)
+}
+
+/// [`prepare`] for a caller that keeps the size table of its history (the agent), so
+/// that nothing is serialised again just to measure it.
+pub fn prepare_sized(
     mut messages: Vec<Message>,
+    mut sizes: Sizes,
     active_request: &str,
     config: &CompactConfig,
     store: &Store,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
     let ctx = Context { config, store };
-    let mut sizes = Sizes::of(&messages, config.estimate);
     let mut events = Vec::new();
     events.extend(tool_result_budget(&mut messages, &mut sizes, &ctx));
     events.extend(snip_compact(&mut messages, &mut sizes, &ctx));
@@ -41,8 +61,8 @@ pub fn prepare(
         summariser,
     ));
     Prepared {
-        estimate: sizes.total(),
         messages,
+        sizes,
         events,
     }
 }
