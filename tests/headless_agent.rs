@@ -41,7 +41,12 @@ impl Workspace {
     }
 
     fn command(&self, api: &MockApi, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_scratchpad"));
+        self.command_through(Command::new(env!("CARGO_BIN_EXE_scratchpad")), api, args)
+    }
+
+    /// The binary's arguments and environment on `command`, which may be a wrapper
+    /// that then runs the binary.
+    fn command_through(&self, mut command: Command, api: &MockApi, args: &[&str]) -> Command {
         command
             .args(["-C", self.path().to_str().unwrap()])
             .args(["--config", self.home.path().join("config.toml").to_str().unwrap()])
@@ -266,6 +271,47 @@ fn duplicate_call_ids_and_non_object_inputs_never_reach_the_history_as_they_are(
     assert_eq!(results[0], "first\n");
     assert!(results[1].contains("repeated the id"), "{results:?}");
     assert!(results[2].contains("must be a JSON object"), "{results:?}");
+}
+
+#[test]
+fn a_journal_append_that_fails_is_cut_back_and_the_journal_stays_whole() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![text_reply("ok")]);
+    // Files may grow to 4 KiB (as on a nearly full disk); with SIGXFSZ ignored a longer
+    // write fails with EFBIG instead of killing the process.
+    let mut wrapper = Command::new("sh");
+    wrapper.args([
+        "-c",
+        "trap '' XFSZ; ulimit -f 4 && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_scratchpad"),
+    ]);
+    let long_request = format!("Summarise this: {}", "words ".repeat(1_000));
+    let output = workspace
+        .command_through(wrapper, &api, &["-p", &long_request])
+        .output()
+        .expect("run the binary");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("session journal"),
+        "the failed append is reported: {stderr}"
+    );
+    let journal = newest_journal(workspace.path());
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.ends_with('\n'), "no partial line is left behind");
+    for line in text.lines() {
+        serde_json::from_str::<scratchpad::session::Record>(line).expect("every line is a whole record");
+    }
+    assert!(
+        text.contains("\"ok\""),
+        "appends after the failed one still land: {text}"
+    );
+    let restored = scratchpad::session::restore(&journal).unwrap();
+    assert!(
+        !restored.repairs.iter().any(|r| r.contains("not a record")),
+        "{:?}",
+        restored.repairs
+    );
+    assert_eq!(check_pairing(&restored.messages), Ok(()));
 }
 
 #[test]
