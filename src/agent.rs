@@ -17,6 +17,7 @@ use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
 use crate::session::{Journal, Record};
 use crate::store::Store;
+use crate::tools::sandbox::SandboxState;
 use crate::tools::{Job, Plan, ToolBox, ToolOutput, input_summary};
 
 /// What to do when a tool needs the user's permission.
@@ -245,14 +246,26 @@ impl Agent {
         });
     }
 
-    /// Serve ops until the channel closes or the user quits.
-    pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
+    fn announce_session(&self) {
         if let Some(journal) = &self.journal {
             self.emit(AgentEvent::SessionStarted {
                 session_id: journal.id().to_string(),
                 provider: self.provider.kind().to_string(),
                 model: self.provider.model().to_string(),
                 workspace: self.tools.workspace().root().display().to_string(),
+                sandbox: self.tools.sandbox().label().to_string(),
+            });
+        }
+    }
+
+    /// Serve ops until the channel closes or the user quits.
+    pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
+        self.announce_session();
+        if let SandboxState::Unavailable(reason) = self.tools.sandbox() {
+            self.emit(AgentEvent::Notice {
+                message: format!(
+                    "No sandbox for commands: {reason}. Every command not known to be read-only will ask first."
+                ),
             });
         }
         if !self.messages.is_empty() {
@@ -301,13 +314,8 @@ impl Agent {
                 self.provider.model(),
             ) {
                 Ok(journal) => {
-                    self.emit(AgentEvent::SessionStarted {
-                        session_id: journal.id().to_string(),
-                        provider: self.provider.kind().to_string(),
-                        model: self.provider.model().to_string(),
-                        workspace: self.tools.workspace().root().display().to_string(),
-                    });
                     self.journal = Some(journal);
+                    self.announce_session();
                 }
                 Err(error) => self.emit(AgentEvent::Error {
                     message: error.to_string(),

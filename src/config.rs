@@ -180,6 +180,9 @@ impl Config {
                 "bash_timeout_secs must be between 1 and 600".into(),
             ));
         }
+        if let Err(message) = self.tools.hidden_env_matcher() {
+            return Err(("hide_env", message));
+        }
         if self.tools.output_cap_bytes < 1_000 {
             return Err(("output_cap_bytes", "output_cap_bytes must be at least 1000".into()));
         }

@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+use std::ffi::CString;
 use std::io;
 use std::process::ExitCode;
 
@@ -11,9 +13,14 @@ use scratchpad::provider::ProviderSummariser;
 use scratchpad::{commands, headless, launch, logging, tui};
 
 fn main() -> Result<ExitCode> {
+    // Read the environment once, then take our secrets out of it, before any thread
+    // exists: commands the model runs must not find the API key, not even in
+    // /proc/<our pid>/environ.
+    let environment: HashMap<String, String> = std::env::vars().collect();
+    scrub_secrets_from_environment();
     color_eyre::install()?;
     let cli = Cli::parse();
-    let env = |key: &str| std::env::var(key).ok();
+    let env = |key: &str| environment.get(key).cloned();
     match cli.command {
         Some(Command::Compact(args)) => {
             let config = launch::resolve_config(&cli.run, &env)?;
@@ -43,6 +50,7 @@ fn main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
+            scratchpad::tools::bash::adopt_orphans();
             let _guard = logging::init()?;
             let launched = launch::launch(&cli.run, &env)?;
             let runtime = tokio::runtime::Runtime::new()?;
@@ -64,5 +72,36 @@ fn main() -> Result<ExitCode> {
                 }
             }
         }
+    }
+}
+
+/// Overwrite the values of the secrets scratchpad reads (and of the default hidden
+/// patterns) where the kernel shows them in /proc/<pid>/environ, drop them from the
+/// environment, and make this process non-dumpable so that other processes of the
+/// user cannot read its memory or environment either.
+fn scrub_secrets_from_environment() {
+    let hidden = scratchpad::tools::ToolsConfig::default().hidden_env_matcher();
+    let names: Vec<String> = std::env::vars_os()
+        .filter_map(|(key, _)| key.into_string().ok())
+        .filter(|key| hidden.as_ref().is_ok_and(|set| set.is_match(key)))
+        .collect();
+    for name in names {
+        let Ok(c_name) = CString::new(name.as_str()) else {
+            continue;
+        };
+        // SAFETY: main has started no thread yet, so nothing else reads or writes the
+        // environment; getenv returns the value's bytes, which we overwrite in place
+        // within their length, then the variable is removed.
+        unsafe {
+            let value = libc::getenv(c_name.as_ptr());
+            if !value.is_null() {
+                std::ptr::write_bytes(value, b'*', libc::strlen(value));
+            }
+            std::env::remove_var(&name);
+        }
+    }
+    // SAFETY: a prctl that sets a flag on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
 }

@@ -91,6 +91,8 @@ pub enum AgentEvent {
         provider: String,
         model: String,
         workspace: String,
+        /// What confines commands, e.g. `sandbox: workspace-write`.
+        sandbox: String,
     },
     /// The whole history, sent at start (resume) and after `/clear`.
     History {

@@ -31,6 +31,7 @@ fn screen() -> Screen {
         provider: "anthropic".into(),
         model: "claude-sonnet-4-5".into(),
         workspace: "/home/dev/project".into(),
+        sandbox: "sandbox: workspace-write".into(),
     });
     app.apply(context(12_300, 7));
     Screen { app, dir, _ops: ops_rx }

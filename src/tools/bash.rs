@@ -1,14 +1,26 @@
-//! `bash`: a command in its own process group, so a timeout or cancel kills everything
-//! it started. Output is merged, capped in memory and decoded lossily.
+//! `bash`: a command in its own process group, inside the sandbox, with our secrets
+//! taken out of its environment. A timeout or cancel kills everything it started,
+//! `setsid` daemons included (the process adopts orphans and sweeps them), and the
+//! output gathered until then is kept. Output is merged, capped in memory and decoded
+//! lossily.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use globset::GlobSet;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
+use tokio::time::Instant;
 
 use super::ToolOutput;
+use super::sandbox::{Sandbox, apply_in_child};
+
+/// How long output may still arrive after the command itself exited (from background
+/// children that inherited it) before we stop waiting.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// Kills the whole process group when dropped: on timeout, on cancel (the future is
 /// dropped) and after a normal exit (stray background children).
@@ -22,75 +34,216 @@ impl Drop for GroupGuard {
                 libc::killpg(pgid, libc::SIGKILL);
             }
         }
+        sweep_orphans();
     }
 }
 
-pub async fn run(command: &str, cwd: &Path, timeout: Duration, cap: usize) -> ToolOutput {
-    let mut child = match Command::new("bash")
-        .arg("-c")
-        .arg(format!("exec 2>&1\n{command}"))
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => return ToolOutput::error(format!("could not start bash: {error}")),
+static ADOPTS_ORPHANS: AtomicBool = AtomicBool::new(false);
+
+/// Make this process the reaper of its orphaned descendants, so a command's `setsid`
+/// daemons become our children and are swept when the command ends. For the binary
+/// only: in a process that runs other children (a test harness) the sweep would kill
+/// them too.
+pub fn adopt_orphans() {
+    // SAFETY: a prctl that sets a flag on this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0 {
+        ADOPTS_ORPHANS.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Kill and reap every child of ours: once a command ended, any child left is an orphan
+/// it started (commands run one at a time). Repeats while killing one exposes more.
+fn sweep_orphans() {
+    if !ADOPTS_ORPHANS.load(Ordering::Relaxed) {
+        return;
+    }
+    for _ in 0..50 {
+        let orphans = children_of(std::process::id());
+        if orphans.is_empty() {
+            return;
+        }
+        for pid in orphans {
+            // SAFETY: signalling and reaping a child of this process by its pid.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
+
+/// Pids whose parent is `parent`, from `/proc/*/stat`.
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
     };
-    let _guard = GroupGuard(child.id().map(|pid| pid as i32));
-    let Some(mut stdout) = child.stdout.take() else {
-        return ToolOutput::error("could not capture the command's output");
-    };
-    let collect = async {
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}
+
+/// Where and how commands run.
+#[derive(Clone, Debug)]
+pub struct Shell {
+    pub cwd: PathBuf,
+    /// Bytes of output kept in memory.
+    pub cap: usize,
+    /// Environment variables the command never sees (API keys).
+    pub hide_env: GlobSet,
+    pub sandbox: Sandbox,
+}
+
+impl Shell {
+    /// The variables of our environment that `hide_env` matches.
+    fn hidden_variables(&self) -> Vec<OsString> {
+        std::env::vars_os()
+            .map(|(key, _)| key)
+            .filter(|key| self.hide_env.is_match(Path::new(key)))
+            .collect()
+    }
+
+    pub async fn run(&self, command: &str, timeout: Duration) -> ToolOutput {
+        let ruleset = match self.sandbox.ruleset_for_command() {
+            Ok(ruleset) => ruleset,
+            Err(error) => return ToolOutput::error(format!("Not run: {error}")),
+        };
+        let mut process = Command::new("bash");
+        process
+            .arg("-c")
+            .arg(format!("exec 2>&1\n{command}"))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true);
+        for key in self.hidden_variables() {
+            process.env_remove(key);
+        }
+        if let Some(ruleset) = &ruleset {
+            let ruleset = ruleset.try_clone().map_err(|error| error.to_string());
+            let Ok(ruleset) = ruleset else {
+                return ToolOutput::error("Not run: cannot pass the sandbox to the command");
+            };
+            // SAFETY: the closure only makes system calls (no allocation, no locks), as
+            // required between fork and exec.
+            unsafe {
+                process.pre_exec(move || apply_in_child(&ruleset));
+            }
+        }
+        let mut child = match process.spawn() {
+            Ok(child) => child,
+            Err(error) => return ToolOutput::error(format!("could not start bash: {error}")),
+        };
+        let _guard = GroupGuard(child.id().map(|pid| pid as i32));
+        let Some(mut stdout) = child.stdout.take() else {
+            return ToolOutput::error("could not capture the command's output");
+        };
+        let deadline = Instant::now() + timeout;
         let mut kept = Vec::new();
         let mut dropped = 0usize;
         let mut buffer = vec![0u8; 64 * 1024];
+        let mut status = None;
+        let mut ending = Ending::Finished;
         loop {
-            match stdout.read(&mut buffer).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = cap.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buffer[..n.min(room)]);
-                    dropped += n.saturating_sub(room);
+            let until = match &status {
+                Some((_, exited_at)) => deadline.min(*exited_at + EXIT_GRACE),
+                None => deadline,
+            };
+            tokio::select! {
+                read = stdout.read(&mut buffer) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let room = self.cap.saturating_sub(kept.len());
+                        kept.extend_from_slice(&buffer[..n.min(room)]);
+                        dropped += n.saturating_sub(room);
+                    }
+                },
+                exit = child.wait(), if status.is_none() => status = Some((exit, Instant::now())),
+                _ = tokio::time::sleep_until(until) => {
+                    ending = if status.is_some() && until < deadline { Ending::OutputHeld } else { Ending::TimedOut };
+                    break;
                 }
             }
         }
-        let status = child.wait().await;
-        (kept, dropped, status)
-    };
-    match tokio::time::timeout(timeout, collect).await {
-        Ok((kept, dropped, status)) => {
-            let mut text = String::from_utf8_lossy(&kept).into_owned();
-            if dropped > 0 {
-                text.push_str(&format!("\n[... {dropped} more bytes of output dropped]"));
-            }
-            let code = status.ok().and_then(|s| s.code());
-            if text.trim().is_empty() {
-                text = "(no output)".to_string();
-            }
-            match code {
-                Some(0) => ToolOutput::ok(text),
-                Some(code) => ToolOutput::error(format!("{text}\n[exit code {code}]")),
-                None => ToolOutput::error(format!("{text}\n[killed by a signal]")),
+        if status.is_none() && ending == Ending::Finished {
+            match tokio::time::timeout_at(deadline, child.wait()).await {
+                Ok(exit) => status = Some((exit, Instant::now())),
+                Err(_) => ending = Ending::TimedOut,
             }
         }
-        Err(_) => ToolOutput::error(format!(
-            "Timed out after {} s; the command and its children were killed.",
-            timeout.as_secs()
-        )),
+        let mut text = String::from_utf8_lossy(&kept).into_owned();
+        if dropped > 0 {
+            text.push_str(&format!("\n[... {dropped} more bytes of output dropped]"));
+        }
+        if ending == Ending::TimedOut {
+            let shown = if text.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{text}\n")
+            };
+            return ToolOutput::error(format!(
+                "{shown}[Timed out after {} s; the command and its children were killed.]",
+                timeout.as_secs()
+            ));
+        }
+        if ending == Ending::OutputHeld {
+            text.push_str("\n[a background process kept the output open; it was stopped]");
+        }
+        if text.trim().is_empty() {
+            text = "(no output)".to_string();
+        }
+        match status.and_then(|(exit, _)| exit.ok()).map(|s| s.code()) {
+            Some(Some(0)) => ToolOutput::ok(text),
+            Some(Some(code)) => ToolOutput::error(format!("{text}\n[exit code {code}]")),
+            _ => ToolOutput::error(format!("{text}\n[killed by a signal]")),
+        }
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Finished,
+    TimedOut,
+    /// The command exited but a background child kept its output open.
+    OutputHeld,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::sandbox::{SandboxConfig, SandboxMode, SandboxState};
+
+    fn shell(cwd: &Path, mode: SandboxMode) -> Shell {
+        let mut hide = globset::GlobSetBuilder::new();
+        hide.add(globset::Glob::new("SCRATCHPAD_TEST_SECRET*").unwrap());
+        Shell {
+            cwd: cwd.to_path_buf(),
+            cap: 1_000,
+            hide_env: hide.build().unwrap(),
+            sandbox: Sandbox::new(
+                SandboxConfig {
+                    mode,
+                    ..SandboxConfig::default()
+                },
+                cwd,
+            ),
+        }
+    }
 
     async fn sh(command: &str) -> ToolOutput {
-        let dir = std::env::temp_dir();
-        run(command, &dir, Duration::from_secs(10), 1_000).await
+        shell(&std::env::temp_dir(), SandboxMode::Off)
+            .run(command, Duration::from_secs(10))
+            .await
     }
 
     #[tokio::test]
@@ -116,10 +269,63 @@ mod tests {
         let marker = dir.path().join("survived");
         let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
         let started = std::time::Instant::now();
-        let out = run(&command, dir.path(), Duration::from_millis(300), 1_000).await;
+        let out = shell(dir.path(), SandboxMode::Off)
+            .run(&format!("echo before; {command}"), Duration::from_millis(300))
+            .await;
         assert!(out.is_error && out.text.contains("Timed out"));
+        assert!(
+            out.text.starts_with("before\n"),
+            "output before the timeout is kept: {}",
+            out.text
+        );
         assert!(started.elapsed() < Duration::from_secs(5));
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         assert!(!marker.exists(), "the background child was killed too");
+    }
+
+    #[tokio::test]
+    async fn a_background_child_holding_the_output_does_not_turn_into_a_timeout() {
+        let started = std::time::Instant::now();
+        let out = shell(&std::env::temp_dir(), SandboxMode::Off)
+            .run("echo done; sleep 30 &", Duration::from_secs(20))
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(out.text.starts_with("done\n"), "{}", out.text);
+        assert!(out.text.contains("kept the output open"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn hidden_variables_never_reach_the_command() {
+        // SAFETY: this test binary reads no such variable anywhere else.
+        unsafe { std::env::set_var("SCRATCHPAD_TEST_SECRET_KEY", "sk-hidden-123") };
+        let out = sh("env | grep -e SCRATCHPAD_TEST -e '^PATH='").await;
+        assert!(!out.text.contains("sk-hidden-123"), "{}", out.text);
+        assert!(out.text.contains("PATH="), "the rest of the environment is kept");
+    }
+
+    #[tokio::test]
+    async fn the_sandbox_lets_writes_in_the_workspace_and_stops_them_outside() {
+        let workspace = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let outside = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let shell = shell(workspace.path(), SandboxMode::WorkspaceWrite);
+        if let SandboxState::Unavailable(reason) = shell.sandbox.state() {
+            eprintln!("skipped: Landlock is not available here ({reason})");
+            return;
+        }
+        let inside = shell
+            .run("echo ok > inside.txt && cat inside.txt", Duration::from_secs(10))
+            .await;
+        assert_eq!(inside, ToolOutput::ok("ok\n"));
+        let target = outside.path().join("planted.txt");
+        let escape = shell
+            .run(&format!("echo x > {}", target.display()), Duration::from_secs(10))
+            .await;
+        assert!(escape.is_error, "{}", escape.text);
+        assert!(escape.text.contains("Permission denied"), "{}", escape.text);
+        assert!(!target.exists(), "nothing was written outside the workspace");
+        let read = shell
+            .run("cat /etc/hostname > /dev/null && echo read", Duration::from_secs(10))
+            .await;
+        assert_eq!(read, ToolOutput::ok("read\n"), "reads stay allowed");
     }
 }

@@ -6,6 +6,7 @@ pub mod bash;
 pub mod files;
 pub mod glob;
 pub mod permissions;
+pub mod sandbox;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -15,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::provider::ToolSpec;
+use bash::Shell;
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use permissions::{PermissionConfig, Verdict, judge_command};
+use sandbox::{Sandbox, SandboxConfig, SandboxState};
 use workspace::{Resolved, Workspace};
 
 pub const COMPACT_TOOL: &str = "compact";
@@ -30,7 +34,34 @@ pub struct ToolsConfig {
     pub output_cap_bytes: usize,
     /// Lines read_file shows when the call gives no limit.
     pub read_default_lines: usize,
+    /// Environment variables (glob patterns) that commands never see.
+    pub hide_env: Vec<String>,
     pub permissions: PermissionConfig,
+    pub sandbox: SandboxConfig,
+}
+
+/// The secrets scratchpad itself reads; always hidden from commands.
+pub const ALWAYS_HIDDEN_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
+
+impl ToolsConfig {
+    /// `hide_env` plus [`ALWAYS_HIDDEN_ENV`] as one matcher; a bad pattern is named.
+    pub fn hidden_env_matcher(&self) -> Result<GlobSet, String> {
+        env_matcher(
+            ALWAYS_HIDDEN_ENV
+                .iter()
+                .copied()
+                .chain(self.hide_env.iter().map(String::as_str)),
+        )
+    }
+}
+
+fn env_matcher<'a>(patterns: impl Iterator<Item = &'a str>) -> Result<GlobSet, String> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob = Glob::new(pattern).map_err(|error| format!("hide_env pattern `{pattern}`: {error}"))?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|error| format!("hide_env: {error}"))
 }
 
 impl Default for ToolsConfig {
@@ -39,7 +70,9 @@ impl Default for ToolsConfig {
             bash_timeout_secs: 120,
             output_cap_bytes: 1_000_000,
             read_default_lines: 2_000,
+            hide_env: vec!["*_API_KEY".into(), "*_SECRET_KEY".into(), "*_AUTH_TOKEN".into()],
             permissions: PermissionConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -114,11 +147,32 @@ pub enum Plan {
 pub struct ToolBox {
     workspace: Workspace,
     config: ToolsConfig,
+    shell: Shell,
 }
 
 impl ToolBox {
+    /// `config` was validated, so its `hide_env` patterns compile.
     pub fn new(workspace: Workspace, config: ToolsConfig) -> Self {
-        ToolBox { workspace, config }
+        let shell = Shell {
+            cwd: workspace.root().to_path_buf(),
+            cap: config.output_cap_bytes,
+            // Should a bad pattern get past validation, our own keys stay hidden.
+            hide_env: config
+                .hidden_env_matcher()
+                .or_else(|_| env_matcher(ALWAYS_HIDDEN_ENV.iter().copied()))
+                .unwrap_or_else(|_| GlobSet::empty()),
+            sandbox: Sandbox::new(config.sandbox.clone(), workspace.root()),
+        };
+        ToolBox {
+            workspace,
+            config,
+            shell,
+        }
+    }
+
+    /// What the sandbox does on this machine.
+    pub fn sandbox(&self) -> &SandboxState {
+        self.shell.sandbox.state()
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -191,6 +245,17 @@ impl ToolBox {
                     timeout: Duration::from_secs(secs),
                 };
                 match judge_command(command, &self.config.permissions) {
+                    Verdict::Allow
+                        if matches!(self.sandbox(), SandboxState::Unavailable(_))
+                            && !permissions::is_read_only(command) =>
+                    {
+                        Plan::Ask {
+                            question:
+                                "No sandbox is available here and this command is not known to be read-only. Run it?"
+                                    .into(),
+                            job,
+                        }
+                    }
                     Verdict::Allow => Plan::Run(job),
                     Verdict::Ask(question) => Plan::Ask { question, job },
                     Verdict::Deny(reason) => Plan::Fail(format!("Refused: {reason}.")),
@@ -259,9 +324,7 @@ impl ToolBox {
 
     pub async fn run(&self, job: Job) -> ToolOutput {
         match job {
-            Job::Bash { command, timeout } => {
-                bash::run(&command, self.workspace.root(), timeout, self.config.output_cap_bytes).await
-            }
+            Job::Bash { command, timeout } => self.shell.run(&command, timeout).await,
             Job::Read {
                 path,
                 shown,

@@ -68,6 +68,39 @@ pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
     Verdict::Allow
 }
 
+/// Commands that only read, run without a question even where no sandbox stands
+/// behind the checks.
+const READ_ONLY: &[&str] = &[
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "egrep", "fgrep", "pwd", "echo", "printf", "which", "file",
+    "stat", "du", "df", "tree", "sort", "uniq", "cut", "diff", "cmp", "less", "more", "basename", "dirname",
+    "realpath", "true", "false", "date", "whoami", "id", "uname", "printenv", "nl", "tr", "find", "sed", "awk",
+];
+
+/// Whether `command` is known to only read: every simple command is a read-only
+/// program (`git` only with `status`, `diff`, `log`, `show`, `branch`), nothing is
+/// redirected into a file, and no option of `find`, `sed` or `awk` writes.
+pub fn is_read_only(command: &str) -> bool {
+    if command.contains('>') {
+        return false;
+    }
+    simple_commands(command).iter().all(|words| {
+        let program = program_name(&words[0]);
+        let writes = |flags: &[&str]| words.iter().any(|w| flags.iter().any(|f| w.starts_with(f)));
+        match program {
+            "git" => matches!(
+                words.get(1).map(String::as_str),
+                Some("status" | "diff" | "log" | "show" | "branch")
+            ),
+            "find" => !writes(&["-exec", "-execdir", "-delete", "-ok", "-fprint", "-fls"]),
+            "sed" => !writes(&["-i", "--in-place"]),
+            "awk" => !words.iter().any(|w| w.contains("system") || w.contains('>')),
+            // `env CMD` runs CMD: read-only only when it just prints.
+            "env" => words.len() == 1,
+            other => READ_ONLY.contains(&other),
+        }
+    })
+}
+
 /// The simple commands of a command line, each as its words from the program name on
 /// (leading `VAR=value` assignments dropped); empty commands are left out.
 fn simple_commands(command: &str) -> Vec<Vec<String>> {
@@ -198,6 +231,32 @@ mod tests {
             "chmod 755 x",
         ] {
             assert_eq!(verdict(command), Verdict::Allow, "{command}");
+        }
+    }
+
+    #[test]
+    fn read_only_commands_are_known_and_writers_are_not() {
+        for command in [
+            "ls -la",
+            "cat a | grep x | wc -l",
+            "git status",
+            "git log --oneline",
+            "find . -name '*.rs'",
+            "env",
+        ] {
+            assert!(is_read_only(command), "{command}");
+        }
+        for command in [
+            "echo x > f",
+            "git commit -m x",
+            "find . -delete",
+            "sed -i s/a/b/ f",
+            "cargo build",
+            "env rm f",
+            "ls; touch f",
+            "awk 'BEGIN{system(\"rm f\")}'",
+        ] {
+            assert!(!is_read_only(command), "{command}");
         }
     }
 

@@ -73,6 +73,7 @@ pub struct SessionInfo {
     pub provider: String,
     pub model: String,
     pub workspace: String,
+    pub sandbox: String,
 }
 
 #[derive(Debug)]
@@ -145,12 +146,14 @@ impl AppState {
                 provider,
                 model,
                 workspace,
+                sandbox,
             } => {
                 self.session = SessionInfo {
                     id: session_id,
                     provider,
                     model,
                     workspace,
+                    sandbox,
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),

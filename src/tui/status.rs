@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::state::{SessionInfo, TurnState};
+use crate::tools::sandbox::SandboxState;
 
 /// The frames of the busy spinner, advanced by the app's tick.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -54,6 +55,15 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::styled(session.workspace.clone(), Style::default().fg(Color::DarkGray)),
         Span::raw(" · "),
         Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
+        Span::raw(" · "),
+        Span::styled(
+            session.sandbox.clone(),
+            if session.sandbox == SandboxState::Enforced.label() {
+                Style::default().fg(Color::Green)
+            } else {
+                Style::default().fg(Color::Yellow)
+            },
+        ),
     ]);
     frame.render_widget(Paragraph::new(line), area);
 }
