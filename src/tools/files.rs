@@ -1,8 +1,12 @@
-//! read_file, write_file, edit_file. Paths arrive resolved and judged by the plan.
+//! read_file, write_file, edit_file. Paths arrive resolved and judged by the plan and
+//! are opened through [`Workspace::open`], which judges them again at open time and
+//! takes regular files only. These run on a blocking thread.
 
+use std::io::{Read, Write};
 use std::path::Path;
 
 use super::ToolOutput;
+use super::workspace::{Access, Workspace};
 
 /// Files larger than this are not read whole; the model is told to use offset/limit
 /// through bash tools instead.
@@ -12,23 +16,34 @@ fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
 }
 
-pub async fn read(path: &Path, shown: &str, offset: usize, limit: usize) -> ToolOutput {
-    let metadata = match tokio::fs::metadata(path).await {
-        Ok(metadata) => metadata,
-        Err(error) => return ToolOutput::error(format!("Cannot read {shown}: {error}")),
-    };
-    if metadata.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; use glob to list it"));
+/// The whole file, at most [`MAX_READ_BYTES`].
+fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<Vec<u8>, ToolOutput> {
+    let file = workspace
+        .open(path, Access::Read)
+        .map_err(|error| ToolOutput::error(format!("Cannot read {shown}: {error}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| ToolOutput::error(format!("Cannot read {shown}: {error}")))?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return Err(ToolOutput::error(format!(
+            "{shown} is larger than {MAX_READ_BYTES} bytes, too large to read whole; use bash (head, sed -n) for parts"
+        )));
     }
-    if metadata.len() > MAX_READ_BYTES {
-        return ToolOutput::error(format!(
-            "{shown} is {} bytes, too large to read whole; use bash (head, sed -n) for parts",
-            metadata.len()
-        ));
-    }
-    let bytes = match tokio::fs::read(path).await {
+    Ok(bytes)
+}
+
+fn write_whole(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> Result<(), ToolOutput> {
+    workspace
+        .open(path, Access::Write)
+        .and_then(|mut file| file.write_all(content.as_bytes()).map_err(Into::into))
+        .map_err(|error| ToolOutput::error(format!("Cannot write {shown}: {error}")))
+}
+
+pub fn read(workspace: &Workspace, path: &Path, shown: &str, offset: usize, limit: usize) -> ToolOutput {
+    let bytes = match read_capped(workspace, path, shown) {
         Ok(bytes) => bytes,
-        Err(error) => return ToolOutput::error(format!("Cannot read {shown}: {error}")),
+        Err(refused) => return refused,
     };
     if looks_binary(&bytes) {
         return ToolOutput::ok(format!("{shown} is a binary file ({} bytes); not shown", bytes.len()));
@@ -38,7 +53,7 @@ pub async fn read(path: &Path, shown: &str, offset: usize, limit: usize) -> Tool
         return ToolOutput::ok(format!("{shown} is empty"));
     }
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = (offset - 1).min(lines.len());
+    let start = offset.saturating_sub(1).min(lines.len());
     let end = start.saturating_add(limit).min(lines.len());
     let mut out: String = lines[start..end].concat();
     if end < lines.len() {
@@ -50,25 +65,20 @@ pub async fn read(path: &Path, shown: &str, offset: usize, limit: usize) -> Tool
     ToolOutput::ok(out)
 }
 
-pub async fn write(path: &Path, shown: &str, content: &str) -> ToolOutput {
-    if let Some(parent) = path.parent()
-        && let Err(error) = tokio::fs::create_dir_all(parent).await
-    {
-        return ToolOutput::error(format!("Cannot create the folders for {shown}: {error}"));
-    }
-    match tokio::fs::write(path, content).await {
+pub fn write(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> ToolOutput {
+    match write_whole(workspace, path, shown, content) {
         Ok(()) => ToolOutput::ok(format!("Wrote {} bytes to {shown}", content.len())),
-        Err(error) => ToolOutput::error(format!("Cannot write {shown}: {error}")),
+        Err(refused) => refused,
     }
 }
 
-pub async fn edit(path: &Path, shown: &str, old: &str, new: &str) -> ToolOutput {
+pub fn edit(workspace: &Workspace, path: &Path, shown: &str, old: &str, new: &str) -> ToolOutput {
     if old.is_empty() {
         return ToolOutput::error("old_text is empty; use write_file to create a file");
     }
-    let bytes = match tokio::fs::read(path).await {
+    let bytes = match read_capped(workspace, path, shown) {
         Ok(bytes) => bytes,
-        Err(error) => return ToolOutput::error(format!("Cannot read {shown}: {error}")),
+        Err(refused) => return refused,
     };
     let Ok(text) = String::from_utf8(bytes) else {
         return ToolOutput::error(format!("{shown} is not UTF-8 text; edit_file will not change it"));
@@ -77,13 +87,10 @@ pub async fn edit(path: &Path, shown: &str, old: &str, new: &str) -> ToolOutput 
         0 => ToolOutput::error(format!(
             "old_text was not found in {shown}; read the file and copy the text exactly"
         )),
-        1 => {
-            let updated = text.replacen(old, new, 1);
-            match tokio::fs::write(path, &updated).await {
-                Ok(()) => ToolOutput::ok(format!("Edited {shown}: replaced 1 occurrence")),
-                Err(error) => ToolOutput::error(format!("Cannot write {shown}: {error}")),
-            }
-        }
+        1 => match write_whole(workspace, path, shown, &text.replacen(old, new, 1)) {
+            Ok(()) => ToolOutput::ok(format!("Edited {shown}: replaced 1 occurrence")),
+            Err(refused) => refused,
+        },
         n => ToolOutput::error(format!(
             "old_text occurs {n} times in {shown}; include more surrounding text so it is unique"
         )),
@@ -94,36 +101,39 @@ pub async fn edit(path: &Path, shown: &str, old: &str, new: &str) -> ToolOutput 
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn read_with_limits_binary_and_missing() {
+    #[test]
+    fn read_with_limits_binary_and_missing() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("a.txt");
+        let ws = Workspace::new(dir.path()).unwrap();
+        let dir_path = ws.root().to_path_buf();
+        let file = dir_path.join("a.txt");
         std::fs::write(&file, "1\n2\n3\n4\n5\n").unwrap();
         assert_eq!(
-            read(&file, "a.txt", 1, 2).await,
+            read(&ws, &file, "a.txt", 1, 2),
             ToolOutput::ok("1\n2\n... (3 more lines)")
         );
-        assert_eq!(read(&file, "a.txt", 4, 10).await, ToolOutput::ok("4\n5\n"));
-        let bin = dir.path().join("b.bin");
+        assert_eq!(read(&ws, &file, "a.txt", 4, 10), ToolOutput::ok("4\n5\n"));
+        let bin = dir_path.join("b.bin");
         std::fs::write(&bin, [0u8, 1, 2, 3]).unwrap();
         assert_eq!(
-            read(&bin, "b.bin", 1, 10).await.text,
+            read(&ws, &bin, "b.bin", 1, 10).text,
             "b.bin is a binary file (4 bytes); not shown"
         );
-        assert!(read(&dir.path().join("none"), "none", 1, 10).await.is_error);
-        assert!(read(dir.path(), ".", 1, 10).await.text.contains("directory"));
+        assert!(read(&ws, &dir_path.join("none"), "none", 1, 10).is_error);
+        assert!(read(&ws, &dir_path, ".", 1, 10).text.contains("directory"));
     }
 
-    #[tokio::test]
-    async fn write_creates_parents_and_edit_replaces_once() {
+    #[test]
+    fn write_creates_parents_and_edit_replaces_once() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("deep/er/f.rs");
-        assert!(!write(&file, "f.rs", "fn a() {}\nfn a() {}\n").await.is_error);
-        let twice = edit(&file, "f.rs", "fn a()", "fn b()").await;
+        let ws = Workspace::new(dir.path()).unwrap();
+        let file = ws.root().join("deep/er/f.rs");
+        assert!(!write(&ws, &file, "f.rs", "fn a() {}\nfn a() {}\n").is_error);
+        let twice = edit(&ws, &file, "f.rs", "fn a()", "fn b()");
         assert!(twice.is_error && twice.text.contains("occurs 2 times"));
-        let missing = edit(&file, "f.rs", "fn z()", "x").await;
+        let missing = edit(&ws, &file, "f.rs", "fn z()", "x");
         assert!(missing.is_error && missing.text.contains("not found"));
-        assert!(!edit(&file, "f.rs", "fn a() {}\nfn a", "fn a() {}\nfn b").await.is_error);
+        assert!(!edit(&ws, &file, "f.rs", "fn a() {}\nfn a", "fn a() {}\nfn b").is_error);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "fn a() {}\nfn b() {}\n");
     }
 }

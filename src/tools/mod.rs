@@ -322,6 +322,14 @@ impl ToolBox {
         }
     }
 
+    /// File work on a blocking thread, so a slow disk never stalls the agent.
+    async fn blocking(&self, work: impl FnOnce(&Workspace) -> ToolOutput + Send + 'static) -> ToolOutput {
+        let workspace = self.workspace.clone();
+        tokio::task::spawn_blocking(move || work(&workspace))
+            .await
+            .unwrap_or_else(|error| ToolOutput::error(format!("the tool failed: {error}")))
+    }
+
     pub async fn run(&self, job: Job) -> ToolOutput {
         match job {
             Job::Bash { command, timeout } => self.shell.run(&command, timeout).await,
@@ -330,9 +338,17 @@ impl ToolBox {
                 shown,
                 offset,
                 limit,
-            } => files::read(&path, &shown, offset, limit).await,
-            Job::Write { path, shown, content } => files::write(&path, &shown, &content).await,
-            Job::Edit { path, shown, old, new } => files::edit(&path, &shown, &old, &new).await,
+            } => {
+                self.blocking(move |ws| files::read(ws, &path, &shown, offset, limit))
+                    .await
+            }
+            Job::Write { path, shown, content } => {
+                self.blocking(move |ws| files::write(ws, &path, &shown, &content)).await
+            }
+            Job::Edit { path, shown, old, new } => {
+                self.blocking(move |ws| files::edit(ws, &path, &shown, &old, &new))
+                    .await
+            }
             Job::Glob { pattern } => {
                 let root = self.workspace.root().to_path_buf();
                 tokio::task::spawn_blocking(move || glob::glob(&root, &pattern))
