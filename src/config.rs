@@ -245,6 +245,7 @@ context_window_tokens = 8192
 max_attempts = 2
 base_delay_ms = 5
 max_delay_ms = 10
+idle_timeout_secs = 7
 [compaction]
 tool_result_budget_chars = 1
 persist_result_over_chars = 2
@@ -284,6 +285,7 @@ demo_word_delay_ms = 0
                     max_attempts: 2,
                     base_delay_ms: 5,
                     max_delay_ms: 10,
+                    idle_timeout_secs: 7,
                 },
             },
             ..Config::default()

@@ -21,6 +21,7 @@ fn provider(api: &MockApi, caching: bool) -> AnthropicProvider {
             max_attempts: 3,
             base_delay_ms: 10,
             max_delay_ms: 50,
+            ..RetryPolicy::default()
         },
     })
     .unwrap()
@@ -250,6 +251,7 @@ async fn a_closed_port_is_a_network_error() {
             max_attempts: 2,
             base_delay_ms: 1,
             max_delay_ms: 1,
+            ..RetryPolicy::default()
         },
     })
     .unwrap();
@@ -258,4 +260,45 @@ async fn a_closed_port_is_a_network_error() {
         provider.complete(&request(), &sink).await,
         Err(ProviderError::Network(_))
     ));
+}
+
+#[tokio::test]
+async fn a_server_that_goes_silent_times_out_and_is_retried() {
+    let body = common::sse_text("Recovered after a stall.");
+    let api = MockApi::start(vec![
+        Reply::Stall {
+            body: body.clone(),
+            bytes: 0,
+        },
+        Reply::Stall {
+            body: body.clone(),
+            bytes: body.len() / 2,
+        },
+        text_reply("Recovered after a stall."),
+    ])
+    .await;
+    let provider = AnthropicProvider::new(AnthropicConfig {
+        base_url: api.url.clone(),
+        api_key: "sk-test-key".into(),
+        model: "claude-test".into(),
+        prompt_caching: false,
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay_ms: 10,
+            max_delay_ms: 50,
+            idle_timeout_secs: 1,
+        },
+    })
+    .unwrap();
+    let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
+    let started = Instant::now();
+    let response = provider.complete(&request(), &sink).await.unwrap();
+    assert_eq!(response.text(), "Recovered after a stall.");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    drop(sink);
+    let mut retries = 0;
+    while let Some(event) = deltas.recv().await {
+        retries += usize::from(matches!(event, StreamEvent::Retrying { .. }));
+    }
+    assert_eq!(retries, 2, "both stalls were retried");
 }

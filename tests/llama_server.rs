@@ -85,6 +85,7 @@ fn retry() -> RetryPolicy {
         max_attempts: 2,
         base_delay_ms: 100,
         max_delay_ms: 200,
+        ..RetryPolicy::default()
     }
 }
 

@@ -45,7 +45,7 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
-            client: http_client()?,
+            client: http_client(config.retry.idle_timeout())?,
             config,
         })
     }

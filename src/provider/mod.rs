@@ -148,11 +148,13 @@ impl Summariser for ProviderSummariser {
     }
 }
 
-/// The HTTP client for model APIs: a connect timeout but no overall one, since a
+/// The HTTP client for model APIs: a connect timeout and an idle timeout (the longest
+/// wait for the headers or for the next bytes of the body) but no overall one, since a
 /// streamed response may take minutes.
-pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
+pub(crate) fn http_client(idle: std::time::Duration) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(30))
+        .read_timeout(idle)
         .build()
         .map_err(|error| ProviderError::Network(error.to_string()))
 }

@@ -38,7 +38,7 @@ pub struct OpenAiProvider {
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
-            client: http_client()?,
+            client: http_client(config.retry.idle_timeout())?,
             config,
         })
     }

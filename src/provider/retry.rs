@@ -14,6 +14,9 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     pub base_delay_ms: u64,
     pub max_delay_ms: u64,
+    /// Longest silence while waiting for a response's headers or its next bytes; then
+    /// the attempt fails like a dropped connection (and is retried).
+    pub idle_timeout_secs: u64,
 }
 
 impl Default for RetryPolicy {
@@ -22,6 +25,7 @@ impl Default for RetryPolicy {
             max_attempts: 5,
             base_delay_ms: 1_000,
             max_delay_ms: 30_000,
+            idle_timeout_secs: 120,
         }
     }
 }
@@ -40,6 +44,10 @@ impl RetryPolicy {
             .min(self.max_delay_ms);
         let jitter = exponential / 4 * jitter_permille() / 1000;
         Duration::from_millis(exponential + jitter)
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.idle_timeout_secs)
     }
 
     /// Run `attempt` until it succeeds, fails for good, or the attempts run out.
@@ -87,6 +95,7 @@ mod tests {
             max_attempts: 5,
             base_delay_ms: 100,
             max_delay_ms: 1_000,
+            ..RetryPolicy::default()
         };
         let overloaded = ProviderError::Overloaded { message: String::new() };
         let first = policy.delay(1, &overloaded).as_millis();

@@ -30,6 +30,9 @@ pub enum Reply {
     },
     /// A 200 SSE body cut after `bytes` bytes (the connection is dropped).
     Cut { body: String, bytes: usize },
+    /// The first `bytes` bytes of a 200 SSE body, then silence with the connection
+    /// held open (a server that hangs mid-stream; `bytes: 0` hangs after the headers).
+    Stall { body: String, bytes: usize },
 }
 
 impl Reply {
@@ -211,7 +214,14 @@ fn respond(reply: Reply) -> Response {
             let stream = futures::stream::once(async { Ok(head) }).chain(futures::stream::once(cut));
             sse_response(Body::from_stream(stream))
         }
+        Reply::Stall { body, bytes } => stall(body, bytes),
     }
+}
+
+fn stall(body: String, bytes: usize) -> Response {
+    let head = Bytes::copy_from_slice(&body.as_bytes()[..bytes.min(body.len())]);
+    let stream = futures::stream::once(async { Ok::<_, Infallible>(head) }).chain(futures::stream::pending());
+    sse_response(Body::from_stream(stream))
 }
 
 fn sse_response(body: Body) -> Response {
