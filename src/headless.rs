@@ -1,5 +1,5 @@
-//! `scratchpad -p "request"`: one request without the UI. Assistant text goes to
-//! stdout (or, with `--events jsonl`, every agent event as a JSON line); the exit
+//! `scratchpad -p "request"`: one request without the UI. Each finished assistant
+//! message goes to stdout, stripped of terminal escape sequences (or, with `--events jsonl`, every agent event as a JSON line); the exit
 //! status says whether the turn completed. Ctrl+C (SIGINT) cancels the turn.
 
 use std::io::Write;
@@ -9,6 +9,7 @@ use tokio::sync::mpsc::unbounded_channel;
 use crate::agent::AskPolicy;
 use crate::launch::Launch;
 use crate::protocol::{AgentEvent, Op, TurnOutcome};
+use crate::terminal_text::terminal_safe;
 
 pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std::io::Result<TurnOutcome> {
     let (events_tx, mut events) = unbounded_channel();
@@ -25,6 +26,9 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
     let mut interrupted = false;
+    // Streamed text waits here until its message is complete: a retried stream then
+    // never leaves half a message on stdout.
+    let mut pending = String::new();
     loop {
         let event = tokio::select! {
             event = events.recv() => match event {
@@ -43,10 +47,13 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
             writeln!(out)?;
         } else {
             match &event {
-                AgentEvent::TextDelta { text } => write!(out, "{text}")?,
-                AgentEvent::AssistantMessage { .. } => writeln!(out)?,
-                AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {message}")?,
-                AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {message}")?,
+                AgentEvent::TextDelta { text } => pending.push_str(text),
+                AgentEvent::StreamReset { .. } => pending.clear(),
+                AgentEvent::AssistantMessage { .. } => {
+                    writeln!(out, "{}", terminal_safe(&std::mem::take(&mut pending)))?;
+                }
+                AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
+                AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
                 AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
                 _ => {}
             }

@@ -14,6 +14,7 @@ pub mod protocol;
 pub mod provider;
 pub mod session;
 pub mod store;
+pub mod terminal_text;
 pub mod time;
 pub mod timeline;
 pub mod tools;

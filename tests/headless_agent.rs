@@ -315,6 +315,22 @@ fn a_journal_append_that_fails_is_cut_back_and_the_journal_stays_whole() {
 }
 
 #[test]
+fn print_mode_shows_only_finished_messages_without_escape_sequences() {
+    let workspace = Workspace::new();
+    let half = common::sse_text("HALF-ANSWER the");
+    let api = MockApi::start_in_thread(vec![
+        Reply::Cut {
+            bytes: half.len() * 2 / 3,
+            body: half,
+        },
+        text_reply("FULL answer.\u{1b}]52;c;aGk=\u{7}\u{1b}[2J Done."),
+    ]);
+    let output = workspace.run(&api, &["-p", "Answer"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "FULL answer. Done.\n");
+}
+
+#[test]
 fn a_refusal_that_nothing_can_shrink_is_reported_at_once() {
     let workspace = Workspace::new();
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("unused")]);

@@ -81,8 +81,7 @@ impl App {
 
     /// A notice from the app itself (not the agent), shown in the chat.
     fn note(&mut self, text: String) {
-        self.state.chat.push(ChatEntry::Notice(text));
-        self.state.revisions.push(0);
+        self.state.push(ChatEntry::Notice(text));
     }
 
     pub fn open_path(&mut self, path: &str) {

@@ -11,6 +11,7 @@ use crate::protocol::{AgentEvent, ContextStatus, ToolStatus, TurnOutcome};
 use crate::provider::Usage;
 use crate::session::TimelinePoint;
 use crate::store::{TOOL_RESULTS_DIR, safe_file_stem};
+use crate::terminal_text::terminal_safe;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChatEntry {
@@ -81,6 +82,8 @@ pub struct AppState {
     pub chat: Vec<ChatEntry>,
     /// Bumped whenever `chat[i]` changes, so wrapped lines can be cached.
     pub revisions: Vec<u64>,
+    /// The last revision handed out; see [`AppState::push`].
+    next_revision: u64,
     pub tools: Vec<ToolCall>,
     pub context: Option<ContextStatus>,
     pub timeline: Vec<TimelinePoint>,
@@ -102,6 +105,7 @@ impl Default for AppState {
         AppState {
             chat: Vec::new(),
             revisions: Vec::new(),
+            next_revision: 0,
             tools: Vec::new(),
             context: None,
             timeline: Vec::new(),
@@ -123,15 +127,25 @@ impl AppState {
         self.turn != TurnState::Idle
     }
 
-    fn push(&mut self, entry: ChatEntry) {
+    /// Add a chat entry. Its revision is new to the whole session, so a render cache
+    /// keyed by (position, revision) never mistakes it for the entry that was there
+    /// before (a streamed reply replaced after a retry).
+    pub(crate) fn push(&mut self, entry: ChatEntry) {
         self.chat.push(entry);
-        self.revisions.push(0);
+        let revision = self.new_revision();
+        self.revisions.push(revision);
     }
 
     fn touch_last(&mut self) {
-        if let Some(revision) = self.revisions.last_mut() {
-            *revision += 1;
+        let revision = self.new_revision();
+        if let Some(last) = self.revisions.last_mut() {
+            *last = revision;
         }
+    }
+
+    fn new_revision(&mut self) -> u64 {
+        self.next_revision += 1;
+        self.next_revision
     }
 
     /// Whether something is animating (spinner, elapsed time) and needs ticks.
@@ -168,10 +182,13 @@ impl AppState {
                     text: current,
                     streaming: true,
                 }) => {
-                    current.push_str(&text);
+                    current.push_str(&terminal_safe(&text));
                     self.touch_last();
                 }
-                _ => self.push(ChatEntry::Assistant { text, streaming: true }),
+                _ => self.push(ChatEntry::Assistant {
+                    text: terminal_safe(&text).into_owned(),
+                    streaming: true,
+                }),
             },
             AgentEvent::ThinkingDelta { .. } => {}
             AgentEvent::StreamReset {
@@ -190,7 +207,7 @@ impl AppState {
                 )));
             }
             AgentEvent::AssistantMessage { message } => {
-                let text = message.text();
+                let text = terminal_safe(&message.text()).into_owned();
                 match self.chat.last_mut() {
                     Some(ChatEntry::Assistant {
                         text: current,
@@ -209,7 +226,7 @@ impl AppState {
                 self.tools.push(ToolCall {
                     id,
                     name,
-                    summary,
+                    summary: terminal_safe(&summary).into_owned(),
                     state: CallState::Running { since: Instant::now() },
                     output: String::new(),
                     saved_path: None,
@@ -222,7 +239,7 @@ impl AppState {
                         CallState::Done { took, .. } => took,
                     };
                     call.state = CallState::Done { status, took };
-                    call.output = output;
+                    call.output = terminal_safe(&output).into_owned();
                 }
                 self.turn = TurnState::Thinking;
             }
@@ -321,7 +338,7 @@ impl AppState {
         self.revisions.clear();
         self.tools.clear();
         for message in messages {
-            let text = message.text();
+            let text = terminal_safe(&message.text()).into_owned();
             if message.role == Role::User {
                 if text.starts_with(COMPACTED_TAG) {
                     self.push(ChatEntry::Notice(
@@ -340,7 +357,7 @@ impl AppState {
                     ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
                         id: id.clone(),
                         name: name.clone(),
-                        summary: crate::tools::input_summary(name, input),
+                        summary: terminal_safe(&crate::tools::input_summary(name, input)).into_owned(),
                         state: CallState::Done {
                             status: ToolStatus::Ok,
                             took: Duration::ZERO,
@@ -355,7 +372,7 @@ impl AppState {
                         ..
                     } => {
                         if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
-                            call.output = content.full_text();
+                            call.output = terminal_safe(&content.full_text()).into_owned();
                             if *is_error == Some(true) {
                                 call.state = CallState::Done {
                                     status: ToolStatus::Error,
@@ -489,6 +506,28 @@ mod tests {
             event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
         });
         assert_eq!(state.turn, TurnState::Idle);
+    }
+
+    #[test]
+    fn a_reply_replaced_after_a_retry_gets_a_revision_never_seen_at_its_place() {
+        let mut state = AppState::default();
+        state.apply(AgentEvent::TurnStarted { request: "go".into() });
+        state.apply(AgentEvent::TextDelta { text: "HALF".into() });
+        let (at, stale) = (state.chat.len() - 1, state.revisions[state.chat.len() - 1]);
+        state.apply(AgentEvent::StreamReset {
+            attempt: 1,
+            delay_ms: 1_000,
+            reason: "overloaded".into(),
+        });
+        assert!(matches!(&state.chat[at], ChatEntry::Notice(n) if n.starts_with("retrying")));
+        assert_ne!(
+            state.revisions[at], stale,
+            "the render cache must not reuse the partial text"
+        );
+        state.apply(AgentEvent::TextDelta {
+            text: "clean\u{1b}]52;c;aGk=\u{7} text\u{1b}[2J".into(),
+        });
+        assert!(matches!(state.chat.last(), Some(ChatEntry::Assistant { text, .. }) if text == "clean text"));
     }
 
     #[test]
