@@ -162,31 +162,76 @@ impl Config {
                 .unwrap_or("compaction");
             (key, message)
         })?;
-        if self.provider.max_tokens == 0 {
-            return Err(("max_tokens", "max_tokens must be at least 1".into()));
-        }
-        if self.provider.retry.max_attempts == 0 {
-            return Err(("max_attempts", "max_attempts must be at least 1".into()));
-        }
-        if self.provider.context_window_tokens == 0 {
-            return Err((
-                "context_window_tokens",
-                "context_window_tokens must be at least 1".into(),
-            ));
-        }
-        if self.tools.bash_timeout_secs == 0 || self.tools.bash_timeout_secs > 600 {
-            return Err((
-                "bash_timeout_secs",
-                "bash_timeout_secs must be between 1 and 600".into(),
-            ));
+        for (key, value, range) in self.numeric_settings() {
+            if !range.contains(&value) {
+                return Err((
+                    key,
+                    format!(
+                        "{key} must be between {} and {}, got {value}",
+                        range.start(),
+                        range.end()
+                    ),
+                ));
+            }
         }
         if let Err(message) = self.tools.hidden_env_matcher() {
             return Err(("hide_env", message));
         }
-        if self.tools.output_cap_bytes < 1_000 {
-            return Err(("output_cap_bytes", "output_cap_bytes must be at least 1000".into()));
-        }
         Ok(())
+    }
+}
+
+impl Config {
+    /// Every number in the configuration with the range it must lie in, so that no
+    /// value can wrap arithmetic, exhaust memory or make a wait endless.
+    fn numeric_settings(&self) -> Vec<(&'static str, u64, std::ops::RangeInclusive<u64>)> {
+        const CHARS: u64 = 1_000_000_000;
+        const COUNT: u64 = 1_000_000;
+        let c = &self.compaction;
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        vec![
+            (
+                "tool_result_budget_chars",
+                as_u64(c.tool_result_budget_chars),
+                1..=CHARS,
+            ),
+            (
+                "persist_result_over_chars",
+                as_u64(c.persist_result_over_chars),
+                1..=CHARS,
+            ),
+            ("persisted_preview_chars", as_u64(c.persisted_preview_chars), 0..=COUNT),
+            ("snip_max_messages", as_u64(c.snip_max_messages), 3..=COUNT),
+            ("snip_keep_head", as_u64(c.snip_keep_head), 1..=COUNT),
+            ("context_char_limit", as_u64(c.context_char_limit), 2_000..=CHARS),
+            ("micro_keep_recent", as_u64(c.micro_keep_recent), 0..=COUNT),
+            ("micro_min_chars", as_u64(c.micro_min_chars), 0..=CHARS),
+            ("fit_preview_chars", as_u64(c.fit_preview_chars), 0..=COUNT),
+            ("reactive_keep_messages", as_u64(c.reactive_keep_messages), 0..=COUNT),
+            (
+                "summary_input_chars",
+                as_u64(c.summary_input_chars),
+                1_000..=100_000_000,
+            ),
+            ("max_tokens", u64::from(self.provider.max_tokens), 1..=1_000_000),
+            (
+                "context_window_tokens",
+                self.provider.context_window_tokens,
+                1..=100_000_000,
+            ),
+            ("max_attempts", u64::from(self.provider.retry.max_attempts), 1..=20),
+            ("base_delay_ms", self.provider.retry.base_delay_ms, 0..=600_000),
+            ("max_delay_ms", self.provider.retry.max_delay_ms, 0..=600_000),
+            ("idle_timeout_secs", self.provider.retry.idle_timeout_secs, 1..=3_600),
+            ("bash_timeout_secs", self.tools.bash_timeout_secs, 1..=600),
+            ("output_cap_bytes", as_u64(self.tools.output_cap_bytes), 1_000..=1 << 30),
+            (
+                "read_default_lines",
+                as_u64(self.tools.read_default_lines),
+                1..=10_000_000,
+            ),
+            ("demo_word_delay_ms", self.ui.demo_word_delay_ms, 0..=10_000),
+        ]
     }
 }
 
@@ -352,6 +397,30 @@ demo_word_delay_ms = 0
             timeout.contains("line 2") && timeout.contains("bash_timeout_secs"),
             "{timeout}"
         );
+    }
+
+    #[test]
+    fn values_that_would_overflow_or_wait_forever_are_refused_by_name() {
+        for (text, key) in [
+            (
+                "[compaction]\nsnip_keep_head = 18446744073709551615\n",
+                "snip_keep_head",
+            ),
+            (
+                "[compaction]\ncontext_char_limit = 18446744073709551615\n",
+                "context_char_limit",
+            ),
+            (
+                "[provider.retry]\nmax_delay_ms = 18446744073709551615\n",
+                "max_delay_ms",
+            ),
+            ("[provider.retry]\nbase_delay_ms = 9999999999\n", "base_delay_ms"),
+            ("[provider.retry]\nidle_timeout_secs = 0\n", "idle_timeout_secs"),
+            ("[tools]\noutput_cap_bytes = 18446744073709551615\n", "output_cap_bytes"),
+        ] {
+            let error = parse(text).expect_err(text).to_string();
+            assert!(error.contains(key), "{text}: {error}");
+        }
     }
 
     #[test]

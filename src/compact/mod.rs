@@ -104,7 +104,7 @@ impl CompactConfig {
                 self.micro_target_percent
             ));
         }
-        if self.snip_max_messages < self.snip_keep_head + 2 {
+        if self.snip_max_messages < self.snip_keep_head.saturating_add(2) {
             return Err(format!(
                 "snip_max_messages ({}) must exceed snip_keep_head ({}) by at least 2",
                 self.snip_max_messages, self.snip_keep_head
@@ -129,7 +129,9 @@ impl CompactConfig {
     }
 
     pub fn micro_target_chars(&self) -> usize {
-        self.context_char_limit * self.micro_target_percent / 100
+        // Exact for every limit: no product that could overflow.
+        self.context_char_limit / 100 * self.micro_target_percent
+            + self.context_char_limit % 100 * self.micro_target_percent / 100
     }
 
     /// Messages stage 2 keeps from the end: the rest of the budget after the head
