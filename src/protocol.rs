@@ -24,6 +24,10 @@ pub enum Op {
     },
     /// `/clear`: start a new conversation (and session journal).
     Clear,
+    /// List the session's approvals (and first revoke number `revoke`, 1-based).
+    Permissions {
+        revoke: Option<usize>,
+    },
     /// `/context`: ask for a breakdown of what the context holds.
     Inspect,
     Quit,
@@ -133,6 +137,11 @@ pub enum AgentEvent {
         request_id: u64,
         tool: String,
         question: String,
+        /// Exactly what would run or be opened: the command, or the path.
+        subject: String,
+        /// What "always" would approve, e.g. `bash: "cargo test …"`; `None` when it is
+        /// not offered (destructive or unclassifiable commands).
+        always: Option<String>,
     },
     /// The model or the user asked for compaction; the summary is being written.
     CompactionRequested {

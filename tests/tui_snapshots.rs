@@ -11,7 +11,7 @@ use ratatui::style::Color;
 use scratchpad::compact::{CompactConfig, Stage, StageEvent};
 use scratchpad::context_map::breakdown;
 use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
-use scratchpad::protocol::{AgentEvent, CallTokens, ContextStatus, ToolStatus, TurnOutcome};
+use scratchpad::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
 use scratchpad::provider::Usage;
 use scratchpad::tui::app::App;
 use scratchpad::tui::gauge::{TICK_COLOUR, Zone, zone_colour};
@@ -356,9 +356,50 @@ fn permission_modal() {
         request_id: 7,
         tool: "bash".into(),
         question: "`rm -rf build` deletes files. Run it?".into(),
+        subject: "rm -rf build".into(),
+        always: None,
     });
     insta::assert_snapshot!("modal_120x40", draw(&mut s.app, 120, 40).backend());
     insta::assert_snapshot!("modal_60x15", draw(&mut s.app, 60, 15).backend());
+    s.app.apply(AgentEvent::PermissionRequest {
+        request_id: 8,
+        tool: "bash".into(),
+        question: "The command matches the ask pattern `cargo`. Run it?".into(),
+        subject: "cargo test --workspace".into(),
+        always: Some("bash: \"cargo test …\"".into()),
+    });
+    insta::assert_snapshot!("modal_always_120x40", draw(&mut s.app, 120, 40).backend());
+}
+
+#[test]
+fn the_modal_ignores_keys_typed_before_and_just_after_it_appeared() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::PermissionRequest {
+        request_id: 3,
+        tool: "read_file".into(),
+        question: "read_file wants `/etc/shadow`, which is outside the workspace. Allow?".into(),
+        subject: "/etc/shadow".into(),
+        always: Some("read_file: /etc/shadow".into()),
+    });
+    // Typed while the agent worked, before the modal was ever drawn.
+    s.app.handle_key(key(KeyCode::Char('a')));
+    assert!(
+        s.app.state.permission.is_some(),
+        "a key before the modal was drawn is ignored"
+    );
+    draw(&mut s.app, 120, 40);
+    s.app.handle_key(key(KeyCode::Char('y')));
+    assert!(
+        s.app.state.permission.is_some(),
+        "a key right after it appeared is ignored"
+    );
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    s.app.handle_key(key(KeyCode::Char('n')));
+    assert!(s.app.state.permission.is_none(), "a deliberate answer is taken");
+    match s._ops.try_recv() {
+        Ok(Op::Permission { request_id: 3, answer }) => assert_eq!(answer, PermissionAnswer::Deny),
+        other => panic!("expected the deny answer, got {other:?}"),
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@ pub mod files;
 pub mod glob;
 pub mod permissions;
 pub mod sandbox;
+pub mod shell_grammar;
 pub mod workspace;
 
 use std::path::PathBuf;
@@ -131,12 +132,25 @@ pub enum Job {
     },
 }
 
+impl Job {
+    /// Exactly what the job runs or touches, as shown to the user when asked.
+    pub fn subject(&self) -> String {
+        match self {
+            Job::Bash { command, .. } => command.clone(),
+            Job::Read { shown, .. } | Job::Write { shown, .. } | Job::Edit { shown, .. } => shown.clone(),
+            Job::Glob { pattern } => pattern.clone(),
+            Job::Compact { focus } => focus.clone().unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
     Run(Job),
-    /// Needs the user's yes first.
+    /// Needs the user's yes first; a `destructive` one is never approved "always".
     Ask {
         question: String,
+        destructive: bool,
         job: Job,
     },
     /// Refused or invalid: this is the tool result.
@@ -244,7 +258,7 @@ impl ToolBox {
                     command: command.to_string(),
                     timeout: Duration::from_secs(secs),
                 };
-                match judge_command(command, &self.config.permissions) {
+                match judge_command(command, &self.config.permissions, self.workspace.root()) {
                     Verdict::Allow
                         if matches!(self.sandbox(), SandboxState::Unavailable(_))
                             && !permissions::is_read_only(command) =>
@@ -253,11 +267,16 @@ impl ToolBox {
                             question:
                                 "No sandbox is available here and this command is not known to be read-only. Run it?"
                                     .into(),
+                            destructive: false,
                             job,
                         }
                     }
                     Verdict::Allow => Plan::Run(job),
-                    Verdict::Ask(question) => Plan::Ask { question, job },
+                    Verdict::Ask { question, destructive } => Plan::Ask {
+                        question,
+                        destructive,
+                        job,
+                    },
                     Verdict::Deny(reason) => Plan::Fail(format!("Refused: {reason}.")),
                 }
             }
@@ -303,6 +322,7 @@ impl ToolBox {
                 if outside && !self.config.permissions.allow_outside_workspace {
                     Plan::Ask {
                         question: format!("{name} wants `{shown}`, which is outside the workspace. Allow?"),
+                        destructive: false,
                         job,
                     }
                 } else {

@@ -1,7 +1,14 @@
-//! What the agent may run without asking. A deny list refuses the worst outright;
-//! destructive commands and file access outside the workspace become a question.
+//! What the agent may run without asking: a guard in front of the sandbox (which is
+//! the boundary). Commands are read with bash's grammar ([`super::shell_grammar`]), so
+//! wrappers, pipelines, substitutions and nested shells are judged by what they really
+//! run. A short deny list refuses the worst outright; destructive commands, writes
+//! outside the workspace and anything that cannot be classified become a question.
+
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use super::shell_grammar::{self, Word, program_name};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -17,108 +24,153 @@ pub struct PermissionConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Allow,
-    Ask(String),
+    /// A question; `destructive` ones are never approved "always".
+    Ask {
+        question: String,
+        destructive: bool,
+    },
     Deny(String),
 }
 
-/// Judge a shell command.
-pub fn judge_command(command: &str, config: &PermissionConfig) -> Verdict {
+fn ask(question: impl Into<String>, destructive: bool) -> Verdict {
+    Verdict::Ask {
+        question: question.into(),
+        destructive,
+    }
+}
+
+/// Judge a shell command run in `workspace`.
+pub fn judge_command(command: &str, config: &PermissionConfig, workspace: &Path) -> Verdict {
     let flat = crate::compact::markers::flatten_whitespace(command);
     for pattern in &config.deny {
         if !pattern.is_empty() && flat.contains(pattern.as_str()) {
             return Verdict::Deny(format!("matches the configured deny pattern `{pattern}`"));
         }
     }
-    for words in simple_commands(command) {
-        let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        let program = program_name(words[0]);
-        match program {
-            "sudo" | "su" | "doas" => return Verdict::Deny(format!("`{program}` is never run by the agent")),
-            "shutdown" | "reboot" | "halt" | "poweroff" => {
-                return Verdict::Deny(format!("`{program}` is never run by the agent"));
-            }
-            p if p == "mkfs" || p.starts_with("mkfs.") => {
-                return Verdict::Deny("formatting a filesystem is never run by the agent".into());
-            }
-            "dd" if words.iter().any(|w| w.starts_with("if=")) => {
-                return Verdict::Deny("`dd if=` is never run by the agent".into());
-            }
-            "rm" if removes_root(&words) => return Verdict::Deny("`rm -rf /` is never run by the agent".into()),
-            _ => {}
+    let parsed = shell_grammar::parse(command);
+    for words in &parsed.commands {
+        if let Some(reason) = denied(words) {
+            return Verdict::Deny(reason);
         }
     }
     for pattern in &config.ask {
         if !pattern.is_empty() && flat.contains(pattern.as_str()) {
-            return Verdict::Ask(format!("The command matches the ask pattern `{pattern}`. Run it?"));
+            return ask(
+                format!("The command matches the ask pattern `{pattern}`. Run it?"),
+                false,
+            );
         }
     }
-    for words in simple_commands(command) {
-        let words: Vec<&str> = words.iter().map(String::as_str).collect();
-        let program = program_name(words[0]);
-        if matches!(program, "rm" | "del" | "rmdir" | "shred") {
-            return Verdict::Ask(format!("`{}` deletes files. Run it?", words.join(" ")));
+    for words in &parsed.commands {
+        if let Some(what) = destructive(words) {
+            return ask(format!("{what}. Run it?"), true);
         }
-        if program == "chmod" && words.contains(&"777") {
-            return Verdict::Ask("`chmod 777` makes files writable by everyone. Run it?".into());
+        if words.first().is_some_and(Option::is_none) {
+            return ask(
+                "The command runs a program whose name is known only when it runs. Run it?",
+                true,
+            );
         }
     }
-    if flat.contains("> /etc/") || flat.contains(">/etc/") || flat.contains(">> /etc/") {
-        return Verdict::Ask("The command writes into /etc. Run it?".into());
+    if let Some(reason) = parsed.opaque.first() {
+        return ask(
+            format!("scratchpad cannot tell what this runs ({reason}). Run it?"),
+            true,
+        );
+    }
+    for target in &parsed.written_files {
+        match target {
+            None => return ask("The command writes to a file named only when it runs. Run it?", true),
+            Some(path) if !writable_without_asking(path, workspace) => {
+                return ask(
+                    format!("The command writes to `{path}`, outside the workspace. Run it?"),
+                    true,
+                );
+            }
+            Some(_) => {}
+        }
     }
     Verdict::Allow
 }
 
-/// Commands that only read, run without a question even where no sandbox stands
-/// behind the checks.
-const READ_ONLY: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "grep", "rg", "egrep", "fgrep", "pwd", "echo", "printf", "which", "file",
-    "stat", "du", "df", "tree", "sort", "uniq", "cut", "diff", "cmp", "less", "more", "basename", "dirname",
-    "realpath", "true", "false", "date", "whoami", "id", "uname", "printenv", "nl", "tr", "find", "sed", "awk",
-];
-
-/// Whether `command` is known to only read: every simple command is a read-only
-/// program (`git` only with `status`, `diff`, `log`, `show`, `branch`), nothing is
-/// redirected into a file, and no option of `find`, `sed` or `awk` writes.
-pub fn is_read_only(command: &str) -> bool {
-    if command.contains('>') {
+/// A file a command may write without a question: inside the workspace or the
+/// temporary folder, or a harmless device.
+fn writable_without_asking(path: &str, workspace: &Path) -> bool {
+    if matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") || path.starts_with("&") {
+        return true;
+    }
+    if path.starts_with('~') {
         return false;
     }
-    simple_commands(command).iter().all(|words| {
-        let program = program_name(&words[0]);
-        let writes = |flags: &[&str]| words.iter().any(|w| flags.iter().any(|f| w.starts_with(f)));
-        match program {
-            "git" => matches!(
-                words.get(1).map(String::as_str),
-                Some("status" | "diff" | "log" | "show" | "branch")
-            ),
-            "find" => !writes(&["-exec", "-execdir", "-delete", "-ok", "-fprint", "-fls"]),
-            "sed" => !writes(&["-i", "--in-place"]),
-            "awk" => !words.iter().any(|w| w.contains("system") || w.contains('>')),
-            // `env CMD` runs CMD: read-only only when it just prints.
-            "env" => words.len() == 1,
-            other => READ_ONLY.contains(&other),
+    let joined = if Path::new(path).is_absolute() {
+        PathBuf::from(path)
+    } else {
+        workspace.join(path)
+    };
+    let mut normal = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other.as_os_str()),
         }
-    })
+    }
+    normal.starts_with(workspace) || normal.starts_with(std::env::temp_dir())
 }
 
-/// The simple commands of a command line, each as its words from the program name on
-/// (leading `VAR=value` assignments dropped); empty commands are left out.
-fn simple_commands(command: &str) -> Vec<Vec<String>> {
-    segments(command)
-        .into_iter()
-        .map(|words| words.into_iter().skip_while(|w| is_assignment(w)).collect::<Vec<_>>())
-        .filter(|words| !words.is_empty())
-        .collect()
+fn literal_words(words: &[Word]) -> Vec<&str> {
+    words.iter().filter_map(|w| w.as_deref()).collect()
 }
 
-/// `/usr/bin/rm` → `rm`.
-fn program_name(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+/// Why a command is never run, if it is one of those.
+fn denied(words: &[Word]) -> Option<String> {
+    let Some(Some(first)) = words.first() else {
+        return None;
+    };
+    let program = program_name(first);
+    let words = literal_words(words);
+    match program {
+        "sudo" | "su" | "doas" | "pkexec" | "shutdown" | "reboot" | "halt" | "poweroff" => {
+            Some(format!("`{program}` is never run by the agent"))
+        }
+        p if p == "mkfs" || p.starts_with("mkfs.") => Some("formatting a filesystem is never run by the agent".into()),
+        "dd" if words.iter().any(|w| w.starts_with("if=")) => Some("`dd if=` is never run by the agent".into()),
+        "rm" if removes_root(&words) => Some("`rm -rf /` is never run by the agent".into()),
+        _ => None,
+    }
 }
 
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=')
-        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+/// What a destructive command does, if it is one.
+fn destructive(words: &[Word]) -> Option<String> {
+    let Some(Some(first)) = words.first() else {
+        return None;
+    };
+    let program = program_name(first);
+    let words = literal_words(words);
+    let has = |flag: &str| words.iter().skip(1).any(|w| *w == flag);
+    let shown = words.join(" ");
+    match program {
+        "rm" | "del" | "rmdir" | "shred" | "unlink" | "truncate" | "srm" => Some(format!("`{shown}` deletes files")),
+        "find" if has("-delete") => Some("`find -delete` deletes files".into()),
+        "chmod" if has("777") || has("-R") || has("a+w") => Some(format!("`{shown}` changes permissions broadly")),
+        "chown" | "chgrp" => Some(format!("`{shown}` changes who owns files")),
+        "dd" => Some(format!("`{shown}` writes raw data")),
+        "git" => {
+            let sub = words.get(1).copied().unwrap_or_default();
+            let force = has("-f") || has("--force") || words.iter().any(|w| w.starts_with("--force"));
+            match sub {
+                "push" if force => Some(format!("`{shown}` rewrites a remote branch")),
+                "reset" if has("--hard") => Some(format!("`{shown}` discards changes")),
+                "clean" if words.iter().skip(2).any(|w| w.starts_with('-') && w.contains('f')) => {
+                    Some(format!("`{shown}` deletes untracked files"))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 fn removes_root(words: &[&str]) -> bool {
@@ -132,50 +184,44 @@ fn removes_root(words: &[&str]) -> bool {
     recursive && root
 }
 
-/// Split a command line into simple commands (on `;`, `&&`, `||`, `|`, `&`, newlines,
-/// `$(`, backticks and parentheses), each as words with quotes removed.
-fn segments(command: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = command.chars().peekable();
-    let flush_word = |word: &mut String, words: &mut Vec<String>| {
-        if !word.is_empty() {
-            words.push(std::mem::take(word));
-        }
-    };
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '\\') => {
-                if let Some(next) = chars.next() {
-                    word.push(next);
-                }
-            }
-            (None, ';' | '&' | '|' | '\n' | '`' | '(' | ')') => {
-                flush_word(&mut word, &mut words);
-                if !words.is_empty() {
-                    out.push(std::mem::take(&mut words));
-                }
-            }
-            (None, '$') if chars.peek() == Some(&'(') => {
-                flush_word(&mut word, &mut words);
-                if !words.is_empty() {
-                    out.push(std::mem::take(&mut words));
-                }
-            }
-            (None, c) if c.is_whitespace() => flush_word(&mut word, &mut words),
-            (None, c) => word.push(c),
-        }
+/// Commands that only read, run without a question even where no sandbox stands
+/// behind the checks.
+const READ_ONLY: &[&str] = &[
+    "ls", "cat", "head", "tail", "wc", "grep", "rg", "egrep", "fgrep", "pwd", "echo", "printf", "which", "file",
+    "stat", "du", "df", "tree", "sort", "uniq", "cut", "diff", "cmp", "less", "more", "basename", "dirname",
+    "realpath", "true", "false", "date", "whoami", "id", "uname", "printenv", "nl", "tr", "find", "sed", "awk",
+];
+
+/// Whether `command` is known to only read: it parses, every command is a literal
+/// read-only program (`git` only with `status`, `diff`, `log`, `show`, `branch`),
+/// nothing is written but to `/dev/null`, and no option of `find`, `sed` or `awk`
+/// writes or runs anything.
+pub fn is_read_only(command: &str) -> bool {
+    let parsed = shell_grammar::parse(command);
+    if !parsed.opaque.is_empty() || parsed.written_files.iter().any(|f| f.as_deref() != Some("/dev/null")) {
+        return false;
     }
-    flush_word(&mut word, &mut words);
-    if !words.is_empty() {
-        out.push(words);
-    }
-    out
+    parsed.commands.iter().all(|words| {
+        let Some(Some(first)) = words.first() else {
+            return false;
+        };
+        let words = literal_words(words);
+        let writes = |flags: &[&str]| words.iter().any(|w| flags.iter().any(|f| w.starts_with(f)));
+        match program_name(first) {
+            "git" => matches!(
+                words.get(1).copied(),
+                Some("status" | "diff" | "log" | "show" | "branch")
+            ),
+            "find" => !writes(&["-exec", "-execdir", "-delete", "-ok", "-fprint", "-fls"]),
+            "sed" => !writes(&["-i", "--in-place"]),
+            "awk" => !words
+                .iter()
+                .any(|w| w.contains("system") || w.contains('>') || w.contains('|')),
+            // `env CMD` runs CMD: read-only only when it just prints.
+            "env" => words.len() == 1,
+            other => READ_ONLY.contains(&other),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -183,7 +229,11 @@ mod tests {
     use super::*;
 
     fn verdict(command: &str) -> Verdict {
-        judge_command(command, &PermissionConfig::default())
+        judge_command(command, &PermissionConfig::default(), Path::new("/work/project"))
+    }
+
+    fn asks(command: &str) -> bool {
+        matches!(verdict(command), Verdict::Ask { .. })
     }
 
     #[test]
@@ -214,7 +264,40 @@ mod tests {
             "chmod 777 script.sh",
             "echo x > /etc/hosts",
         ] {
-            assert!(matches!(verdict(command), Verdict::Ask(_)), "{command}");
+            assert!(asks(command), "{command}");
+        }
+    }
+
+    #[test]
+    fn wrappers_and_tricks_from_the_fault_probe_are_caught() {
+        for command in [
+            "env sudo id",
+            "command sudo ls",
+            "exec sudo -i",
+            "eval sudo id",
+            "bash -c reboot",
+        ] {
+            assert!(matches!(verdict(command), Verdict::Deny(_)), "{command}");
+        }
+        for command in [
+            "S=sud; ${S}o id",
+            "bash -c 'rm -rf DIR'",
+            "find DIR -delete",
+            "echo f | xargs rm",
+            "python3 -c 'import shutil; shutil.rmtree(\"DIR\")'",
+            "echo x | tee /etc/file",
+            "nohup rm -r x &",
+            "timeout 5 shred secret",
+            "find . -exec rm {} +",
+            "echo hi > ../outside.txt",
+            "git push --force origin main",
+            "cat x > ~/.bashrc",
+        ] {
+            assert!(
+                matches!(verdict(command), Verdict::Ask { destructive: true, .. }),
+                "{command}: {:?}",
+                verdict(command)
+            );
         }
     }
 
@@ -229,6 +312,9 @@ mod tests {
             "format",
             "cat /etc/hosts",
             "chmod 755 x",
+            "cargo test > target/log.txt 2>&1",
+            "echo ok > /dev/null",
+            "sort data | uniq -c > /tmp/counts",
         ] {
             assert_eq!(verdict(command), Verdict::Allow, "{command}");
         }
@@ -267,10 +353,14 @@ mod tests {
             ask: vec!["curl".into()],
             allow_outside_workspace: false,
         };
-        assert!(matches!(judge_command("git  push origin", &config), Verdict::Deny(_)));
+        let workspace = Path::new("/work/project");
         assert!(matches!(
-            judge_command("curl http://127.0.0.1", &config),
-            Verdict::Ask(_)
+            judge_command("git  push origin", &config, workspace),
+            Verdict::Deny(_)
+        ));
+        assert!(matches!(
+            judge_command("curl http://127.0.0.1", &config, workspace),
+            Verdict::Ask { destructive: false, .. }
         ));
     }
 }

@@ -151,10 +151,14 @@ impl App {
             return;
         }
         if let Some(prompt) = self.state.permission.clone() {
+            let deliberate = prompt
+                .shown_at
+                .is_some_and(|shown| shown.elapsed() >= modal::TYPE_AHEAD_GRACE);
             let answer = match key.code {
+                _ if !deliberate && key.code != KeyCode::Esc => None,
                 KeyCode::Char('y') | KeyCode::Enter => Some(PermissionAnswer::AllowOnce),
                 KeyCode::Char('n') => Some(PermissionAnswer::Deny),
-                KeyCode::Char('a') => Some(PermissionAnswer::AlwaysForSession),
+                KeyCode::Char('a') if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
                 KeyCode::Esc => {
                     self.send(Op::Cancel);
                     self.state.permission = None;
@@ -349,6 +353,13 @@ impl App {
                     self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
                 }
                 "clear" => self.send(Op::Clear),
+                "permissions" => match rest.strip_prefix("revoke").map(str::trim) {
+                    None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
+                    Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
+                        revoke: number.parse().ok(),
+                    }),
+                    _ => self.state.banner = Some("usage: /permissions, or /permissions revoke N".into()),
+                },
                 "model" => {
                     let info = &self.state.session;
                     let text = format!("provider {} · model {}", info.provider, info.model);
@@ -445,7 +456,8 @@ impl App {
                 ratio,
             ),
         }
-        if let Some(prompt) = &self.state.permission {
+        if let Some(prompt) = &mut self.state.permission {
+            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
             modal::render(frame, area, prompt);
         }
     }

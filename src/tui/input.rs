@@ -13,7 +13,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise the history now; optional focus text"),
     ("/context", "what the context holds, and the timeline"),
     ("/transcripts", "browse archived transcripts and saved outputs"),
-    ("/clear", "start a new conversation"),
+    ("/clear", "start a new conversation (forgets approvals)"),
+    (
+        "/permissions",
+        "what was approved for this session; revoke N to take one back",
+    ),
     ("/model", "show the provider and model"),
     ("/help", "keys and commands"),
     ("/quit", "leave scratchpad"),

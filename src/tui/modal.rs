@@ -1,4 +1,7 @@
-//! The permission modal for the agent's questions.
+//! The permission modal for the agent's questions: the exact command or path, and
+//! "always" only where it is offered, naming what it would approve.
+
+use std::time::Duration;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -19,8 +22,12 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     }
 }
 
+/// Keys typed before the modal was drawn, or within this long after, are ignored: they
+/// were meant for the prompt, not as an answer to a question nobody read yet.
+pub const TYPE_AHEAD_GRACE: Duration = Duration::from_millis(400);
+
 pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
-    let popup = centered(area, 70, 9);
+    let popup = centered(area, 76, 11);
     frame.render_widget(Clear, popup);
     let key = |k: &'static str, label: &'static str, colour: Color| {
         vec![
@@ -36,8 +43,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     };
     let mut keys = key("y", "allow once", Color::Green);
     keys.extend(key("n", "deny", Color::Red));
-    keys.extend(key("a", "always for this session", Color::Yellow));
-    let text = vec![
+    let mut text = vec![
         Line::from(Span::styled(
             format!("{} asks:", prompt.tool),
             Style::default().fg(Color::Gray),
@@ -46,9 +52,23 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
             prompt.question.clone(),
             Style::default().add_modifier(Modifier::BOLD),
         )),
+        Line::from(vec![
+            Span::styled("  ", Style::default()),
+            Span::styled(prompt.subject.clone(), Style::default().fg(Color::Cyan)),
+        ]),
         Line::from(""),
-        Line::from(keys),
     ];
+    match &prompt.always {
+        Some(rule) => {
+            keys.extend(key("a", "always allow", Color::Yellow));
+            text.push(Line::from(keys));
+            text.push(Line::from(Span::styled(
+                format!("      always allows {rule} for this session (/permissions lists and revokes)"),
+                Style::default().fg(Color::Gray),
+            )));
+        }
+        None => text.push(Line::from(keys)),
+    }
     frame.render_widget(
         Paragraph::new(text).wrap(Wrap { trim: false }).block(
             Block::default()

@@ -66,6 +66,12 @@ pub struct PermissionPrompt {
     pub request_id: u64,
     pub tool: String,
     pub question: String,
+    pub subject: String,
+    /// What "always" approves; `None` when the modal does not offer it.
+    pub always: Option<String>,
+    /// When the modal was first drawn; keys before that, or too soon after, were typed
+    /// for something else and are ignored.
+    pub shown_at: Option<Instant>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -247,11 +253,16 @@ impl AppState {
                 request_id,
                 tool,
                 question,
+                subject,
+                always,
             } => {
                 self.permission = Some(PermissionPrompt {
                     request_id,
                     tool,
-                    question,
+                    question: terminal_safe(&question).into_owned(),
+                    subject: terminal_safe(&subject).into_owned(),
+                    always,
+                    shown_at: None,
                 });
                 self.turn = TurnState::AwaitingPermission;
             }

@@ -2,11 +2,15 @@
 //! the response, runs the tools in order and journals everything. The UI talks to it
 //! only through [`Op`]s and [`AgentEvent`]s.
 
+mod approvals;
+
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use approvals::Approvals;
 
 use crate::compact::estimate::json_chars;
 use crate::compact::pairing::{check_pairing, repair};
@@ -42,7 +46,7 @@ pub struct AgentSettings {
     pub context_window_tokens: u64,
 }
 
-pub const SYSTEM_PROMPT: &str = include_str!("../assets/system_prompt.md");
+pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
 
 pub struct Agent {
     provider: Arc<dyn Provider>,
@@ -55,7 +59,7 @@ pub struct Agent {
     sizes: Sizes,
     last_call: Option<CallTokens>,
     events: UnboundedSender<AgentEvent>,
-    always_allowed: HashSet<String>,
+    approvals: Approvals,
     next_request_id: u64,
     quit: bool,
     /// Shown once the session starts (what restoring it mended).
@@ -162,7 +166,7 @@ impl Agent {
             sizes,
             last_call: None,
             events,
-            always_allowed: HashSet::new(),
+            approvals: Approvals::default(),
             next_request_id: 1,
             quit: false,
             notices: Vec::new(),
@@ -287,6 +291,7 @@ impl Agent {
                     self.sync_journal();
                 }
                 Op::Clear => self.clear(),
+                Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Inspect => self.emit(AgentEvent::Breakdown {
                     breakdown: crate::context_map::breakdown(
                         &self.settings.system_prompt,
@@ -304,6 +309,7 @@ impl Agent {
     }
 
     fn clear(&mut self) {
+        self.approvals.clear();
         self.messages.clear();
         self.sizes = Sizes::of(&[], self.settings.compaction.estimate);
         self.last_call = None;
@@ -615,13 +621,24 @@ impl Agent {
                         (ToolOutput::error(reason), status)
                     }
                     Plan::Run(job) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
-                    Plan::Ask { question, job } => match self.permission(&name, &question, ops).await {
-                        Ok(true) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
-                        Ok(false) => (
+                    Plan::Ask {
+                        question,
+                        destructive,
+                        job,
+                    } => match self.permission(&name, &question, destructive, &job, ops).await {
+                        Decision::Allowed => self.run_job(job, &mut compact, &mut cancelled, ops).await,
+                        Decision::Denied => (
                             ToolOutput::error(format!("Refused: the user did not allow this. ({question})")),
                             ToolStatus::Refused,
                         ),
-                        Err(()) => {
+                        Decision::NobodyToAsk => (
+                            ToolOutput::error(format!(
+                                "Refused: this needs the user's approval, and this run cannot ask \
+                                 (headless without --yes). ({question})"
+                            )),
+                            ToolStatus::Refused,
+                        ),
+                        Decision::Cancelled => {
                             cancelled = true;
                             (ToolOutput::error("Cancelled by the user."), ToolStatus::Cancelled)
                         }
@@ -674,42 +691,92 @@ impl Agent {
         }
     }
 
-    /// `Ok(allowed)`, or `Err(())` when the user cancelled the turn instead.
-    async fn permission(&mut self, tool: &str, question: &str, ops: &mut UnboundedReceiver<Op>) -> Result<bool, ()> {
+    /// Ask the user about `job`, unless an earlier "always" covers it.
+    async fn permission(
+        &mut self,
+        tool: &str,
+        question: &str,
+        destructive: bool,
+        job: &Job,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Decision {
         match self.settings.ask {
-            AskPolicy::Approve => return Ok(true),
-            AskPolicy::Refuse => return Ok(false),
+            AskPolicy::Approve => return Decision::Allowed,
+            AskPolicy::Refuse => return Decision::NobodyToAsk,
             AskPolicy::Ask => {}
         }
-        if self.always_allowed.contains(tool) {
-            return Ok(true);
+        if !destructive && self.approvals.covers(tool, job) {
+            return Decision::Allowed;
         }
+        let always = (!destructive).then(|| approvals::rule_for(tool, job)).flatten();
         let request_id = self.next_request_id;
         self.next_request_id += 1;
         self.emit(AgentEvent::PermissionRequest {
             request_id,
             tool: tool.to_string(),
             question: question.to_string(),
+            subject: job.subject(),
+            always: always.as_ref().map(ToString::to_string),
         });
         loop {
             match ops.recv().await {
                 Some(Op::Permission { request_id: id, answer }) if id == request_id => {
-                    return Ok(match answer {
-                        PermissionAnswer::AllowOnce => true,
-                        PermissionAnswer::Deny => false,
-                        PermissionAnswer::AlwaysForSession => {
-                            self.always_allowed.insert(tool.to_string());
-                            true
-                        }
-                    });
+                    return match answer {
+                        PermissionAnswer::AllowOnce => Decision::Allowed,
+                        PermissionAnswer::Deny => Decision::Denied,
+                        PermissionAnswer::AlwaysForSession => match always {
+                            Some(rule) => {
+                                self.approvals.grant(rule);
+                                Decision::Allowed
+                            }
+                            // Not offered for this question: it counts as once.
+                            None => Decision::Allowed,
+                        },
+                    };
                 }
                 None | Some(Op::Quit) => {
                     self.quit = true;
-                    return Err(());
+                    return Decision::Cancelled;
                 }
-                Some(Op::Cancel) => return Err(()),
+                Some(Op::Cancel) => return Decision::Cancelled,
                 Some(_) => {}
             }
         }
     }
+
+    /// `/permissions`: list the approvals, or revoke one by its number.
+    fn permissions(&mut self, revoke: Option<usize>) {
+        if let Some(number) = revoke {
+            let message = match number.checked_sub(1).and_then(|index| self.approvals.revoke(index)) {
+                Some(approval) => format!("revoked: {approval}"),
+                None => format!("there is no approval number {number}"),
+            };
+            self.emit(AgentEvent::Notice { message });
+        }
+        let list = self.approvals.list();
+        let message = if list.is_empty() {
+            "no approvals in this session".to_string()
+        } else {
+            let lines: Vec<String> = list
+                .iter()
+                .enumerate()
+                .map(|(at, approval)| format!("{}. {approval}", at + 1))
+                .collect();
+            format!(
+                "approved for this session (/permissions revoke N):\n{}",
+                lines.join("\n")
+            )
+        };
+        self.emit(AgentEvent::Notice { message });
+    }
+}
+
+/// The user's answer to a permission question.
+enum Decision {
+    Allowed,
+    Denied,
+    /// Headless without `--yes`: there is no one to ask.
+    NobodyToAsk,
+    /// The user cancelled the turn (or quit) instead of answering.
+    Cancelled,
 }
