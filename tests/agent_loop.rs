@@ -217,3 +217,88 @@ fn path_escapes_never_run_unasked() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_approves_the_exact_path_only_until_clear_and_is_never_offered_for_deletion() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("notes.txt");
+    std::fs::write(&secret, "outside notes").unwrap();
+    let read = json!({"path": secret});
+    let api = MockApi::start(vec![
+        tool_reply("Reading.", &[("t1", "read_file", read.clone())]),
+        tool_reply("Again.", &[("t2", "read_file", read.clone())]),
+        tool_reply("Deleting.", &[("t3", "bash", json!({"command": "rm -f gone.txt"}))]),
+        text_reply("done"),
+        tool_reply("After clear.", &[("t4", "read_file", read.clone())]),
+        text_reply("done again"),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Ask).await;
+    agent.ops.send(Op::Submit { text: "read it".into() }).unwrap();
+    let AgentEvent::PermissionRequest { request_id, always, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        always.as_deref(),
+        Some(format!("read_file: {}", secret.display()).as_str())
+    );
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::AlwaysForSession,
+        })
+        .unwrap();
+    // The second read of the same path runs without a question.
+    let second = until(&mut agent.events, |e| {
+        matches!(e, AgentEvent::PermissionRequest { .. })
+            || matches!(e, AgentEvent::ToolFinished { id, .. } if id == "t2")
+    })
+    .await;
+    assert!(
+        matches!(
+            second,
+            AgentEvent::ToolFinished {
+                status: ToolStatus::Ok,
+                ..
+            }
+        ),
+        "{second:?}"
+    );
+    // Deleting asks, without "always".
+    let AgentEvent::PermissionRequest { request_id, always, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(always, None, "destructive commands are never approved for the session");
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::Deny,
+        })
+        .unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    agent.ops.send(Op::Clear).unwrap();
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "read it again".into(),
+        })
+        .unwrap();
+    let after_clear = answer_next_question(&mut agent, PermissionAnswer::Deny).await;
+    assert!(
+        matches!(
+            after_clear,
+            AgentEvent::ToolFinished {
+                status: ToolStatus::Refused,
+                ..
+            }
+        ),
+        "after /clear the same read asks again: {after_clear:?}"
+    );
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+}

@@ -4,106 +4,22 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Recorded, Reply, prompt_too_long, text_reply, tool_reply};
+use common::{
+    MockApi, Recorded, Reply, Workspace, events, messages_of, prompt_too_long, text_reply, tool_reply, tool_results,
+};
 use scratchpad::compact::markers::{parse_archive_marker, parse_cleared_reference, parse_persisted_output};
 use scratchpad::compact::pairing::check_pairing;
 use scratchpad::message::{ContentBlock, Message};
 use serde_json::{Value, json};
-
-struct Workspace {
-    dir: tempfile::TempDir,
-    home: tempfile::TempDir,
-}
-
-impl Workspace {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        for i in 0..8 {
-            let body: String = (0..40)
-                .map(|line| format!("// file {i} line {line}: some source text\n"))
-                .collect();
-            std::fs::write(dir.path().join(format!("f{i}.rs")), body).unwrap();
-        }
-        let home = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join("config.toml"),
-            "[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 20\n",
-        )
-        .unwrap();
-        Workspace { dir, home }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn command(&self, api: &MockApi, args: &[&str]) -> Command {
-        self.command_through(Command::new(env!("CARGO_BIN_EXE_scratchpad")), api, args)
-    }
-
-    /// The binary's arguments and environment on `command`, which may be a wrapper
-    /// that then runs the binary.
-    fn command_through(&self, mut command: Command, api: &MockApi, args: &[&str]) -> Command {
-        command
-            .args(["-C", self.path().to_str().unwrap()])
-            .args(["--config", self.home.path().join("config.toml").to_str().unwrap()])
-            .args(args)
-            .env("ANTHROPIC_API_KEY", "sk-test")
-            .env("ANTHROPIC_BASE_URL", &api.url)
-            .env("SCRATCHPAD_LOG", self.home.path().join("log.txt"))
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path())
-            .env_remove("MODEL_ID")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, api: &MockApi, args: &[&str]) -> Output {
-        self.command(api, args).output().expect("run the binary")
-    }
-}
-
-fn messages_of(request: &Recorded) -> Vec<Message> {
-    let mut body = request.body["messages"].clone();
-    // The cache breakpoint is ours, added at send time; strip it to read the history.
-    if let Some(last) = body.as_array_mut().and_then(|m| m.last_mut())
-        && let Some(blocks) = last["content"].as_array_mut()
-    {
-        for block in blocks {
-            if let Some(map) = block.as_object_mut() {
-                map.remove("cache_control");
-            }
-        }
-    }
-    serde_json::from_value(body).expect("request messages parse")
-}
-
-fn events(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("one JSON event a line"))
-        .collect()
-}
 
 fn stages(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .filter(|e| e["type"] == "compaction" && e["event"]["replaced"].as_u64() > Some(0))
         .map(|e| e["event"]["stage"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn tool_results(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .flat_map(|m| m.block_slice())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult { content, .. } => Some(content.full_text()),
-            _ => None,
-        })
         .collect()
 }
 

@@ -6,6 +6,8 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
 use futures::StreamExt;
+use scratchpad::message::{ContentBlock, Message};
 use serde_json::{Value, json};
 
 #[derive(Clone, Debug)]
@@ -315,4 +318,97 @@ pub fn prompt_too_long() -> Reply {
 
 pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// A workspace and a home folder for one run of the real binary against the mock API.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+    /// The API key the binary gets (tests of secrecy use a unique one).
+    pub key: String,
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..8 {
+            let body: String = (0..40)
+                .map(|line| format!("// file {i} line {line}: some source text\n"))
+                .collect();
+            std::fs::write(dir.path().join(format!("f{i}.rs")), body).unwrap();
+        }
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 20\n",
+        )
+        .unwrap();
+        Workspace {
+            dir,
+            home,
+            key: "sk-test".into(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn command(&self, api: &MockApi, args: &[&str]) -> Command {
+        self.command_through(Command::new(env!("CARGO_BIN_EXE_scratchpad")), api, args)
+    }
+
+    /// The binary's arguments and environment on `command`, which may be a wrapper
+    /// that then runs the binary.
+    pub fn command_through(&self, mut command: Command, api: &MockApi, args: &[&str]) -> Command {
+        command
+            .args(["-C", self.path().to_str().unwrap()])
+            .args(["--config", self.home.path().join("config.toml").to_str().unwrap()])
+            .args(args)
+            .env("ANTHROPIC_API_KEY", &self.key)
+            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("SCRATCHPAD_LOG", self.home.path().join("log.txt"))
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path())
+            .env_remove("MODEL_ID")
+            .stdin(Stdio::null());
+        command
+    }
+
+    pub fn run(&self, api: &MockApi, args: &[&str]) -> Output {
+        self.command(api, args).output().expect("run the binary")
+    }
+}
+
+pub fn messages_of(request: &Recorded) -> Vec<Message> {
+    let mut body = request.body["messages"].clone();
+    // The cache breakpoint is ours, added at send time; strip it to read the history.
+    if let Some(last) = body.as_array_mut().and_then(|m| m.last_mut())
+        && let Some(blocks) = last["content"].as_array_mut()
+    {
+        for block in blocks {
+            if let Some(map) = block.as_object_mut() {
+                map.remove("cache_control");
+            }
+        }
+    }
+    serde_json::from_value(body).expect("request messages parse")
+}
+
+pub fn events(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON event a line"))
+        .collect()
+}
+
+pub fn tool_results(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.block_slice())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(content.full_text()),
+            _ => None,
+        })
+        .collect()
 }
