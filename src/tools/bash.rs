@@ -328,4 +328,35 @@ mod tests {
             .await;
         assert_eq!(read, ToolOutput::ok("read\n"), "reads stay allowed");
     }
+
+    #[tokio::test]
+    async fn with_network_off_the_sandbox_refuses_tcp_connections() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let workspace = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let mut offline = shell(workspace.path(), SandboxMode::WorkspaceWrite);
+        offline.sandbox = Sandbox::new(
+            SandboxConfig {
+                network: false,
+                ..SandboxConfig::default()
+            },
+            workspace.path(),
+        );
+        if let SandboxState::Unavailable(reason) = offline.sandbox.state() {
+            eprintln!("skipped: Landlock is not available here ({reason})");
+            return;
+        }
+        let online = shell(workspace.path(), SandboxMode::WorkspaceWrite);
+        assert_eq!(
+            online.run(&connect, Duration::from_secs(10)).await,
+            ToolOutput::ok("connected\n")
+        );
+        let refused = offline.run(&connect, Duration::from_secs(10)).await;
+        assert!(
+            refused.is_error && !refused.text.contains("connected"),
+            "{}",
+            refused.text
+        );
+    }
 }
