@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compact::StageEvent;
 use crate::compact::pairing::repair;
 use crate::message::Message;
-use crate::store::create_private_dir;
+use crate::store::create_own_folder;
 
 pub const SESSIONS_DIR: &str = ".scratchpad/sessions";
 
@@ -102,7 +102,7 @@ impl Journal {
             path: dir.clone(),
             source,
         };
-        create_private_dir(&dir).map_err(io)?;
+        create_own_folder(workspace, SESSIONS_DIR).map_err(io)?;
         let created_unix = unix_now();
         let base = format!("{}-{}", crate::time::compact_stamp(created_unix), std::process::id());
         // Two sessions of one process in the same second (a `/clear`) get new names:

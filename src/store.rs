@@ -18,6 +18,10 @@ use crate::message::Message;
 pub const TRANSCRIPTS_DIR: &str = ".transcripts";
 pub const TOOL_RESULTS_DIR: &str = ".task_outputs/tool-results";
 
+/// The folders scratchpad keeps in a workspace: journals, transcripts, saved outputs.
+/// Each gets a `.gitignore` of `*` when created, and `glob` never lists them.
+pub const OWN_FOLDERS: &[&str] = &[".scratchpad", ".transcripts", ".task_outputs"];
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot write {path}: {source}")]
@@ -66,8 +70,9 @@ impl Store {
     /// relative to the workspace. The name carries the stage and the time, so names
     /// sort by age; a counter keeps names from one process unique.
     pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
-        let dir = self.transcripts_dir();
-        let temp = self.temp_path(&dir, "transcript")?;
+        let dir = create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
+            .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
+        let temp = self.temp_path(&dir, "transcript");
         let write = |file: File| -> Result<(), StoreError> {
             let mut writer = BufWriter::with_capacity(1 << 17, file);
             for message in messages {
@@ -130,7 +135,8 @@ impl Store {
                 }
                 Err(error) if error.kind() == io::ErrorKind::NotFound && !made_folder => {
                     // The first save of a session: make the folder, then try again.
-                    create_private_dir(&dir).map_err(|source| self.write_error(&dir, source))?;
+                    create_own_folder(&self.workspace, TOOL_RESULTS_DIR)
+                        .map_err(|source| self.write_error(&dir, source))?;
                     made_folder = true;
                 }
                 Err(source) => return Err(self.write_error(&path, source)),
@@ -203,14 +209,14 @@ impl Store {
         Some((trusted, text))
     }
 
-    fn temp_path(&self, dir: &Path, stem: &str) -> Result<PathBuf, StoreError> {
-        create_private_dir(dir).map_err(|source| self.write_error(dir, source))?;
+    /// A fresh temporary name in `dir` (which exists).
+    fn temp_path(&self, dir: &Path, stem: &str) -> PathBuf {
         let unique = format!(
             ".{stem}.{}.{}.tmp",
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        Ok(dir.join(unique))
+        dir.join(unique)
     }
 
     fn create_private(&self, path: &Path) -> io::Result<File> {
@@ -272,6 +278,27 @@ fn sync_filesystem(folder: &Path) -> io::Result<()> {
 }
 
 static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Create `workspace/relative` (private); when that starts a folder of
+/// [`OWN_FOLDERS`] that has no `.gitignore` yet, give it one of `*`, so a git checkout
+/// never shows our journals and archives as untracked files.
+pub fn create_own_folder(workspace: &Path, relative: &str) -> io::Result<PathBuf> {
+    let dir = workspace.join(relative);
+    create_private_dir(&dir)?;
+    if let Some(top) = Path::new(relative).components().next()
+        && OWN_FOLDERS
+            .iter()
+            .any(|own| Path::new(own) == Path::new(top.as_os_str()))
+    {
+        let ignore = workspace.join(top.as_os_str()).join(".gitignore");
+        match OpenOptions::new().write(true).create_new(true).open(&ignore) {
+            Ok(mut file) => file.write_all(b"*\n")?,
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(dir)
+}
 
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
@@ -340,8 +367,11 @@ mod tests {
         let names: Vec<_> = fs::read_dir(store.transcripts_dir())
             .unwrap()
             .map(|e| e.unwrap().file_name())
+            .filter(|name| name != ".gitignore")
             .collect();
         assert_eq!(names.len(), 2, "no temp files remain: {names:?}");
+        let ignore = fs::read_to_string(store.transcripts_dir().join(".gitignore")).unwrap();
+        assert_eq!(ignore, "*\n", "git never shows our archives as untracked");
     }
 
     #[cfg(unix)]

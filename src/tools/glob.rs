@@ -1,11 +1,16 @@
 //! `glob`: workspace files matching a pattern, sorted, never outside the workspace.
+//! The walk (the `ignore` crate, as ripgrep walks) honours `.gitignore` files, and
+//! skips `.git`, build caches (folders marked with a `CACHEDIR.TAG`, like cargo's
+//! `target/`) and scratchpad's own folders: the model never gets our journals and
+//! archives offered as workspace files.
 
 use std::path::Path;
 
 use globset::GlobBuilder;
-use walkdir::WalkDir;
+use ignore::WalkBuilder;
 
 use super::ToolOutput;
+use crate::store::OWN_FOLDERS;
 
 const MAX_SHOWN: usize = 200;
 
@@ -21,12 +26,20 @@ pub fn glob(root: &Path, pattern: &str) -> ToolOutput {
         Ok(glob) => glob.compile_matcher(),
         Err(error) => return ToolOutput::error(format!("glob: invalid pattern: {error}")),
     };
-    let mut matches: Vec<String> = WalkDir::new(root)
+    let top = root.to_path_buf();
+    let mut matches: Vec<String> = WalkBuilder::new(root)
         .follow_links(false)
-        .into_iter()
-        .filter_entry(|entry| entry.file_name() != ".git")
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(move |entry| {
+            let name = entry.file_name();
+            let ours = entry.path().parent() == Some(top.as_path()) && OWN_FOLDERS.iter().any(|own| name == *own);
+            let cache = entry.file_type().is_some_and(|t| t.is_dir()) && entry.path().join("CACHEDIR.TAG").is_file();
+            name != ".git" && !ours && !cache
+        })
+        .build()
         .filter_map(Result::ok)
-        .filter(|entry| !entry.file_type().is_dir())
+        .filter(|entry| entry.file_type().is_some_and(|t| !t.is_dir()))
         .filter_map(|entry| {
             let relative = entry.path().strip_prefix(root).ok()?.to_str()?.to_string();
             matcher.is_match(&relative).then_some(relative)
@@ -70,5 +83,38 @@ mod tests {
         let many = glob(dir.path(), "*.txt").text;
         assert_eq!(many.lines().count(), 201);
         assert!(many.ends_with("... 50 more (showing 200 of 250)"));
+    }
+
+    #[test]
+    fn gitignored_files_build_caches_and_our_own_folders_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in [
+            "src",
+            "target/debug",
+            ".transcripts",
+            ".task_outputs/tool-results",
+            ".scratchpad/sessions",
+            "gen",
+        ] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("target/CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "gen/\n").unwrap();
+        for file in [
+            "src/a.rs",
+            "target/debug/b.rs",
+            ".transcripts/t.jsonl",
+            ".task_outputs/tool-results/r.txt",
+            ".scratchpad/sessions/s.jsonl",
+            "gen/c.rs",
+            ".hidden.rs",
+        ] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        assert_eq!(glob(dir.path(), "**/*").text, ".gitignore\n.hidden.rs\nsrc/a.rs");
     }
 }
