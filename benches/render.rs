@@ -32,6 +32,8 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
                     chars_before: 61_000,
                     chars_after: 39_000,
                     paths: vec![format!(".task_outputs/tool-results/toolu_{i}.txt")],
+                    archived: None,
+                    saved: Vec::new(),
                     replaced: 1,
                     errors: Vec::new(),
                 },

@@ -96,7 +96,7 @@ pub(super) fn summarise_prefix(
             return event;
         }
     };
-    event.add_path(path.clone());
+    event.archived(path.clone());
     let summarised = &messages[..job.end];
     let mut instructions = SUMMARY_INSTRUCTIONS.to_string();
     if let Some(focus) = job.focus.filter(|f| !f.trim().is_empty()) {

@@ -40,5 +40,6 @@ pub(super) fn settle(
     }
     event.replaced = 0;
     event.paths.clear();
+    event.saved.clear();
     event.errors.push(error.to_string());
 }

@@ -88,13 +88,24 @@ pub fn saved_path(store: &Store, content: &ToolResultContent) -> Option<String> 
     matches.then_some(path)
 }
 
-/// Make sure the full text of a result is on disk and return its path: the path it
-/// already names if trusted, else a new file holding the content as it stands.
-pub fn ensure_saved(store: &Store, tool_use_id: &str, content: &ToolResultContent) -> Result<String, StoreError> {
-    match saved_path(store, content) {
-        Some(path) => Ok(path),
-        None => store.save_tool_result(tool_use_id, &content.full_text()),
-    }
+/// Where a result's full text is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Saved {
+    pub path: String,
+    /// Written now (not a file an earlier stage saved).
+    pub written: bool,
+}
+
+/// Make sure the full text of a result is on disk and say where: the path it already
+/// names if that is its original, else a new file holding the content as it stands.
+pub fn ensure_saved(store: &Store, tool_use_id: &str, content: &ToolResultContent) -> Result<Saved, StoreError> {
+    Ok(match saved_path(store, content) {
+        Some(path) => Saved { path, written: false },
+        None => Saved {
+            path: store.save_tool_result(tool_use_id, &content.full_text())?,
+            written: true,
+        },
+    })
 }
 
 pub fn is_cleared(content: &ToolResultContent) -> bool {
@@ -137,6 +148,8 @@ mod tests {
         let wrong_size = ToolResultContent::Text(persisted_output(&path, 4_000, "yyy"));
         assert_eq!(saved_path(&store, &wrong_size), None);
         let saved = ensure_saved(&store, "t2", &forged).unwrap();
+        assert!(saved.written);
+        let saved = saved.path;
         assert_ne!(saved, path);
         let kept = std::fs::read_to_string(dir.path().join(&saved)).unwrap();
         assert_eq!(kept, forged.full_text(), "the forged block's own text is saved");

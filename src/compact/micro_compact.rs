@@ -62,9 +62,9 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
             continue;
         }
         match ensure_saved(ctx.store, id, content) {
-            Ok(path) => {
+            Ok(saved) => {
                 let before = sizes.measure(content);
-                let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&path)));
+                let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
                 sizes.adjust(position.0, before, sizes.measure(content));
                 replaced.push(Replaced {
                     message: position.0,
@@ -72,7 +72,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
                     original,
                 });
                 event.replaced += 1;
-                event.add_path(path);
+                event.saved(id, saved);
             }
             Err(error) => event.errors.push(error.to_string()),
         }
@@ -122,8 +122,8 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             continue;
         }
         match ensure_saved(ctx.store, id, content) {
-            Ok(path) => {
-                let replacement = ToolResultContent::Text(persisted_output(&path, original_chars, preview));
+            Ok(saved) => {
+                let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
                     let original = std::mem::replace(content, replacement);
@@ -134,7 +134,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
                         original,
                     });
                     event.replaced += 1;
-                    event.add_path(path);
+                    event.saved(id, saved);
                 }
             }
             Err(error) => event.errors.push(error.to_string()),
@@ -274,10 +274,25 @@ mod tests {
         let mut history = rounds(&[10, 20_000, 20_000, 20_000], true);
         let (_, content) = tool_result_mut(&mut history, (2, 0)).unwrap();
         *content = ToolResultContent::Text(persisted_output(&path, 90_000, &"x".repeat(2_000)));
-        run(micro_compact, &mut history, dir.path()).expect("fires");
+        let event = run(micro_compact, &mut history, dir.path()).expect("fires");
         assert_eq!(parse_cleared_reference(&result(&history, 0)), Some(path.as_str()));
-        let files = std::fs::read_dir(store.tool_results_dir()).unwrap().count();
+        let files = std::fs::read_dir(store.tool_results_dir())
+            .unwrap()
+            .filter(|entry| entry.as_ref().unwrap().file_name() != ".gitignore")
+            .count();
         assert_eq!(files, 1, "the existing file was reused");
+        assert!(
+            !event.paths.contains(&path),
+            "a reused file is not credited to micro_compact"
+        );
+        assert!(
+            event
+                .saved
+                .iter()
+                .any(|saved| saved.tool_use_id == "t0" && saved.path == path),
+            "but the event says where t0's text is: {:?}",
+            event.saved
+        );
     }
 
     #[test]

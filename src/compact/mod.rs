@@ -171,6 +171,13 @@ impl std::fmt::Display for Stage {
     }
 }
 
+/// Where the full text of a replaced tool result is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedResult {
+    pub tool_use_id: String,
+    pub path: String,
+}
+
 /// What one stage did, for markers and links in a UI and for the session journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageEvent {
@@ -179,8 +186,16 @@ pub struct StageEvent {
     pub messages_after: usize,
     pub chars_before: usize,
     pub chars_after: usize,
-    /// Files written or reused for this stage, relative to the workspace.
+    /// Files this stage wrote, relative to the workspace (the marker links these, and
+    /// the browser credits them to this stage).
     pub paths: Vec<String>,
+    /// The whole history's transcript, for the stages that archive one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<String>,
+    /// Every tool result this stage replaced, with where its full text is now (a file
+    /// it wrote or one saved earlier).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub saved: Vec<SavedResult>,
     /// How many blocks (or, for history stages, messages) were replaced.
     pub replaced: usize,
     /// Failures that left a block or the history unchanged (full disk, summariser error).
@@ -197,6 +212,8 @@ impl StageEvent {
             chars_before: chars,
             chars_after: chars,
             paths: Vec::new(),
+            archived: None,
+            saved: Vec::new(),
             replaced: 0,
             errors: Vec::new(),
         }
@@ -208,10 +225,21 @@ impl StageEvent {
         (self.replaced > 0 || !self.errors.is_empty()).then_some(self)
     }
 
-    fn add_path(&mut self, path: String) {
-        if !self.paths.contains(&path) {
-            self.paths.push(path);
+    /// A tool result was replaced; its full text is at `saved.path`.
+    fn saved(&mut self, tool_use_id: &str, saved: markers::Saved) {
+        if saved.written && !self.paths.contains(&saved.path) {
+            self.paths.push(saved.path.clone());
         }
+        self.saved.push(SavedResult {
+            tool_use_id: tool_use_id.to_string(),
+            path: saved.path,
+        });
+    }
+
+    /// The stage wrote the whole history to `path`.
+    fn archived(&mut self, path: String) {
+        self.paths.push(path.clone());
+        self.archived = Some(path);
     }
 
     /// One line for logs and the headless output, e.g.

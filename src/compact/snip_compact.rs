@@ -26,7 +26,7 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
             messages.splice(head..start, marker.iter().cloned());
             sizes.splice(head..start, &marker);
             event.replaced = archived;
-            event.add_path(path);
+            event.archived(path);
         }
         Err(error) => event.errors.push(error.to_string()),
     }

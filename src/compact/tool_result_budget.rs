@@ -50,9 +50,9 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
             continue;
         }
         match ensure_saved(ctx.store, tool_use_id, content) {
-            Ok(path) => {
+            Ok(saved) => {
                 let full = content.full_text();
-                let block = persisted_output(&path, len, prefix_chars(&full, config.persisted_preview_chars));
+                let block = persisted_output(&saved.path, len, prefix_chars(&full, config.persisted_preview_chars));
                 let old = sizes.measure(content);
                 let new_len = block.chars().count();
                 let original = std::mem::replace(content, ToolResultContent::Text(block));
@@ -64,7 +64,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
                 });
                 total = total - len + new_len;
                 event.replaced += 1;
-                event.add_path(path);
+                event.saved(tool_use_id, saved);
             }
             Err(error) => event.errors.push(error.to_string()),
         }

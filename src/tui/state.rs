@@ -10,7 +10,6 @@ use crate::message::{ContentBlock, Message, Role, is_user_prompt};
 use crate::protocol::{AgentEvent, ContextStatus, ToolStatus, TurnOutcome};
 use crate::provider::Usage;
 use crate::session::TimelinePoint;
-use crate::store::{TOOL_RESULTS_DIR, safe_file_stem};
 use crate::terminal_text::terminal_safe;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -274,7 +273,11 @@ impl AppState {
             AgentEvent::Compaction { event } => {
                 for path in &event.paths {
                     self.written_by.push((path.clone(), event.stage));
-                    self.link_saved_result(path);
+                }
+                for saved in &event.saved {
+                    if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == saved.tool_use_id) {
+                        call.saved_path = Some(saved.path.clone());
+                    }
                 }
                 if event.replaced > 0 {
                     self.pending_stages.push(event.stage);
@@ -327,23 +330,6 @@ impl AppState {
     }
 
     /// A saved tool result's path names its call by the tool_use id.
-    fn link_saved_result(&mut self, path: &str) {
-        let Some(name) = path.strip_prefix(TOOL_RESULTS_DIR).and_then(|p| p.strip_prefix('/')) else {
-            return;
-        };
-        let stem = name.strip_suffix(".txt").unwrap_or(name);
-        for call in self.tools.iter_mut() {
-            let safe = safe_file_stem(&call.id);
-            let matches = stem == safe
-                || stem
-                    .strip_prefix(safe.as_str())
-                    .is_some_and(|rest| rest.strip_prefix('-').is_some_and(|n| n.parse::<u32>().is_ok()));
-            if matches {
-                call.saved_path = Some(path.to_string());
-            }
-        }
-    }
-
     fn load_history(&mut self, messages: &[Message]) {
         self.chat.clear();
         self.revisions.clear();
@@ -417,6 +403,17 @@ mod tests {
             chars_before: 84_100,
             chars_after: 41_900,
             paths: paths.iter().map(|p| p.to_string()).collect(),
+            archived: None,
+            saved: paths
+                .iter()
+                .filter_map(|path| {
+                    let id = path.strip_prefix(".task_outputs/tool-results/")?.strip_suffix(".txt")?;
+                    Some(crate::compact::SavedResult {
+                        tool_use_id: id.to_string(),
+                        path: path.to_string(),
+                    })
+                })
+                .collect(),
             replaced: 12,
             errors: Vec::new(),
         }
