@@ -3,9 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::compact::estimate::json_chars;
-use crate::compact::markers::{
-    COMPACTED_TAG, parse_archive_marker, parse_cleared_reference, parse_persisted_output, prefix_chars,
-};
+use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
 use crate::message::{Content, ContentBlock, Message, Role};
 use crate::provider::ToolSpec;
 
@@ -118,29 +116,27 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: 
                 text: prefix_chars(text, SHOWN_TEXT).to_string(),
             });
         };
+        let kind = classify(message);
         match &message.content {
-            Content::Text(text) => push(
-                text_category(message.role, text),
-                json_chars(&message.content),
-                text,
-                None,
-            ),
+            Content::Text(text) => push(text_category(&kind), json_chars(&message.content), text, None),
             Content::Blocks(blocks) => {
                 for block in blocks {
                     let chars = json_chars(block);
                     match block {
-                        ContentBlock::Text { text, .. } => push(text_category(message.role, text), chars, text, None),
+                        ContentBlock::Text { text, .. } => push(text_category(&kind), chars, text, None),
                         ContentBlock::ToolUse { name, input, .. } => {
                             push(Category::ToolUseInput, chars, &format!("{name} {input}"), None)
                         }
                         ContentBlock::ToolResult { content, .. } => {
                             let text = content.full_text();
-                            if let Some(block) = parse_persisted_output(&text) {
-                                push(Category::PersistedPreview, chars, &text, Some(block.path.to_string()));
-                            } else if let Some(path) = parse_cleared_reference(&text) {
-                                push(Category::ClearedReference, chars, &text, Some(path.to_string()));
-                            } else {
-                                push(Category::ToolResult, chars, &text, None);
+                            match classify_result(content) {
+                                ResultKind::Persisted(block) => {
+                                    push(Category::PersistedPreview, chars, &text, Some(block.path.to_string()))
+                                }
+                                ResultKind::Cleared { path } => {
+                                    push(Category::ClearedReference, chars, &text, Some(path.to_string()))
+                                }
+                                ResultKind::Whole => push(Category::ToolResult, chars, &text, None),
                             }
                         }
                         ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None),
@@ -168,15 +164,13 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: 
     }
 }
 
-fn text_category(role: Role, text: &str) -> Category {
-    if text.starts_with(COMPACTED_TAG) {
-        Category::CompactionSummary
-    } else if parse_archive_marker(text).is_some() {
-        Category::ArchiveMarker
-    } else if role == Role::User {
-        Category::UserText
-    } else {
-        Category::AssistantText
+/// The category of a message's text, by what the message is.
+fn text_category(kind: &MessageKind) -> Category {
+    match kind {
+        MessageKind::CompactedSummary { .. } => Category::CompactionSummary,
+        MessageKind::ArchiveMarker { .. } => Category::ArchiveMarker,
+        MessageKind::UserPrompt(_) | MessageKind::ToolResults => Category::UserText,
+        MessageKind::Assistant => Category::AssistantText,
     }
 }
 

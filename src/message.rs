@@ -452,12 +452,6 @@ impl Message {
     }
 }
 
-/// A user message is a "real" prompt when it carries text and no tool results;
-/// tool results also travel with role user.
-pub fn is_user_prompt(message: &Message) -> bool {
-    message.role == Role::User && !message.has_tool_result()
-}
-
 /// Parse a JSON array of messages, with the position of a bad element in the error.
 pub fn parse_history(json: &str) -> Result<Vec<Message>, serde_json::Error> {
     serde_json::from_str(json)

@@ -5,10 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::compact::compact_history::compacted_request;
-use crate::compact::markers::parse_archive_marker;
+use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{CompactConfig, Prepared, Summariser, prepare};
-use crate::message::{Message, is_user_prompt};
+use crate::message::Message;
 use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]
@@ -48,17 +47,15 @@ pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
 /// Archive markers are not prompts; a `[Compacted]` message carries the request it
 /// was made for.
 pub fn newest_request(messages: &[Message]) -> String {
-    for message in messages.iter().rev().filter(|m| is_user_prompt(m)) {
-        let text = message.text();
-        if parse_archive_marker(&text).is_some() {
-            continue;
-        }
-        if let Some(request) = compacted_request(&text) {
-            return request.to_string();
-        }
-        return text;
-    }
-    String::new()
+    messages
+        .iter()
+        .rev()
+        .find_map(|message| match classify(message) {
+            MessageKind::UserPrompt(text) => Some(text),
+            MessageKind::CompactedSummary { request } => Some(request),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 pub fn run(
@@ -87,8 +84,8 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::compact_history::compacted_text;
     use crate::compact::markers::archive_marker;
+    use crate::compact::markers::compacted_text;
 
     #[test]
     fn the_newest_request_skips_markers_and_unwraps_compacted_messages() {

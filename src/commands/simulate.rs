@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::compact::CompactCommandError;
 use crate::cli::SimulateArgs;
+use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
-use crate::message::{Message, Role, is_user_prompt};
+use crate::message::{Message, Role};
 use crate::session::{Record, TimelinePoint, read_journal};
 use crate::store::Store;
 
@@ -61,8 +62,8 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &Store) -> 
     let mut steps = Vec::new();
     let mut request = String::new();
     for (at, message) in recorded.iter().enumerate() {
-        if is_user_prompt(message) {
-            request = message.text();
+        if let MessageKind::UserPrompt(text) = classify(message) {
+            request = text;
         }
         history.push(message.clone());
         if message.role != Role::User {

@@ -5,8 +5,9 @@
 use serde_json::Value;
 
 use super::markers::prefix_chars;
+use super::markers::{MessageKind, classify};
 use super::{Summariser, SummaryError, SummaryRequest};
-use crate::message::{ContentBlock, Role, is_user_prompt};
+use crate::message::{ContentBlock, Role};
 
 pub struct ExtractiveSummariser;
 
@@ -15,10 +16,14 @@ const LIST_LIMIT: usize = 10;
 impl Summariser for ExtractiveSummariser {
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
         let messages = request.messages;
+        // Only what the user typed: not archive markers or earlier summaries.
         let prompts: Vec<String> = messages
             .iter()
-            .filter(|m| is_user_prompt(m))
-            .map(|m| one_line(&m.text(), 200))
+            .filter_map(|m| match classify(m) {
+                MessageKind::UserPrompt(text) => Some(text),
+                _ => None,
+            })
+            .map(|text| one_line(&text, 200))
             .filter(|text| !text.is_empty())
             .collect();
         let mut files: Vec<String> = Vec::new();

@@ -5,7 +5,7 @@
 
 use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
-use super::markers::{ensure_saved, parse_cleared_reference, parse_persisted_output, persisted_output, prefix_chars};
+use super::markers::{ResultKind, classify_result, ensure_saved, persisted_output, prefix_chars};
 use super::pairing::blocks_mut;
 use super::{Context, Stage, StageEvent};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
@@ -43,10 +43,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
         else {
             continue;
         };
-        let already_short = content
-            .as_str()
-            .is_some_and(|text| parse_persisted_output(text).is_some() || parse_cleared_reference(text).is_some());
-        if already_short {
+        if classify_result(content) != ResultKind::Whole {
             continue;
         }
         match ensure_saved(ctx.store, tool_use_id, content) {

@@ -12,8 +12,9 @@ use serde_json::json;
 
 use super::error::ProviderError;
 use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage};
+use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{ExtractiveSummariser, Summariser, SummaryRequest};
-use crate::message::{ContentBlock, Message, is_user_prompt};
+use crate::message::{ContentBlock, Message};
 
 pub const DEMO_MODEL: &str = "offline-demo";
 
@@ -75,7 +76,7 @@ impl DemoProvider {
     fn respond(&self, request: &ModelRequest) -> (String, Vec<ContentBlock>) {
         let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let last = request.messages.last();
-        if last.is_some_and(is_user_prompt) && !last.is_some_and(|m| m.text().starts_with("[Compacted]")) {
+        if last.is_some_and(|m| matches!(classify(m), MessageKind::UserPrompt(_))) {
             state.step = 0;
         }
         let previous = last.map(last_result_text).unwrap_or_default();

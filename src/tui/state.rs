@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::compact::markers::{COMPACTED_TAG, parse_archive_marker};
+use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
-use crate::message::{ContentBlock, Message, Role, is_user_prompt};
+use crate::message::{ContentBlock, Message};
 use crate::protocol::{AgentEvent, ContextStatus, ToolStatus, TurnOutcome};
 use crate::provider::Usage;
 use crate::session::TimelinePoint;
@@ -335,19 +335,25 @@ impl AppState {
         self.revisions.clear();
         self.tools.clear();
         for message in messages {
-            let text = terminal_safe(&message.text()).into_owned();
-            if message.role == Role::User {
-                if text.starts_with(COMPACTED_TAG) {
+            match classify(message) {
+                MessageKind::CompactedSummary { .. } => {
                     self.push(ChatEntry::Notice(
                         "earlier conversation compacted into a summary".into(),
                     ));
-                } else if let Some((count, path)) = parse_archive_marker(&text) {
-                    self.push(ChatEntry::Notice(format!("{count} messages archived at {path}")));
-                } else if is_user_prompt(message) && !text.is_empty() {
-                    self.push(ChatEntry::User(text));
                 }
-            } else if !text.is_empty() {
-                self.push(ChatEntry::Assistant { text, streaming: false });
+                MessageKind::ArchiveMarker { count, path } => {
+                    self.push(ChatEntry::Notice(format!("{count} messages archived at {path}")));
+                }
+                MessageKind::UserPrompt(text) if !text.is_empty() => {
+                    self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
+                }
+                MessageKind::Assistant => {
+                    let text = terminal_safe(&message.text()).into_owned();
+                    if !text.is_empty() {
+                        self.push(ChatEntry::Assistant { text, streaming: false });
+                    }
+                }
+                MessageKind::UserPrompt(_) | MessageKind::ToolResults => {}
             }
             for block in message.block_slice() {
                 match block {
@@ -394,6 +400,7 @@ impl AppState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Role;
 
     fn stage_event(stage: Stage, paths: &[&str]) -> StageEvent {
         StageEvent {
