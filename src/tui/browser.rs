@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 
+use super::theme;
 use crate::compact::Stage;
 use crate::message::{Content, ContentBlock, Message, Role};
 use crate::store::{TOOL_RESULTS_DIR, TRANSCRIPTS_DIR};
@@ -121,13 +122,13 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
         let Ok(message) = serde_json::from_str::<Message>(line) else {
             out.push((
                 format!("(line {} is not a message) {line}", n + 1),
-                Style::default().fg(Color::Red),
+                Style::default().fg(theme::FAILURE),
             ));
             continue;
         };
         let (role, colour) = match message.role {
-            Role::User => ("user", Color::LightBlue),
-            Role::Assistant => ("assistant", Color::LightGreen),
+            Role::User => ("user", theme::ACCENT),
+            Role::Assistant => ("assistant", theme::SUCCESS_BRIGHT),
         };
         out.push((
             format!("── {} · {role} ──", n + 1),
@@ -141,9 +142,10 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
                         ContentBlock::Text { text, .. } => {
                             out.extend(text.lines().map(|l| (l.to_string(), Style::default())))
                         }
-                        ContentBlock::ToolUse { name, input, id, .. } => {
-                            out.push((format!("⚙ {name} {input}  [{id}]"), Style::default().fg(Color::Yellow)))
-                        }
+                        ContentBlock::ToolUse { name, input, id, .. } => out.push((
+                            format!("⚙ {name} {input}  [{id}]"),
+                            Style::default().fg(theme::ATTENTION),
+                        )),
                         ContentBlock::ToolResult {
                             content,
                             is_error,
@@ -154,11 +156,11 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
                             let label = if *is_error == Some(true) { "error" } else { "result" };
                             out.push((
                                 format!("↳ {label} for {tool_use_id} ({} chars)", text.chars().count()),
-                                Style::default().fg(Color::Cyan),
+                                Style::default().fg(theme::INFO),
                             ));
                             out.extend(
                                 text.lines()
-                                    .map(|l| (format!("  {l}"), Style::default().fg(Color::Gray))),
+                                    .map(|l| (format!("  {l}"), Style::default().fg(theme::SOFT))),
                             );
                         }
                         ContentBlock::Unknown(value) => out.push((
@@ -166,7 +168,7 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
                                 "[{} block]",
                                 value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown")
                             ),
-                            Style::default().fg(Color::DarkGray),
+                            Style::default().fg(theme::MUTED),
                         )),
                     }
                 }
@@ -188,7 +190,7 @@ impl Viewer {
         if truncated {
             lines.push((
                 format!("[… shown up to {MAX_VIEW_BYTES} bytes]"),
-                Style::default().fg(Color::DarkGray),
+                Style::default().fg(theme::MUTED),
             ));
         }
         Ok(Viewer::from_lines(relative.to_string(), lines))
@@ -296,7 +298,7 @@ impl Viewer {
         frame.render_widget(Clear, area);
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(Color::LightCyan))
+            .border_style(Style::default().fg(theme::LINK))
             .title(format!(
                 " {} · line {}/{} ",
                 self.title,
@@ -318,7 +320,7 @@ impl Viewer {
             }
             let mut style = line.spans.first().map_or_else(Style::default, |span| span.style);
             if !query.is_empty() && self.plain[at].contains(&query) {
-                style = style.bg(Color::Rgb(60, 60, 0));
+                style = style.bg(theme::MATCH_BACKGROUND);
             }
             let text: String = line.spans.iter().map(|span| span.content.as_ref()).collect();
             visible.extend(super::markdown::wrap(&[(text, style)], width, Span::raw(""), ""));
@@ -333,7 +335,7 @@ impl Viewer {
             None => "↑↓ PgUp PgDn scroll · / search · b jump back · Esc back".to_string(),
         };
         frame.render_widget(
-            Paragraph::new(Span::styled(footer, Style::default().fg(Color::Gray))),
+            Paragraph::new(Span::styled(footer, Style::default().fg(theme::SOFT))),
             foot,
         );
     }
@@ -399,7 +401,7 @@ impl Browser {
         frame.render_widget(Clear, area);
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(Color::LightCyan))
+            .border_style(Style::default().fg(theme::LINK))
             .title(format!(
                 " transcripts and saved outputs ({}) · Enter opens · Esc closes ",
                 self.entries.len()
@@ -412,7 +414,7 @@ impl Browser {
                 .clone()
                 .unwrap_or_else(|| "Nothing archived yet: compaction writes here when it shortens the context.".into());
             frame.render_widget(
-                Paragraph::new(Span::styled(text, Style::default().fg(Color::DarkGray))),
+                Paragraph::new(Span::styled(text, Style::default().fg(theme::MUTED))),
                 inner,
             );
             return;
@@ -434,7 +436,7 @@ impl Browser {
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(vec!["modified (UTC)", "size", "written by", "path"]).style(Style::default().fg(Color::Gray)))
+        .header(Row::new(vec!["modified (UTC)", "size", "written by", "path"]).style(Style::default().fg(theme::SOFT)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected));
         frame.render_stateful_widget(table, inner, &mut state);
@@ -445,7 +447,7 @@ impl Browser {
                 ..inner
             };
             frame.render_widget(
-                Paragraph::new(Span::styled(error.clone(), Style::default().fg(Color::Red))),
+                Paragraph::new(Span::styled(error.clone(), Style::default().fg(theme::FAILURE))),
                 bottom,
             );
         }

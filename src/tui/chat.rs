@@ -4,12 +4,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::markdown;
 use super::state::ChatEntry;
+use super::theme;
 
 #[derive(Default)]
 pub struct ChatView {
@@ -35,32 +36,32 @@ struct Rendered {
 }
 
 pub fn marker_style() -> Style {
-    Style::default().fg(Color::LightMagenta).add_modifier(Modifier::BOLD)
+    Style::default().fg(theme::COMPACTION).add_modifier(Modifier::BOLD)
 }
 
 fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'static>>, Vec<Option<usize>>) {
     let mut link_of_line = Vec::new();
     let mut lines = match entry {
         ChatEntry::User(text) => markdown::wrap(
-            &[(text.clone(), Style::default().fg(Color::White))],
+            &[(text.clone(), Style::default().fg(theme::TEXT))],
             width,
-            Span::styled("› ", Style::default().fg(Color::LightBlue).add_modifier(Modifier::BOLD)),
+            Span::styled("› ", Style::default().fg(theme::ACCENT).add_modifier(Modifier::BOLD)),
             "  ",
         ),
         ChatEntry::Assistant { text, streaming } => {
             let mut lines = markdown::render(text, width, Style::default());
             if *streaming && let Some(last) = lines.last_mut() {
-                last.spans.push(Span::styled("▍", Style::default().fg(Color::Gray)));
+                last.spans.push(Span::styled("▍", Style::default().fg(theme::SOFT)));
             }
             lines
         }
         ChatEntry::Notice(text) => markdown::wrap(
             &[(
                 text.clone(),
-                Style::default().fg(Color::DarkGray).add_modifier(Modifier::ITALIC),
+                Style::default().fg(theme::MUTED).add_modifier(Modifier::ITALIC),
             )],
             width,
-            Span::styled("· ", Style::default().fg(Color::DarkGray)),
+            Span::styled("· ", Style::default().fg(theme::MUTED)),
             "  ",
         ),
         ChatEntry::Marker(event) => {
@@ -72,11 +73,11 @@ fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'st
             let mut lines = markdown::wrap(&[(event.summary_line(), style)], width, Span::styled("◆ ", style), "  ");
             link_of_line.resize(lines.len(), None);
             for (n, path) in event.paths.iter().enumerate() {
-                let link = Style::default().fg(Color::LightCyan).add_modifier(Modifier::UNDERLINED);
+                let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
                 let wrapped = markdown::wrap(
                     &[(path.clone(), link)],
                     width,
-                    Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(Color::DarkGray)),
+                    Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(theme::MUTED)),
                     "      ",
                 );
                 link_of_line.extend(std::iter::repeat_n(Some(n), wrapped.len()));
@@ -113,7 +114,7 @@ impl ChatView {
         selected: Option<usize>,
         focused: bool,
     ) {
-        let border = if focused { Color::LightBlue } else { Color::DarkGray };
+        let border = if focused { theme::ACCENT } else { theme::MUTED };
         let title = if self.scroll_up > 0 {
             format!(" chat · ↑{} lines (End to follow) ", self.scroll_up)
         } else {
@@ -195,7 +196,7 @@ impl ChatView {
         if entries.is_empty() {
             visible.push(Line::from(Span::styled(
                 "Type a request below and press Enter. ? or F1 shows the keys; /help lists the commands.",
-                Style::default().fg(Color::DarkGray),
+                Style::default().fg(theme::MUTED),
             )));
         }
         frame.render_widget(Paragraph::new(visible), inner);

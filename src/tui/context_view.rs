@@ -11,23 +11,24 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table, TableState};
 
+use super::theme;
 use crate::compact::{CompactConfig, short_count};
 use crate::context_map::{Category, ContextBreakdown};
 use crate::session::TimelinePoint;
 
 pub fn category_colour(category: Category) -> Color {
     match category {
-        Category::SystemAndTools => Color::Gray,
-        Category::UserText => Color::LightBlue,
-        Category::AssistantText => Color::LightGreen,
-        Category::ToolUseInput => Color::Yellow,
-        Category::ToolResult => Color::LightRed,
-        Category::PersistedPreview => Color::Cyan,
-        Category::ClearedReference => Color::Blue,
-        Category::ArchiveMarker => Color::Magenta,
-        Category::CompactionSummary => Color::LightMagenta,
-        Category::Other => Color::White,
-        Category::Free => Color::DarkGray,
+        Category::SystemAndTools => theme::SOFT,
+        Category::UserText => theme::ACCENT,
+        Category::AssistantText => theme::SUCCESS_BRIGHT,
+        Category::ToolUseInput => theme::ATTENTION,
+        Category::ToolResult => theme::FAILURE_SOFT,
+        Category::PersistedPreview => theme::INFO,
+        Category::ClearedReference => theme::REFERENCE,
+        Category::ArchiveMarker => theme::ARCHIVE,
+        Category::CompactionSummary => theme::COMPACTION,
+        Category::Other => theme::TEXT,
+        Category::Free => theme::MUTED,
     }
 }
 
@@ -91,7 +92,7 @@ impl ContextView {
         frame.render_widget(Clear, area);
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(Color::LightCyan))
+            .border_style(Style::default().fg(theme::LINK))
             .title(" context · ↑↓ select · Enter opens · Esc closes ");
         let inner = block.inner(area);
         frame.render_widget(block, area);
@@ -143,7 +144,7 @@ impl ContextView {
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(vec!["", "chars", "where", "largest items"]).style(Style::default().fg(Color::Gray)))
+        .header(Row::new(vec!["", "chars", "where", "largest items"]).style(Style::default().fg(theme::SOFT)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected));
         frame.render_stateful_widget(table, area, &mut state);
@@ -163,7 +164,7 @@ pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdo
         let count = carried.floor() as usize;
         carried -= count as f64;
         let (symbol, style) = if *category == Category::Free {
-            ("·", Style::default().fg(Color::DarkGray))
+            ("·", Style::default().fg(theme::MUTED))
         } else {
             ("█", Style::default().fg(category_colour(*category)))
         };
@@ -201,7 +202,7 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
             Constraint::Length(7),
         ],
     )
-    .header(Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(Color::Gray)));
+    .header(Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(theme::SOFT)));
     frame.render_widget(table, area);
 }
 
@@ -238,25 +239,25 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[TimelinePo
             .name("limit")
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(Color::Red))
+            .style(Style::default().fg(theme::FAILURE))
             .data(&limit),
         Dataset::default()
             .name("target")
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(Color::Yellow))
+            .style(Style::default().fg(theme::ATTENTION))
             .data(&target),
         Dataset::default()
             .name("estimate")
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(Color::White))
+            .style(Style::default().fg(theme::TEXT))
             .data(&points),
         Dataset::default()
             .name("stage fired")
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)
-            .style(Style::default().fg(Color::LightMagenta))
+            .style(Style::default().fg(theme::COMPACTION))
             .data(&marks),
     ];
     let chart = Chart::new(datasets)

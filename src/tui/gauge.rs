@@ -8,6 +8,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::theme;
 use crate::compact::short_count;
 use crate::protocol::ContextStatus;
 
@@ -30,13 +31,13 @@ pub fn zone(status: &ContextStatus) -> Zone {
 
 pub fn zone_colour(zone: Zone) -> Color {
     match zone {
-        Zone::Calm => Color::Green,
-        Zone::Warm => Color::Yellow,
-        Zone::Over => Color::Red,
+        Zone::Calm => theme::SUCCESS,
+        Zone::Warm => theme::ATTENTION,
+        Zone::Over => theme::FAILURE,
     }
 }
 
-pub const TICK_COLOUR: Color = Color::White;
+pub const TICK_COLOUR: Color = theme::TEXT;
 
 /// The bar alone: `width` cells, filled to estimate/limit, a tick at the target and one
 /// at the limit (the last cell).
@@ -54,7 +55,7 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
                 (true, true) => ("┃", Style::default().fg(TICK_COLOUR).bg(colour)),
                 (false, true) => ("┃", Style::default().fg(TICK_COLOUR)),
                 (true, false) => ("█", Style::default().fg(colour)),
-                (false, false) => ("░", Style::default().fg(Color::DarkGray)),
+                (false, false) => ("░", Style::default().fg(theme::MUTED)),
             };
             Span::styled(symbol, style)
         })
@@ -73,9 +74,9 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
         Style::default().fg(colour).add_modifier(Modifier::BOLD),
     )];
     let messages_colour = if status.messages > status.snip_max_messages {
-        Color::Red
+        theme::FAILURE
     } else {
-        Color::Gray
+        theme::SOFT
     };
     spans.push(Span::styled(
         format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
@@ -84,7 +85,7 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
     if !compact {
         spans.push(Span::styled(
             format!(" · target {}", short_count(status.target)),
-            Style::default().fg(Color::DarkGray),
+            Style::default().fg(theme::MUTED),
         ));
         if let Some(call) = status.last_call {
             spans.push(Span::styled(
@@ -94,7 +95,7 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
                     short_count(call.window_tokens as usize),
                     call.chars_per_token()
                 ),
-                Style::default().fg(Color::Gray),
+                Style::default().fg(theme::SOFT),
             ));
         }
     }
@@ -106,13 +107,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         frame.render_widget(
             Paragraph::new(Span::styled(
                 "context: waiting for the agent…",
-                Style::default().fg(Color::DarkGray),
+                Style::default().fg(theme::MUTED),
             )),
             area,
         );
         return;
     };
-    let label = Span::styled(" context ", Style::default().fg(Color::Gray));
+    let label = Span::styled(" context ", Style::default().fg(theme::SOFT));
     let narrow = area.width < 90;
     if area.height >= 2 && !narrow {
         let bar_width = area.width as usize - 10;

@@ -2,12 +2,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::input::COMMANDS;
 use super::modal::centered;
+use super::theme;
 
 pub const KEYS: &[(&str, &str)] = &[
     ("Enter", "send the request"),
@@ -35,21 +36,18 @@ pub fn line_count() -> u16 {
 pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
     let popup = centered(area, 78, line_count() + 3);
     frame.render_widget(Clear, popup);
-    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(Color::LightBlue)))];
+    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(theme::ACCENT)))];
     for (key, what) in KEYS {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {key:<32}"), Style::default().fg(Color::Yellow)),
+            Span::styled(format!("  {key:<32}"), Style::default().fg(theme::ATTENTION)),
             Span::raw(*what),
         ]));
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
-        "commands",
-        Style::default().fg(Color::LightBlue),
-    )));
+    lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
     for (name, what) in COMMANDS {
         lines.push(Line::from(vec![
-            Span::styled(format!("  {name:<32}"), Style::default().fg(Color::Yellow)),
+            Span::styled(format!("  {name:<32}"), Style::default().fg(theme::ATTENTION)),
             Span::raw(*what),
         ]));
     }

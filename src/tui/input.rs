@@ -1,10 +1,11 @@
 //! The prompt editor: a multi-line `ratatui-textarea` with prompt history on Up/Down
 //! (its own history is undo/redo) and a completion popup for slash commands.
 
+use super::theme;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui_textarea::TextArea;
@@ -173,7 +174,7 @@ impl InputBox {
         self.textarea.set_block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(Color::LightBlue))
+                .border_style(Style::default().fg(theme::ACCENT))
                 .title(title),
         );
         frame.render_widget(&self.textarea, area);
@@ -198,8 +199,8 @@ impl InputBox {
                     Style::default()
                 };
                 Line::from(vec![
-                    Span::styled(format!("{name:<13}"), style.fg(Color::LightBlue)),
-                    Span::styled(help.to_string(), style.fg(Color::Gray)),
+                    Span::styled(format!("{name:<13}"), style.fg(theme::ACCENT)),
+                    Span::styled(help.to_string(), style.fg(theme::SOFT)),
                 ])
             })
             .collect();

@@ -2,7 +2,8 @@
 //! bold. Wrapping happens here once per message and width (the chat caches it), so
 //! the frame only copies visible lines.
 
-use ratatui::style::{Color, Modifier, Style};
+use super::theme;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
@@ -88,7 +89,7 @@ fn inline(text: &str, base: Style) -> Vec<(String, Style)> {
             (Some(c), b) if b.is_none_or(|b| c < b) => {
                 if let Some(end) = rest[c + 1..].find('`') {
                     out.push((rest[..c].to_string(), base));
-                    out.push((rest[c + 1..c + 1 + end].to_string(), base.fg(Color::Yellow)));
+                    out.push((rest[c + 1..c + 1 + end].to_string(), base.fg(theme::ATTENTION)));
                     rest = &rest[c + 2 + end..];
                     continue;
                 }
@@ -118,7 +119,7 @@ fn inline(text: &str, base: Style) -> Vec<(String, Style)> {
 pub fn render(text: &str, width: usize, base: Style) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let mut in_code = false;
-    let code_style = Style::default().fg(Color::Cyan);
+    let code_style = Style::default().fg(theme::INFO);
     for raw in text.lines() {
         let trimmed = raw.trim_start();
         if trimmed.starts_with("```") {
@@ -144,9 +145,9 @@ pub fn render(text: &str, width: usize, base: Style) -> Vec<Line<'static>> {
         let hashes = trimmed.chars().take_while(|&c| c == '#').count();
         if (1..=6).contains(&hashes) && trimmed[hashes..].starts_with(' ') {
             let colour = match hashes {
-                1 => Color::Magenta,
-                2 => Color::LightBlue,
-                _ => Color::Blue,
+                1 => theme::ARCHIVE,
+                2 => theme::ACCENT,
+                _ => theme::REFERENCE,
             };
             let style = base.fg(colour).add_modifier(Modifier::BOLD);
             lines.extend(wrap(&inline(trimmed[hashes..].trim(), style), width, Span::raw(""), ""));
@@ -213,7 +214,7 @@ mod tests {
             ]
         );
         let span = |text: &str| lines[7].spans.iter().find(|s| s.content == text).unwrap().style;
-        assert_eq!(span("x").fg, Some(Color::Yellow));
+        assert_eq!(span("x").fg, Some(theme::ATTENTION));
         assert!(span("y").add_modifier.contains(Modifier::BOLD));
         assert_eq!(span("use").fg, None);
     }

@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod modal;
 pub mod state;
 pub mod status;
+pub mod theme;
 pub mod tools_pane;
 
 use std::io;

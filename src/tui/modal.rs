@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use super::state::PermissionPrompt;
+use super::theme;
 
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
@@ -34,19 +35,19 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
             Span::styled(
                 format!(" {k} "),
                 Style::default()
-                    .fg(Color::Black)
+                    .fg(theme::ON_COLOUR)
                     .bg(colour)
                     .add_modifier(Modifier::BOLD),
             ),
             Span::raw(format!(" {label}   ")),
         ]
     };
-    let mut keys = key("y", "allow once", Color::Green);
-    keys.extend(key("n", "deny", Color::Red));
+    let mut keys = key("y", "allow once", theme::SUCCESS);
+    keys.extend(key("n", "deny", theme::FAILURE));
     let mut text = vec![
         Line::from(Span::styled(
             format!("{} asks:", prompt.tool),
-            Style::default().fg(Color::Gray),
+            Style::default().fg(theme::SOFT),
         )),
         Line::from(Span::styled(
             prompt.question.clone(),
@@ -54,17 +55,17 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
         )),
         Line::from(vec![
             Span::styled("  ", Style::default()),
-            Span::styled(prompt.subject.clone(), Style::default().fg(Color::Cyan)),
+            Span::styled(prompt.subject.clone(), Style::default().fg(theme::INFO)),
         ]),
         Line::from(""),
     ];
     match &prompt.always {
         Some(rule) => {
-            keys.extend(key("a", "always allow", Color::Yellow));
+            keys.extend(key("a", "always allow", theme::ATTENTION));
             text.push(Line::from(keys));
             text.push(Line::from(Span::styled(
                 format!("      always allows {rule} for this session (/permissions lists and revokes)"),
-                Style::default().fg(Color::Gray),
+                Style::default().fg(theme::SOFT),
             )));
         }
         None => text.push(Line::from(keys)),
@@ -73,7 +74,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
         Paragraph::new(text).wrap(Wrap { trim: false }).block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(Color::Yellow))
+                .border_style(Style::default().fg(theme::ATTENTION))
                 .title(" permission "),
         ),
         popup,

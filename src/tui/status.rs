@@ -2,11 +2,12 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::state::{SessionInfo, TurnState};
+use super::theme;
 use crate::tools::sandbox::SandboxState;
 
 /// The frames of the busy spinner, advanced by the app's tick.
@@ -26,15 +27,15 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
     let provider = if session.provider == "demo" {
         Span::styled(
             "offline demo model (set ANTHROPIC_API_KEY for Claude)",
-            Style::default().fg(Color::Black).bg(Color::Yellow),
+            Style::default().fg(theme::ON_COLOUR).bg(theme::ATTENTION),
         )
     } else {
-        Span::styled(session.provider.clone(), Style::default().fg(Color::LightGreen))
+        Span::styled(session.provider.clone(), Style::default().fg(theme::SUCCESS_BRIGHT))
     };
     let state_style = if *turn == TurnState::Idle {
-        Style::default().fg(Color::Green)
+        Style::default().fg(theme::SUCCESS)
     } else {
-        Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+        Style::default().fg(theme::ATTENTION).add_modifier(Modifier::BOLD)
     };
     let spinner = if *turn == TurnState::Idle {
         "●"
@@ -45,23 +46,23 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::styled(
             " scratchpad ",
             Style::default()
-                .fg(Color::Black)
-                .bg(Color::LightBlue)
+                .fg(theme::ON_COLOUR)
+                .bg(theme::ACCENT)
                 .add_modifier(Modifier::BOLD),
         ),
         Span::raw(" "),
         provider,
-        Span::styled(format!(" · {} · ", session.model), Style::default().fg(Color::Gray)),
-        Span::styled(session.workspace.clone(), Style::default().fg(Color::DarkGray)),
+        Span::styled(format!(" · {} · ", session.model), Style::default().fg(theme::SOFT)),
+        Span::styled(session.workspace.clone(), Style::default().fg(theme::MUTED)),
         Span::raw(" · "),
         Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
         Span::raw(" · "),
         Span::styled(
             session.sandbox.clone(),
             if session.sandbox == SandboxState::Enforced.label() {
-                Style::default().fg(Color::Green)
+                Style::default().fg(theme::SUCCESS)
             } else {
-                Style::default().fg(Color::Yellow)
+                Style::default().fg(theme::ATTENTION)
             },
         ),
     ]);
@@ -73,12 +74,12 @@ pub fn render_banner(frame: &mut Frame<'_>, area: Rect, message: &str) {
         Span::styled(
             " ! ",
             Style::default()
-                .fg(Color::White)
-                .bg(Color::Red)
+                .fg(theme::TEXT)
+                .bg(theme::FAILURE)
                 .add_modifier(Modifier::BOLD),
         ),
-        Span::styled(format!(" {message} "), Style::default().fg(Color::LightRed)),
-        Span::styled(" (Ctrl+D dismisses)", Style::default().fg(Color::DarkGray)),
+        Span::styled(format!(" {message} "), Style::default().fg(theme::FAILURE_SOFT)),
+        Span::styled(" (Ctrl+D dismisses)", Style::default().fg(theme::MUTED)),
     ]);
     frame.render_widget(Paragraph::new(line), area);
 }

@@ -3,12 +3,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::state::{CallState, ToolCall};
 use super::status::SPINNER;
+use super::theme;
 use crate::protocol::ToolStatus;
 
 const EXPANDED_LINES: usize = 12;
@@ -16,15 +17,15 @@ const EXPANDED_LINES: usize = 12;
 fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
     match &call.state {
         CallState::Running { since } => (
-            Span::styled(SPINNER[tick % SPINNER.len()], Style::default().fg(Color::Yellow)),
+            Span::styled(SPINNER[tick % SPINNER.len()], Style::default().fg(theme::ATTENTION)),
             format!("{}s", since.elapsed().as_secs()),
         ),
         CallState::Done { status, took } => {
             let (mark, colour) = match status {
-                ToolStatus::Ok => ("✓", Color::Green),
-                ToolStatus::Error => ("✗", Color::Red),
-                ToolStatus::Refused => ("⊘", Color::LightRed),
-                ToolStatus::Cancelled => ("■", Color::DarkGray),
+                ToolStatus::Ok => ("✓", theme::SUCCESS),
+                ToolStatus::Error => ("✗", theme::FAILURE),
+                ToolStatus::Refused => ("⊘", theme::FAILURE_SOFT),
+                ToolStatus::Cancelled => ("■", theme::MUTED),
             };
             // Sub-second calls read as "<1s": tenths would flicker between runs and say little.
             let time = if took.is_zero() {
@@ -47,7 +48,7 @@ pub fn render(
     focused: bool,
     tick: usize,
 ) {
-    let border = if focused { Color::LightBlue } else { Color::DarkGray };
+    let border = if focused { theme::ACCENT } else { theme::MUTED };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(border))
@@ -60,7 +61,7 @@ pub fn render(
     for (at, call) in calls.iter().enumerate() {
         let (mark, time) = status_span(call, tick);
         let is_selected = selected == Some(at);
-        let name_style = Style::default().fg(Color::White).add_modifier(Modifier::BOLD);
+        let name_style = Style::default().fg(theme::TEXT).add_modifier(Modifier::BOLD);
         let row_style = if is_selected {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -74,9 +75,9 @@ pub fn render(
                 Span::raw(" "),
                 Span::styled(call.name.clone(), name_style),
                 Span::raw(" "),
-                Span::styled(summary, Style::default().fg(Color::Gray)),
+                Span::styled(summary, Style::default().fg(theme::SOFT)),
                 Span::raw(" "),
-                Span::styled(time, Style::default().fg(Color::DarkGray)),
+                Span::styled(time, Style::default().fg(theme::MUTED)),
             ])
             .style(row_style),
         );
@@ -84,7 +85,7 @@ pub fn render(
             if let Some(path) = &call.saved_path {
                 lines.push(Line::from(Span::styled(
                     format!("  saved: {path}"),
-                    Style::default().fg(Color::LightCyan).add_modifier(Modifier::UNDERLINED),
+                    Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED),
                 )));
             }
             let total = call.output.lines().count();
@@ -92,7 +93,7 @@ pub fn render(
                 let shown: String = line.chars().take(width.saturating_sub(4)).collect();
                 lines.push(Line::from(Span::styled(
                     format!("  │ {shown}"),
-                    Style::default().fg(Color::DarkGray),
+                    Style::default().fg(theme::MUTED),
                 )));
             }
             if total > EXPANDED_LINES {
@@ -102,7 +103,7 @@ pub fn render(
                         total - EXPANDED_LINES,
                         call.output.chars().count()
                     ),
-                    Style::default().fg(Color::DarkGray),
+                    Style::default().fg(theme::MUTED),
                 )));
             }
             selected_end = lines.len();
@@ -111,7 +112,7 @@ pub fn render(
     if calls.is_empty() {
         lines.push(Line::from(Span::styled(
             "no tool calls yet",
-            Style::default().fg(Color::DarkGray),
+            Style::default().fg(theme::MUTED),
         )));
     }
     // Keep the newest (or the selected call) in view.
