@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::ChatView;
+use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView};
 use super::input::{InputAction, InputBox};
 use super::state::{AppState, ChatEntry};
@@ -334,45 +335,20 @@ impl App {
     }
 
     fn submit(&mut self, text: String) {
-        let trimmed = text.trim();
-        if let Some(command) = trimmed.strip_prefix('/') {
-            let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
-            let rest = rest.trim();
-            match name {
-                "compact" => {
-                    if self.state.is_busy() {
-                        self.state.banner = Some("wait for the turn to finish before /compact".into());
-                    } else {
-                        self.send(Op::Compact {
-                            focus: (!rest.is_empty()).then(|| rest.to_string()),
-                        });
-                    }
+        match SlashCommand::parse(&text) {
+            Some(Ok((command, rest))) => {
+                if self.state.is_busy() && !command.while_busy() {
+                    self.state.banner = Some(format!("wait for the turn to finish before {}", command.name()));
+                } else {
+                    self.run_command(command, rest);
                 }
-                "context" => self.open_context(),
-                "transcripts" => {
-                    self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
-                }
-                "clear" => self.send(Op::Clear),
-                "permissions" => match rest.strip_prefix("revoke").map(str::trim) {
-                    None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
-                    Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
-                        revoke: number.parse().ok(),
-                    }),
-                    _ => self.state.banner = Some("usage: /permissions, or /permissions revoke N".into()),
-                },
-                "model" => {
-                    let info = &self.state.session;
-                    let text = format!("provider {} · model {}", info.provider, info.model);
-                    self.note(text);
-                }
-                "help" => self.overlay = Overlay::Help(0),
-                "quit" | "exit" => {
-                    self.send(Op::Quit);
-                    self.quit = true;
-                }
-                other => self.state.banner = Some(format!("unknown command /{other}; /help lists them")),
+                return;
             }
-            return;
+            Some(Err(name)) => {
+                self.state.banner = Some(format!("unknown command /{name}; /help lists them"));
+                return;
+            }
+            None => {}
         }
         if self.state.is_busy() {
             self.state.banner = Some("a turn is running: wait, or press Esc to cancel it".into());
@@ -380,6 +356,36 @@ impl App {
         }
         self.chat.follow();
         self.send(Op::Submit { text });
+    }
+
+    fn run_command(&mut self, command: SlashCommand, rest: &str) {
+        match command {
+            SlashCommand::Compact => self.send(Op::Compact {
+                focus: (!rest.is_empty()).then(|| rest.to_string()),
+            }),
+            SlashCommand::Context => self.open_context(),
+            SlashCommand::Transcripts => {
+                self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
+            }
+            SlashCommand::Clear => self.send(Op::Clear),
+            SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
+                None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
+                Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
+                    revoke: number.parse().ok(),
+                }),
+                _ => self.state.banner = Some(format!("usage: {} {}", command.name(), command.arguments())),
+            },
+            SlashCommand::Model => {
+                let info = &self.state.session;
+                let text = format!("provider {} · model {}", info.provider, info.model);
+                self.note(text);
+            }
+            SlashCommand::Help => self.overlay = Overlay::Help(0),
+            SlashCommand::Quit => {
+                self.send(Op::Quit);
+                self.quit = true;
+            }
+        }
     }
 
     pub fn render(&mut self, frame: &mut Frame<'_>) {

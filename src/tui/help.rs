@@ -6,35 +6,52 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use super::input::COMMANDS;
+use super::commands::SlashCommand;
 use super::modal::centered;
 use super::theme;
 
+/// Every key of the main screen; the README's key table is checked against this.
 pub const KEYS: &[(&str, &str)] = &[
     ("Enter", "send the request"),
     ("Alt+Enter, Shift+Enter, Ctrl+J", "new line"),
-    ("Up / Down", "previous / next request (single-line prompt)"),
-    ("Esc", "cancel the running turn; close a view"),
-    ("Tab", "focus: prompt → chat markers → tool calls"),
-    ("Up / Down (chat)", "select a compaction marker"),
-    ("Enter, 1-9 (chat)", "open the marker's first / nth file"),
-    ("Enter (tool calls)", "expand / collapse the selected call"),
-    ("PgUp / PgDn, wheel", "scroll the chat; End follows again"),
-    ("click", "open a marker's link in the browser"),
+    (
+        "Up / Down",
+        "previous / next request (single-line prompt); move in the slash-command popup",
+    ),
+    (
+        "Tab",
+        "complete a slash command; otherwise cycle focus: prompt → chat markers → tool calls",
+    ),
+    (
+        "Esc",
+        "cancel the running turn (its command's process group is killed); close a view",
+    ),
+    ("Up / Down in the chat", "select a compaction marker"),
+    ("Enter, 1–9 in the chat", "open the selected marker's first / nth file"),
+    (
+        "Enter in tool calls",
+        "expand the newest call, open a saved output, or collapse",
+    ),
+    (
+        "PgUp / PgDn, mouse wheel",
+        "scroll the chat (End follows the stream again)",
+    ),
+    ("click on a link", "open that file in the browser"),
     ("Ctrl+T", "transcript browser"),
     ("Ctrl+X", "the /context view"),
     ("Ctrl+D", "dismiss the error banner"),
+    ("?, F1", "help (on an empty prompt; ↑↓ scroll it in a small terminal)"),
     ("Ctrl+C", "quit"),
-    ("?, F1", "this help (on an empty prompt)"),
 ];
 
 /// Lines of help text, for scrolling it in a small terminal.
 pub fn line_count() -> u16 {
-    (KEYS.len() + COMMANDS.len() + 3) as u16
+    (KEYS.len() + SlashCommand::ALL.len() + 3) as u16
 }
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
-    let popup = centered(area, 78, line_count() + 3);
+    // Wide enough for the longest description beside the key column at 120 columns.
+    let popup = centered(area, 120, line_count() + 3);
     frame.render_widget(Clear, popup);
     let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(theme::ACCENT)))];
     for (key, what) in KEYS {
@@ -45,10 +62,14 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
-    for (name, what) in COMMANDS {
+    for command in SlashCommand::ALL {
+        let usage = format!("{} {}", command.name(), command.arguments());
         lines.push(Line::from(vec![
-            Span::styled(format!("  {name:<32}"), Style::default().fg(theme::ATTENTION)),
-            Span::raw(*what),
+            Span::styled(
+                format!("  {:<32}", usage.trim_end()),
+                Style::default().fg(theme::ATTENTION),
+            ),
+            Span::raw(command.description()),
         ]));
     }
     frame.render_widget(

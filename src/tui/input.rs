@@ -1,6 +1,7 @@
 //! The prompt editor: a multi-line `ratatui-textarea` with prompt history on Up/Down
 //! (its own history is undo/redo) and a completion popup for slash commands.
 
+use super::commands::SlashCommand;
 use super::theme;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -9,20 +10,6 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui_textarea::TextArea;
-
-pub const COMMANDS: &[(&str, &str)] = &[
-    ("/compact", "summarise the history now; optional focus text"),
-    ("/context", "what the context holds, and the timeline"),
-    ("/transcripts", "browse archived transcripts and saved outputs"),
-    ("/clear", "start a new conversation (forgets approvals)"),
-    (
-        "/permissions",
-        "what was approved for this session; revoke N to take one back",
-    ),
-    ("/model", "show the provider and model"),
-    ("/help", "keys and commands"),
-    ("/quit", "leave scratchpad"),
-];
 
 pub enum InputAction {
     None,
@@ -89,9 +76,9 @@ impl InputBox {
         if !text.starts_with('/') || text.contains(' ') || text.contains('\n') {
             return Vec::new();
         }
-        COMMANDS
-            .iter()
-            .copied()
+        SlashCommand::ALL
+            .into_iter()
+            .map(|command| (command.name(), command.description()))
             .filter(|(name, _)| name.starts_with(&text) && *name != text)
             .collect()
     }

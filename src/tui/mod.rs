@@ -5,6 +5,7 @@
 pub mod app;
 pub mod browser;
 pub mod chat;
+pub mod commands;
 pub mod context_view;
 pub mod gauge;
 pub mod help;

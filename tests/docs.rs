@@ -1,0 +1,48 @@
+//! The README documents exactly the keys and slash commands the app knows: both are
+//! checked against the tables the app itself reads.
+
+use scratchpad::tui::commands::SlashCommand;
+use scratchpad::tui::help::KEYS;
+
+fn readme() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+}
+
+/// The rows of the markdown table that follows `heading`.
+fn table_after(text: &str, heading: &str) -> Vec<(String, String)> {
+    let start = text.find(heading).unwrap_or_else(|| panic!("README has no {heading}"));
+    text[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            (cells[0].to_string(), cells.get(1).unwrap_or(&"").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_key_table_is_the_apps_key_table() {
+    let documented = table_after(&readme(), "### Keys");
+    let known: Vec<(String, String)> = KEYS.iter().map(|(k, d)| (k.to_string(), d.to_string())).collect();
+    assert_eq!(documented, known);
+}
+
+#[test]
+fn the_readme_lists_every_slash_command_and_no_other() {
+    let documented: Vec<String> = table_after(&readme(), "### Slash commands")
+        .into_iter()
+        .map(|(command, _)| {
+            command
+                .trim_matches('`')
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let known: Vec<String> = SlashCommand::ALL.iter().map(|c| c.name().to_string()).collect();
+    assert_eq!(documented, known);
+}
