@@ -19,6 +19,9 @@ pub struct SseDecoder {
     data: Vec<String>,
     /// A `\r` ended the previous chunk: a `\n` starting the next one belongs to it.
     pending_cr: bool,
+    /// `buffer` holds no line end before this index: a long line arriving in many
+    /// chunks is scanned once, not again with every chunk.
+    scanned: usize,
 }
 
 impl SseDecoder {
@@ -38,7 +41,7 @@ impl SseDecoder {
         }
         self.buffer.extend_from_slice(bytes);
         let mut start = 0;
-        let mut at = 0;
+        let mut at = self.scanned;
         while at < self.buffer.len() {
             let byte = self.buffer[at];
             if byte == b'\n' || byte == b'\r' {
@@ -64,6 +67,7 @@ impl SseDecoder {
             }
         }
         self.buffer.drain(..start);
+        self.scanned = self.buffer.len();
         Ok(events)
     }
 
@@ -72,6 +76,7 @@ impl SseDecoder {
         if !self.buffer.is_empty() {
             let line = std::str::from_utf8(&self.buffer).map_err(|_| SseError)?.to_string();
             self.buffer.clear();
+            self.scanned = 0;
             if let Some(event) = self.line(&line) {
                 return Ok(Some(event));
             }
@@ -177,5 +182,19 @@ mod tests {
         let mut decoder = SseDecoder::new();
         assert!(decoder.feed(b"data: tail").unwrap().is_empty());
         assert_eq!(decoder.finish().unwrap().map(|e| e.data), Some("tail".into()));
+    }
+
+    #[test]
+    fn a_line_split_over_many_chunks_is_decoded_whole() {
+        let payload = "x".repeat(3_000_000);
+        let stream = format!("event: big\ndata: {payload}\n\n");
+        let mut decoder = SseDecoder::new();
+        let mut events = Vec::new();
+        for chunk in stream.as_bytes().chunks(1_024) {
+            events.extend(decoder.feed(chunk).unwrap());
+        }
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].event, "big");
+        assert_eq!(events[0].data.len(), 3_000_000);
     }
 }
