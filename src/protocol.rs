@@ -33,6 +33,25 @@ pub enum Op {
     Quit,
 }
 
+/// Who asked for a compaction outside the automatic pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactionRequester {
+    /// `/compact` in the app.
+    User,
+    /// The `compact` tool.
+    Model,
+}
+
+impl std::fmt::Display for CompactionRequester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CompactionRequester::User => "user",
+            CompactionRequester::Model => "model",
+        })
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionAnswer {
@@ -145,7 +164,7 @@ pub enum AgentEvent {
     },
     /// The model or the user asked for compaction; the summary is being written.
     CompactionRequested {
-        by: String,
+        by: CompactionRequester,
         focus: Option<String>,
     },
     Compaction {

@@ -206,7 +206,8 @@ fn path_escapes_never_run_unasked() {
         ("bash", json!({"command": "sudo cat /etc/shadow"})),
     ] {
         let plan = tools.plan(tool, &input);
-        let blocked = matches!(plan, Plan::Fail(_)) || matches!(&plan, Plan::Run(scratchpad::tools::Job::Glob { .. }));
+        let blocked = matches!(plan, Plan::Refused(_) | Plan::Invalid(_))
+            || matches!(&plan, Plan::Run(scratchpad::tools::Job::Glob { .. }));
         assert!(blocked, "{tool} {input}: {plan:?}");
     }
     // Inside paths run without a question, even through harmless `..`.

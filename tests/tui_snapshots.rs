@@ -182,7 +182,7 @@ fn every_kind_of_compaction_marker() {
         &[".task_outputs/tool-results/toolu_d.txt"],
     ));
     s.app.apply(AgentEvent::CompactionRequested {
-        by: "model".into(),
+        by: scratchpad::protocol::CompactionRequester::Model,
         focus: Some("the parser".into()),
     });
     s.app.apply(stage(

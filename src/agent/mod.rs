@@ -16,7 +16,9 @@ use crate::compact::estimate::json_chars;
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
-use crate::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use crate::protocol::{
+    AgentEvent, CallTokens, CompactionRequester, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome,
+};
 use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
 use crate::session::{Journal, Record};
@@ -287,7 +289,7 @@ impl Agent {
                 Op::Submit { text } => self.turn(text, &mut ops).await,
                 Op::Compact { focus } => {
                     let request = self.active_request();
-                    self.compact_now("user", focus, request).await;
+                    self.compact_now(CompactionRequester::User, focus, request).await;
                     self.sync_journal();
                 }
                 Op::Clear => self.clear(),
@@ -382,9 +384,9 @@ impl Agent {
         .await;
     }
 
-    async fn compact_now(&mut self, by: &str, focus: Option<String>, request: String) {
+    async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
         self.emit(AgentEvent::CompactionRequested {
-            by: by.to_string(),
+            by,
             focus: focus.clone(),
         });
         if self.messages.is_empty() {
@@ -424,8 +426,8 @@ impl Agent {
             self.prepare_history(request).await;
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
-                Err(None) => return TurnOutcome::Cancelled,
-                Err(Some(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
+                Err(CallFailed::Interrupted) => return TurnOutcome::Cancelled,
+                Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
                     reactive_used = true;
                     step -= 1;
                     tracing::warn!(%message, "prompt refused as too long; compacting reactively");
@@ -448,7 +450,7 @@ impl Agent {
                     }
                     continue;
                 }
-                Err(Some(error)) => {
+                Err(CallFailed::Provider(error)) => {
                     self.emit(AgentEvent::Error {
                         message: error.to_string(),
                     });
@@ -468,14 +470,15 @@ impl Agent {
             if calls.is_empty() {
                 return TurnOutcome::Completed;
             }
-            let (results, compact, cancelled) = self.run_tools(calls, ops).await;
-            self.append(Message::blocks(Role::User, results));
+            let batch = self.run_tools(calls, ops).await;
+            self.append(Message::blocks(Role::User, batch.results));
             self.sync_journal();
-            if cancelled {
+            if batch.cancelled {
                 return TurnOutcome::Cancelled;
             }
-            if let Some(focus) = compact {
-                self.compact_now("model", focus, request.to_string()).await;
+            if let Some(CompactRequest { focus }) = batch.compact {
+                self.compact_now(CompactionRequester::Model, focus, request.to_string())
+                    .await;
             }
         }
         self.emit(AgentEvent::Error {
@@ -484,11 +487,11 @@ impl Agent {
         TurnOutcome::Failed
     }
 
-    /// One model call; `Err(None)` when the user cancelled or quit.
+    /// One model call.
     async fn call_model(
         &mut self,
         ops: &mut UnboundedReceiver<Op>,
-    ) -> Result<crate::provider::ModelResponse, Option<ProviderError>> {
+    ) -> Result<crate::provider::ModelResponse, CallFailed> {
         self.guard_pairing();
         let request = ModelRequest {
             system: self.settings.system_prompt.clone(),
@@ -524,10 +527,10 @@ impl Agent {
         match result {
             Err(Interrupted::Quit) => {
                 self.quit = true;
-                Err(None)
+                Err(CallFailed::Interrupted)
             }
-            Err(Interrupted::Cancel) => Err(None),
-            Ok(Err(error)) => Err(Some(error)),
+            Err(Interrupted::Cancel) => Err(CallFailed::Interrupted),
+            Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
                 let tokens = response.usage.prompt_tokens();
                 self.journal(Record::Call {
@@ -583,11 +586,7 @@ impl Agent {
     /// Run every call of one response in order. Every call gets exactly one result,
     /// also when refused or cancelled. Returns the results, a compaction request
     /// (with its focus) and whether the user cancelled.
-    async fn run_tools(
-        &mut self,
-        calls: Vec<ToolCall>,
-        ops: &mut UnboundedReceiver<Op>,
-    ) -> (Vec<ContentBlock>, Option<Option<String>>, bool) {
+    async fn run_tools(&mut self, calls: Vec<ToolCall>, ops: &mut UnboundedReceiver<Op>) -> Batch {
         let mut results = Vec::with_capacity(calls.len());
         let mut compact = None;
         let mut cancelled = false;
@@ -612,14 +611,8 @@ impl Agent {
                 )
             } else {
                 match self.tools.plan(&name, &input) {
-                    Plan::Fail(reason) => {
-                        let status = if reason.starts_with("Refused") {
-                            ToolStatus::Refused
-                        } else {
-                            ToolStatus::Error
-                        };
-                        (ToolOutput::error(reason), status)
-                    }
+                    Plan::Refused(reason) => (ToolOutput::error(reason), ToolStatus::Refused),
+                    Plan::Invalid(message) => (ToolOutput::error(message), ToolStatus::Error),
                     Plan::Run(job) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
                     Plan::Ask {
                         question,
@@ -658,18 +651,22 @@ impl Agent {
                 extra: Default::default(),
             });
         }
-        (results, compact, cancelled)
+        Batch {
+            results,
+            compact,
+            cancelled,
+        }
     }
 
     async fn run_job(
         &mut self,
         job: Job,
-        compact: &mut Option<Option<String>>,
+        compact: &mut Option<CompactRequest>,
         cancelled: &mut bool,
         ops: &mut UnboundedReceiver<Op>,
     ) -> (ToolOutput, ToolStatus) {
         if let Job::Compact { focus } = &job {
-            *compact = Some(focus.clone());
+            *compact = Some(CompactRequest { focus: focus.clone() });
         }
         match unless_interrupted(ops, &self.events, self.tools.run(job)).await {
             Ok(output) => {
@@ -769,6 +766,27 @@ impl Agent {
         };
         self.emit(AgentEvent::Notice { message });
     }
+}
+
+/// Why a model call gave no response.
+enum CallFailed {
+    /// The user cancelled the turn or quit.
+    Interrupted,
+    Provider(ProviderError),
+}
+
+/// The `compact` tool was called in a batch, with this focus.
+struct CompactRequest {
+    focus: Option<String>,
+}
+
+/// What running one response's tool calls gave.
+struct Batch {
+    /// One result per call, in order.
+    results: Vec<ContentBlock>,
+    compact: Option<CompactRequest>,
+    /// The user cancelled during the batch (later calls got "cancelled" results).
+    cancelled: bool,
 }
 
 /// The user's answer to a permission question.

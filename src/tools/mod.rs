@@ -153,8 +153,11 @@ pub enum Plan {
         destructive: bool,
         job: Job,
     },
-    /// Refused or invalid: this is the tool result.
-    Fail(String),
+    /// Refused by the permission rules: this is the tool result.
+    Refused(String),
+    /// The call itself is wrong (unknown tool, missing field, bad path): this is the
+    /// tool result.
+    Invalid(String),
 }
 
 #[derive(Clone, Debug)]
@@ -245,7 +248,7 @@ impl ToolBox {
     pub fn plan(&self, name: &str, input: &Value) -> Plan {
         let text = |key: &str| input.get(key).and_then(Value::as_str);
         let number = |key: &str| input.get(key).and_then(Value::as_u64);
-        let missing = |key: &str| Plan::Fail(format!("{name}: missing string field `{key}`"));
+        let missing = |key: &str| Plan::Invalid(format!("{name}: missing string field `{key}`"));
         match name {
             "bash" => {
                 let Some(command) = text("command") else {
@@ -277,7 +280,7 @@ impl ToolBox {
                         destructive,
                         job,
                     },
-                    Verdict::Deny(reason) => Plan::Fail(format!("Refused: {reason}.")),
+                    Verdict::Deny(reason) => Plan::Refused(format!("Refused: {reason}.")),
                 }
             }
             "read_file" | "write_file" | "edit_file" => {
@@ -287,7 +290,7 @@ impl ToolBox {
                 let (path, outside) = match self.workspace.resolve(raw) {
                     Ok(Resolved::Inside(path)) => (path, false),
                     Ok(Resolved::Outside(path)) => (path, true),
-                    Err(error) => return Plan::Fail(format!("{name}: {error}")),
+                    Err(error) => return Plan::Invalid(format!("{name}: {error}")),
                 };
                 let shown = self.workspace.display(&path);
                 let job = match name {
@@ -338,7 +341,7 @@ impl ToolBox {
             COMPACT_TOOL => Plan::Run(Job::Compact {
                 focus: text("focus").map(str::to_string),
             }),
-            other => Plan::Fail(format!("Unknown tool `{other}`.")),
+            other => Plan::Invalid(format!("Unknown tool `{other}`.")),
         }
     }
 

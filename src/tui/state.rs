@@ -513,7 +513,7 @@ mod tests {
     fn a_user_compaction_outside_a_turn_ends_idle() {
         let mut state = AppState::default();
         state.apply(AgentEvent::CompactionRequested {
-            by: "user".into(),
+            by: crate::protocol::CompactionRequester::User,
             focus: None,
         });
         assert_eq!(state.turn, TurnState::Compacting);
