@@ -8,7 +8,7 @@ use tokio::sync::mpsc::unbounded_channel;
 
 use crate::agent::AskPolicy;
 use crate::launch::Launch;
-use crate::protocol::{AgentEvent, Op, TurnOutcome};
+use crate::protocol::{AgentEvent, Op, ToolStatus, TurnOutcome};
 use crate::terminal_text::terminal_safe;
 
 pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std::io::Result<TurnOutcome> {
@@ -55,6 +55,15 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
                 AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
                 AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
                 AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
+                AgentEvent::ToolFinished {
+                    name,
+                    status: ToolStatus::Refused,
+                    output,
+                    ..
+                } => writeln!(stderr.lock(), "{name}: {}", terminal_safe(output))?,
+                AgentEvent::TurnDone {
+                    outcome: TurnOutcome::Cancelled,
+                } => writeln!(stderr.lock(), "cancelled")?,
                 _ => {}
             }
         }

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::io;
+use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,13 +12,34 @@ use scratchpad::protocol::TurnOutcome;
 use scratchpad::provider::ProviderSummariser;
 use scratchpad::{commands, headless, launch, logging, tui};
 
-fn main() -> Result<ExitCode> {
+fn main() -> ExitCode {
     // Read the environment once, then take our secrets out of it, before any thread
     // exists: commands the model runs must not find the API key, not even in
     // /proc/<our pid>/environ.
     let environment: HashMap<String, String> = std::env::vars().collect();
     scrub_secrets_from_environment();
-    color_eyre::install()?;
+    // Panics still get color-eyre's report; errors are one plain line for the user.
+    let _ = color_eyre::install();
+    match run(&environment) {
+        Ok(code) => code,
+        Err(error) => {
+            // Each cause once: many messages already quote their source.
+            let mut line = String::new();
+            for cause in error.chain().map(|cause| cause.to_string()) {
+                if !line.contains(&cause) {
+                    if !line.is_empty() {
+                        line.push_str(": ");
+                    }
+                    line.push_str(&cause);
+                }
+            }
+            eprintln!("scratchpad: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
     let cli = Cli::parse();
     let env = |key: &str| environment.get(key).cloned();
     match cli.command {
@@ -50,6 +71,12 @@ fn main() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
+            if cli.print.is_none() && !(io::stdin().is_terminal() && io::stdout().is_terminal()) {
+                // Checked before anything is created: no journal for a session that
+                // cannot start.
+                eprintln!("scratchpad needs a terminal; use -p REQUEST for headless");
+                return Ok(ExitCode::from(2));
+            }
             scratchpad::tools::bash::adopt_orphans();
             let _guard = logging::init()?;
             let launched = launch::launch(&cli.run, &env)?;

@@ -61,7 +61,9 @@ pub enum SessionError {
     NoneFound(PathBuf),
     #[error("session {0} not found")]
     NotFound(String),
-    #[error("session journal {0} is not a regular file")]
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{0} is not a regular file")]
     NotAFile(PathBuf),
     #[error("session journal {path} is larger than {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
@@ -228,7 +230,7 @@ fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<File, SessionE
         if source.raw_os_error() == Some(libc::ELOOP) {
             SessionError::NotAFile(path.to_path_buf())
         } else {
-            SessionError::Io {
+            SessionError::Read {
                 path: path.to_path_buf(),
                 source,
             }
@@ -323,7 +325,7 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
     Read::by_ref(&mut file)
         .take(MAX_JOURNAL_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|source| SessionError::Io {
+        .map_err(|source| SessionError::Read {
             path: path.to_path_buf(),
             source,
         })?;

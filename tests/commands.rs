@@ -174,3 +174,14 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out.sort();
     out
 }
+
+#[test]
+fn an_error_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = scratchpad(&["compact", "--input", "missing.json"], dir.path());
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("scratchpad: cannot read missing.json: "), "{stderr}");
+    assert!(!stderr.contains("Location") && !stderr.contains('\u{1b}'), "{stderr}");
+}

@@ -360,6 +360,11 @@ fn path_escapes_are_refused_headless_without_yes() {
     let api = MockApi::start_in_thread(vec![tool_reply("Trying.", &attempts), text_reply("ok")]);
     let output = workspace.run(&api, &["-p", "escape"]);
     assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("needs the user's approval") && stderr.contains("--yes"),
+        "refusals are said on stderr too: {stderr}"
+    );
     let results = tool_results(&messages_of(&api.turn_requests()[1]));
     assert_eq!(results.len(), attempts.len());
     for (result, (id, _, _)) in results.iter().zip(&attempts) {
@@ -517,5 +522,52 @@ fn ctrl_c_cancels_a_long_bash_and_kills_its_process_group() {
     assert_eq!(
         tool_results(&restored.messages),
         vec!["Cancelled by the user while running; the process was killed."]
+    );
+}
+
+#[test]
+fn without_a_terminal_the_app_says_so_in_one_line_and_leaves_no_journal() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![]);
+    let output = workspace.run(&api, &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "scratchpad needs a terminal; use -p REQUEST for headless\n"
+    );
+    assert!(
+        !workspace.path().join(".scratchpad").exists(),
+        "no session journal is created"
+    );
+}
+
+#[test]
+fn sigint_in_print_mode_says_cancelled() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![tool_reply(
+        "Waiting.",
+        &[("toolu_w", "bash", json!({"command": "sleep 30"}))],
+    )]);
+    let child = workspace
+        .command(&api, &["-p", "wait"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !api.requests().iter().any(|r| !r.is_summary()) || started.elapsed() < Duration::from_millis(800) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the model call never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("cancelled"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }

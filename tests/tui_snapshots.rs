@@ -570,3 +570,15 @@ fn small_terminal_screens() {
     ));
     insta::assert_snapshot!("marker_60x15", draw(&mut s.app, 60, 15).backend());
 }
+
+#[test]
+fn a_multi_line_request_keeps_its_lines() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "line one\nline two\n    fn indented() {}".into(),
+    });
+    insta::assert_snapshot!("multi_line_request_80x24", draw(&mut s.app, 80, 24).backend());
+    let screen = format!("{:?}", draw(&mut s.app, 80, 24).backend());
+    assert!(screen.contains("› line one"), "{screen}");
+    assert!(screen.contains("  line two"), "{screen}");
+}

@@ -245,13 +245,14 @@ impl StageEvent {
     /// One line for logs and the headless output, e.g.
     /// `snip_compact · 37 messages archived · 84.1k → 41.9k chars`.
     pub fn summary_line(&self) -> String {
+        let n = self.replaced;
         let what = match self.stage {
-            Stage::ToolResultBudget => format!("{} tool results persisted", self.replaced),
-            Stage::SnipCompact => format!("{} messages archived", self.replaced),
-            Stage::MicroCompact => format!("{} old tool results cleared", self.replaced),
-            Stage::FitToolResults => format!("{} tool results shortened", self.replaced),
+            Stage::ToolResultBudget => format!("{} persisted", counted(n, "tool result", "tool results")),
+            Stage::SnipCompact => format!("{} archived", counted(n, "message", "messages")),
+            Stage::MicroCompact => format!("{} cleared", counted(n, "old tool result", "old tool results")),
+            Stage::FitToolResults => format!("{} shortened", counted(n, "tool result", "tool results")),
             Stage::CompactHistory | Stage::ReactiveCompact => {
-                format!("{} messages summarised", self.replaced)
+                format!("{} summarised", counted(n, "message", "messages"))
             }
         };
         let mut line = format!(
@@ -267,6 +268,11 @@ impl StageEvent {
         }
         line
     }
+}
+
+/// `1 message`, `3 messages`: a count with its noun in the right number.
+pub fn counted(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
 /// `84123` → `84.1k`, `1234567` → `1.2M`.

@@ -42,12 +42,24 @@ pub fn marker_style() -> Style {
 fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'static>>, Vec<Option<usize>>) {
     let mut link_of_line = Vec::new();
     let mut lines = match entry {
-        ChatEntry::User(text) => markdown::wrap(
-            &[(text.clone(), Style::default().fg(theme::TEXT))],
-            width,
-            Span::styled("› ", Style::default().fg(theme::ACCENT).add_modifier(Modifier::BOLD)),
-            "  ",
-        ),
+        // Each line the user typed (or pasted) stays a line of its own.
+        ChatEntry::User(text) => text
+            .split('\n')
+            .enumerate()
+            .flat_map(|(at, line)| {
+                let prefix = if at == 0 {
+                    Span::styled("› ", Style::default().fg(theme::ACCENT).add_modifier(Modifier::BOLD))
+                } else {
+                    Span::raw("  ")
+                };
+                markdown::wrap(
+                    &[(line.to_string(), Style::default().fg(theme::TEXT))],
+                    width,
+                    prefix,
+                    "  ",
+                )
+            })
+            .collect(),
         ChatEntry::Assistant { text, streaming } => {
             let mut lines = markdown::render(text, width, Style::default());
             if *streaming && let Some(last) = lines.last_mut() {

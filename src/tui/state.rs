@@ -342,7 +342,10 @@ impl AppState {
                     ));
                 }
                 MessageKind::ArchiveMarker { count, path } => {
-                    self.push(ChatEntry::Notice(format!("{count} messages archived at {path}")));
+                    self.push(ChatEntry::Notice(format!(
+                        "{} archived at {path}",
+                        crate::compact::counted(count, "message", "messages")
+                    )));
                 }
                 MessageKind::UserPrompt(text) if !text.is_empty() => {
                     self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
@@ -390,8 +393,8 @@ impl AppState {
         }
         if !messages.is_empty() {
             self.push(ChatEntry::Notice(format!(
-                "resumed a session of {} messages",
-                messages.len()
+                "resumed a session of {}",
+                crate::compact::counted(messages.len(), "message", "messages")
             )));
         }
     }
