@@ -94,7 +94,8 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                     })
                 }
                 None => {
-                    runtime.block_on(tui::run(launched))?;
+                    let session = runtime.block_on(tui::run(launched))?;
+                    println!("session {session} · to pick it up again: scratchpad --continue");
                     Ok(ExitCode::SUCCESS)
                 }
             }

@@ -95,6 +95,15 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
         writer: pair.master.take_writer().unwrap(),
     };
     pty.wait_for("offline demo model", Duration::from_secs(20));
+    // Ctrl+C during a turn cancels it and does not quit.
+    pty.send(b"survey this workspace");
+    pty.send(b"\r");
+    pty.wait_for("✓ glob", Duration::from_secs(30));
+    pty.send(b"\x03");
+    pty.wait_for("turn cancelled", Duration::from_secs(10));
+    pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
+    assert!(child.try_wait().unwrap().is_none(), "one Ctrl+C does not quit");
+    std::thread::sleep(Duration::from_millis(2_100));
     pty.send(b"survey this workspace");
     pty.send(b"\r");
     // The demo runs its whole script; its last compaction marker stays on screen.
@@ -107,7 +116,9 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     pty.wait_for("line 1/", Duration::from_secs(10));
     pty.send(b"\x1b");
     pty.send(b"\x1b");
-    pty.send(b"\x03"); // Ctrl+C quits
+    pty.send(b"\x03");
+    pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
+    pty.send(b"\x03"); // the second Ctrl+C quits
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -123,5 +134,6 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
     assert!(raw.contains("\x1b[?1000l"), "mouse capture turned off");
     assert!(raw.contains("\x1b[?2004l"), "bracketed paste turned off");
+    assert!(raw.contains("scratchpad --continue"), "the way back is printed on quit");
     assert!(workspace.path().join(".transcripts").read_dir().unwrap().count() > 0);
 }

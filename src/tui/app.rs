@@ -2,6 +2,7 @@
 //! agent events; what the user does goes back to the agent as `Op`s.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
 use ratatui::Frame;
@@ -17,6 +18,9 @@ use super::state::{AppState, ChatEntry};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
 use crate::protocol::{AgentEvent, Op, PermissionAnswer};
+
+/// How soon a second Ctrl+C must follow the first to quit.
+const QUIT_WINDOW: Duration = Duration::from_secs(2);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
@@ -43,6 +47,8 @@ pub struct App {
     pub selected_tool: Option<usize>,
     tick: usize,
     pub quit: bool,
+    /// When Ctrl+C was last pressed (a second press soon after quits).
+    last_interrupt: Option<Instant>,
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
@@ -60,6 +66,7 @@ impl App {
             selected_tool: None,
             tick: 0,
             quit: false,
+            last_interrupt: None,
             ops,
             workspace,
             config,
@@ -147,8 +154,7 @@ impl App {
     pub fn handle_key(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
-            self.send(Op::Quit);
-            self.quit = true;
+            self.interrupt();
             return;
         }
         if let Some(prompt) = self.state.permission.clone() {
@@ -356,6 +362,28 @@ impl App {
         }
         self.chat.follow();
         self.send(Op::Submit { text });
+    }
+
+    /// Ctrl+C: the first press cancels the running turn (or clears the prompt); a
+    /// second within [`QUIT_WINDOW`] quits.
+    fn interrupt(&mut self) {
+        let now = Instant::now();
+        if self
+            .last_interrupt
+            .is_some_and(|at| now.duration_since(at) < QUIT_WINDOW)
+        {
+            self.send(Op::Quit);
+            self.quit = true;
+            return;
+        }
+        self.last_interrupt = Some(now);
+        if self.state.is_busy() {
+            self.send(Op::Cancel);
+            self.state.permission = None;
+        } else if !self.input.is_empty() {
+            self.input.clear();
+        }
+        self.state.banner = Some("press Ctrl+C again to quit".into());
     }
 
     fn run_command(&mut self, command: SlashCommand, rest: &str) {

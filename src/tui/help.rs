@@ -41,7 +41,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl+X", "the /context view"),
     ("Ctrl+D", "dismiss the error banner"),
     ("?, F1", "help (on an empty prompt; ↑↓ scroll it in a small terminal)"),
-    ("Ctrl+C", "quit"),
+    (
+        "Ctrl+C",
+        "cancel the running turn or clear the prompt; twice within 2 s quits",
+    ),
 ];
 
 /// Lines of help text, for scrolling it in a small terminal.

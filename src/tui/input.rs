@@ -34,13 +34,14 @@ impl Default for InputBox {
             draft: String::new(),
             completion: 0,
         };
-        input.reset();
+        input.clear();
         input
     }
 }
 
 impl InputBox {
-    fn reset(&mut self) {
+    /// Empty the prompt (its history stays).
+    pub fn clear(&mut self) {
         self.set_text("");
     }
 
@@ -104,7 +105,7 @@ impl InputBox {
                     self.history.push(text.clone());
                 }
                 self.browsing = None;
-                self.reset();
+                self.clear();
                 return InputAction::Submit(text);
             }
             KeyCode::Tab => {

@@ -47,7 +47,8 @@ fn disable_extras() {
 
 /// Run the app until the user quits. The terminal is restored on every exit path,
 /// panics included (`ratatui::init` hooks the panic; we add the mouse and paste modes).
-pub async fn run(launch: Launch) -> io::Result<()> {
+/// Returns the id of the session, for the way back (`scratchpad --continue`).
+pub async fn run(launch: Launch) -> io::Result<String> {
     let mouse = launch.config.ui.mouse;
     let workspace = launch.workspace.root().to_path_buf();
     let config = launch.config.compaction.clone();
@@ -108,5 +109,5 @@ pub async fn run(launch: Launch) -> io::Result<()> {
     disable_extras();
     ratatui::restore();
     let _ = tokio::time::timeout(Duration::from_secs(5), agent_task).await;
-    result
+    result.map(|()| app.state.session.id.clone())
 }
