@@ -1,6 +1,7 @@
 //! The offline demo model: a deterministic script that surveys the current workspace
 //! with real tool calls (glob, read_file on real files, bash), producing enough output
-//! to make every compaction stage fire within a few minutes, and summarising
+//! to make every stage of `prepare` and the `compact` tool fire within half a minute
+//! (not `reactive_compact`: only a server's refusal triggers that), and summarising
 //! extractively. It is what `cargo run --release` talks to when no API key is set;
 //! the UI labels it as such.
 
@@ -153,7 +154,9 @@ impl DemoProvider {
                 (
                     format!(
                         "## Survey complete\n\nI listed the workspace, read {files} files and ran generated listings. \
-                         Along the way every compaction stage fired; the markers in the chat link to what was saved:\n\n\
+                         Along the way the compaction stages fired as the context grew (all but `reactive_compact`, \
+                         which only a server's refusal of a too-long prompt triggers); the markers in the chat link to \
+                         what was saved:\n\n\
                          - `.task_outputs/tool-results/` holds full tool outputs that were shortened\n\
                          - `.transcripts/` holds each archived or summarised history\n\n\
                          This was the offline demo model. Set `ANTHROPIC_API_KEY` (or use `--provider openai \
