@@ -55,6 +55,12 @@ pub struct ToolCall {
 pub enum TurnState {
     Idle,
     Thinking,
+    /// Waiting to retry a failed model call.
+    Retrying {
+        at: Instant,
+        attempt: u32,
+        reason: String,
+    },
     RunningTool(String),
     Compacting,
     AwaitingPermission,
@@ -182,19 +188,24 @@ impl AppState {
                 self.in_turn = true;
                 self.banner = None;
             }
-            AgentEvent::TextDelta { text } => match self.chat.last_mut() {
-                Some(ChatEntry::Assistant {
-                    text: current,
-                    streaming: true,
-                }) => {
-                    current.push_str(&terminal_safe(&text));
-                    self.touch_last();
+            AgentEvent::TextDelta { text } => {
+                if matches!(self.turn, TurnState::Retrying { .. }) {
+                    self.turn = TurnState::Thinking;
                 }
-                _ => self.push(ChatEntry::Assistant {
-                    text: terminal_safe(&text).into_owned(),
-                    streaming: true,
-                }),
-            },
+                match self.chat.last_mut() {
+                    Some(ChatEntry::Assistant {
+                        text: current,
+                        streaming: true,
+                    }) => {
+                        current.push_str(&terminal_safe(&text));
+                        self.touch_last();
+                    }
+                    _ => self.push(ChatEntry::Assistant {
+                        text: terminal_safe(&text).into_owned(),
+                        streaming: true,
+                    }),
+                }
+            }
             AgentEvent::ThinkingDelta { .. } => {}
             AgentEvent::StreamReset {
                 attempt,
@@ -210,6 +221,11 @@ impl AppState {
                     attempt + 1,
                     delay_ms as f64 / 1000.0
                 )));
+                self.turn = TurnState::Retrying {
+                    at: Instant::now() + Duration::from_millis(delay_ms),
+                    attempt: attempt + 1,
+                    reason,
+                };
             }
             AgentEvent::AssistantMessage { message } => {
                 let text = terminal_safe(&message.text()).into_owned();
@@ -284,6 +300,9 @@ impl AppState {
                 }
                 if !event.errors.is_empty() {
                     self.banner = Some(format!("{}: {}", event.stage, event.errors.join("; ")));
+                } else if event.replaced > 0 {
+                    // The history shrank: an earlier error (too long, a failed stage) is stale.
+                    self.banner = None;
                 }
                 if self.turn == TurnState::Compacting && event.stage == Stage::CompactHistory {
                     self.turn = if self.in_turn {
@@ -546,6 +565,29 @@ mod tests {
             text: "clean\u{1b}]52;c;aGk=\u{7} text\u{1b}[2J".into(),
         });
         assert!(matches!(state.chat.last(), Some(ChatEntry::Assistant { text, .. }) if text == "clean text"));
+    }
+
+    #[test]
+    fn a_retry_shows_as_retrying_until_text_flows_and_a_compaction_clears_a_stale_banner() {
+        let mut state = AppState::default();
+        state.apply(AgentEvent::TurnStarted { request: "go".into() });
+        state.apply(AgentEvent::StreamReset {
+            attempt: 1,
+            delay_ms: 1_100,
+            reason: "overloaded".into(),
+        });
+        let label = crate::tui::status::turn_label(&state.turn);
+        assert!(label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"), "{label}");
+        state.apply(AgentEvent::TextDelta { text: "ok".into() });
+        assert_eq!(state.turn, TurnState::Thinking);
+        state.apply(AgentEvent::Error {
+            message: "the prompt is too long".into(),
+        });
+        assert!(state.banner.is_some());
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
+        });
+        assert_eq!(state.banner, None, "the banner went stale once the history shrank");
     }
 
     #[test]

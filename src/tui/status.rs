@@ -17,6 +17,10 @@ pub fn turn_label(turn: &TurnState) -> String {
     match turn {
         TurnState::Idle => "ready".into(),
         TurnState::Thinking => "thinking".into(),
+        TurnState::Retrying { at, attempt, reason } => format!(
+            "retrying in {:.1} s (attempt {attempt}): {reason}",
+            at.saturating_duration_since(std::time::Instant::now()).as_secs_f64()
+        ),
         TurnState::RunningTool(name) => format!("running {name}"),
         TurnState::Compacting => "compacting".into(),
         TurnState::AwaitingPermission => "waiting for your answer".into(),
