@@ -479,7 +479,7 @@ impl App {
             .map(|c| c.chars_per_token());
         match &mut self.overlay {
             Overlay::None => {}
-            Overlay::Help(offset) => help::render(frame, area, *offset),
+            Overlay::Help(offset) => help::render(frame, area, offset),
             Overlay::Browser(browser) => browser.render(frame, overlay_area),
             Overlay::Context(view) => view.render(
                 frame,

@@ -239,6 +239,28 @@ impl Viewer {
         false
     }
 
+    /// `3/17` when the top line is the 3rd of 17 matching lines, `–/17` between
+    /// matches, `no match`; `None` without a query.
+    pub fn match_status(&self) -> Option<String> {
+        if self.query.is_empty() {
+            return None;
+        }
+        let query = self.query.to_lowercase();
+        let matches: Vec<usize> = (0..self.plain.len())
+            .filter(|&at| self.plain[at].contains(&query))
+            .collect();
+        Some(match matches.iter().position(|&at| at == self.scroll) {
+            _ if matches.is_empty() => "no match".to_string(),
+            Some(index) => format!("{}/{}", index + 1, matches.len()),
+            None => format!("–/{}", matches.len()),
+        })
+    }
+
+    /// The furthest the view scrolls: the last line at the bottom of a full page.
+    fn max_scroll(&self) -> usize {
+        self.lines.len().saturating_sub(self.page.max(1))
+    }
+
     fn handle_key(&mut self, key: KeyEvent) -> bool {
         if let Some(typing) = &mut self.typing {
             match key.code {
@@ -263,7 +285,7 @@ impl Viewer {
             }
             return true;
         }
-        let max = self.lines.len().saturating_sub(1);
+        let max = self.max_scroll();
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => return false,
             KeyCode::Char('/') => self.typing = Some(String::new()),
@@ -290,7 +312,7 @@ impl Viewer {
     }
 
     pub fn scroll_by(&mut self, delta: isize) {
-        let max = self.lines.len().saturating_sub(1) as isize;
+        let max = self.max_scroll() as isize;
         self.scroll = (self.scroll as isize + delta).clamp(0, max) as usize;
     }
 
@@ -329,9 +351,11 @@ impl Viewer {
         frame.render_widget(Paragraph::new(visible), body);
         let footer = match &self.typing {
             Some(typing) => format!("/{typing}▏"),
-            None if !self.query.is_empty() => {
-                format!("“{}” · n next · N previous · b jump back · Esc back", self.query)
-            }
+            None if !self.query.is_empty() => format!(
+                "“{}” · {} · n next · N previous · b jump back · Esc back",
+                self.query,
+                self.match_status().unwrap_or_default()
+            ),
             None => "↑↓ PgUp PgDn scroll · / search · b jump back · Esc back".to_string(),
         };
         frame.render_widget(
@@ -451,5 +475,48 @@ impl Browser {
                 bottom,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn viewer(lines: &[&str]) -> Viewer {
+        Viewer::from_lines(
+            "t".into(),
+            lines.iter().map(|l| (l.to_string(), Style::default())).collect(),
+        )
+    }
+
+    fn search(viewer: &mut Viewer, query: &str) {
+        viewer.handle_key(KeyEvent::from(KeyCode::Char('/')));
+        for c in query.chars() {
+            viewer.handle_key(KeyEvent::from(KeyCode::Char(c)));
+        }
+        viewer.handle_key(KeyEvent::from(KeyCode::Enter));
+    }
+
+    #[test]
+    fn search_counts_matches_and_says_when_there_is_none() {
+        let mut view = viewer(&["a bug", "fine", "another BUG", "fine"]);
+        search(&mut view, "bug");
+        assert_eq!(view.match_status().as_deref(), Some("1/2"));
+        view.handle_key(KeyEvent::from(KeyCode::Char('n')));
+        assert_eq!(view.match_status().as_deref(), Some("2/2"));
+        search(&mut view, "absent");
+        assert_eq!(view.match_status().as_deref(), Some("no match"));
+    }
+
+    #[test]
+    fn the_end_puts_the_last_line_at_the_bottom_not_the_top() {
+        let lines: Vec<String> = (0..30).map(|i| format!("line {i}")).collect();
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut view = viewer(&refs);
+        view.page = 10;
+        view.handle_key(KeyEvent::from(KeyCode::Char('G')));
+        assert_eq!(view.scroll, 20);
+        view.scroll_by(50);
+        assert_eq!(view.scroll, 20);
     }
 }

@@ -52,7 +52,9 @@ pub fn line_count() -> u16 {
     (KEYS.len() + SlashCommand::ALL.len() + 3) as u16
 }
 
-pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
+/// Draw the help scrolled by `offset` lines, which is kept so the last line is at
+/// the bottom of the box at most, never above a blank page.
+pub fn render(frame: &mut Frame<'_>, area: Rect, offset: &mut u16) {
     // Wide enough for the longest description beside the key column at 120 columns.
     let popup = centered(area, 120, line_count() + 3);
     frame.render_widget(Clear, popup);
@@ -75,8 +77,10 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, offset: u16) {
             Span::raw(command.description()),
         ]));
     }
+    let visible = popup.height.saturating_sub(2);
+    *offset = (*offset).min(line_count().saturating_sub(visible));
     frame.render_widget(
-        Paragraph::new(lines).scroll((offset, 0)).block(
+        Paragraph::new(lines).scroll((*offset, 0)).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title(" help · ↑↓ scroll · Esc closes "),

@@ -577,7 +577,10 @@ mod tests {
             reason: "overloaded".into(),
         });
         let label = crate::tui::status::turn_label(&state.turn);
-        assert!(label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"), "{label}");
+        assert!(
+            label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"),
+            "{label}"
+        );
         state.apply(AgentEvent::TextDelta { text: "ok".into() });
         assert_eq!(state.turn, TurnState::Thinking);
         state.apply(AgentEvent::Error {
