@@ -582,3 +582,40 @@ fn a_multi_line_request_keeps_its_lines() {
     assert!(screen.contains("› line one"), "{screen}");
     assert!(screen.contains("  line two"), "{screen}");
 }
+
+#[test]
+fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "first".into(),
+    });
+    for c in "second request".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(s.app.input.text(), "second request", "the text stays, editable");
+    insta::assert_snapshot!("queued_80x24", draw(&mut s.app, 80, 24).backend());
+    assert!(s._ops.try_recv().is_err(), "nothing is sent while the turn runs");
+    s.app.apply(AgentEvent::TurnDone {
+        outcome: TurnOutcome::Completed,
+    });
+    match s._ops.try_recv() {
+        Ok(Op::Submit { text }) => assert_eq!(text, "second request"),
+        other => panic!("expected the queued request, got {other:?}"),
+    }
+    assert!(s.app.input.text().is_empty());
+}
+
+#[test]
+fn an_unknown_command_keeps_its_text_and_says_why() {
+    let mut s = screen();
+    for c in "/foo bar".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(s.app.input.text(), "/foo bar");
+    assert_eq!(
+        s.app.state.banner.as_deref(),
+        Some("unknown command /foo; /help lists them")
+    );
+}

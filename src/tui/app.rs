@@ -13,7 +13,7 @@ use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::ChatView;
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView};
-use super::input::{InputAction, InputBox};
+use super::input::{InputAction, InputBox, PromptState};
 use super::state::{AppState, ChatEntry};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
@@ -49,6 +49,8 @@ pub struct App {
     pub quit: bool,
     /// When Ctrl+C was last pressed (a second press soon after quits).
     last_interrupt: Option<Instant>,
+    /// The prompt's text is to be sent when the running turn ends.
+    queued: bool,
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
@@ -67,6 +69,7 @@ impl App {
             tick: 0,
             quit: false,
             last_interrupt: None,
+            queued: false,
             ops,
             workspace,
             config,
@@ -75,6 +78,14 @@ impl App {
 
     pub fn apply(&mut self, event: AgentEvent) {
         self.state.apply(event);
+        if self.queued && !self.state.is_busy() {
+            self.queued = false;
+            let text = self.input.text();
+            self.input.clear();
+            if !text.trim().is_empty() {
+                self.submit(text);
+            }
+        }
     }
 
     pub fn on_tick(&mut self) {
@@ -352,12 +363,16 @@ impl App {
             }
             Some(Err(name)) => {
                 self.state.banner = Some(format!("unknown command /{name}; /help lists them"));
+                // The text stays, to be corrected.
+                self.input.set_text(&text);
                 return;
             }
             None => {}
         }
         if self.state.is_busy() {
-            self.state.banner = Some("a turn is running: wait, or press Esc to cancel it".into());
+            // Queued, not lost: it stays in the prompt, editable, until the turn ends.
+            self.input.set_text(&text);
+            self.queued = true;
             return;
         }
         self.chat.follow();
@@ -465,7 +480,14 @@ impl App {
         if let Some(banner) = &self.state.banner {
             status::render_banner(frame, banner_area, banner);
         }
-        self.input.render(frame, input_area, self.state.is_busy());
+        let prompt = if self.queued {
+            PromptState::Queued
+        } else if self.state.is_busy() {
+            PromptState::Busy
+        } else {
+            PromptState::Ready
+        };
+        self.input.render(frame, input_area, prompt);
         let overlay_area = Rect {
             y: main.y,
             height: main.height + gauge_height,

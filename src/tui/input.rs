@@ -11,6 +11,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui_textarea::TextArea;
 
+/// What the prompt is doing, for its title.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptState {
+    Ready,
+    /// A turn runs; Enter queues the text.
+    Busy,
+    /// The text will be sent when the turn ends.
+    Queued,
+}
+
 pub enum InputAction {
     None,
     Submit(String),
@@ -45,7 +55,8 @@ impl InputBox {
         self.set_text("");
     }
 
-    fn set_text(&mut self, text: &str) {
+    /// Replace what the prompt holds (the cursor goes to its end).
+    pub fn set_text(&mut self, text: &str) {
         let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
         self.textarea = TextArea::new(lines);
         self.textarea.set_cursor_line_style(Style::default());
@@ -153,11 +164,11 @@ impl InputBox {
         InputAction::None
     }
 
-    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, busy: bool) {
-        let title = if busy {
-            " request · Esc cancels the turn "
-        } else {
-            " request "
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, state: PromptState) {
+        let title = match state {
+            PromptState::Ready => " request ",
+            PromptState::Busy => " request · Esc cancels the turn · Enter queues it ",
+            PromptState::Queued => " queued · sent when the turn ends · edit it freely ",
         };
         self.textarea.set_block(
             Block::default()
