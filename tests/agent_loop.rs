@@ -303,3 +303,25 @@ async fn always_approves_the_exact_path_only_until_clear_and_is_never_offered_fo
     );
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_context_breakdown_is_answered_while_a_turn_runs() {
+    let api = MockApi::start(vec![
+        tool_reply("Sleeping.", &[("t1", "bash", json!({"command": "sleep 2"}))]),
+        text_reply("done"),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Ask).await;
+    agent.ops.send(Op::Submit { text: "go".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::ToolStarted { .. })).await;
+    agent.ops.send(Op::Inspect).unwrap();
+    let answer = until(&mut agent.events, |e| {
+        matches!(
+            e,
+            AgentEvent::Breakdown { .. } | AgentEvent::TurnDone { .. } | AgentEvent::Error { .. }
+        )
+    })
+    .await;
+    assert!(matches!(answer, AgentEvent::Breakdown { .. }), "{answer:?}");
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+}

@@ -127,6 +127,7 @@ enum Interrupted {
 async fn unless_interrupted<T>(
     ops: &mut UnboundedReceiver<Op>,
     events: &UnboundedSender<AgentEvent>,
+    inspect: &(dyn Fn() -> AgentEvent + Sync),
     work: impl Future<Output = T>,
 ) -> Result<T, Interrupted> {
     tokio::pin!(work);
@@ -137,6 +138,10 @@ async fn unless_interrupted<T>(
                 None | Some(Op::Quit) => return Err(Interrupted::Quit),
                 Some(Op::Cancel) => return Err(Interrupted::Cancel),
                 Some(Op::Permission { .. }) => {}
+                // The breakdown only reads: it is answered while the turn runs.
+                Some(Op::Inspect) => {
+                    let _ = events.send(inspect());
+                }
                 Some(_) => {
                     let _ = events.send(AgentEvent::Error {
                         message: "A turn is running: wait for it to finish or press Esc to cancel it.".into(),
@@ -252,6 +257,18 @@ impl Agent {
         });
     }
 
+    /// What the context holds now, for `/context`.
+    fn breakdown(&self) -> AgentEvent {
+        AgentEvent::Breakdown {
+            breakdown: crate::context_map::breakdown(
+                &self.settings.system_prompt,
+                &ToolBox::specs(),
+                &self.messages,
+                self.settings.compaction.context_char_limit,
+            ),
+        }
+    }
+
     fn announce_session(&self) {
         if let Some(journal) = &self.journal {
             self.emit(AgentEvent::SessionStarted {
@@ -294,14 +311,7 @@ impl Agent {
                 }
                 Op::Clear => self.clear(),
                 Op::Permissions { revoke } => self.permissions(revoke),
-                Op::Inspect => self.emit(AgentEvent::Breakdown {
-                    breakdown: crate::context_map::breakdown(
-                        &self.settings.system_prompt,
-                        &ToolBox::specs(),
-                        &self.messages,
-                        self.settings.compaction.context_char_limit,
-                    ),
-                }),
+                Op::Inspect => self.emit(self.breakdown()),
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } => {}
             }
@@ -521,7 +531,8 @@ impl Agent {
             }
         });
         let provider = self.provider.clone();
-        let result = unless_interrupted(ops, &self.events, provider.complete(&request, &sink)).await;
+        let inspect = || self.breakdown();
+        let result = unless_interrupted(ops, &self.events, &inspect, provider.complete(&request, &sink)).await;
         drop(sink);
         let _ = forward.await;
         match result {
@@ -668,7 +679,8 @@ impl Agent {
         if let Job::Compact { focus } = &job {
             *compact = Some(CompactRequest { focus: focus.clone() });
         }
-        match unless_interrupted(ops, &self.events, self.tools.run(job)).await {
+        let inspect = || self.breakdown();
+        match unless_interrupted(ops, &self.events, &inspect, self.tools.run(job)).await {
             Ok(output) => {
                 let status = if output.is_error {
                     ToolStatus::Error
@@ -736,6 +748,7 @@ impl Agent {
                     return Decision::Cancelled;
                 }
                 Some(Op::Cancel) => return Decision::Cancelled,
+                Some(Op::Inspect) => self.emit(self.breakdown()),
                 Some(_) => {}
             }
         }
