@@ -101,30 +101,41 @@ pub struct SimulateArgs {
 /// Overrides for every compaction threshold.
 #[derive(Debug, Default, Args)]
 pub struct ThresholdArgs {
-    /// CONTEXT_CHAR_LIMIT.
-    #[arg(long, global = true)]
+    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it [default: 50000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub limit: Option<usize>,
-    #[arg(long, global = true)]
+    /// Stage 1 fires while the newest tool batch holds more [default: 200000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub tool_result_budget: Option<usize>,
-    #[arg(long, global = true)]
+    /// Stage 1 persists only results larger than this [default: 30000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub persist_over: Option<usize>,
-    #[arg(long, global = true)]
+    /// Preview kept in a <persisted-output> block by stage 1 [default: 2000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub persisted_preview: Option<usize>,
-    #[arg(long, global = true)]
+    /// Stage 2 (snip_compact) fires above this many messages [default: 50]
+    #[arg(long, global = true, value_name = "N")]
     pub max_messages: Option<usize>,
-    #[arg(long, global = true)]
+    /// Messages stage 2 keeps from the start of the history [default: 3]
+    #[arg(long, global = true, value_name = "N")]
     pub keep_head: Option<usize>,
-    #[arg(long, global = true)]
+    /// Stage 3 clears down to this share of the limit [default: 80]
+    #[arg(long, global = true, value_name = "PERCENT")]
     pub target_percent: Option<usize>,
-    #[arg(long, global = true)]
+    /// Newest seen tool results stage 3 leaves whole [default: 3]
+    #[arg(long, global = true, value_name = "N")]
     pub keep_recent: Option<usize>,
-    #[arg(long, global = true)]
+    /// Stage 3 leaves results of at most this many characters alone [default: 120]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub min_chars: Option<usize>,
-    #[arg(long, global = true)]
+    /// Preview kept by fit_tool_results [default: 1000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub fit_preview: Option<usize>,
-    #[arg(long, global = true)]
+    /// Newest messages reactive compaction keeps verbatim [default: 5]
+    #[arg(long, global = true, value_name = "N")]
     pub reactive_keep: Option<usize>,
-    #[arg(long, global = true)]
+    /// Longest history text handed to the summariser [default: 80000]
+    #[arg(long, global = true, value_name = "CHARS")]
     pub summary_input: Option<usize>,
 }
 

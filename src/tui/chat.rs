@@ -207,7 +207,7 @@ impl ChatView {
         }
         if entries.is_empty() {
             visible.push(Line::from(Span::styled(
-                "Type a request below and press Enter. ? or F1 shows the keys; /help lists the commands.",
+                "Type a request and press Enter. ? shows the keys, / the commands.",
                 Style::default().fg(theme::MUTED),
             )));
         }

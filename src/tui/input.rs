@@ -102,6 +102,10 @@ impl InputBox {
                 self.textarea.insert_newline();
             }
             KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => self.textarea.insert_newline(),
+            // As in a shell: delete from the cursor to the start of the line.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.textarea.delete_line_by_head();
+            }
             KeyCode::Enter => {
                 let completions = self.completions();
                 if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
@@ -244,6 +248,18 @@ mod tests {
             matches!(input.handle_key(key(KeyCode::Enter)), InputAction::None),
             "empty input sends nothing"
         );
+    }
+
+    #[test]
+    fn ctrl_u_deletes_to_the_start_of_the_line() {
+        let mut input = InputBox::default();
+        type_text(&mut input, "keep this");
+        input.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert_eq!(input.text(), "");
+        type_text(&mut input, "again");
+        input.handle_key(KeyEvent::new(KeyCode::Left, KeyModifiers::NONE));
+        input.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert_eq!(input.text(), "n", "only what is before the cursor goes");
     }
 
     #[test]

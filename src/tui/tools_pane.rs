@@ -68,7 +68,7 @@ pub fn render(
             Style::default()
         };
         let fixed = 2 + call.name.chars().count() + 1 + time.len() + 1;
-        let summary: String = call.summary.chars().take(width.saturating_sub(fixed)).collect();
+        let summary = ellipsized(&call.summary, width.saturating_sub(fixed));
         lines.push(
             Line::from(vec![
                 mark,
@@ -90,7 +90,7 @@ pub fn render(
             }
             let total = call.output.lines().count();
             for line in call.output.lines().take(EXPANDED_LINES) {
-                let shown: String = line.chars().take(width.saturating_sub(4)).collect();
+                let shown = ellipsized(line, width.saturating_sub(4));
                 lines.push(Line::from(Span::styled(
                     format!("  │ {shown}"),
                     Style::default().fg(theme::MUTED),
@@ -125,4 +125,16 @@ pub fn render(
     let start = end.saturating_sub(height);
     let visible: Vec<Line<'static>> = lines.into_iter().skip(start).take(height).collect();
     frame.render_widget(Paragraph::new(visible), inner);
+}
+
+/// `text` in at most `width` characters, its end replaced by `…` when cut.
+fn ellipsized(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut shown: String = text.chars().take(width.saturating_sub(1)).collect();
+    if width > 0 {
+        shown.push('…');
+    }
+    shown
 }
