@@ -242,9 +242,18 @@ impl StageEvent {
         self.archived = Some(path);
     }
 
+    /// The stage changed nothing because something failed (a full disk, the summariser).
+    pub fn failed(&self) -> bool {
+        self.replaced == 0 && !self.errors.is_empty()
+    }
+
     /// One line for logs and the headless output, e.g.
-    /// `snip_compact · 37 messages archived · 84.1k → 41.9k chars`.
+    /// `snip_compact · 37 messages archived · 84.1k → 41.9k chars`, or
+    /// `tool_result_budget failed · cannot write …` when it changed nothing.
     pub fn summary_line(&self) -> String {
+        if self.failed() {
+            return format!("{} failed · {}", self.stage, self.errors.join("; "));
+        }
         let n = self.replaced;
         let what = match self.stage {
             Stage::ToolResultBudget => format!("{} persisted", counted(n, "tool result", "tool results")),

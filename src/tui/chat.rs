@@ -77,12 +77,22 @@ fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'st
             "  ",
         ),
         ChatEntry::Marker(event) => {
-            let style = if selected {
-                marker_style().add_modifier(Modifier::REVERSED)
+            let (base, symbol) = if event.failed() {
+                (Style::default().fg(theme::FAILURE).add_modifier(Modifier::BOLD), "✗ ")
             } else {
-                marker_style()
+                (marker_style(), "◆ ")
             };
-            let mut lines = markdown::wrap(&[(event.summary_line(), style)], width, Span::styled("◆ ", style), "  ");
+            let style = if selected {
+                base.add_modifier(Modifier::REVERSED)
+            } else {
+                base
+            };
+            let mut lines = markdown::wrap(
+                &[(event.summary_line(), style)],
+                width,
+                Span::styled(symbol, style),
+                "  ",
+            );
             link_of_line.resize(lines.len(), None);
             for (n, path) in event.paths.iter().enumerate() {
                 let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);

@@ -298,9 +298,8 @@ impl AppState {
                 if event.replaced > 0 {
                     self.pending_stages.push(event.stage);
                 }
-                if !event.errors.is_empty() {
-                    self.banner = Some(format!("{}: {}", event.stage, event.errors.join("; ")));
-                } else if event.replaced > 0 {
+                // A failure is said once, by its marker; a success makes an older banner stale.
+                if event.errors.is_empty() && event.replaced > 0 {
                     // The history shrank: an earlier error (too long, a failed stage) is stale.
                     self.banner = None;
                 }
