@@ -54,12 +54,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
                 .bg(theme::ACCENT)
                 .add_modifier(Modifier::BOLD),
         ),
+        // The turn state comes first: a narrow terminal cuts from the right.
         Span::raw(" "),
+        Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
+        Span::raw(" · "),
         provider,
         Span::styled(format!(" · {} · ", session.model), Style::default().fg(theme::SOFT)),
         Span::styled(session.workspace.clone(), Style::default().fg(theme::MUTED)),
-        Span::raw(" · "),
-        Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
         Span::raw(" · "),
         Span::styled(
             session.sandbox.clone(),
