@@ -619,3 +619,30 @@ fn an_unknown_command_keeps_its_text_and_says_why() {
         Some("unknown command /foo; /help lists them")
     );
 }
+
+#[test]
+fn repeated_firings_fold_into_one_marker_that_expands() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "survey this workspace".into(),
+    });
+    for (n, text) in ["reading the first files", "reading more files", "and more"]
+        .iter()
+        .enumerate()
+    {
+        s.app.apply(stage(
+            Stage::SnipCompact,
+            3,
+            51_000 - n * 1_000,
+            47_000 - n * 1_000,
+            &[".transcripts/transcript_snip_compact_20261202-120000_0000001-0001.jsonl"],
+        ));
+        s.app.apply(AgentEvent::AssistantMessage {
+            message: Message::assistant_text(*text),
+        });
+    }
+    insta::assert_snapshot!("folded_marker_80x24", draw(&mut s.app, 80, 24).backend());
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Up));
+    insta::assert_snapshot!("folded_marker_expanded_80x24", draw(&mut s.app, 80, 24).backend());
+}

@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::markdown;
 use super::state::ChatEntry;
 use super::theme;
+use crate::compact::{StageEvent, short_count};
 
 #[derive(Default)]
 pub struct ChatView {
@@ -76,41 +77,70 @@ fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'st
             Span::styled("· ", Style::default().fg(theme::MUTED)),
             "  ",
         ),
-        ChatEntry::Marker(event) => {
-            let (base, symbol) = if event.failed() {
-                (Style::default().fg(theme::FAILURE).add_modifier(Modifier::BOLD), "✗ ")
-            } else {
-                (marker_style(), "◆ ")
-            };
-            let style = if selected {
-                base.add_modifier(Modifier::REVERSED)
-            } else {
-                base
-            };
-            let mut lines = markdown::wrap(
-                &[(event.summary_line(), style)],
-                width,
-                Span::styled(symbol, style),
-                "  ",
-            );
-            link_of_line.resize(lines.len(), None);
-            for (n, path) in event.paths.iter().enumerate() {
-                let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
-                let wrapped = markdown::wrap(
-                    &[(path.clone(), link)],
-                    width,
-                    Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(theme::MUTED)),
-                    "      ",
-                );
-                link_of_line.extend(std::iter::repeat_n(Some(n), wrapped.len()));
-                lines.extend(wrapped);
-            }
-            lines
-        }
+        ChatEntry::Marker(run) => marker_lines(run, width, selected, &mut link_of_line),
     };
     lines.push(Line::from(""));
     link_of_line.resize(lines.len(), None);
     (lines, link_of_line)
+}
+
+/// A marker: its stage's line (with `×N` when later firings folded into it; selected,
+/// it lists each of them), then the newest firing's files as numbered links.
+fn marker_lines(
+    run: &[StageEvent],
+    width: usize,
+    selected: bool,
+    link_of_line: &mut Vec<Option<usize>>,
+) -> Vec<Line<'static>> {
+    let Some(newest) = run.last() else {
+        return Vec::new();
+    };
+    let (base, symbol) = if newest.failed() {
+        (Style::default().fg(theme::FAILURE).add_modifier(Modifier::BOLD), "✗ ")
+    } else {
+        (marker_style(), "◆ ")
+    };
+    let style = if selected {
+        base.add_modifier(Modifier::REVERSED)
+    } else {
+        base
+    };
+    let headline = match run {
+        [only] => only.summary_line(),
+        [first, ..] => format!(
+            "{} ×{} · {} → {} chars{}",
+            newest.stage,
+            run.len(),
+            short_count(first.chars_before),
+            short_count(newest.chars_after),
+            if selected { "" } else { " · select to expand" }
+        ),
+        [] => String::new(),
+    };
+    let mut lines = markdown::wrap(&[(headline, style)], width, Span::styled(symbol, style), "  ");
+    if selected && run.len() > 1 {
+        for event in run {
+            lines.extend(markdown::wrap(
+                &[(event.summary_line(), Style::default().fg(theme::SOFT))],
+                width,
+                Span::styled("  · ", Style::default().fg(theme::MUTED)),
+                "    ",
+            ));
+        }
+    }
+    link_of_line.resize(lines.len(), None);
+    for (n, path) in newest.paths.iter().enumerate() {
+        let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
+        let wrapped = markdown::wrap(
+            &[(path.clone(), link)],
+            width,
+            Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(theme::MUTED)),
+            "      ",
+        );
+        link_of_line.extend(std::iter::repeat_n(Some(n), wrapped.len()));
+        lines.extend(wrapped);
+    }
+    lines
 }
 
 impl ChatView {

@@ -19,8 +19,9 @@ pub enum ChatEntry {
         text: String,
         streaming: bool,
     },
-    /// A compaction stage fired here.
-    Marker(StageEvent),
+    /// A compaction stage fired here; later firings of the same stage in the same
+    /// turn fold into it (newest last), shown as one line with a count that expands.
+    Marker(Vec<StageEvent>),
     /// Something the app says (compaction requested, retries, resumed session).
     Notice(String),
 }
@@ -28,7 +29,7 @@ pub enum ChatEntry {
 impl ChatEntry {
     pub fn paths(&self) -> &[String] {
         match self {
-            ChatEntry::Marker(event) => &event.paths,
+            ChatEntry::Marker(run) => run.last().map_or(&[], |event| &event.paths),
             _ => &[],
         }
     }
@@ -152,6 +153,28 @@ impl AppState {
         if let Some(last) = self.revisions.last_mut() {
             *last = revision;
         }
+    }
+
+    /// Show a stage event: folded into the marker of the same stage since the last
+    /// request when there is one (and neither failed), else as a new marker.
+    fn add_marker(&mut self, event: StageEvent) {
+        let previous = self
+            .chat
+            .iter()
+            .rposition(|entry| matches!(entry, ChatEntry::User(_) | ChatEntry::Marker(_)));
+        if let Some(at) = previous
+            && let ChatEntry::Marker(run) = &mut self.chat[at]
+            && run
+                .last()
+                .is_some_and(|last| last.stage == event.stage && !last.failed())
+            && !event.failed()
+        {
+            run.push(event);
+            let revision = self.new_revision();
+            self.revisions[at] = revision;
+            return;
+        }
+        self.push(ChatEntry::Marker(vec![event]));
     }
 
     fn new_revision(&mut self) -> u64 {
@@ -310,7 +333,7 @@ impl AppState {
                         TurnState::Idle
                     };
                 }
-                self.push(ChatEntry::Marker(event));
+                self.add_marker(event);
             }
             AgentEvent::Context { status } => self.context = Some(status),
             AgentEvent::Usage { usage } => {
@@ -513,7 +536,7 @@ mod tests {
                 streaming: false
             }
         );
-        assert!(matches!(&state.chat[3], ChatEntry::Marker(e) if e.stage == Stage::ToolResultBudget));
+        assert!(matches!(&state.chat[3], ChatEntry::Marker(run) if run[0].stage == Stage::ToolResultBudget));
         assert_eq!(
             state.tools[0].saved_path.as_deref(),
             Some(".task_outputs/tool-results/toolu_1.txt")
@@ -590,6 +613,50 @@ mod tests {
             event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
         });
         assert_eq!(state.banner, None, "the banner went stale once the history shrank");
+    }
+
+    #[test]
+    fn firings_of_one_stage_in_one_turn_fold_into_one_marker() {
+        let mut state = AppState::default();
+        state.apply(AgentEvent::TurnStarted {
+            request: "survey".into(),
+        });
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::SnipCompact, &[".transcripts/a.jsonl"]),
+        });
+        state.apply(AgentEvent::AssistantMessage {
+            message: Message::assistant_text("reading on"),
+        });
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::SnipCompact, &[".transcripts/b.jsonl"]),
+        });
+        let markers: Vec<usize> = state
+            .chat
+            .iter()
+            .filter_map(|entry| match entry {
+                ChatEntry::Marker(run) => Some(run.len()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(markers, vec![2], "one marker, two firings");
+        assert_eq!(
+            state.chat[1].paths(),
+            [".transcripts/b.jsonl".to_string()],
+            "links go to the newest"
+        );
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::MicroCompact, &[]),
+        });
+        state.apply(AgentEvent::TurnStarted { request: "next".into() });
+        state.apply(AgentEvent::Compaction {
+            event: stage_event(Stage::MicroCompact, &[]),
+        });
+        let count = state
+            .chat
+            .iter()
+            .filter(|entry| matches!(entry, ChatEntry::Marker(_)))
+            .count();
+        assert_eq!(count, 3, "a new request starts new markers");
     }
 
     #[test]
