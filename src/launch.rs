@@ -94,8 +94,8 @@ pub struct Launch {
     pub workspace: Workspace,
     pub journal: Journal,
     pub history: Vec<Message>,
-    /// The estimate at each earlier model call of a resumed session.
-    pub timeline: Vec<crate::session::TimelinePoint>,
+    /// What happened in the earlier runs of a resumed session, in order.
+    pub past: Vec<crate::protocol::Past>,
     /// What restoring the session had to skip or mend, shown once it starts.
     pub notices: Vec<String>,
 }
@@ -119,7 +119,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         (Some(_), _) | (None, true) => Some(None),
         (None, false) => None,
     };
-    let (journal, history, timeline, notices) = match resume {
+    let (journal, history, past, notices) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
             let restored = session::restore(&path)?;
@@ -132,7 +132,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
                 })?;
                 journal.sync()?;
             }
-            (journal, restored.messages, restored.timeline, restored.repairs)
+            (journal, restored.messages, restored.past, restored.repairs)
         }
         None => (
             Journal::create(workspace.root(), provider.kind(), provider.model())?,
@@ -147,7 +147,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         workspace,
         journal,
         history,
-        timeline,
+        past,
         notices,
     })
 }
@@ -164,6 +164,6 @@ impl Launch {
         };
         let tools = ToolBox::new(self.workspace, self.config.tools.clone());
         let agent = Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events);
-        agent.with_notices(self.notices)
+        agent.with_notices(self.notices).with_past(self.past)
     }
 }

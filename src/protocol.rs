@@ -77,6 +77,22 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
+/// One thing that happened in an earlier run of a session, from its journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Past {
+    /// A message joined the history.
+    Message { message: crate::message::Message },
+    /// A compaction stage fired.
+    Stage { event: crate::compact::StageEvent },
+    /// A model call: the estimate sent and the prompt tokens the API reported.
+    Call {
+        estimate: usize,
+        messages: usize,
+        input_tokens: Option<u64>,
+    },
+}
+
 /// What the context holds now, for the gauge.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextStatus {
@@ -118,6 +134,11 @@ pub enum AgentEvent {
         sandbox: String,
     },
     /// The whole history, sent at start (resume) and after `/clear`.
+    /// A resumed session as it happened, oldest first, sent once at start: what the
+    /// app shows of it (the history itself follows as [`AgentEvent::History`]).
+    Replay {
+        past: Vec<Past>,
+    },
     History {
         messages: Vec<Message>,
     },

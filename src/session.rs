@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compact::StageEvent;
 use crate::compact::pairing::repair;
 use crate::message::Message;
+use crate::protocol::Past;
 use crate::store::create_own_folder;
 
 pub const SESSIONS_DIR: &str = ".scratchpad/sessions";
@@ -82,11 +83,11 @@ pub struct TimelinePoint {
 #[derive(Debug, Default)]
 pub struct Restored {
     pub messages: Vec<Message>,
-    pub stages: Vec<StageEvent>,
-    pub timeline: Vec<TimelinePoint>,
     /// What was skipped or mended to make the history valid, one line each; the
     /// caller journals a [`Record::Repair`] and shows these when not empty.
     pub repairs: Vec<String>,
+    /// Everything that happened, in order, for showing the session as it was.
+    pub past: Vec<crate::protocol::Past>,
 }
 
 pub struct Journal {
@@ -358,7 +359,6 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
             torn.len()
         ));
     }
-    let mut pending_stages = Vec::new();
     for (number, line) in text.lines() {
         let Ok(record) = serde_json::from_slice::<Record>(line) else {
             restored
@@ -368,21 +368,22 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
         };
         match record {
             Record::Meta { .. } => {}
-            Record::Append { message } => restored.messages.push(message),
-            Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
-            Record::Stage { event } => {
-                pending_stages.push(event.stage);
-                restored.stages.push(event);
+            Record::Append { message } => {
+                restored.past.push(Past::Message {
+                    message: message.clone(),
+                });
+                restored.messages.push(message);
             }
+            Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
+            Record::Stage { event } => restored.past.push(Past::Stage { event }),
             Record::Call {
                 estimate,
                 messages,
                 input_tokens,
-            } => restored.timeline.push(TimelinePoint {
+            } => restored.past.push(Past::Call {
                 estimate,
                 messages,
                 input_tokens,
-                stages: std::mem::take(&mut pending_stages),
             }),
         }
     }
@@ -455,7 +456,14 @@ mod tests {
             restored.messages,
             vec![Message::user_text("[Compacted] x"), Message::assistant_text("c")]
         );
-        assert_eq!(restored.timeline.len(), 1);
+        assert_eq!(
+            restored
+                .past
+                .iter()
+                .filter(|item| matches!(item, Past::Call { .. }))
+                .count(),
+            1
+        );
         assert_eq!(find(dir.path(), None).unwrap(), path);
         assert_eq!(find(dir.path(), Some(journal.id())).unwrap(), path);
         assert!(matches!(find(dir.path(), Some("nope")), Err(SessionError::NotFound(_))));

@@ -17,7 +17,7 @@ use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{
-    AgentEvent, CallTokens, CompactionRequester, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome,
+    AgentEvent, CallTokens, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome,
 };
 use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
@@ -66,6 +66,8 @@ pub struct Agent {
     quit: bool,
     /// Shown once the session starts (what restoring it mended).
     notices: Vec<String>,
+    /// A resumed session's earlier runs, shown once it starts.
+    past: Vec<Past>,
 }
 
 /// One tool call of a model response, checked: ids unique within the response, input
@@ -177,7 +179,27 @@ impl Agent {
             next_request_id: 1,
             quit: false,
             notices: Vec::new(),
+            past: Vec::new(),
         }
+    }
+
+    /// A resumed session's earlier runs: shown at start, and its last call's tokens
+    /// are the gauge's until the next call reports.
+    pub fn with_past(mut self, past: Vec<Past>) -> Self {
+        self.last_call = past.iter().rev().find_map(|item| match item {
+            Past::Call {
+                estimate,
+                input_tokens: Some(tokens),
+                ..
+            } => Some(CallTokens {
+                input_tokens: *tokens,
+                estimate: *estimate,
+                window_tokens: self.settings.context_window_tokens,
+            }),
+            _ => None,
+        });
+        self.past = past;
+        self
     }
 
     /// Notices to show when the session starts.
@@ -291,7 +313,10 @@ impl Agent {
                 ),
             });
         }
-        if !self.messages.is_empty() {
+        if !self.past.is_empty() {
+            let past = std::mem::take(&mut self.past);
+            self.emit(AgentEvent::Replay { past });
+        } else if !self.messages.is_empty() {
             self.emit(AgentEvent::History {
                 messages: self.messages.clone(),
             });

@@ -52,7 +52,6 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mouse = launch.config.ui.mouse;
     let workspace = launch.workspace.root().to_path_buf();
     let config = launch.config.compaction.clone();
-    let timeline = launch.timeline.clone();
     let (events_tx, mut events) = unbounded_channel();
     let (ops, ops_rx) = unbounded_channel();
     let agent = launch.into_agent(AskPolicy::Ask, events_tx);
@@ -66,7 +65,6 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mut terminal = ratatui::init();
     enable_extras(mouse)?;
     let mut app = App::new(ops.clone(), workspace, config);
-    app.state.timeline = timeline;
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

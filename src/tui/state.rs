@@ -7,7 +7,7 @@ use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
-use crate::protocol::{AgentEvent, ContextStatus, ToolStatus, TurnOutcome};
+use crate::protocol::{AgentEvent, ContextStatus, Past, ToolStatus, TurnOutcome};
 use crate::provider::Usage;
 use crate::session::TimelinePoint;
 use crate::terminal_text::terminal_safe;
@@ -205,6 +205,7 @@ impl AppState {
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),
+            AgentEvent::Replay { past } => self.replay(past),
             AgentEvent::TurnStarted { request } => {
                 self.push(ChatEntry::User(request));
                 self.turn = TurnState::Thinking;
@@ -310,14 +311,7 @@ impl AppState {
                 self.push(ChatEntry::Notice(format!("compaction requested by the {by}{focus}")));
             }
             AgentEvent::Compaction { event } => {
-                for path in &event.paths {
-                    self.written_by.push((path.clone(), event.stage));
-                }
-                for saved in &event.saved {
-                    if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == saved.tool_use_id) {
-                        call.saved_path = Some(saved.path.clone());
-                    }
-                }
+                self.note_files(&event);
                 if event.replaced > 0 {
                     self.pending_stages.push(event.stage);
                 }
@@ -371,66 +365,121 @@ impl AppState {
     }
 
     /// A saved tool result's path names its call by the tool_use id.
+    /// A message of the history in the chat and the tool pane.
+    fn show_message(&mut self, message: &Message) {
+        match classify(message) {
+            MessageKind::CompactedSummary { .. } => {
+                self.push(ChatEntry::Notice(
+                    "earlier conversation compacted into a summary".into(),
+                ));
+            }
+            MessageKind::ArchiveMarker { count, path } => {
+                self.push(ChatEntry::Notice(format!(
+                    "{} archived at {path}",
+                    crate::compact::counted(count, "message", "messages")
+                )));
+            }
+            MessageKind::UserPrompt(text) if !text.is_empty() => {
+                self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
+            }
+            MessageKind::Assistant => {
+                let text = terminal_safe(&message.text()).into_owned();
+                if !text.is_empty() {
+                    self.push(ChatEntry::Assistant { text, streaming: false });
+                }
+            }
+            MessageKind::UserPrompt(_) | MessageKind::ToolResults => {}
+        }
+        for block in message.block_slice() {
+            match block {
+                ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    summary: terminal_safe(&crate::tools::input_summary(name, input)).into_owned(),
+                    state: CallState::Done {
+                        status: ToolStatus::Ok,
+                        took: Duration::ZERO,
+                    },
+                    output: String::new(),
+                    saved_path: None,
+                }),
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
+                        call.output = terminal_safe(&content.full_text()).into_owned();
+                        if *is_error == Some(true) {
+                            call.state = CallState::Done {
+                                status: ToolStatus::Error,
+                                took: Duration::ZERO,
+                            };
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Which stage wrote each file, and where each tool call's full output now is.
+    fn note_files(&mut self, event: &StageEvent) {
+        for path in &event.paths {
+            self.written_by.push((path.clone(), event.stage));
+        }
+        for saved in &event.saved {
+            if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == saved.tool_use_id) {
+                call.saved_path = Some(saved.path.clone());
+            }
+        }
+    }
+
+    /// A resumed session as it happened: its messages, markers and tool calls in
+    /// order, and its timeline.
+    fn replay(&mut self, past: Vec<Past>) {
+        self.chat.clear();
+        self.revisions.clear();
+        self.tools.clear();
+        self.timeline.clear();
+        let mut stages = Vec::new();
+        let mut messages = 0;
+        for item in past {
+            match item {
+                Past::Message { message } => {
+                    messages += 1;
+                    self.show_message(&message);
+                }
+                Past::Stage { event } => {
+                    stages.push(event.stage);
+                    self.note_files(&event);
+                    self.add_marker(event);
+                }
+                Past::Call {
+                    estimate,
+                    messages,
+                    input_tokens,
+                } => self.timeline.push(TimelinePoint {
+                    estimate,
+                    messages,
+                    input_tokens,
+                    stages: std::mem::take(&mut stages),
+                }),
+            }
+        }
+        self.push(ChatEntry::Notice(format!(
+            "resumed a session of {}",
+            crate::compact::counted(messages, "message", "messages")
+        )));
+    }
+
     fn load_history(&mut self, messages: &[Message]) {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
         for message in messages {
-            match classify(message) {
-                MessageKind::CompactedSummary { .. } => {
-                    self.push(ChatEntry::Notice(
-                        "earlier conversation compacted into a summary".into(),
-                    ));
-                }
-                MessageKind::ArchiveMarker { count, path } => {
-                    self.push(ChatEntry::Notice(format!(
-                        "{} archived at {path}",
-                        crate::compact::counted(count, "message", "messages")
-                    )));
-                }
-                MessageKind::UserPrompt(text) if !text.is_empty() => {
-                    self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
-                }
-                MessageKind::Assistant => {
-                    let text = terminal_safe(&message.text()).into_owned();
-                    if !text.is_empty() {
-                        self.push(ChatEntry::Assistant { text, streaming: false });
-                    }
-                }
-                MessageKind::UserPrompt(_) | MessageKind::ToolResults => {}
-            }
-            for block in message.block_slice() {
-                match block {
-                    ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        summary: terminal_safe(&crate::tools::input_summary(name, input)).into_owned(),
-                        state: CallState::Done {
-                            status: ToolStatus::Ok,
-                            took: Duration::ZERO,
-                        },
-                        output: String::new(),
-                        saved_path: None,
-                    }),
-                    ContentBlock::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                        ..
-                    } => {
-                        if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
-                            call.output = terminal_safe(&content.full_text()).into_owned();
-                            if *is_error == Some(true) {
-                                call.state = CallState::Done {
-                                    status: ToolStatus::Error,
-                                    took: Duration::ZERO,
-                                };
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            self.show_message(message);
         }
         if !messages.is_empty() {
             self.push(ChatEntry::Notice(format!(
@@ -657,6 +706,56 @@ mod tests {
             .filter(|entry| matches!(entry, ChatEntry::Marker(_)))
             .count();
         assert_eq!(count, 3, "a new request starts new markers");
+    }
+
+    #[test]
+    fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
+        let mut state = AppState::default();
+        let call = Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::tool_use(
+                "toolu_1",
+                "read_file",
+                serde_json::json!({"path": "a.rs"}),
+            )],
+        );
+        let result = Message::blocks(
+            Role::User,
+            vec![ContentBlock::tool_result("toolu_1", "fn a() {}", false)],
+        );
+        state.apply(AgentEvent::Replay {
+            past: vec![
+                Past::Message {
+                    message: Message::user_text("read a.rs"),
+                },
+                Past::Message { message: call },
+                Past::Message { message: result },
+                Past::Stage {
+                    event: stage_event(Stage::MicroCompact, &[".task_outputs/tool-results/toolu_1.txt"]),
+                },
+                Past::Call {
+                    estimate: 900,
+                    messages: 4,
+                    input_tokens: Some(300),
+                },
+                Past::Message {
+                    message: Message::assistant_text("It defines a."),
+                },
+            ],
+        });
+        assert!(matches!(&state.chat[0], ChatEntry::User(text) if text == "read a.rs"));
+        assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run[0].stage == Stage::MicroCompact));
+        assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
+        assert!(matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages"));
+        assert_eq!(state.tools.len(), 1);
+        assert_eq!(state.tools[0].output, "fn a() {}");
+        assert_eq!(
+            state.tools[0].saved_path.as_deref(),
+            Some(".task_outputs/tool-results/toolu_1.txt")
+        );
+        assert_eq!(state.timeline.len(), 1);
+        assert_eq!(state.timeline[0].stages, vec![Stage::MicroCompact]);
+        assert_eq!(state.timeline[0].input_tokens, Some(300));
     }
 
     #[test]
