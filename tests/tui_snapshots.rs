@@ -646,3 +646,26 @@ fn repeated_firings_fold_into_one_marker_that_expands() {
     s.app.handle_key(key(KeyCode::Up));
     insta::assert_snapshot!("folded_marker_expanded_80x24", draw(&mut s.app, 80, 24).backend());
 }
+
+#[test]
+fn letters_typed_in_the_chat_go_to_the_prompt_and_a_hidden_tool_pane_is_skipped() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    draw(&mut s.app, 80, 24);
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Char('h')));
+    s.app.handle_key(key(KeyCode::Char('i')));
+    assert_eq!(s.app.input.text(), "hi", "the letters reached the prompt");
+    // At 80 columns the tool pane is hidden: Tab goes prompt → chat → prompt.
+    s.app.handle_key(key(KeyCode::Tab));
+    assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Chat);
+    s.app.handle_key(key(KeyCode::Tab));
+    assert_eq!(
+        s.app.focus,
+        scratchpad::tui::app::Focus::Input,
+        "the hidden tool pane is skipped"
+    );
+    s.app.handle_key(key(KeyCode::Char('!')));
+    assert_eq!(s.app.input.text(), "hi!");
+    insta::assert_snapshot!("prompt_focused_80x24", draw(&mut s.app, 80, 24).backend());
+}

@@ -51,6 +51,8 @@ pub struct App {
     last_interrupt: Option<Instant>,
     /// The prompt's text is to be sent when the running turn ends.
     queued: bool,
+    /// Whether the last frame had room for the tool pane.
+    tools_visible: bool,
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
@@ -70,6 +72,7 @@ impl App {
             quit: false,
             last_interrupt: None,
             queued: false,
+            tools_visible: true,
             ops,
             workspace,
             config,
@@ -259,10 +262,11 @@ impl App {
             KeyCode::PageDown => return self.chat.scroll(-(self.chat.page() as isize)),
             KeyCode::End if self.focus != Focus::Input || self.input.is_empty() => return self.chat.follow(),
             KeyCode::Tab if self.input.completions().is_empty() => {
+                // A hidden tool pane (narrow terminal) is not a stop.
                 self.focus = match self.focus {
                     Focus::Input => Focus::Chat,
-                    Focus::Chat => Focus::Tools,
-                    Focus::Tools => Focus::Input,
+                    Focus::Chat if self.tools_visible => Focus::Tools,
+                    Focus::Chat | Focus::Tools => Focus::Input,
                 };
                 if self.focus == Focus::Chat && self.selected_marker.is_none() {
                     self.selected_marker = self.marker_entries().last().copied();
@@ -270,6 +274,12 @@ impl App {
                 return;
             }
             _ => {}
+        }
+        let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
+            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        if typing && self.focus != Focus::Input {
+            // Letters are for the prompt, wherever the focus was.
+            self.focus = Focus::Input;
         }
         match self.focus {
             Focus::Chat => self.chat_key(key),
@@ -446,7 +456,11 @@ impl App {
         ])
         .areas(area);
         status::render(frame, status_area, &self.state.session, &self.state.turn, self.tick);
-        let (chat_area, tools_area) = if area.width >= 90 {
+        self.tools_visible = area.width >= 90;
+        if !self.tools_visible && self.focus == Focus::Tools {
+            self.focus = Focus::Input;
+        }
+        let (chat_area, tools_area) = if self.tools_visible {
             let [chat, tools] =
                 Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(main);
             (chat, Some(tools))
@@ -487,7 +501,7 @@ impl App {
         } else {
             PromptState::Ready
         };
-        self.input.render(frame, input_area, prompt);
+        self.input.render(frame, input_area, prompt, self.focus == Focus::Input);
         let overlay_area = Rect {
             y: main.y,
             height: main.height + gauge_height,

@@ -168,7 +168,7 @@ impl InputBox {
         InputAction::None
     }
 
-    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, state: PromptState) {
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, state: PromptState, focused: bool) {
         let title = match state {
             PromptState::Ready => " request ",
             PromptState::Busy => " request · Esc cancels the turn · Enter queues it ",
@@ -177,7 +177,7 @@ impl InputBox {
         self.textarea.set_block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(theme::ACCENT))
+                .border_style(Style::default().fg(if focused { theme::ACCENT } else { theme::MUTED }))
                 .title(title),
         );
         frame.render_widget(&self.textarea, area);
