@@ -10,14 +10,26 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{MockApi, Workspace, messages_of, text_reply, tool_reply, tool_results};
+use scratchpad::tools::sandbox::{Sandbox, SandboxConfig, SandboxState};
 use serde_json::{Value, json};
 
 const FAKE_KEY: &str = "sk-ant-FAKE-KEY-5f3a9c1e-must-not-leak";
 
-/// A folder outside the workspace and outside the temporary folder (which the sandbox
-/// lets commands write to), on the project's disk.
-fn canary() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+/// A folder outside the workspace and outside every folder the sandbox lets commands
+/// write to (the temporary folder among them, which may hold this very checkout).
+fn canary(workspace: &Workspace) -> tempfile::TempDir {
+    let sandbox = Sandbox::new(SandboxConfig::default(), workspace.path());
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        home,
+        Some("/var/tmp".into()),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|base| tempfile::tempdir_in(base).ok())
+    .find(|dir| !sandbox.allows_writes_to(dir.path()))
+    .expect("a folder outside the sandbox's writable ones")
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -83,7 +95,7 @@ fn assert_no_key_anywhere(workspace: &Workspace, api: &MockApi) {
 fn hostile_calls_without_yes_are_refused_or_asked_and_nothing_leaks() {
     let mut workspace = Workspace::new();
     workspace.key = FAKE_KEY.into();
-    let canary = canary();
+    let canary = canary(&workspace);
     let outside = canary.path().display().to_string();
     std::os::unix::fs::symlink(canary.path().join("planted.txt"), workspace.path().join("notes.md")).unwrap();
     let fifo = workspace.path().join("pipe");
@@ -151,13 +163,12 @@ fn hostile_calls_without_yes_are_refused_or_asked_and_nothing_leaks() {
 #[test]
 fn with_yes_the_sandbox_still_contains_writes_and_detached_processes_die() {
     let workspace = Workspace::new();
-    let probe = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let sandboxed = scratchpad::tools::sandbox::Sandbox::new(Default::default(), probe.path());
-    if let scratchpad::tools::sandbox::SandboxState::Unavailable(reason) = sandboxed.state() {
+    let sandboxed = Sandbox::new(SandboxConfig::default(), workspace.path());
+    if let SandboxState::Unavailable(reason) = sandboxed.state() {
         eprintln!("skipped: Landlock is not available here ({reason})");
         return;
     }
-    let canary = canary();
+    let canary = canary(&workspace);
     let outside = canary.path().display().to_string();
     // A token in the daemon's command line so it can be found afterwards.
     let token = format!("{}", 7_000 + std::process::id() % 1_000);

@@ -103,6 +103,14 @@ impl Sandbox {
         }
     }
 
+    /// Whether commands may write to `path` (it lies under a writable folder), by the
+    /// rules this sandbox would apply.
+    pub fn allows_writes_to(&self, path: &Path) -> bool {
+        let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let path = canonical(path);
+        self.writable().iter().any(|root| path.starts_with(canonical(root)))
+    }
+
     fn writable(&self) -> Vec<PathBuf> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let mut paths = vec![self.workspace.clone(), std::env::temp_dir()];
