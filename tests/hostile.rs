@@ -193,12 +193,18 @@ fn with_yes_the_sandbox_still_contains_writes_and_detached_processes_die() {
             "bash",
             json!({"command": format!("setsid sleep {token} > /dev/null 2>&1 < /dev/null & echo started")}),
         ),
+        (
+            "s5",
+            "bash",
+            json!({"command": "cat /etc/hostname > /dev/null && echo read"}),
+        ),
     ];
     let (results, _api) = run_calls(&workspace, &calls, &["--yes"]);
     assert!(results[0].contains("Permission denied"), "{}", results[0]);
     assert!(results[1].contains("Permission denied"), "{}", results[1]);
     assert_eq!(results[2], "inside\n");
     assert!(results[3].contains("started"), "{}", results[3]);
+    assert_eq!(results[4], "read\n", "reads stay allowed");
     assert!(files_under(canary.path()).is_empty(), "the canary stays empty");
     let survivors: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()

@@ -4,11 +4,12 @@
 //! run. A short deny list refuses the worst outright; destructive commands, writes
 //! outside the workspace and anything that cannot be classified become a question.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::shell_grammar::{self, Word, program_name};
+use super::workspace::lexical_normal;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -107,16 +108,7 @@ fn writable_without_asking(path: &str, workspace: &Path) -> bool {
     } else {
         workspace.join(path)
     };
-    let mut normal = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other.as_os_str()),
-        }
-    }
+    let normal = lexical_normal(&joined);
     normal.starts_with(workspace) || normal.starts_with(std::env::temp_dir())
 }
 

@@ -222,7 +222,7 @@ fn make_folders_beneath(dir: &File, path: &Path) -> Result<(), OpenError> {
 }
 
 /// Remove `.` and fold `..` without touching the disk.
-fn lexical_normal(path: &Path) -> PathBuf {
+pub(crate) fn lexical_normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
