@@ -669,3 +669,28 @@ fn letters_typed_in_the_chat_go_to_the_prompt_and_a_hidden_tool_pane_is_skipped(
     assert_eq!(s.app.input.text(), "hi!");
     insta::assert_snapshot!("prompt_focused_80x24", draw(&mut s.app, 80, 24).backend());
 }
+
+#[test]
+fn the_browser_list_follows_files_written_during_a_turn() {
+    let mut s = screen();
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    let before = draw(&mut s.app, 120, 40).backend().to_string();
+    let dir = s.dir.path().join(".transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("transcript_snip_compact_20261202-130000_0000001-0002.jsonl"),
+        "{}\n",
+    )
+    .unwrap();
+    s.app.apply(stage(
+        Stage::SnipCompact,
+        3,
+        51_000,
+        47_000,
+        &[".transcripts/transcript_snip_compact_20261202-130000_0000001-0002.jsonl"],
+    ));
+    let after = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(!before.contains("130000"), "{before}");
+    assert!(after.contains("130000"), "the new transcript is listed live: {after}");
+}

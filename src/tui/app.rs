@@ -80,7 +80,12 @@ impl App {
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
+        let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         self.state.apply(event);
+        if wrote_files && let Overlay::Browser(browser) = &mut self.overlay {
+            // The list follows the turn: files written meanwhile appear at once.
+            browser.refresh(&self.workspace, &self.state.written_by);
+        }
         if self.queued && !self.state.is_busy() {
             self.queued = false;
             let text = self.input.text();

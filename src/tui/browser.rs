@@ -375,6 +375,15 @@ impl Browser {
         }
     }
 
+    /// List the files again (a stage wrote more), keeping the selected file selected.
+    pub fn refresh(&mut self, workspace: &Path, written_by: &[(String, Stage)]) {
+        let selected = self.entries.get(self.selected).map(|entry| entry.path.clone());
+        self.entries = list_files(workspace, written_by);
+        self.selected = selected
+            .and_then(|path| self.entries.iter().position(|entry| entry.path == path))
+            .unwrap_or(0);
+    }
+
     /// The browser opened straight on one file (from a marker or a saved path).
     pub fn open_on(workspace: &Path, written_by: &[(String, Stage)], path: &str) -> Self {
         let mut browser = Browser::new(workspace, written_by);
