@@ -365,6 +365,16 @@ impl Viewer {
     }
 }
 
+/// `path` in at most `width` characters, keeping its end: `…snip_compact_2026….jsonl`.
+fn path_tail(path: &str, width: usize) -> String {
+    let count = path.chars().count();
+    if count <= width || width == 0 {
+        return path.to_string();
+    }
+    let tail: String = path.chars().skip(count - (width - 1)).collect();
+    format!("…{tail}")
+}
+
 impl Browser {
     pub fn new(workspace: &Path, written_by: &[(String, Stage)]) -> Self {
         Browser {
@@ -452,12 +462,14 @@ impl Browser {
             );
             return;
         }
+        // The end of a path tells files apart (stage, time, counter): cut its start.
+        let path_width = usize::from(inner.width).saturating_sub(16 + 7 + 18 + 3);
         let rows = self.entries.iter().map(|entry| {
             Row::new(vec![
                 crate::time::short_stamp(entry.modified),
                 crate::compact::short_count(entry.size as usize),
                 entry.origin.clone(),
-                entry.path.clone(),
+                path_tail(&entry.path, path_width),
             ])
         });
         let table = Table::new(
@@ -504,6 +516,15 @@ mod tests {
             viewer.handle_key(KeyEvent::from(KeyCode::Char(c)));
         }
         viewer.handle_key(KeyEvent::from(KeyCode::Enter));
+    }
+
+    #[test]
+    fn a_long_path_keeps_its_end() {
+        assert_eq!(path_tail(".transcripts/t.jsonl", 40), ".transcripts/t.jsonl");
+        assert_eq!(
+            path_tail(".transcripts/transcript_snip_compact_0042.jsonl", 12),
+            "…_0042.jsonl"
+        );
     }
 
     #[test]
