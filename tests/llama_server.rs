@@ -127,11 +127,26 @@ async fn both_endpoints_stream_a_response_with_our_tools_and_cache_breakpoints()
     let Some(server) = server(2048) else { return };
     let (anthropic, openai) = providers(&server.url);
     for provider in [&anthropic as &dyn Provider, &openai] {
-        let response = ask(provider, "Say hello.".into())
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e}", provider.kind()));
-        assert!(response.stop_reason.is_some(), "{}", provider.kind());
-        assert!(response.usage.input_tokens > 0, "{}: usage reported", provider.kind());
+        // llama.cpp's Anthropic endpoint omits `message_start` (and with it the prompt's
+        // usage) when the sampled first token is part of a multi-byte character; the
+        // response still parses (a unit test in provider::anthropic covers that stream).
+        // Sampling is random, so a few asks must include one with usage reported.
+        let mut reported = Vec::new();
+        for _ in 0..6 {
+            let response = ask(provider, "Say hello.".into())
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", provider.kind()));
+            assert!(response.stop_reason.is_some(), "{}", provider.kind());
+            reported.push(response.usage.prompt_tokens());
+            if response.usage.prompt_tokens() > 0 {
+                break;
+            }
+        }
+        assert!(
+            reported.iter().any(|&tokens| tokens > 0),
+            "{}: no usage reported in {reported:?}",
+            provider.kind()
+        );
     }
 }
 

@@ -450,6 +450,23 @@ mod tests {
         assert!(matches!(assemble(bad.as_bytes(), 5), Err(ProviderError::Protocol(_))));
     }
 
+    /// llama.cpp's `/v1/messages` leaves out `message_start` when the first token is part
+    /// of a multi-byte character (seen with SmolLM2 answering with an emoji). The text must
+    /// still assemble; the prompt's tokens are then unknown (0 means "not reported").
+    #[test]
+    fn a_stream_without_message_start_still_assembles_with_unreported_input() {
+        let stream = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n\
+            event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"\u{1F44F} hi\"}}\n\n\
+            event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+            event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":24}}\n\n\
+            event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+        let (response, _) = assemble(stream.as_bytes(), 3).unwrap();
+        assert_eq!(response.text(), "\u{1F44F} hi");
+        assert_eq!(response.stop_reason.as_deref(), Some("max_tokens"));
+        assert_eq!(response.usage.output_tokens, 24);
+        assert_eq!(response.usage.prompt_tokens(), 0);
+    }
+
     #[test]
     fn request_body_has_cache_breakpoints_and_can_drop_them() {
         let mut config = AnthropicConfig {
