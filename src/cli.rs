@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::compact::CompactConfig;
-use crate::config::ProviderKind;
+use crate::accounting::LimitChoice;
+use crate::config::{AUTO_LIMIT, Config, ProviderKind};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -101,9 +101,10 @@ pub struct SimulateArgs {
 /// Overrides for every compaction threshold.
 #[derive(Debug, Default, Args)]
 pub struct ThresholdArgs {
-    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it [default: 50000]
-    #[arg(long, global = true, value_name = "CHARS")]
-    pub limit: Option<usize>,
+    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it; `auto` sizes
+    /// it to the model's window [default: 50000]
+    #[arg(long, global = true, value_name = "CHARS|auto", value_parser = parse_limit)]
+    pub limit: Option<LimitArg>,
     /// Stage 1 fires while the newest tool batch holds more [default: 200000]
     #[arg(long, global = true, value_name = "CHARS")]
     pub tool_result_budget: Option<usize>,
@@ -139,10 +140,35 @@ pub struct ThresholdArgs {
     pub summary_input: Option<usize>,
 }
 
+/// `--limit`: a number of characters or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitArg {
+    Chars(usize),
+    Auto,
+}
+
+fn parse_limit(value: &str) -> Result<LimitArg, String> {
+    if value == AUTO_LIMIT {
+        return Ok(LimitArg::Auto);
+    }
+    value
+        .parse()
+        .map(LimitArg::Chars)
+        .map_err(|_| format!("expected a number of characters or `{AUTO_LIMIT}`, got `{value}`"))
+}
+
 impl ThresholdArgs {
-    pub fn apply(&self, config: &mut CompactConfig) {
+    pub fn apply(&self, settings: &mut Config) {
+        match self.limit {
+            Some(LimitArg::Auto) => settings.limit_choice = LimitChoice::Auto,
+            Some(LimitArg::Chars(chars)) => {
+                settings.limit_choice = LimitChoice::Configured;
+                settings.compaction.context_char_limit = chars;
+            }
+            None => {}
+        }
+        let config = &mut settings.compaction;
         let pairs = [
-            (self.limit, &mut config.context_char_limit),
             (self.tool_result_budget, &mut config.tool_result_budget_chars),
             (self.persist_over, &mut config.persist_result_over_chars),
             (self.persisted_preview, &mut config.persisted_preview_chars),

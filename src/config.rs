@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::accounting::LimitChoice;
 use crate::compact::CompactConfig;
 use crate::provider::RetryPolicy;
 use crate::tools::ToolsConfig;
@@ -16,7 +17,14 @@ pub struct Config {
     pub compaction: CompactConfig,
     pub tools: ToolsConfig,
     pub ui: UiSettings,
+    /// `context_char_limit = "auto"` (or `--limit auto`): the limit follows the window,
+    /// and `compaction.context_char_limit` is only its starting point.
+    #[serde(skip)]
+    pub limit_choice: LimitChoice,
 }
+
+/// The value that asks for an automatic limit, in the config file and on the command line.
+pub const AUTO_LIMIT: &str = "auto";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -39,7 +47,8 @@ pub struct ProviderSettings {
     pub base_url: String,
     pub max_tokens: u32,
     pub prompt_caching: bool,
-    /// The model's context window in tokens, for the gauge's token line.
+    /// The model's context window in tokens, when neither the server nor the table of
+    /// known models says.
     pub context_window_tokens: u64,
     pub retry: RetryPolicy,
 }
@@ -111,10 +120,27 @@ pub fn default_log_path() -> PathBuf {
 impl Config {
     /// Parse a config file's text, checking every value.
     pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|error| ConfigError::Parse {
+        let parse_error = |error: toml::de::Error| ConfigError::Parse {
             path: path.to_path_buf(),
             message: error.to_string().trim_end().to_string(),
-        })?;
+        };
+        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        let auto = table
+            .get("compaction")
+            .and_then(|compaction| compaction.get("context_char_limit"))
+            .and_then(toml::Value::as_str)
+            == Some(AUTO_LIMIT);
+        // The typed parse keeps line numbers for errors; an automatic limit is parsed
+        // with the default as its starting point, on the same line.
+        let typed = if auto {
+            std::borrow::Cow::Owned(with_default_limit(text))
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        let mut config: Config = toml::from_str(&typed).map_err(parse_error)?;
+        if auto {
+            config.limit_choice = LimitChoice::Auto;
+        }
         config.validate().map_err(|(key, message)| ConfigError::Invalid {
             path: path.to_path_buf(),
             line: line_of(text, key),
@@ -251,6 +277,25 @@ const COMPACTION_KEYS: &[&str] = &[
     "estimate",
 ];
 
+/// `text` with the `context_char_limit = "auto"` line's value replaced by the default.
+fn with_default_limit(text: &str) -> String {
+    let line = line_of(text, "context_char_limit");
+    text.split_inclusive('\n')
+        .enumerate()
+        .map(|(at, content)| {
+            if at + 1 == line {
+                content.replacen(
+                    &format!("\"{AUTO_LIMIT}\""),
+                    &CompactConfig::default().context_char_limit.to_string(),
+                    1,
+                )
+            } else {
+                content.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The 1-based line where `key` is set, or 0 when the file does not set it.
 fn line_of(text: &str, key: &str) -> usize {
     text.lines()
@@ -268,6 +313,19 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml(text, Path::new("config.toml"))
+    }
+
+    #[test]
+    fn an_automatic_limit_is_read_and_errors_keep_their_lines() {
+        let auto = parse("[compaction]\ncontext_char_limit = \"auto\"\nsnip_keep_head = 2\n").unwrap();
+        assert_eq!(auto.limit_choice, LimitChoice::Auto);
+        assert_eq!(auto.compaction.snip_keep_head, 2);
+        assert_eq!(parse("").unwrap().limit_choice, LimitChoice::Configured);
+        let later = parse("[compaction]\ncontext_char_limit = \"auto\"\nsnip_keep_head = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(later.contains("line 3"), "{later}");
+        assert!(parse("[compaction]\ncontext_char_limit = \"automatic\"\n").is_err());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::compact::estimate::json_chars;
+use crate::accounting::fixed_chars;
+use crate::compact::CompactConfig;
 use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
 use crate::message::{Content, ContentBlock, Message, Role};
 use crate::provider::ToolSpec;
@@ -20,11 +21,13 @@ pub enum Category {
     ArchiveMarker,
     CompactionSummary,
     Other,
+    /// The JSON around the blocks (roles, brackets, separators), counted by the estimate.
+    Framing,
     Free,
 }
 
 impl Category {
-    pub const ALL: [Category; 11] = [
+    pub const ALL: [Category; 12] = [
         Category::SystemAndTools,
         Category::UserText,
         Category::AssistantText,
@@ -35,6 +38,7 @@ impl Category {
         Category::ArchiveMarker,
         Category::CompactionSummary,
         Category::Other,
+        Category::Framing,
         Category::Free,
     ];
 
@@ -50,6 +54,7 @@ impl Category {
             Category::ArchiveMarker => "archive markers",
             Category::CompactionSummary => "compaction summaries",
             Category::Other => "other blocks",
+            Category::Framing => "message framing (JSON)",
             Category::Free => "free to the limit",
         }
     }
@@ -70,30 +75,36 @@ pub struct Item {
     pub text: String,
 }
 
+/// What the context holds, counted exactly as the gauge counts: the message
+/// categories sum to the estimate, which the limit applies to; the system prompt and
+/// tools are the fixed part beside it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextBreakdown {
     pub limit: usize,
+    /// The seed's estimate of the messages: the gauge's figure.
+    pub estimate: usize,
+    /// The system prompt and tools: the gauge's `+N fixed`.
+    pub fixed: usize,
     /// Characters per category, in `Category::ALL` order (free space last).
     pub totals: Vec<(Category, usize)>,
     pub largest: Vec<Item>,
 }
 
-impl ContextBreakdown {
-    pub fn used(&self) -> usize {
-        self.totals
-            .iter()
-            .filter(|(c, _)| *c != Category::Free)
-            .map(|(_, n)| n)
-            .sum()
+impl Category {
+    /// Whether the limit counts this category (the fixed part and free space are not).
+    pub fn counts_against_limit(self) -> bool {
+        !matches!(self, Category::SystemAndTools | Category::Free)
     }
 }
 
 const SHOWN_TEXT: usize = 20_000;
 
-pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: usize) -> ContextBreakdown {
+pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config: &CompactConfig) -> ContextBreakdown {
+    let mode = config.estimate;
+    let fixed = fixed_chars(system, tools, mode);
     let mut items = vec![Item {
         category: Category::SystemAndTools,
-        chars: system.chars().count() + json_chars(tools),
+        chars: fixed,
         message: 0,
         role: "system".into(),
         preview: one_line(system),
@@ -118,10 +129,10 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: 
         };
         let kind = classify(message);
         match &message.content {
-            Content::Text(text) => push(text_category(&kind), json_chars(&message.content), text, None),
+            Content::Text(text) => push(text_category(&kind), mode.count(&message.content), text, None),
             Content::Blocks(blocks) => {
                 for block in blocks {
-                    let chars = json_chars(block);
+                    let chars = mode.count(block);
                     match block {
                         ContentBlock::Text { text, .. } => push(text_category(&kind), chars, text, None),
                         ContentBlock::ToolUse { name, input, .. } => {
@@ -146,19 +157,29 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], limit: 
         }
     }
     let mut totals: Vec<(Category, usize)> = Category::ALL.iter().map(|&c| (c, 0)).collect();
-    for item in &items {
-        if let Some(entry) = totals.iter_mut().find(|(c, _)| *c == item.category) {
-            entry.1 += item.chars;
+    let mut add = |category: Category, chars: usize| {
+        if let Some(entry) = totals.iter_mut().find(|(c, _)| *c == category) {
+            entry.1 += chars;
         }
+    };
+    for item in &items {
+        add(item.category, item.chars);
     }
-    let used: usize = totals.iter().map(|(_, n)| n).sum();
-    if let Some(free) = totals.iter_mut().find(|(c, _)| *c == Category::Free) {
-        free.1 = limit.saturating_sub(used);
-    }
+    let estimate = mode.count(messages);
+    let blocks: usize = items
+        .iter()
+        .filter(|item| item.category.counts_against_limit())
+        .map(|item| item.chars)
+        .sum();
+    add(Category::Framing, estimate.saturating_sub(blocks));
+    let limit = config.context_char_limit;
+    add(Category::Free, limit.saturating_sub(estimate));
     items.sort_by(|a, b| b.chars.cmp(&a.chars).then(a.message.cmp(&b.message)));
     items.truncate(10);
     ContextBreakdown {
         limit,
+        estimate,
+        fixed,
         totals,
         largest: items,
     }
@@ -221,14 +242,24 @@ mod tests {
                 ],
             ),
         ];
-        let map = breakdown("sys", &[], &messages, 50_000);
+        let config = CompactConfig::default();
+        let map = breakdown("sys", &[], &messages, &config);
         let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
         for category in Category::ALL {
             if category != Category::Other {
                 assert!(total(category) > 0, "{category:?}");
             }
         }
-        assert_eq!(map.used() + total(Category::Free), 50_000);
+        let counted: usize = map
+            .totals
+            .iter()
+            .filter(|(c, _)| c.counts_against_limit())
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(counted, crate::compact::estimate::estimate_chars(&messages), "the gauge's estimate");
+        assert_eq!(counted, map.estimate);
+        assert_eq!(total(Category::SystemAndTools), map.fixed);
+        assert_eq!(map.estimate + total(Category::Free), 50_000);
         assert_eq!(map.largest[0].category, Category::ToolResult);
         assert_eq!(map.largest[0].message, 5);
         let cleared = map

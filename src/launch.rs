@@ -48,7 +48,7 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
     if args.no_cache {
         config.provider.prompt_caching = false;
     }
-    args.thresholds.apply(&mut config.compaction);
+    args.thresholds.apply(&mut config);
     config.validate().map_err(|(_, message)| ConfigError::Value(message))?;
     Ok(config)
 }
@@ -160,7 +160,8 @@ impl Launch {
             max_tokens: self.config.provider.max_tokens,
             max_steps: 200,
             ask,
-            context_window_tokens: self.config.provider.context_window_tokens,
+            configured_window_tokens: self.config.provider.context_window_tokens,
+            limit_choice: self.config.limit_choice,
         };
         let tools = ToolBox::new(self.workspace, self.config.tools.clone());
         let agent = Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events);

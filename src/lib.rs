@@ -1,5 +1,6 @@
 //! scratchpad: a terminal coding agent that keeps its context bounded and visible.
 
+pub mod accounting;
 pub mod agent;
 pub mod cli;
 pub mod commands;

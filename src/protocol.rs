@@ -85,41 +85,105 @@ pub enum Past {
     Message { message: crate::message::Message },
     /// A compaction stage fired.
     Stage { event: crate::compact::StageEvent },
-    /// A model call: the estimate sent and the prompt tokens the API reported.
-    Call {
-        estimate: usize,
-        messages: usize,
-        input_tokens: Option<u64>,
-    },
+    /// A model call.
+    Call { point: CallPoint },
+}
+
+/// One model call as the timeline shows it: the estimate before the compaction that
+/// preceded it and the estimate sent, so a compaction is a vertical drop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallPoint {
+    /// The estimate before the stages of `stages` ran (absent in older journals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<usize>,
+    /// The estimate sent.
+    pub estimate: usize,
+    pub messages: usize,
+    /// Characters of the whole request: the fixed part plus `estimate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_chars: Option<usize>,
+    /// Prompt tokens the call reported (input + cache read + cache creation).
+    pub input_tokens: Option<u64>,
+    /// Stages that fired since the previous call.
+    #[serde(default)]
+    pub stages: Vec<crate::compact::Stage>,
+}
+
+impl CallPoint {
+    /// The estimate before compaction: `estimate` itself when nothing fired.
+    pub fn before(&self) -> usize {
+        self.before.unwrap_or(self.estimate).max(self.estimate)
+    }
 }
 
 /// What the context holds now, for the gauge.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContextStatus {
+    /// The seed's estimate of the messages: what the limit applies to.
     pub estimate: usize,
     pub limit: usize,
     pub target: usize,
     pub messages: usize,
     pub snip_max_messages: usize,
-    /// Prompt tokens the API reported for the last call, with the estimate it was for.
-    pub last_call: Option<CallTokens>,
+    /// The system prompt and tool definitions, sent with every request and outside
+    /// the limit.
+    pub fixed: usize,
+    /// Tokens of the last call, or re-estimated from its ratio after a compaction.
+    pub tokens: Option<TokenFigure>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallTokens {
-    pub input_tokens: u64,
-    pub estimate: usize,
-    pub window_tokens: u64,
+/// The model's context window and where that figure came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub tokens: u64,
+    pub source: WindowSource,
 }
 
-impl CallTokens {
-    pub fn chars_per_token(&self) -> f64 {
-        if self.input_tokens == 0 {
-            0.0
-        } else {
-            self.estimate as f64 / self.input_tokens as f64
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum WindowSource {
+    /// The server said so, e.g. llama.cpp's `/props`.
+    Server { endpoint: String },
+    /// The table of known models.
+    ModelTable { family: String },
+    /// `provider.context_window_tokens`.
+    Configured,
+}
+
+impl std::fmt::Display for WindowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowSource::Server { endpoint } => write!(f, "from the server's {endpoint}"),
+            WindowSource::ModelTable { family } => write!(f, "known for {family}"),
+            WindowSource::Configured => write!(f, "from provider.context_window_tokens"),
         }
     }
+}
+
+/// Where a token figure comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenBasis {
+    /// Reported by the API for the last call.
+    Reported,
+    /// The offline demo's count: a stated rule applied to the request it received.
+    DemoCount,
+    /// Re-estimated from the last measured ratio after the history changed by
+    /// compaction; replaced when the next call reports.
+    Estimated,
+    /// Counted exactly by the provider's counting endpoint for the history as it is.
+    Counted,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenFigure {
+    pub tokens: u64,
+    pub window_tokens: u64,
+    /// Characters of the request `tokens` is for (fixed part + estimate).
+    pub request_chars: usize,
+    /// `request_chars / tokens` of the call that was measured.
+    pub chars_per_token: f64,
+    pub basis: TokenBasis,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,8 +196,11 @@ pub enum AgentEvent {
         workspace: String,
         /// What confines commands, e.g. `sandbox: workspace-write`.
         sandbox: String,
+        /// The model's context window, found or configured.
+        window: Window,
+        /// How the limit was chosen, when there is something to say about it.
+        limit_note: Option<String>,
     },
-    /// The whole history, sent at start (resume) and after `/clear`.
     /// A resumed session as it happened, oldest first, sent once at start: what the
     /// app shows of it (the history itself follows as [`AgentEvent::History`]).
     Replay {
@@ -194,7 +261,9 @@ pub enum AgentEvent {
     Context {
         status: ContextStatus,
     },
-    Usage {
+    /// A model call finished: its timeline point, with what it reported.
+    ModelCall {
+        point: CallPoint,
         usage: Usage,
     },
     /// The answer to `Op::Inspect`.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compact::StageEvent;
 use crate::compact::pairing::repair;
 use crate::message::Message;
-use crate::protocol::Past;
+use crate::protocol::{CallPoint, Past};
 use crate::store::create_own_folder;
 
 pub const SESSIONS_DIR: &str = ".scratchpad/sessions";
@@ -41,12 +41,9 @@ pub enum Record {
     Stage {
         event: StageEvent,
     },
-    /// The estimate sent with one model call, and the tokens the API reported for it.
-    Call {
-        estimate: usize,
-        messages: usize,
-        input_tokens: Option<u64>,
-    },
+    /// One model call: the estimate before and after compaction, and the tokens the
+    /// API reported for it.
+    Call(CallPoint),
     /// The history after an invalid one was mended on resume, and what was mended.
     Repair {
         messages: Vec<Message>,
@@ -68,16 +65,6 @@ pub enum SessionError {
     NotAFile(PathBuf),
     #[error("session journal {path} is larger than {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
-}
-
-/// A point of the context timeline: the estimate at one model call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TimelinePoint {
-    pub estimate: usize,
-    pub messages: usize,
-    pub input_tokens: Option<u64>,
-    /// Stages that fired in the `prepare` before this call.
-    pub stages: Vec<crate::compact::Stage>,
 }
 
 #[derive(Debug, Default)]
@@ -353,6 +340,7 @@ fn unix_now() -> u64 {
 pub fn restore(path: &Path) -> Result<Restored, SessionError> {
     let text = read_journal(path)?;
     let mut restored = Restored::default();
+    let mut stages_since_call = Vec::new();
     if let Some(torn) = text.torn() {
         restored.repairs.push(format!(
             "the last line of the journal ({} bytes) was cut by a crash and is left out",
@@ -375,16 +363,18 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                 restored.messages.push(message);
             }
             Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
-            Record::Stage { event } => restored.past.push(Past::Stage { event }),
-            Record::Call {
-                estimate,
-                messages,
-                input_tokens,
-            } => restored.past.push(Past::Call {
-                estimate,
-                messages,
-                input_tokens,
-            }),
+            Record::Stage { event } => {
+                stages_since_call.push(event.stage);
+                restored.past.push(Past::Stage { event });
+            }
+            Record::Call(mut point) => {
+                // Journals before the points carried their stages left them out.
+                if point.stages.is_empty() {
+                    point.stages = std::mem::take(&mut stages_since_call);
+                }
+                stages_since_call.clear();
+                restored.past.push(Past::Call { point });
+            }
         }
     }
     restored.repairs.extend(repair(&mut restored.messages));
@@ -435,11 +425,14 @@ mod tests {
             })
             .unwrap();
         journal
-            .append(&Record::Call {
+            .append(&Record::Call(CallPoint {
+                before: None,
                 estimate: 40,
                 messages: 1,
+                request_chars: Some(100),
                 input_tokens: Some(10),
-            })
+                stages: Vec::new(),
+            }))
             .unwrap();
         journal
             .append(&Record::Append {
@@ -497,11 +490,14 @@ mod tests {
             },
             Record::Append { message: call("t1") },
             Record::Append { message: result("t1") },
-            Record::Call {
+            Record::Call(CallPoint {
+                before: None,
                 estimate: 300,
                 messages: 3,
+                request_chars: None,
                 input_tokens: Some(90),
-            },
+                stages: Vec::new(),
+            }),
             Record::Replace {
                 messages: vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")],
             },
@@ -603,6 +599,36 @@ mod tests {
         assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
         let side = std::fs::read(torn_side_file(&path)).unwrap();
         assert_eq!(&side[..torn.len()], torn, "the torn bytes are kept");
+    }
+
+    /// Older journals wrote a call without its stages or the estimate before them; the
+    /// stages journaled since the previous call become the point's.
+    #[test]
+    fn an_older_call_record_takes_the_stages_journaled_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        let stage: crate::compact::StageEvent = serde_json::from_value(serde_json::json!({
+            "stage": "snip_compact", "messages_before": 60, "messages_after": 50,
+            "chars_before": 900, "chars_after": 400, "paths": [], "replaced": 10
+        }))
+        .unwrap();
+        let text = format!(
+            "{}\n{}\n{}\n",
+            serde_json::to_string(&Record::Append {
+                message: Message::user_text("go")
+            })
+            .unwrap(),
+            serde_json::to_string(&Record::Stage { event: stage }).unwrap(),
+            r#"{"type":"call","estimate":400,"messages":1,"input_tokens":120}"#,
+        );
+        std::fs::write(&path, text).unwrap();
+        let restored = restore(&path).unwrap();
+        let Some(Past::Call { point }) = restored.past.last() else {
+            panic!("{:?}", restored.past)
+        };
+        assert_eq!(point.stages, vec![crate::compact::Stage::SnipCompact]);
+        assert_eq!((point.before(), point.input_tokens), (400, Some(120)));
+        assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
     }
 
     #[test]

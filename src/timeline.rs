@@ -3,7 +3,7 @@
 //! draws the same points as a chart.
 
 use crate::compact::{CompactConfig, Stage};
-use crate::session::TimelinePoint;
+use crate::protocol::CallPoint;
 
 pub fn stage_colour(stage: Stage) -> &'static str {
     match stage {
@@ -16,7 +16,7 @@ pub fn stage_colour(stage: Stage) -> &'static str {
     }
 }
 
-pub fn svg(points: &[TimelinePoint], config: &CompactConfig) -> String {
+pub fn svg(points: &[CallPoint], config: &CompactConfig) -> String {
     let (width, height, pad) = (900.0_f64, 360.0_f64, 40.0_f64);
     let max = points
         .iter()

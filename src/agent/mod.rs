@@ -12,12 +12,13 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use approvals::Approvals;
 
-use crate::compact::estimate::json_chars;
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::accounting::{Ledger, LimitChoice, fixed_chars, known_window};
 use crate::protocol::{
-    AgentEvent, CallTokens, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome,
+    AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome, Window,
+    WindowSource,
 };
 use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
@@ -45,7 +46,9 @@ pub struct AgentSettings {
     /// Model calls one request may take before the agent stops it.
     pub max_steps: usize,
     pub ask: AskPolicy,
-    pub context_window_tokens: u64,
+    /// The window when neither the server nor the table of known models says.
+    pub configured_window_tokens: u64,
+    pub limit_choice: LimitChoice,
 }
 
 pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
@@ -59,7 +62,8 @@ pub struct Agent {
     messages: Vec<Message>,
     /// Per-message sizes of `messages`, kept in step with it: the estimate.
     sizes: Sizes,
-    last_call: Option<CallTokens>,
+    /// The window, the fixed part, the last measured call and the limit in force.
+    ledger: Ledger,
     events: UnboundedSender<AgentEvent>,
     approvals: Approvals,
     next_request_id: u64,
@@ -165,6 +169,21 @@ impl Agent {
     ) -> Self {
         let store = Store::new(tools.workspace().root());
         let sizes = Sizes::of(&history, settings.compaction.estimate);
+        let window = known_window(provider.model()).unwrap_or(Window {
+            tokens: settings.configured_window_tokens,
+            source: WindowSource::Configured,
+        });
+        let fixed = fixed_chars(&settings.system_prompt, &ToolBox::specs(), settings.compaction.estimate);
+        let ledger = Ledger::new(
+            window,
+            fixed,
+            u64::from(settings.max_tokens),
+            settings.limit_choice,
+            settings.compaction.context_char_limit,
+        )
+        .with_basis(provider.token_basis());
+        let mut settings = settings;
+        settings.compaction.context_char_limit = ledger.limit().chars;
         Agent {
             provider,
             settings,
@@ -173,7 +192,7 @@ impl Agent {
             journal,
             messages: history,
             sizes,
-            last_call: None,
+            ledger,
             events,
             approvals: Approvals::default(),
             next_request_id: 1,
@@ -183,21 +202,16 @@ impl Agent {
         }
     }
 
-    /// A resumed session's earlier runs: shown at start, and its last call's tokens
-    /// are the gauge's until the next call reports.
+    /// A resumed session's earlier runs: shown at start, and its last measured call
+    /// gives the gauge its tokens until the next call reports.
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
-        self.last_call = past.iter().rev().find_map(|item| match item {
-            Past::Call {
-                estimate,
-                input_tokens: Some(tokens),
-                ..
-            } => Some(CallTokens {
-                input_tokens: *tokens,
-                estimate: *estimate,
-                window_tokens: self.settings.context_window_tokens,
-            }),
+        if let Some(point) = past.iter().rev().find_map(|item| match item {
+            Past::Call { point } if point.input_tokens.is_some() => Some(point),
             _ => None,
-        });
+        }) {
+            self.ledger.restore(point);
+            self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        }
         self.past = past;
         self
     }
@@ -247,11 +261,19 @@ impl Agent {
 
     fn replace(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) {
         if events.iter().all(|e| e.replaced == 0) {
+            let estimate = self.sizes.total();
+            self.ledger
+                .compacted(estimate, estimate, events.iter().map(|event| event.stage));
             for event in events {
                 self.emit(AgentEvent::Compaction { event });
             }
             return;
         }
+        self.ledger.compacted(
+            self.sizes.total(),
+            sizes.total(),
+            events.iter().map(|event| event.stage),
+        );
         self.sizes = sizes;
         self.journal(Record::Replace {
             messages: messages.clone(),
@@ -274,9 +296,18 @@ impl Agent {
                 target: config.micro_target_chars(),
                 messages: self.messages.len(),
                 snip_max_messages: config.snip_max_messages,
-                last_call: self.last_call,
+                fixed: self.ledger.fixed(),
+                tokens: self.ledger.tokens().cloned(),
             },
         });
+    }
+
+    /// A limit decision changed: the pipeline uses the new limit from the next call.
+    fn apply_limit(&mut self, note: Option<String>) {
+        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        if let Some(message) = note {
+            self.emit(AgentEvent::Notice { message });
+        }
     }
 
     /// What the context holds now, for `/context`.
@@ -286,7 +317,7 @@ impl Agent {
                 &self.settings.system_prompt,
                 &ToolBox::specs(),
                 &self.messages,
-                self.settings.compaction.context_char_limit,
+                &self.settings.compaction,
             ),
         }
     }
@@ -299,12 +330,19 @@ impl Agent {
                 model: self.provider.model().to_string(),
                 workspace: self.tools.workspace().root().display().to_string(),
                 sandbox: self.tools.sandbox().label().to_string(),
+                window: self.ledger.window().clone(),
+                limit_note: self.ledger.limit().note.message(),
             });
         }
     }
 
     /// Serve ops until the channel closes or the user quits.
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
+        if let Some(window) = self.provider.discover_window().await {
+            // Told once, at the start, with the session: no separate notice.
+            let _ = self.ledger.set_window(window);
+            self.apply_limit(None);
+        }
         self.announce_session();
         if let SandboxState::Unavailable(reason) = self.tools.sandbox() {
             self.emit(AgentEvent::Notice {
@@ -349,7 +387,8 @@ impl Agent {
         self.approvals.clear();
         self.messages.clear();
         self.sizes = Sizes::of(&[], self.settings.compaction.estimate);
-        self.last_call = None;
+        self.ledger.clear();
+        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         if self.journal.is_some() {
             match Journal::create(
                 self.tools.workspace().root(),
@@ -568,20 +607,16 @@ impl Agent {
             Err(Interrupted::Cancel) => Err(CallFailed::Interrupted),
             Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
-                let tokens = response.usage.prompt_tokens();
-                self.journal(Record::Call {
-                    estimate: self.sizes.total(),
-                    messages: self.messages.len(),
-                    input_tokens: (tokens > 0).then_some(tokens),
+                let (point, note) =
+                    self.ledger
+                        .called(self.sizes.total(), self.messages.len(), response.usage.prompt_tokens());
+                self.journal(Record::Call(point.clone()));
+                self.apply_limit(note);
+                self.emit(AgentEvent::ModelCall {
+                    point,
+                    usage: response.usage.clone(),
                 });
-                if tokens > 0 {
-                    self.last_call = Some(CallTokens {
-                        input_tokens: tokens,
-                        estimate: self.sizes.total(),
-                        window_tokens: self.settings.context_window_tokens,
-                    });
-                }
-                self.emit(AgentEvent::Usage { usage: response.usage });
+                self.emit_context();
                 Ok(response)
             }
         }
@@ -591,8 +626,8 @@ impl Agent {
     /// whole request (system prompt and tools included) measured against the tokens it
     /// counted gives the characters per token, with a tenth kept in reserve.
     fn fitting_estimate(&self, overflow: TokenOverflow) -> usize {
-        let fixed = self.settings.system_prompt.chars().count() + json_chars(&ToolBox::specs());
-        let request_chars = (self.sizes.total() + fixed) as f64;
+        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
+        let fixed = self.ledger.fixed();
         let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
         let fitting = overflow.max_tokens as f64 * chars_per_token * 0.9;
         (fitting as usize).saturating_sub(fixed)

@@ -13,7 +13,8 @@ use crate::cli::SimulateArgs;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
 use crate::message::{Message, Role};
-use crate::session::{Record, TimelinePoint, read_journal};
+use crate::protocol::CallPoint;
+use crate::session::{Record, read_journal};
 use crate::store::Store;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -148,11 +149,13 @@ pub fn run(
         out.write_all(table(&steps, config).as_bytes())?;
     }
     if let Some(plot) = &args.plot {
-        let points: Vec<TimelinePoint> = steps
+        let points: Vec<CallPoint> = steps
             .iter()
-            .map(|s| TimelinePoint {
+            .map(|s| CallPoint {
+                before: Some(s.before),
                 estimate: s.after,
                 messages: s.messages_after,
+                request_chars: None,
                 input_tokens: None,
                 stages: s.stages.iter().map(|(stage, _)| *stage).collect(),
             })

@@ -142,6 +142,20 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
+    /// Anthropic's own API states no window (the model table knows its models); a
+    /// compatible server elsewhere (llama.cpp) is asked.
+    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
+        Box::pin(async move {
+            if self.config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL.trim_end_matches('/') {
+                return None;
+            }
+            super::probe_window(&self.client, &self.config.base_url, &self.config.model, |request| {
+                request.header("x-api-key", &self.config.api_key)
+            })
+            .await
+        })
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,

@@ -16,6 +16,7 @@ use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{ExtractiveSummariser, Summariser, SummaryRequest};
 use crate::message::{ContentBlock, Message};
+use crate::protocol::TokenBasis;
 
 pub const DEMO_MODEL: &str = "offline-demo";
 
@@ -213,6 +214,22 @@ fn describe(output: &str) -> String {
     )
 }
 
+/// The demo's token rule, stated so its figures are honest: one token per
+/// [`DEMO_CHARS_PER_TOKEN`] characters (rounded up) of what it received, the system
+/// prompt, tool definitions and messages as sent.
+pub const DEMO_CHARS_PER_TOKEN: usize = 4;
+
+fn demo_count(chars: usize) -> u64 {
+    chars.div_ceil(DEMO_CHARS_PER_TOKEN) as u64
+}
+
+/// Characters of the request as the wire would carry it: the system prompt, then the
+/// tools and the messages as compact JSON.
+fn request_chars(request: &ModelRequest) -> usize {
+    use crate::compact::estimate::json_chars;
+    request.system.chars().count() + json_chars(&request.tools) + json_chars(&request.messages)
+}
+
 impl Provider for DemoProvider {
     fn kind(&self) -> &'static str {
         "demo"
@@ -220,6 +237,10 @@ impl Provider for DemoProvider {
 
     fn model(&self) -> &str {
         DEMO_MODEL
+    }
+
+    fn token_basis(&self) -> TokenBasis {
+        TokenBasis::DemoCount
     }
 
     fn complete<'a>(
@@ -243,7 +264,6 @@ impl Provider for DemoProvider {
                     });
                 }
             }
-            let input_chars: usize = request.messages.iter().map(crate::compact::estimate::json_chars).sum();
             let stop_reason = if calls.is_empty() { "end_turn" } else { "tool_use" };
             let mut content = vec![ContentBlock::Text {
                 text: text.clone(),
@@ -253,10 +273,9 @@ impl Provider for DemoProvider {
             Ok(ModelResponse {
                 content,
                 stop_reason: Some(stop_reason.to_string()),
-                // A rough 4 characters a token, so the gauge has something to show.
                 usage: Usage {
-                    input_tokens: (input_chars / 4) as u64,
-                    output_tokens: (text.len() / 4) as u64,
+                    input_tokens: demo_count(request_chars(request)),
+                    output_tokens: demo_count(text.chars().count()),
                     ..Usage::default()
                 },
             })

@@ -104,6 +104,16 @@ pub trait Provider: Send + Sync {
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
 
+    /// The model's context window as the server states it, when it does.
+    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
+        Box::pin(async { None })
+    }
+
+    /// Where this provider's prompt token counts come from.
+    fn token_basis(&self) -> crate::protocol::TokenBasis {
+        crate::protocol::TokenBasis::Reported
+    }
+
     /// The lossy summary for compaction. By default the model is asked, with the
     /// summary instructions as system prompt and no tools.
     fn summarise<'a>(&'a self, request: &'a SummaryRequest<'a>) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -158,6 +168,48 @@ pub(crate) fn http_client(idle: std::time::Duration) -> Result<reqwest::Client, 
         .build()
         .map_err(|error| ProviderError::Network(error.to_string()))
 }
+
+/// Ask a server how large its context window is: llama.cpp's `GET /props` at the
+/// server's root, then an OpenAI-compatible `GET /v1/models` (vLLM's `max_model_len`).
+/// `base_url` may end in `/v1`; `authorise` adds the provider's credentials. Each probe
+/// has a short timeout: a server without these endpoints costs at most a few seconds.
+pub(crate) async fn probe_window(
+    client: &reqwest::Client,
+    base_url: &str,
+    model: &str,
+    authorise: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+) -> Option<crate::protocol::Window> {
+    use crate::protocol::{Window, WindowSource};
+    let trimmed = base_url.trim_end_matches('/');
+    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let get = |path: &str| {
+        let request = authorise(client.get(format!("{root}{path}")).timeout(PROBE_TIMEOUT));
+        async move {
+            let response = request.send().await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            response.json::<Value>().await.ok()
+        }
+    };
+    if let Some(tokens) = get("/props").await.as_ref().and_then(crate::accounting::window_from_props) {
+        return Some(Window {
+            tokens,
+            source: WindowSource::Server {
+                endpoint: "/props".into(),
+            },
+        });
+    }
+    let models = get("/v1/models").await?;
+    crate::accounting::window_from_models(&models, model).map(|tokens| Window {
+        tokens,
+        source: WindowSource::Server {
+            endpoint: "/v1/models".into(),
+        },
+    })
+}
+
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Send a request; an error status becomes a classified [`ProviderError`] (with the
 /// server's `retry-after`), a success is returned for streaming.

@@ -244,6 +244,18 @@ impl Provider for OpenAiProvider {
         &self.config.model
     }
 
+    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
+        Box::pin(super::probe_window(
+            &self.client,
+            &self.config.base_url,
+            &self.config.model,
+            |request| match &self.config.api_key {
+                Some(key) => request.bearer_auth(key),
+                None => request,
+            },
+        ))
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,

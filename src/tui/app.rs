@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::ChatView;
 use super::commands::SlashCommand;
-use super::context_view::{ContextAction, ContextView};
+use super::context_view::{ContextAction, ContextView, Thresholds};
 use super::input::{InputAction, InputBox, PromptState};
 use super::state::{AppState, ChatEntry};
 use super::{gauge, help, modal, status, tools_pane};
@@ -435,7 +435,21 @@ impl App {
             },
             SlashCommand::Model => {
                 let info = &self.state.session;
-                let text = format!("provider {} · model {}", info.provider, info.model);
+                let mut text = format!("provider {} · model {}", info.provider, info.model);
+                if let Some(window) = &info.window {
+                    text.push_str(&format!(
+                        " · window {} tokens ({})",
+                        crate::compact::short_count(window.tokens as usize),
+                        window.source
+                    ));
+                }
+                if let Some(status) = &self.state.context {
+                    let how = info.limit_note.as_deref().unwrap_or("as configured");
+                    text.push_str(&format!(
+                        " · limit {} chars · {how}",
+                        crate::compact::short_count(status.limit)
+                    ));
+                }
                 self.note(text);
             }
             SlashCommand::Help => self.overlay = Overlay::Help(0),
@@ -516,8 +530,18 @@ impl App {
             .state
             .context
             .as_ref()
-            .and_then(|c| c.last_call)
-            .map(|c| c.chars_per_token());
+            .and_then(|c| c.tokens.as_ref())
+            .map(|figure| figure.chars_per_token);
+        let thresholds = match &self.state.context {
+            Some(status) => Thresholds {
+                limit: status.limit,
+                target: status.target,
+            },
+            None => Thresholds {
+                limit: self.config.context_char_limit,
+                target: self.config.micro_target_chars(),
+            },
+        };
         match &mut self.overlay {
             Overlay::None => {}
             Overlay::Help(offset) => help::render(frame, area, offset),
@@ -527,7 +551,7 @@ impl App {
                 overlay_area,
                 self.state.breakdown.as_ref(),
                 &self.state.timeline,
-                &self.config,
+                thresholds,
                 ratio,
             ),
         }

@@ -12,9 +12,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table, TableState};
 
 use super::theme;
-use crate::compact::{CompactConfig, short_count};
+use crate::compact::short_count;
 use crate::context_map::{Category, ContextBreakdown};
-use crate::session::TimelinePoint;
+use crate::protocol::CallPoint;
 
 pub fn category_colour(category: Category) -> Color {
     match category {
@@ -28,8 +28,17 @@ pub fn category_colour(category: Category) -> Color {
         Category::ArchiveMarker => theme::ARCHIVE,
         Category::CompactionSummary => theme::COMPACTION,
         Category::Other => theme::TEXT,
+        Category::Framing => theme::MUTED,
         Category::Free => theme::MUTED,
     }
+}
+
+/// The limit and target lines of the timeline: the agent's, which an automatic limit
+/// moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thresholds {
+    pub limit: usize,
+    pub target: usize,
 }
 
 pub enum ContextAction {
@@ -85,8 +94,8 @@ impl ContextView {
         frame: &mut Frame<'_>,
         area: Rect,
         breakdown: Option<&ContextBreakdown>,
-        timeline: &[TimelinePoint],
-        config: &CompactConfig,
+        timeline: &[CallPoint],
+        lines: Thresholds,
         chars_per_token: Option<f64>,
     ) {
         frame.render_widget(Clear, area);
@@ -113,7 +122,7 @@ impl ContextView {
         render_table(frame, table_area, breakdown, chars_per_token);
         self.render_items(frame, items_area, breakdown);
         if chart_height > 0 {
-            render_timeline(frame, chart_area, timeline, config);
+            render_timeline(frame, chart_area, timeline, lines);
         }
     }
 
@@ -151,15 +160,20 @@ impl ContextView {
     }
 }
 
-/// One cell per slice of the limit, in category order; free space is dim dots.
+/// One cell per slice of the limit, in category order; free space is dim dots. The
+/// fixed part is outside the limit and has no cells.
 pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown) {
     let columns = area.width.max(1) as usize;
     let rows = area.height.max(1) as usize;
     let cells = columns * rows;
-    let scale = breakdown.limit.max(breakdown.used()).max(1) as f64 / cells as f64;
+    let scale = breakdown.limit.max(breakdown.estimate).max(1) as f64 / cells as f64;
     let mut symbols: Vec<Span<'static>> = Vec::with_capacity(cells);
     let mut carried = 0.0;
-    for (category, chars) in &breakdown.totals {
+    for (category, chars) in breakdown
+        .totals
+        .iter()
+        .filter(|(category, _)| *category != Category::SystemAndTools)
+    {
         carried += *chars as f64 / scale;
         let count = carried.floor() as usize;
         carried -= count as f64;
@@ -177,21 +191,54 @@ pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdo
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// Characters and tokens per category. The message categories sum to the gauge's
+/// estimate (the total row), which is what the limit applies to; the fixed part is the
+/// gauge's `+N fixed`, outside the limit.
 fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown, chars_per_token: Option<f64>) {
     let limit = breakdown.limit.max(1);
-    let rows = breakdown.totals.iter().map(|(category, chars)| {
-        let tokens = chars_per_token
+    let tokens = |chars: usize| {
+        chars_per_token
             .filter(|r| *r > 0.0)
-            .map(|ratio| short_count((*chars as f64 / ratio) as usize))
-            .unwrap_or_else(|| "–".into());
+            .map(|ratio| short_count((chars as f64 / ratio) as usize))
+            .unwrap_or_else(|| "–".into())
+    };
+    let share = |chars: usize| format!("{:.1}%", chars as f64 * 100.0 / limit as f64);
+    let mut rows: Vec<Row> = breakdown
+        .totals
+        .iter()
+        .map(|(category, chars)| {
+            let of_limit = if *category == Category::SystemAndTools {
+                "outside".to_string()
+            } else {
+                share(*chars)
+            };
+            Row::new(vec![
+                Span::styled("■", Style::default().fg(category_colour(*category))),
+                Span::raw(category.label()),
+                Span::raw(short_count(*chars)),
+                Span::raw(of_limit),
+                Span::raw(tokens(*chars)),
+            ])
+        })
+        .collect();
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    rows.push(
         Row::new(vec![
-            Span::styled("■", Style::default().fg(category_colour(*category))),
-            Span::raw(category.label()),
-            Span::raw(short_count(*chars)),
-            Span::raw(format!("{:.1}%", *chars as f64 * 100.0 / limit as f64)),
-            Span::raw(tokens),
+            Span::raw(""),
+            Span::raw("messages: the estimate (limited)"),
+            Span::raw(short_count(breakdown.estimate)),
+            Span::raw(share(breakdown.estimate)),
+            Span::raw(tokens(breakdown.estimate)),
         ])
-    });
+        .style(bold),
+    );
+    rows.push(Row::new(vec![
+        Span::raw(""),
+        Span::raw("request: + fixed part"),
+        Span::raw(short_count(breakdown.estimate + breakdown.fixed)),
+        Span::raw(""),
+        Span::raw(tokens(breakdown.estimate + breakdown.fixed)),
+    ]));
     let table = Table::new(
         rows,
         [
@@ -206,11 +253,14 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
     frame.render_widget(table, area);
 }
 
-pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[TimelinePoint], config: &CompactConfig) {
+/// The estimate at each call as a saw-tooth: at call `i` the line runs from the
+/// estimate before that call's compaction down to the estimate sent, so a compaction is
+/// a vertical drop.
+pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint], lines: Thresholds) {
     let points: Vec<(f64, f64)> = timeline
         .iter()
         .enumerate()
-        .map(|(i, p)| ((i + 1) as f64, p.estimate as f64))
+        .flat_map(|(i, p)| [((i + 1) as f64, p.before() as f64), ((i + 1) as f64, p.estimate as f64)])
         .collect();
     let marks: Vec<(f64, f64)> = timeline
         .iter()
@@ -221,28 +271,24 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[TimelinePo
     let calls = timeline.len().max(2) as f64;
     let top = timeline
         .iter()
-        .map(|p| p.estimate)
+        .map(CallPoint::before)
         .max()
         .unwrap_or(0)
-        .max(config.context_char_limit) as f64
+        .max(lines.limit) as f64
         * 1.1;
-    let limit = [
-        (1.0, config.context_char_limit as f64),
-        (calls, config.context_char_limit as f64),
-    ];
-    let target = [
-        (1.0, config.micro_target_chars() as f64),
-        (calls, config.micro_target_chars() as f64),
-    ];
+    let limit = [(1.0, lines.limit as f64), (calls, lines.limit as f64)];
+    let target = [(1.0, lines.target as f64), (calls, lines.target as f64)];
+    let limit_name = format!("limit {}", short_count(lines.limit));
+    let target_name = format!("target {}", short_count(lines.target));
     let datasets = vec![
         Dataset::default()
-            .name("limit")
+            .name(limit_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
             .style(Style::default().fg(theme::FAILURE))
             .data(&limit),
         Dataset::default()
-            .name("target")
+            .name(target_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
             .style(Style::default().fg(theme::ATTENTION))

@@ -1,6 +1,8 @@
 //! The context gauge: estimated characters against CONTEXT_CHAR_LIMIT, with ticks at
-//! the micro-compact target and the limit, coloured by zone; the message count against
-//! the snip limit; and, once the API reported usage, real tokens and chars per token.
+//! the micro-compact target and the limit, coloured by zone, and the fixed part of
+//! every request beside it; the message count against the snip limit; and, once a call
+//! was measured, its tokens against the window and its characters per token (marked
+//! `≈` when re-estimated after a compaction).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -10,7 +12,7 @@ use ratatui::widgets::Paragraph;
 
 use super::theme;
 use crate::compact::short_count;
-use crate::protocol::ContextStatus;
+use crate::protocol::{ContextStatus, TokenBasis, TokenFigure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Zone {
@@ -65,14 +67,20 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
 pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
     let percent = status.estimate * 100 / status.limit.max(1);
     let colour = zone_colour(zone(status));
-    let mut spans = vec![Span::styled(
-        format!(
-            "{} / {} chars ({percent}%)",
-            short_count(status.estimate),
-            short_count(status.limit)
+    let mut spans = vec![
+        Span::styled(
+            format!(
+                "{} / {} chars ({percent}%)",
+                short_count(status.estimate),
+                short_count(status.limit)
+            ),
+            Style::default().fg(colour).add_modifier(Modifier::BOLD),
         ),
-        Style::default().fg(colour).add_modifier(Modifier::BOLD),
-    )];
+        Span::styled(
+            format!(" · +{} fixed", short_count(status.fixed)),
+            Style::default().fg(theme::SOFT),
+        ),
+    ];
     let messages_colour = if status.messages > status.snip_max_messages {
         theme::FAILURE
     } else {
@@ -87,19 +95,31 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
             format!(" · target {}", short_count(status.target)),
             Style::default().fg(theme::MUTED),
         ));
-        if let Some(call) = status.last_call {
+        if let Some(figure) = &status.tokens {
             spans.push(Span::styled(
-                format!(
-                    " · {} of {} tokens · {:.1} chars/token",
-                    short_count(call.input_tokens as usize),
-                    short_count(call.window_tokens as usize),
-                    call.chars_per_token()
-                ),
+                format!(" · {}", token_text(figure)),
                 Style::default().fg(theme::SOFT),
             ));
         }
     }
     spans
+}
+
+/// A token figure as the gauge and `/context` say it: `9.1k of 200.0k tokens (last
+/// call) · 4.0 chars/token`, with `≈` when it is an estimate.
+pub fn token_text(figure: &TokenFigure) -> String {
+    let (approx, basis) = match figure.basis {
+        TokenBasis::Reported => ("", "last call"),
+        TokenBasis::DemoCount => ("", "demo count"),
+        TokenBasis::Estimated => ("≈", "estimated"),
+        TokenBasis::Counted => ("", "counted"),
+    };
+    format!(
+        "{approx}{} of {} tokens ({basis}) · {:.1} chars/token",
+        short_count(figure.tokens as usize),
+        short_count(figure.window_tokens as usize),
+        figure.chars_per_token
+    )
 }
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>) {

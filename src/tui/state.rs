@@ -7,9 +7,8 @@ use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
-use crate::protocol::{AgentEvent, ContextStatus, Past, ToolStatus, TurnOutcome};
+use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnOutcome, Window};
 use crate::provider::Usage;
-use crate::session::TimelinePoint;
 use crate::terminal_text::terminal_safe;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +86,9 @@ pub struct SessionInfo {
     pub model: String,
     pub workspace: String,
     pub sandbox: String,
+    pub window: Option<Window>,
+    /// How the limit was chosen, when the agent had something to say about it.
+    pub limit_note: Option<String>,
 }
 
 #[derive(Debug)]
@@ -98,8 +100,7 @@ pub struct AppState {
     next_revision: u64,
     pub tools: Vec<ToolCall>,
     pub context: Option<ContextStatus>,
-    pub timeline: Vec<TimelinePoint>,
-    pending_stages: Vec<Stage>,
+    pub timeline: Vec<CallPoint>,
     pub session: SessionInfo,
     pub turn: TurnState,
     /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
@@ -121,7 +122,6 @@ impl Default for AppState {
             tools: Vec::new(),
             context: None,
             timeline: Vec::new(),
-            pending_stages: Vec::new(),
             session: SessionInfo::default(),
             turn: TurnState::Idle,
             in_turn: false,
@@ -195,13 +195,21 @@ impl AppState {
                 model,
                 workspace,
                 sandbox,
+                window,
+                limit_note,
             } => {
+                let first = self.session.id.is_empty();
+                if first && let Some(note) = &limit_note {
+                    self.push(ChatEntry::Notice(note.clone()));
+                }
                 self.session = SessionInfo {
                     id: session_id,
                     provider,
                     model,
                     workspace,
                     sandbox,
+                    window: Some(window),
+                    limit_note,
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),
@@ -312,9 +320,6 @@ impl AppState {
             }
             AgentEvent::Compaction { event } => {
                 self.note_files(&event);
-                if event.replaced > 0 {
-                    self.pending_stages.push(event.stage);
-                }
                 // A failure is said once, by its marker; a success makes an older banner stale.
                 if event.errors.is_empty() && event.replaced > 0 {
                     // The history shrank: an earlier error (too long, a failed stage) is stale.
@@ -330,16 +335,9 @@ impl AppState {
                 self.add_marker(event);
             }
             AgentEvent::Context { status } => self.context = Some(status),
-            AgentEvent::Usage { usage } => {
+            AgentEvent::ModelCall { point, usage } => {
                 self.usage = Some(usage);
-                if let Some(context) = &self.context {
-                    self.timeline.push(TimelinePoint {
-                        estimate: context.estimate,
-                        messages: context.messages,
-                        input_tokens: Some(usage.prompt_tokens()).filter(|&t| t > 0),
-                        stages: std::mem::take(&mut self.pending_stages),
-                    });
-                }
+                self.timeline.push(point);
             }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
@@ -443,7 +441,6 @@ impl AppState {
         self.revisions.clear();
         self.tools.clear();
         self.timeline.clear();
-        let mut stages = Vec::new();
         let mut messages = 0;
         for item in past {
             match item {
@@ -452,20 +449,10 @@ impl AppState {
                     self.show_message(&message);
                 }
                 Past::Stage { event } => {
-                    stages.push(event.stage);
                     self.note_files(&event);
                     self.add_marker(event);
                 }
-                Past::Call {
-                    estimate,
-                    messages,
-                    input_tokens,
-                } => self.timeline.push(TimelinePoint {
-                    estimate,
-                    messages,
-                    input_tokens,
-                    stages: std::mem::take(&mut stages),
-                }),
+                Past::Call { point } => self.timeline.push(point),
             }
         }
         self.push(ChatEntry::Notice(format!(
@@ -559,10 +546,19 @@ mod tests {
                     target: 40_000,
                     messages: 3,
                     snip_max_messages: 50,
-                    last_call: None,
+                    fixed: 2_400,
+                    tokens: None,
                 },
             },
-            AgentEvent::Usage {
+            AgentEvent::ModelCall {
+                point: CallPoint {
+                    before: Some(60_000),
+                    estimate: 41_900,
+                    messages: 3,
+                    request_chars: Some(44_300),
+                    input_tokens: Some(10_000),
+                    stages: vec![Stage::ToolResultBudget],
+                },
                 usage: Usage {
                     input_tokens: 10_000,
                     ..Usage::default()
@@ -734,9 +730,14 @@ mod tests {
                     event: stage_event(Stage::MicroCompact, &[".task_outputs/tool-results/toolu_1.txt"]),
                 },
                 Past::Call {
-                    estimate: 900,
-                    messages: 4,
-                    input_tokens: Some(300),
+                    point: CallPoint {
+                        before: Some(1_400),
+                        estimate: 900,
+                        messages: 4,
+                        request_chars: None,
+                        input_tokens: Some(300),
+                        stages: vec![Stage::MicroCompact],
+                    },
                 },
                 Past::Message {
                     message: Message::assistant_text("It defines a."),

@@ -59,7 +59,16 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
         Span::raw(" · "),
         provider,
-        Span::styled(format!(" · {} · ", session.model), Style::default().fg(theme::SOFT)),
+        Span::styled(format!(" · {}", session.model), Style::default().fg(theme::SOFT)),
+        Span::styled(
+            session
+                .window
+                .as_ref()
+                .map(|window| format!(" · {} window", crate::compact::short_count(window.tokens as usize)))
+                .unwrap_or_default(),
+            Style::default().fg(theme::MUTED),
+        ),
+        Span::raw(" · "),
         Span::styled(session.workspace.clone(), Style::default().fg(theme::MUTED)),
         Span::raw(" · "),
         Span::styled(
