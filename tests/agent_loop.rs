@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{MockApi, text_reply, tool_reply};
+use scratchpad::accounting::LimitChoice;
 use scratchpad::agent::{Agent, AgentSettings, AskPolicy};
 use scratchpad::compact::CompactConfig;
 use scratchpad::message::{ContentBlock, Message};
@@ -40,7 +41,8 @@ async fn start(api: &MockApi, ask: AskPolicy) -> Running {
         max_tokens: 100,
         max_steps: 10,
         ask,
-        context_window_tokens: 1000,
+        configured_window_tokens: 200_000,
+        limit_choice: LimitChoice::Configured,
     };
     let tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
     let (events_tx, events) = unbounded_channel();

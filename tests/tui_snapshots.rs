@@ -11,7 +11,10 @@ use ratatui::style::Color;
 use scratchpad::compact::{CompactConfig, Stage, StageEvent};
 use scratchpad::context_map::breakdown;
 use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
-use scratchpad::protocol::{AgentEvent, CallTokens, ContextStatus, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use scratchpad::protocol::{
+    AgentEvent, CallPoint, ContextStatus, Op, PermissionAnswer, TokenBasis, TokenFigure, ToolStatus, TurnOutcome, Window,
+    WindowSource,
+};
 use scratchpad::provider::Usage;
 use scratchpad::tui::app::App;
 use scratchpad::tui::gauge::{TICK_COLOUR, Zone, zone_colour};
@@ -32,6 +35,13 @@ fn screen() -> Screen {
         model: "claude-sonnet-4-5".into(),
         workspace: "/home/dev/project".into(),
         sandbox: "sandbox: workspace-write".into(),
+        window: Window {
+            tokens: 200_000,
+            source: WindowSource::ModelTable {
+                family: "claude-*".into(),
+            },
+        },
+        limit_note: None,
     });
     app.apply(context(12_300, 7));
     Screen { app, dir, _ops: ops_rx }
@@ -45,7 +55,8 @@ fn context(estimate: usize, messages: usize) -> AgentEvent {
             target: 40_000,
             messages,
             snip_max_messages: 50,
-            last_call: None,
+            fixed: 2_400,
+            tokens: None,
         },
     }
 }
@@ -232,10 +243,12 @@ fn gauge_cells(terminal: &Terminal<TestBackend>, row: u16) -> Vec<(String, Optio
 
 #[test]
 fn the_gauge_in_each_zone() {
-    for (estimate, zone, name) in [
-        (12_300, Zone::Calm, "calm"),
-        (45_000, Zone::Warm, "warm"),
-        (61_000, Zone::Over, "over"),
+    // Calm: measured by the last call; warm: re-estimated after a compaction; over:
+    // the demo's own count.
+    for (estimate, zone, name, basis) in [
+        (12_300, Zone::Calm, "calm", TokenBasis::Reported),
+        (45_000, Zone::Warm, "warm", TokenBasis::Estimated),
+        (61_000, Zone::Over, "over", TokenBasis::DemoCount),
     ] {
         let mut s = screen();
         s.app.apply(AgentEvent::Context {
@@ -245,10 +258,13 @@ fn the_gauge_in_each_zone() {
                 target: 40_000,
                 messages: 51,
                 snip_max_messages: 50,
-                last_call: Some(CallTokens {
-                    input_tokens: estimate as u64 / 4,
-                    estimate,
+                fixed: 2_400,
+                tokens: Some(TokenFigure {
+                    tokens: (estimate as u64 + 2_400) * 10 / 42,
                     window_tokens: 200_000,
+                    request_chars: estimate + 2_400,
+                    chars_per_token: 4.2,
+                    basis,
                 }),
             },
         });
@@ -462,10 +478,19 @@ fn context_view_and_timeline() {
         (21_000, vec![]),
     ] {
         s.app.apply(context(estimate, 10));
-        for stage_name in stages {
+        let before = (!stages.is_empty()).then_some(estimate + 10_000);
+        for &stage_name in &stages {
             s.app.apply(stage(stage_name, 1, estimate + 10_000, estimate, &[]));
         }
-        s.app.apply(AgentEvent::Usage {
+        s.app.apply(AgentEvent::ModelCall {
+            point: CallPoint {
+                before,
+                estimate,
+                messages: 10,
+                request_chars: Some(estimate + 2_400),
+                input_tokens: Some((estimate / 4) as u64),
+                stages,
+            },
             usage: Usage {
                 input_tokens: (estimate / 4) as u64,
                 ..Usage::default()
@@ -478,7 +503,7 @@ fn context_view_and_timeline() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("You are scratchpad.", &[], &messages, 50_000),
+        breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
     insta::assert_snapshot!("context_60x15", draw(&mut s.app, 60, 15).backend());

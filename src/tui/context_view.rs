@@ -111,7 +111,8 @@ impl ContextView {
         };
         let chart_height = if inner.height >= 30 { 10 } else { 0 };
         let [top, items_area, chart_area] = Layout::vertical([
-            Constraint::Length((Category::ALL.len() as u16 + 2).min(inner.height / 2)),
+            // The header, a row per category and the two total rows.
+            Constraint::Length((Category::ALL.len() as u16 + 3).min(inner.height / 2)),
             Constraint::Min(3),
             Constraint::Length(chart_height),
         ])
@@ -307,6 +308,7 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
             .data(&marks),
     ];
     let chart = Chart::new(datasets)
+        .hidden_legend_constraints((Constraint::Ratio(1, 3), Constraint::Ratio(1, 1)))
         .block(
             Block::default()
                 .borders(Borders::TOP)

@@ -91,10 +91,6 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
         Style::default().fg(messages_colour),
     ));
     if !compact {
-        spans.push(Span::styled(
-            format!(" · target {}", short_count(status.target)),
-            Style::default().fg(theme::MUTED),
-        ));
         if let Some(figure) = &status.tokens {
             spans.push(Span::styled(
                 format!(" · {}", token_text(figure)),

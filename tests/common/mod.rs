@@ -73,6 +73,8 @@ fn system_text(body: &Value) -> String {
 struct Script {
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    /// What `GET /props` answers, as llama.cpp's server does; 404 when `None`.
+    props: Option<Value>,
 }
 
 #[derive(Clone)]
@@ -84,13 +86,20 @@ pub struct MockApi {
 impl MockApi {
     /// Start on the current tokio runtime.
     pub async fn start(replies: Vec<Reply>) -> Self {
+        Self::start_with_props(replies, None).await
+    }
+
+    /// Start a mock that also answers llama.cpp's `GET /props` with `props`.
+    pub async fn start_with_props(replies: Vec<Reply>, props: Option<Value>) -> Self {
         let script = Arc::new(Mutex::new(Script {
             replies: replies.into(),
             requests: Vec::new(),
+            props,
         }));
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/props", axum::routing::get(llama_props))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -160,6 +169,16 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
             body: json!({"type":"error","error":{"type":"api_error","message":"mock: no scripted reply left"}})
                 .to_string(),
         }),
+    }
+}
+
+async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
+    match script.lock().unwrap().props.clone() {
+        Some(props) => Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(props.to_string()))
+            .unwrap(),
+        None => Response::builder().status(404).body(Body::empty()).unwrap(),
     }
 }
 
