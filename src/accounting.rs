@@ -335,7 +335,12 @@ impl Ledger {
             stages: std::mem::take(&mut self.stages),
         };
         let note = (prompt_tokens > 0).then(|| {
-            self.tokens = Some(measured(prompt_tokens, request_chars, self.window.tokens, self.basis.clone()));
+            self.tokens = Some(measured(
+                prompt_tokens,
+                request_chars,
+                self.window.tokens,
+                self.basis.clone(),
+            ));
             self.redecide()
         });
         (point, note.flatten())
@@ -391,7 +396,13 @@ mod tests {
         let clamped = decide_limit(LimitChoice::Configured, 50_000, &small);
         assert_eq!(clamped.chars, 4_096 * 4 - 2_400);
         assert!(matches!(clamped.note, LimitNote::Clamped { configured: 50_000, .. }));
-        assert!(clamped.note.message().unwrap().contains("more than the model's window holds"));
+        assert!(
+            clamped
+                .note
+                .message()
+                .unwrap()
+                .contains("more than the model's window holds")
+        );
         let far = decide_limit(LimitChoice::Configured, 50_000, &fit(200_000, 8_192));
         assert_eq!(far.chars, 50_000);
         assert!(far.note.message().unwrap().contains("--limit auto"));
@@ -401,12 +412,18 @@ mod tests {
 
     #[test]
     fn a_tiny_window_still_leaves_the_configured_minimum() {
-        assert_eq!(decide_limit(LimitChoice::Auto, 50_000, &fit(512, 8_192)).chars, MIN_CONTEXT_CHAR_LIMIT);
+        assert_eq!(
+            decide_limit(LimitChoice::Auto, 50_000, &fit(512, 8_192)).chars,
+            MIN_CONTEXT_CHAR_LIMIT
+        );
     }
 
     #[test]
     fn windows_are_found_in_server_answers_and_the_model_table() {
-        assert_eq!(window_from_props(&json!({"default_generation_settings": {"n_ctx": 8192}})), Some(8192));
+        assert_eq!(
+            window_from_props(&json!({"default_generation_settings": {"n_ctx": 8192}})),
+            Some(8192)
+        );
         assert_eq!(window_from_props(&json!({"n_ctx": 4096})), Some(4096));
         assert_eq!(window_from_props(&json!({"n_ctx": 0})), None);
         let models = json!({"data": [{"id": "a", "max_model_len": 32768}, {"id": "b"}]});

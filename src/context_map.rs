@@ -256,7 +256,11 @@ mod tests {
             .filter(|(c, _)| c.counts_against_limit())
             .map(|(_, n)| n)
             .sum();
-        assert_eq!(counted, crate::compact::estimate::estimate_chars(&messages), "the gauge's estimate");
+        assert_eq!(
+            counted,
+            crate::compact::estimate::estimate_chars(&messages),
+            "the gauge's estimate"
+        );
         assert_eq!(counted, map.estimate);
         assert_eq!(total(Category::SystemAndTools), map.fixed);
         assert_eq!(map.estimate + total(Category::Free), 50_000);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::accounting::LimitChoice;
 use crate::agent::{Agent, AgentSettings, AskPolicy, SYSTEM_PROMPT};
 use crate::cli::RunArgs;
 use crate::config::{Config, ConfigError, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, ProviderKind};
@@ -51,6 +52,30 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
     args.thresholds.apply(&mut config);
     config.validate().map_err(|(_, message)| ConfigError::Value(message))?;
     Ok(config)
+}
+
+/// For the offline commands (`compact`, `simulate`): an automatic limit sized to the
+/// window of the configured model (or `provider.context_window_tokens`) at the default
+/// characters per token, since no call has measured them. Returns how it was sized.
+pub fn resolve_offline_limit(config: &mut Config) -> Option<String> {
+    if config.limit_choice != LimitChoice::Auto {
+        return None;
+    }
+    let model = if config.provider.model.is_empty() {
+        DEFAULT_ANTHROPIC_MODEL
+    } else {
+        &config.provider.model
+    };
+    let window = crate::accounting::known_window(model).map_or(config.provider.context_window_tokens, |w| w.tokens);
+    let fit = crate::accounting::Fit {
+        window_tokens: window,
+        max_tokens: u64::from(config.provider.max_tokens),
+        chars_per_token: crate::accounting::DEFAULT_CHARS_PER_TOKEN,
+        fixed_chars: crate::accounting::fixed_chars(SYSTEM_PROMPT, &ToolBox::specs(), config.compaction.estimate),
+    };
+    let decision = crate::accounting::decide_limit(LimitChoice::Auto, config.compaction.context_char_limit, &fit);
+    config.compaction.context_char_limit = decision.chars;
+    decision.note.message()
 }
 
 pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Result<Arc<dyn Provider>, LaunchError> {

@@ -44,7 +44,9 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
     let env = |key: &str| environment.get(key).cloned();
     match cli.command {
         Some(Command::Compact(args)) => {
-            let config = launch::resolve_config(&cli.run, &env)?;
+            let mut config = launch::resolve_config(&cli.run, &env)?;
+            // stderr carries JSON events here: the limit's note is not one of them.
+            let _ = launch::resolve_offline_limit(&mut config);
             let workspace = match &cli.run.workspace {
                 Some(dir) => dir.clone(),
                 None => std::env::current_dir()?,
@@ -66,7 +68,10 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Simulate(args)) => {
-            let config = launch::resolve_config(&cli.run, &env)?;
+            let mut config = launch::resolve_config(&cli.run, &env)?;
+            if let Some(note) = launch::resolve_offline_limit(&mut config) {
+                eprintln!("{note}");
+            }
             commands::simulate::run(&args, &config.compaction, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }

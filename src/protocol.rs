@@ -190,6 +190,7 @@ pub struct TokenFigure {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
     SessionStarted {
+        /// The journal's id; empty when the session is not journaled.
         session_id: String,
         provider: String,
         model: String,

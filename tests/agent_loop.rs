@@ -2,72 +2,18 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{MockApi, text_reply, tool_reply};
-use scratchpad::accounting::LimitChoice;
-use scratchpad::agent::{Agent, AgentSettings, AskPolicy};
-use scratchpad::compact::CompactConfig;
-use scratchpad::message::{ContentBlock, Message};
+use common::{MockApi, Running, agent_settings, start_agent, text_reply, tool_reply, until};
+use scratchpad::agent::AskPolicy;
+use scratchpad::message::ContentBlock;
 use scratchpad::protocol::{AgentEvent, Op, PermissionAnswer, ToolStatus, TurnOutcome};
-use scratchpad::provider::RetryPolicy;
-use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use scratchpad::tools::workspace::Workspace;
 use scratchpad::tools::{Plan, ToolBox, ToolsConfig};
 use serde_json::json;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-
-struct Running {
-    ops: UnboundedSender<Op>,
-    events: UnboundedReceiver<AgentEvent>,
-    task: tokio::task::JoinHandle<Vec<Message>>,
-    _dir: tempfile::TempDir,
-}
 
 async fn start(api: &MockApi, ask: AskPolicy) -> Running {
-    let dir = tempfile::tempdir().unwrap();
-    let provider = AnthropicProvider::new(AnthropicConfig {
-        base_url: api.url.clone(),
-        api_key: "k".into(),
-        model: "m".into(),
-        prompt_caching: false,
-        retry: RetryPolicy::default(),
-    })
-    .unwrap();
-    let settings = AgentSettings {
-        compaction: CompactConfig::default(),
-        system_prompt: "test".into(),
-        max_tokens: 100,
-        max_steps: 10,
-        ask,
-        configured_window_tokens: 200_000,
-        limit_choice: LimitChoice::Configured,
-    };
-    let tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
-    let (events_tx, events) = unbounded_channel();
-    let (ops, ops_rx) = unbounded_channel();
-    let agent = Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
-    let task = tokio::spawn(agent.run(ops_rx));
-    Running {
-        ops,
-        events,
-        task,
-        _dir: dir,
-    }
-}
-
-async fn until(events: &mut UnboundedReceiver<AgentEvent>, wanted: impl Fn(&AgentEvent) -> bool) -> AgentEvent {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            let event = events.recv().await.expect("agent alive");
-            if wanted(&event) {
-                return event;
-            }
-        }
-    })
-    .await
-    .expect("event in time")
+    start_agent(api, agent_settings(ask)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ use scratchpad::compact::{CompactConfig, Stage, StageEvent};
 use scratchpad::context_map::breakdown;
 use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
 use scratchpad::protocol::{
-    AgentEvent, CallPoint, ContextStatus, Op, PermissionAnswer, TokenBasis, TokenFigure, ToolStatus, TurnOutcome, Window,
-    WindowSource,
+    AgentEvent, CallPoint, ContextStatus, Op, PermissionAnswer, TokenBasis, TokenFigure, ToolStatus, TurnOutcome,
+    Window, WindowSource,
 };
 use scratchpad::provider::Usage;
 use scratchpad::tui::app::App;

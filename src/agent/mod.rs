@@ -12,10 +12,10 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use approvals::Approvals;
 
+use crate::accounting::{Ledger, LimitChoice, fixed_chars, known_window};
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
-use crate::accounting::{Ledger, LimitChoice, fixed_chars, known_window};
 use crate::protocol::{
     AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome, Window,
     WindowSource,
@@ -323,17 +323,15 @@ impl Agent {
     }
 
     fn announce_session(&self) {
-        if let Some(journal) = &self.journal {
-            self.emit(AgentEvent::SessionStarted {
-                session_id: journal.id().to_string(),
-                provider: self.provider.kind().to_string(),
-                model: self.provider.model().to_string(),
-                workspace: self.tools.workspace().root().display().to_string(),
-                sandbox: self.tools.sandbox().label().to_string(),
-                window: self.ledger.window().clone(),
-                limit_note: self.ledger.limit().note.message(),
-            });
-        }
+        self.emit(AgentEvent::SessionStarted {
+            session_id: self.journal.as_ref().map(|j| j.id().to_string()).unwrap_or_default(),
+            provider: self.provider.kind().to_string(),
+            model: self.provider.model().to_string(),
+            workspace: self.tools.workspace().root().display().to_string(),
+            sandbox: self.tools.sandbox().label().to_string(),
+            window: self.ledger.window().clone(),
+            limit_note: self.ledger.limit().note.message(),
+        });
     }
 
     /// Serve ops until the channel closes or the user quits.

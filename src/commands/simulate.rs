@@ -160,7 +160,8 @@ pub fn run(
                 stages: s.stages.iter().map(|(stage, _)| *stage).collect(),
             })
             .collect();
-        std::fs::write(plot, crate::timeline::svg(&points, config))?;
+        let svg = crate::timeline::svg(&points, config).map_err(std::io::Error::other)?;
+        std::fs::write(plot, svg)?;
     }
     Ok(steps)
 }

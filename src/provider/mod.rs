@@ -192,7 +192,11 @@ pub(crate) async fn probe_window(
             response.json::<Value>().await.ok()
         }
     };
-    if let Some(tokens) = get("/props").await.as_ref().and_then(crate::accounting::window_from_props) {
+    if let Some(tokens) = get("/props")
+        .await
+        .as_ref()
+        .and_then(crate::accounting::window_from_props)
+    {
         return Some(Window {
             tokens,
             source: WindowSource::Server {

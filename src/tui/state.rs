@@ -198,7 +198,7 @@ impl AppState {
                 window,
                 limit_note,
             } => {
-                let first = self.session.id.is_empty();
+                let first = self.session.window.is_none();
                 if first && let Some(note) = &limit_note {
                     self.push(ChatEntry::Notice(note.clone()));
                 }

@@ -431,3 +431,66 @@ pub fn tool_results(messages: &[Message]) -> Vec<String> {
         })
         .collect()
 }
+
+/// The agent task running in process against a mock API.
+pub struct Running {
+    pub ops: tokio::sync::mpsc::UnboundedSender<scratchpad::protocol::Op>,
+    pub events: tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::AgentEvent>,
+    pub task: tokio::task::JoinHandle<Vec<Message>>,
+    pub dir: tempfile::TempDir,
+}
+
+/// Settings for an in-process agent: the default thresholds, a short system prompt and
+/// a 200k-token configured window.
+pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::AgentSettings {
+    scratchpad::agent::AgentSettings {
+        compaction: scratchpad::compact::CompactConfig::default(),
+        system_prompt: "test".into(),
+        max_tokens: 100,
+        max_steps: 10,
+        ask,
+        configured_window_tokens: 200_000,
+        limit_choice: scratchpad::accounting::LimitChoice::Configured,
+    }
+}
+
+/// Start an agent with `settings` talking to `api` through the Anthropic provider, in
+/// a fresh workspace.
+pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+    let dir = tempfile::tempdir().unwrap();
+    let provider = AnthropicProvider::new(AnthropicConfig {
+        base_url: api.url.clone(),
+        api_key: "k".into(),
+        model: "m".into(),
+        prompt_caching: false,
+        retry: scratchpad::provider::RetryPolicy::default(),
+    })
+    .unwrap();
+    let tools = scratchpad::tools::ToolBox::new(
+        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        scratchpad::tools::ToolsConfig::default(),
+    );
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = scratchpad::agent::Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
+    let task = tokio::spawn(agent.run(ops_rx));
+    Running { ops, events, task, dir }
+}
+
+/// The next event `wanted` accepts, skipping others (20 s at most).
+pub async fn until(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::AgentEvent>,
+    wanted: impl Fn(&scratchpad::protocol::AgentEvent) -> bool,
+) -> scratchpad::protocol::AgentEvent {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let event = events.recv().await.expect("agent alive");
+            if wanted(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("event in time")
+}

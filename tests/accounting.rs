@@ -1,0 +1,182 @@
+//! One honest number (issue 12) against the mock API: tokens and characters from the
+//! same request, the gauge and `/context` agreeing, estimates marked after compaction,
+//! the window found from llama.cpp's `/props`, the clamp and the automatic limit.
+
+mod common;
+
+use common::{MockApi, Running, agent_settings, messages_of, start_agent, text_reply, until};
+use scratchpad::accounting::{Fit, LimitChoice, fixed_chars};
+use scratchpad::agent::AskPolicy;
+use scratchpad::compact::{EstimateMode, Stage, estimate_chars};
+use scratchpad::context_map::ContextBreakdown;
+use scratchpad::protocol::{AgentEvent, CallPoint, ContextStatus, Op, TokenBasis, TokenFigure, Window, WindowSource};
+use scratchpad::tools::ToolBox;
+use serde_json::json;
+
+/// The mock reports 1200 input + 300 cache-read tokens for every call.
+const REPORTED: u64 = 1_500;
+
+fn fixed() -> usize {
+    fixed_chars("test", &ToolBox::specs(), EstimateMode::Seed)
+}
+
+async fn next_context(agent: &mut Running) -> ContextStatus {
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::Context { .. })).await {
+        AgentEvent::Context { status } => status,
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}
+
+async fn next_call(agent: &mut Running) -> CallPoint {
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::ModelCall { .. })).await {
+        AgentEvent::ModelCall { point, .. } => point,
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}
+
+async fn breakdown(agent: &mut Running) -> ContextBreakdown {
+    agent.ops.send(Op::Inspect).unwrap();
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await {
+        AgentEvent::Breakdown { breakdown } => breakdown,
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}
+
+/// The newest gauge status once the turn is done.
+async fn status_after_turn(agent: &mut Running) -> ContextStatus {
+    let mut status = None;
+    loop {
+        match until(&mut agent.events, |e| {
+            matches!(e, AgentEvent::Context { .. } | AgentEvent::TurnDone { .. })
+        })
+        .await
+        {
+            AgentEvent::Context { status: newer } => status = Some(newer),
+            _ => return status.expect("a status during the turn"),
+        }
+    }
+}
+
+fn tokens(status: &ContextStatus) -> &TokenFigure {
+    status.tokens.as_ref().expect("a token figure")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
+    let long_answer = "A long first answer. ".repeat(300);
+    let api = MockApi::start(vec![text_reply(&long_answer), text_reply("Second answer.")]).await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Refuse)).await;
+    agent.ops.send(Op::Submit { text: "hello".into() }).unwrap();
+    let point = next_call(&mut agent).await;
+    // The characters of the request as sent: the fixed part and the messages.
+    let sent = &api.turn_requests()[0];
+    let sent_chars = fixed() + estimate_chars(&messages_of(sent));
+    assert_eq!(point.request_chars, Some(sent_chars));
+    assert_eq!(point.input_tokens, Some(REPORTED));
+    let measured = next_context(&mut agent).await;
+    let figure = tokens(&measured);
+    assert_eq!((figure.tokens, &figure.basis), (REPORTED, &TokenBasis::Reported));
+    assert_eq!(figure.request_chars, sent_chars);
+    assert!((figure.chars_per_token - sent_chars as f64 / REPORTED as f64).abs() < 1e-9);
+    assert_eq!(measured.fixed, fixed());
+
+    // After the turn the gauge and /context count the same characters.
+    let status = status_after_turn(&mut agent).await;
+    let map = breakdown(&mut agent).await;
+    assert_eq!(
+        (map.estimate, map.fixed, map.limit),
+        (status.estimate, status.fixed, status.limit)
+    );
+    let counted: usize = map
+        .totals
+        .iter()
+        .filter(|(category, _)| category.counts_against_limit())
+        .map(|(_, chars)| chars)
+        .sum();
+    assert_eq!(counted, status.estimate);
+
+    // /compact: the figure is re-estimated from the measured ratio and marked.
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    until(
+        &mut agent.events,
+        |e| matches!(e, AgentEvent::Compaction { event } if event.stage == Stage::CompactHistory),
+    )
+    .await;
+    let compacted = next_context(&mut agent).await;
+    let estimate = tokens(&compacted);
+    assert_eq!(estimate.basis, TokenBasis::Estimated);
+    let expected = ((compacted.estimate + compacted.fixed) as f64 / figure.chars_per_token).round() as u64;
+    assert_eq!(estimate.tokens, expected);
+    assert!(compacted.estimate < status.estimate);
+
+    // The next call reports again, and its point shows the drop.
+    agent.ops.send(Op::Submit { text: "again".into() }).unwrap();
+    let point = next_call(&mut agent).await;
+    assert_eq!(point.before(), status.estimate, "the estimate before the compaction");
+    assert_eq!(point.stages, vec![Stage::CompactHistory]);
+    assert_eq!(tokens(&next_context(&mut agent).await).basis, TokenBasis::Reported);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+async fn session_started(agent: &mut Running) -> (Window, Option<String>) {
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::SessionStarted { .. })).await {
+        AgentEvent::SessionStarted { window, limit_note, .. } => (window, limit_note),
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}
+
+fn llama_props(n_ctx: u64) -> Option<serde_json::Value> {
+    Some(json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1}))
+}
+
+fn fit(window: u64) -> Fit {
+    Fit {
+        window_tokens: window,
+        max_tokens: 100,
+        chars_per_token: 4.0,
+        fixed_chars: fixed(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_found_at_props_clamps_a_limit_it_cannot_hold() {
+    let api = MockApi::start_with_props(vec![], llama_props(8_192)).await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Refuse)).await;
+    let (window, note) = session_started(&mut agent).await;
+    assert_eq!(
+        window,
+        Window {
+            tokens: 8_192,
+            source: WindowSource::Server {
+                endpoint: "/props".into()
+            }
+        }
+    );
+    let note = note.expect("the clamp is explained");
+    assert!(note.contains("50.0k is more than the model's window holds"), "{note}");
+    let status = next_context(&mut agent).await;
+    assert_eq!(status.limit, fit(8_192).holds_chars());
+    assert!(status.limit < 50_000);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_automatic_limit_is_the_share_of_the_found_window() {
+    let api = MockApi::start_with_props(vec![], llama_props(32_768)).await;
+    let mut settings = agent_settings(AskPolicy::Refuse);
+    settings.limit_choice = LimitChoice::Auto;
+    let mut agent = start_agent(&api, settings).await;
+    let (_, note) = session_started(&mut agent).await;
+    let expected = fit(32_768).auto_chars();
+    assert_eq!(expected, (32_768 * 80 / 100 - 100) * 4 - fixed());
+    let note = note.expect("the automatic limit says how it was sized");
+    assert!(
+        note.starts_with("limit auto: ") && note.contains("80% of 32.8k tokens"),
+        "{note}"
+    );
+    assert_eq!(next_context(&mut agent).await.limit, expected);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
