@@ -47,7 +47,8 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
             target: 40_000,
             messages: 49,
             snip_max_messages: 50,
-            last_call: None,
+            fixed: 2_500,
+            tokens: None,
         },
     });
     (app, ops_rx)

@@ -346,6 +346,13 @@ impl Ledger {
         (point, note.flatten())
     }
 
+    /// The provider counted the history as it is (`estimate`) exactly.
+    pub fn counted(&mut self, tokens: u64, estimate: usize) -> Option<String> {
+        let request_chars = self.request_chars(estimate);
+        self.tokens = Some(measured(tokens, request_chars, self.window.tokens, TokenBasis::Counted));
+        self.redecide()
+    }
+
     /// The newest measured call of a resumed session.
     pub fn restore(&mut self, point: &CallPoint) {
         if let Some(tokens) = point.input_tokens {

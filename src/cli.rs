@@ -188,3 +188,32 @@ impl ThresholdArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn limit_takes_a_number_or_auto() {
+        let mut config = Config::default();
+        Cli::parse_from(["scratchpad", "--limit", "auto"])
+            .run
+            .thresholds
+            .apply(&mut config);
+        assert_eq!(config.limit_choice, LimitChoice::Auto);
+        Cli::parse_from(["scratchpad", "--limit", "9000"])
+            .run
+            .thresholds
+            .apply(&mut config);
+        assert_eq!(
+            (config.limit_choice, config.compaction.context_char_limit),
+            (LimitChoice::Configured, 9_000)
+        );
+        let error = Cli::try_parse_from(["scratchpad", "--limit", "big"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("a number of characters or `auto`"), "{error}");
+    }
+}

@@ -30,6 +30,8 @@ pub enum Op {
     },
     /// `/context`: ask for a breakdown of what the context holds.
     Inspect,
+    /// `/context`'s refresh: count the prompt tokens exactly, where the provider can.
+    CountTokens,
     Quit,
 }
 

@@ -95,6 +95,23 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
         .sum();
     assert_eq!(counted, status.estimate);
 
+    // /context's refresh: the provider counts the history exactly.
+    agent.ops.send(Op::CountTokens).unwrap();
+    let counted = next_context(&mut agent).await;
+    let exact = tokens(&counted);
+    assert_eq!(exact.basis, TokenBasis::Counted);
+    assert_eq!(exact.request_chars, counted.fixed + counted.estimate);
+    let count_request = api
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("count_tokens"))
+        .unwrap();
+    assert_eq!(
+        exact.tokens,
+        count_request.body.to_string().len() as u64 / 4,
+        "the mock's count"
+    );
+
     // /compact: the figure is re-estimated from the measured ratio and marked.
     agent.ops.send(Op::Compact { focus: None }).unwrap();
     until(
@@ -105,7 +122,8 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
     let compacted = next_context(&mut agent).await;
     let estimate = tokens(&compacted);
     assert_eq!(estimate.basis, TokenBasis::Estimated);
-    let expected = ((compacted.estimate + compacted.fixed) as f64 / figure.chars_per_token).round() as u64;
+    // From the newest measured ratio: the exact count's.
+    let expected = ((compacted.estimate + compacted.fixed) as f64 / exact.chars_per_token).round() as u64;
     assert_eq!(estimate.tokens, expected);
     assert!(compacted.estimate < status.estimate);
 

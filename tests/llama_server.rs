@@ -150,6 +150,27 @@ async fn both_endpoints_stream_a_response_with_our_tools_and_cache_breakpoints()
     }
 }
 
+/// The window is asked of the server (`/props`), and llama.cpp's Anthropic endpoint
+/// counts a request's tokens exactly.
+#[tokio::test]
+async fn the_window_is_found_at_props_and_tokens_are_counted_exactly() {
+    let Some(server) = server(2048) else { return };
+    let (anthropic, openai) = providers(&server.url);
+    for provider in [&anthropic as &dyn Provider, &openai] {
+        let window = provider
+            .discover_window()
+            .await
+            .expect("llama-server states its window");
+        assert_eq!(window.tokens, 2048, "{}", provider.kind());
+    }
+    let counted = anthropic
+        .count_tokens(&request("Say hello.".into()))
+        .await
+        .expect("count_tokens answers")
+        .expect("llama.cpp offers counting");
+    assert!(counted > 10, "system prompt, tools and message: {counted}");
+}
+
 #[tokio::test]
 async fn a_prompt_over_the_context_is_classified_as_too_long() {
     let Some(server) = server(512) else { return };

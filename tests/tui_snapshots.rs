@@ -497,6 +497,23 @@ fn context_view_and_timeline() {
             },
         });
     }
+    s.app.apply(AgentEvent::Context {
+        status: ContextStatus {
+            estimate: 21_000,
+            limit: 50_000,
+            target: 40_000,
+            messages: 10,
+            snip_max_messages: 50,
+            fixed: 2_400,
+            tokens: Some(TokenFigure {
+                tokens: 5_595,
+                window_tokens: 200_000,
+                request_chars: 23_400,
+                chars_per_token: 23_400.0 / 5_595.0,
+                basis: TokenBasis::Reported,
+            }),
+        },
+    });
     s.app.apply(AgentEvent::TurnDone {
         outcome: TurnOutcome::Completed,
     });

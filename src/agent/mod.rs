@@ -260,6 +260,9 @@ impl Agent {
     }
 
     fn replace(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) {
+        if events.is_empty() {
+            return;
+        }
         if events.iter().all(|e| e.replaced == 0) {
             let estimate = self.sizes.total();
             self.ledger
@@ -373,6 +376,7 @@ impl Agent {
                 Op::Clear => self.clear(),
                 Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Inspect => self.emit(self.breakdown()),
+                Op::CountTokens => self.count_exactly().await,
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } => {}
             }
@@ -559,18 +563,43 @@ impl Agent {
         TurnOutcome::Failed
     }
 
+    /// The request the history makes now.
+    fn model_request(&self) -> ModelRequest {
+        ModelRequest {
+            system: self.settings.system_prompt.clone(),
+            tools: ToolBox::specs(),
+            messages: self.messages.clone(),
+            max_tokens: self.settings.max_tokens,
+        }
+    }
+
+    /// `/context`'s exact refresh: the provider counts the request as it is now.
+    async fn count_exactly(&mut self) {
+        match self.provider.count_tokens(&self.model_request()).await {
+            Ok(Some(tokens)) => {
+                let note = self.ledger.counted(tokens, self.sizes.total());
+                self.apply_limit(note);
+                self.emit_context();
+            }
+            Ok(None) => self.emit(AgentEvent::Notice {
+                message: format!(
+                    "the {} provider offers no exact token count; the figure is the last call's",
+                    self.provider.kind()
+                ),
+            }),
+            Err(error) => self.emit(AgentEvent::Error {
+                message: format!("counting tokens failed: {error}"),
+            }),
+        }
+    }
+
     /// One model call.
     async fn call_model(
         &mut self,
         ops: &mut UnboundedReceiver<Op>,
     ) -> Result<crate::provider::ModelResponse, CallFailed> {
         self.guard_pairing();
-        let request = ModelRequest {
-            system: self.settings.system_prompt.clone(),
-            tools: ToolBox::specs(),
-            messages: self.messages.clone(),
-            max_tokens: self.settings.max_tokens,
-        };
+        let request = self.model_request();
         let (sink, mut deltas) = unbounded_channel();
         let events = self.events.clone();
         let forward = tokio::spawn(async move {
@@ -612,7 +641,7 @@ impl Agent {
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {
                     point,
-                    usage: response.usage.clone(),
+                    usage: response.usage,
                 });
                 self.emit_context();
                 Ok(response)

@@ -99,24 +99,6 @@ impl AnthropicProvider {
             .await?
             .ok_or_else(|| ProviderError::StreamCut("the stream ended before message_stop".into()))
     }
-
-    /// `/v1/messages/count_tokens`: the real prompt size, to calibrate the estimate.
-    pub async fn count_tokens(&self, request: &ModelRequest) -> Result<u64, ProviderError> {
-        let mut body = self.request_body(request);
-        if let Value::Object(map) = &mut body {
-            map.remove("stream");
-            map.remove("max_tokens");
-        }
-        let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
-        let text = response
-            .text()
-            .await
-            .map_err(|error| ProviderError::Network(error.to_string()))?;
-        serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
-            .ok_or_else(|| ProviderError::Protocol(format!("count_tokens answered {text}")))
-    }
 }
 
 /// Put a `cache_control` breakpoint on the last block of a message, so the whole
@@ -153,6 +135,28 @@ impl Provider for AnthropicProvider {
                 request.header("x-api-key", &self.config.api_key)
             })
             .await
+        })
+    }
+
+    /// `/v1/messages/count_tokens` (Anthropic's API and llama.cpp's): the exact prompt
+    /// size of the history as it is.
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        Box::pin(async move {
+            let mut body = self.request_body(request);
+            if let Value::Object(map) = &mut body {
+                map.remove("stream");
+                map.remove("max_tokens");
+            }
+            let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
+            let text = response
+                .text()
+                .await
+                .map_err(|error| ProviderError::Network(error.to_string()))?;
+            serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
+                .map(Some)
+                .ok_or_else(|| ProviderError::Protocol(format!("count_tokens answered {text}")))
         })
     }
 

@@ -310,6 +310,28 @@ mod tests {
         assert_eq!(again.content, first.content);
     }
 
+    /// The demo counts the request it received (system prompt, tools and messages),
+    /// by its stated rule, rather than deriving a figure from our own estimate.
+    #[tokio::test]
+    async fn usage_is_the_stated_rule_applied_to_the_whole_request() {
+        let demo = DemoProvider::new(Duration::ZERO);
+        let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
+        let request = ModelRequest {
+            system: "s".repeat(400),
+            tools: crate::tools::ToolBox::specs(),
+            messages: vec![Message::user_text("survey")],
+            max_tokens: 100,
+        };
+        let tools = serde_json::to_string(&request.tools).unwrap().chars().count();
+        let messages = serde_json::to_string(&request.messages).unwrap().chars().count();
+        let response = demo.complete(&request, &sink).await.unwrap();
+        assert_eq!(
+            response.usage.input_tokens,
+            (400 + tools + messages).div_ceil(DEMO_CHARS_PER_TOKEN) as u64
+        );
+        assert_eq!(demo.token_basis(), TokenBasis::DemoCount);
+    }
+
     #[test]
     fn picks_readable_files_from_a_listing() {
         let listing = "Cargo.toml\nsrc/main.rs\nimage.png\n.transcripts/x.jsonl\ntarget/debug/a.rs\n... 3 more";

@@ -109,6 +109,13 @@ pub trait Provider: Send + Sync {
         Box::pin(async { None })
     }
 
+    /// The exact prompt tokens of `request`, where the provider offers a counting
+    /// endpoint; `None` when it does not.
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        let _ = request;
+        Box::pin(async { Ok(None) })
+    }
+
     /// Where this provider's prompt token counts come from.
     fn token_basis(&self) -> crate::protocol::TokenBasis {
         crate::protocol::TokenBasis::Reported

@@ -223,6 +223,7 @@ impl App {
                 match view.handle_key(key, self.state.breakdown.as_ref()) {
                     ContextAction::Stay => {}
                     ContextAction::Close => self.overlay = Overlay::None,
+                    ContextAction::CountTokens => self.send(Op::CountTokens),
                     ContextAction::OpenPath(path) => self.open_path(&path),
                     ContextAction::ShowText { title, text } => {
                         let lines = text
@@ -526,12 +527,7 @@ impl App {
             height: main.height + gauge_height,
             ..main
         };
-        let ratio = self
-            .state
-            .context
-            .as_ref()
-            .and_then(|c| c.tokens.as_ref())
-            .map(|figure| figure.chars_per_token);
+        let tokens = self.state.context.as_ref().and_then(|c| c.tokens.as_ref());
         let thresholds = match &self.state.context {
             Some(status) => Thresholds {
                 limit: status.limit,
@@ -552,7 +548,7 @@ impl App {
                 self.state.breakdown.as_ref(),
                 &self.state.timeline,
                 thresholds,
-                ratio,
+                tokens,
             ),
         }
         if let Some(prompt) = &mut self.state.permission {

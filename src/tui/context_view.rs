@@ -11,10 +11,12 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table, TableState};
 
+use super::gauge::token_text;
 use super::theme;
 use crate::compact::short_count;
 use crate::context_map::{Category, ContextBreakdown};
 use crate::protocol::CallPoint;
+use crate::protocol::TokenFigure;
 
 pub fn category_colour(category: Category) -> Color {
     match category {
@@ -44,6 +46,8 @@ pub struct Thresholds {
 pub enum ContextAction {
     Stay,
     Close,
+    /// Ask the provider for the exact token count of the history as it is.
+    CountTokens,
     /// Open this item: a saved file path, or the item's own text.
     OpenPath(String),
     ShowText {
@@ -62,6 +66,7 @@ impl ContextView {
         let items = breakdown.map_or(0, |b| b.largest.len());
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => ContextAction::Close,
+            KeyCode::Char('r') => ContextAction::CountTokens,
             KeyCode::Down | KeyCode::Char('j') => {
                 self.selected = (self.selected + 1).min(items.saturating_sub(1));
                 ContextAction::Stay
@@ -96,13 +101,19 @@ impl ContextView {
         breakdown: Option<&ContextBreakdown>,
         timeline: &[CallPoint],
         lines: Thresholds,
-        chars_per_token: Option<f64>,
+        tokens: Option<&TokenFigure>,
     ) {
         frame.render_widget(Clear, area);
+        let tokens_line = match tokens {
+            Some(figure) => format!(" {} ", token_text(figure)),
+            None => " tokens: no call measured yet ".to_string(),
+        };
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(Style::default().fg(theme::LINK))
-            .title(" context · ↑↓ select · Enter opens · Esc closes ");
+            .title(" context · ↑↓ select · Enter opens · r counts tokens exactly · Esc closes ")
+            .title_bottom(Line::from(tokens_line).right_aligned());
+        let chars_per_token = tokens.map(|figure| figure.chars_per_token);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let Some(breakdown) = breakdown else {

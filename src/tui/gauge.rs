@@ -90,13 +90,11 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
         format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
         Style::default().fg(messages_colour),
     ));
-    if !compact {
-        if let Some(figure) = &status.tokens {
-            spans.push(Span::styled(
-                format!(" · {}", token_text(figure)),
-                Style::default().fg(theme::SOFT),
-            ));
-        }
+    if !compact && let Some(figure) = &status.tokens {
+        spans.push(Span::styled(
+            format!(" · {}", token_text(figure)),
+            Style::default().fg(theme::SOFT),
+        ));
     }
     spans
 }
