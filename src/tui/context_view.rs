@@ -105,7 +105,14 @@ impl ContextView {
     ) {
         frame.render_widget(Clear, area);
         let tokens_line = match tokens {
-            Some(figure) => format!(" {} ", token_text(figure)),
+            Some(figure) => {
+                let full = format!(" {} ", token_text(figure, true));
+                if full.chars().count() + 2 <= area.width as usize {
+                    full
+                } else {
+                    format!(" {} ", token_text(figure, false))
+                }
+            }
             None => " tokens: no call measured yet ".to_string(),
         };
         let block = Block::default()

@@ -64,7 +64,16 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
         .collect()
 }
 
-pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
+/// How much the gauge's text says: the narrow one-line form, or the two-line form
+/// with the token figure, with or without the characters that figure is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    Compact,
+    Tokens,
+    TokensAndChars,
+}
+
+pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
     let percent = status.estimate * 100 / status.limit.max(1);
     let colour = zone_colour(zone(status));
     let mut spans = vec![
@@ -90,9 +99,11 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
         format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
         Style::default().fg(messages_colour),
     ));
-    if !compact && let Some(figure) = &status.tokens {
+    if detail != Detail::Compact
+        && let Some(figure) = &status.tokens
+    {
         spans.push(Span::styled(
-            format!(" · {}", token_text(figure)),
+            format!(" · {}", token_text(figure, detail == Detail::TokensAndChars)),
             Style::default().fg(theme::SOFT),
         ));
     }
@@ -100,16 +111,22 @@ pub fn details(status: &ContextStatus, compact: bool) -> Vec<Span<'static>> {
 }
 
 /// A token figure as the gauge and `/context` say it: `9.1k of 200.0k tokens (last
-/// call) · 4.0 chars/token`, with `≈` when it is an estimate.
-pub fn token_text(figure: &TokenFigure) -> String {
-    let (approx, basis) = match figure.basis {
-        TokenBasis::Reported => ("", "last call"),
-        TokenBasis::DemoCount => ("", "demo count"),
-        TokenBasis::Estimated => ("≈", "estimated"),
-        TokenBasis::Counted => ("", "counted"),
+/// call, 36.4k chars) · 4.0 chars/token`, with `≈` when it is an estimate;
+/// `with_chars` names the characters of the request the tokens are for.
+pub fn token_text(figure: &TokenFigure, with_chars: bool) -> String {
+    let (approx, basis, joint) = match figure.basis {
+        TokenBasis::Reported => ("", "last call", ", "),
+        TokenBasis::DemoCount => ("", "demo count", " of "),
+        TokenBasis::Estimated => ("≈", "estimated", " for "),
+        TokenBasis::Counted => ("", "counted", ", "),
+    };
+    let chars = if with_chars {
+        format!("{joint}{} chars", short_count(figure.request_chars))
+    } else {
+        String::new()
     };
     format!(
-        "{approx}{} of {} tokens ({basis}) · {:.1} chars/token",
+        "{approx}{} of {} tokens ({basis}{chars}) · {:.1} chars/token",
         short_count(figure.tokens as usize),
         short_count(figure.window_tokens as usize),
         figure.chars_per_token
@@ -133,11 +150,21 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         let bar_width = area.width as usize - 10;
         let mut first = vec![label];
         first.extend(bar(status, bar_width));
-        let mut second = vec![Span::raw("          ")];
-        second.extend(details(status, false));
+        // The most that fits: under the bar with the request's characters, then
+        // from the left edge, then without them.
+        let width = |spans: &[Span]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
+        let fits = |indent: &'static str, detail| {
+            let text = details(status, detail);
+            (indent.len() + width(&text) <= area.width as usize).then(|| (indent, text))
+        };
+        let (indent, text) = fits("          ", Detail::TokensAndChars)
+            .or_else(|| fits(" ", Detail::TokensAndChars))
+            .unwrap_or_else(|| ("          ", details(status, Detail::Tokens)));
+        let mut second = vec![Span::raw(indent)];
+        second.extend(text);
         frame.render_widget(Paragraph::new(vec![Line::from(first), Line::from(second)]), area);
     } else {
-        let details = details(status, true);
+        let details = details(status, Detail::Compact);
         let text_width: usize = details.iter().map(|s| s.content.chars().count()).sum();
         let bar_width = (area.width as usize).saturating_sub(text_width + 2).max(3);
         let mut line = bar(status, bar_width);
