@@ -132,7 +132,7 @@ fn marker_lines(
     for (n, path) in newest.paths.iter().enumerate() {
         let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
         let wrapped = markdown::wrap(
-            &[(path.clone(), link)],
+            &markdown::path_segments(path, link),
             width,
             Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(theme::MUTED)),
             "      ",

@@ -155,7 +155,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         let width = |spans: &[Span]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
         let fits = |indent: &'static str, detail| {
             let text = details(status, detail);
-            (indent.len() + width(&text) <= area.width as usize).then(|| (indent, text))
+            (indent.len() + width(&text) <= area.width as usize).then_some((indent, text))
         };
         let (indent, text) = fits("          ", Detail::TokensAndChars)
             .or_else(|| fits(" ", Detail::TokensAndChars))

@@ -36,6 +36,31 @@ pub const ON_COLOUR: Color = Color::Black;
 /// The background of a search match.
 pub const MATCH_BACKGROUND: Color = Color::Rgb(60, 60, 0);
 
+/// What a piece of highlighted code is, for its colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeRole {
+    Plain,
+    Keyword,
+    Text,
+    Comment,
+    Constant,
+    Function,
+    Type,
+}
+
+/// The colour of each kind of code, from the roles above.
+pub fn code_colour(role: CodeRole) -> Color {
+    match role {
+        CodeRole::Plain => INFO,
+        CodeRole::Keyword => ARCHIVE,
+        CodeRole::Text => SUCCESS,
+        CodeRole::Comment => MUTED,
+        CodeRole::Constant => ATTENTION,
+        CodeRole::Function => ACCENT,
+        CodeRole::Type => SUCCESS_BRIGHT,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Widgets use the roles above; only this file names colours.
