@@ -523,6 +523,7 @@ fn context_view_and_timeline() {
         breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("context_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("context_60x15", draw(&mut s.app, 60, 15).backend());
     // Enter on the largest item (the tool result) shows its text.
     s.app.handle_key(key(KeyCode::Enter));

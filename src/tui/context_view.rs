@@ -127,18 +127,28 @@ impl ContextView {
             frame.render_widget(Paragraph::new("asking the agent for the breakdown…"), inner);
             return;
         };
-        let chart_height = if inner.height >= 30 { 10 } else { 0 };
+        // Small screens keep the numbers: the timeline shrinks first, then the grid
+        // goes before the table loses its labels.
+        let chart_height = match inner.height {
+            30.. => 10,
+            17.. => 6,
+            _ => 0,
+        };
+        let table_rows = shown_categories(breakdown).count() as u16 + 3;
         let [top, items_area, chart_area] = Layout::vertical([
-            // The header, a row per category and the two total rows.
-            Constraint::Length((Category::ALL.len() as u16 + 3).min(inner.height / 2)),
+            Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3))),
             Constraint::Min(3),
             Constraint::Length(chart_height),
         ])
         .areas(inner);
-        let [grid_area, table_area] =
-            Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(top);
-        render_grid(frame, grid_area, breakdown);
-        render_table(frame, table_area, breakdown, chars_per_token);
+        if inner.width >= 100 {
+            let [grid_area, table_area] =
+                Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(top);
+            render_grid(frame, grid_area, breakdown);
+            render_table(frame, table_area, breakdown, chars_per_token);
+        } else {
+            render_table(frame, top, breakdown, chars_per_token);
+        }
         self.render_items(frame, items_area, breakdown);
         if chart_height > 0 {
             render_timeline(frame, chart_area, timeline, lines);
@@ -210,6 +220,14 @@ pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdo
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// The categories worth a row: those holding something, and the free space.
+fn shown_categories(breakdown: &ContextBreakdown) -> impl Iterator<Item = &(Category, usize)> {
+    breakdown
+        .totals
+        .iter()
+        .filter(|(category, chars)| *chars > 0 || *category == Category::Free)
+}
+
 /// Characters and tokens per category. The message categories sum to the gauge's
 /// estimate (the total row), which is what the limit applies to; the fixed part is the
 /// gauge's `+N fixed`, outside the limit.
@@ -222,24 +240,58 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
             .unwrap_or_else(|| "–".into())
     };
     let share = |chars: usize| format!("{:.1}%", chars as f64 * 100.0 / limit as f64);
-    let mut rows: Vec<Row> = breakdown
-        .totals
+    // When the rows do not fit, the smallest message categories share one row, so
+    // the fixed part, the free space and the totals always show.
+    let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
+    let room = (area.height as usize).saturating_sub(3).max(2);
+    let mut by_size: Vec<&(Category, usize)> = categories
         .iter()
-        .map(|(category, chars)| {
-            let of_limit = if *category == Category::SystemAndTools {
-                "outside".to_string()
-            } else {
-                share(*chars)
-            };
-            Row::new(vec![
-                Span::styled("■", Style::default().fg(category_colour(*category))),
-                Span::raw(category.label()),
-                Span::raw(short_count(*chars)),
-                Span::raw(of_limit),
-                Span::raw(tokens(*chars)),
-            ])
-        })
+        .filter(|(category, _)| category.counts_against_limit())
         .collect();
+    by_size.sort_by(|a, b| b.1.cmp(&a.1));
+    let merged: Vec<Category> = if categories.len() > room {
+        let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
+        by_size.iter().skip(keep).map(|(category, _)| *category).collect()
+    } else {
+        Vec::new()
+    };
+    let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String| {
+        Row::new(vec![
+            colour.map_or_else(
+                || Span::raw(" "),
+                |c| Span::styled("■", Style::default().fg(category_colour(c))),
+            ),
+            Span::raw(label),
+            Span::raw(short_count(chars)),
+            Span::raw(of_limit),
+            Span::raw(tokens(chars)),
+        ])
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    for (category, chars) in &categories {
+        if merged.contains(category) {
+            continue;
+        }
+        if *category == Category::Free && !merged.is_empty() {
+            let sum: usize = categories
+                .iter()
+                .filter(|(c, _)| merged.contains(c))
+                .map(|(_, n)| n)
+                .sum();
+            let label = if merged.len() == by_size.len() {
+                format!("messages ({} categories)", merged.len())
+            } else {
+                format!("{} smaller categories", merged.len())
+            };
+            rows.push(row(None, label, sum, share(sum)));
+        }
+        let of_limit = if *category == Category::SystemAndTools {
+            "outside".to_string()
+        } else {
+            share(*chars)
+        };
+        rows.push(row(Some(*category), category.label().to_string(), *chars, of_limit));
+    }
     let bold = Style::default().add_modifier(Modifier::BOLD);
     rows.push(
         Row::new(vec![
