@@ -737,3 +737,105 @@ fn the_browser_list_follows_files_written_during_a_turn() {
     assert!(!before.contains("130000"), "{before}");
     assert!(after.contains("130000"), "the new transcript is listed live: {after}");
 }
+
+#[test]
+fn a_selected_marker_is_scrolled_into_view() {
+    let mut s = screen();
+    let path = ".transcripts/transcript_snip_compact_1.jsonl";
+    s.app.apply(stage(Stage::SnipCompact, 3, 51_000, 47_000, &[path]));
+    for n in 0..30 {
+        s.app.apply(AgentEvent::Notice {
+            message: format!("later line {n}"),
+        });
+    }
+    let shows_marker = |terminal: &Terminal<TestBackend>| terminal.backend().to_string().contains("snip_compact");
+    assert!(
+        !shows_marker(&draw(&mut s.app, 80, 24)),
+        "the marker starts above the view"
+    );
+    // Tab to the chat selects the newest marker, and the chat scrolls to it.
+    s.app.handle_key(key(KeyCode::Tab));
+    let terminal = draw(&mut s.app, 80, 24);
+    assert!(shows_marker(&terminal), "{}", terminal.backend());
+    insta::assert_snapshot!("selected_marker_in_view_80x24", terminal.backend());
+}
+
+#[test]
+fn closing_a_viewer_returns_to_where_it_was_opened() {
+    use scratchpad::tui::app::Overlay;
+    let mut s = screen();
+    let path = ".transcripts/transcript_snip_compact_1.jsonl";
+    std::fs::create_dir_all(s.dir.path().join(".transcripts")).unwrap();
+    std::fs::write(s.dir.path().join(path), "{\"role\":\"user\",\"content\":\"saved\"}\n").unwrap();
+    s.app.apply(stage(Stage::SnipCompact, 3, 51_000, 47_000, &[path]));
+    // From a chat marker: Esc goes back to the chat, not to the browser's list.
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Enter));
+    assert!(matches!(&s.app.overlay, Overlay::Browser(b) if b.viewer.is_some()));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert!(matches!(s.app.overlay, Overlay::None));
+    // From /context: Esc goes back to /context with its selection.
+    let messages = vec![Message::user_text("x".repeat(500)), Message::assistant_text("ok")];
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown("sys", &[], &messages, &CompactConfig::default()),
+    });
+    s.app.handle_key(key(KeyCode::Down));
+    s.app.handle_key(key(KeyCode::Enter));
+    assert!(matches!(&s.app.overlay, Overlay::Browser(b) if b.viewer.is_some()));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert!(matches!(&s.app.overlay, Overlay::Context(view) if view.selected == 1));
+    // From the browser's own list: Esc goes back to the list.
+    s.app.handle_key(key(KeyCode::Esc));
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert!(matches!(&s.app.overlay, Overlay::Browser(b) if b.viewer.is_none()));
+}
+
+#[test]
+fn the_tool_pane_follows_new_calls_and_separates_requests() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    // A call selected earlier does not pin the pane once focus has moved on.
+    s.app.selected_tool = Some(0);
+    s.app.apply(AgentEvent::TurnDone {
+        outcome: TurnOutcome::Completed,
+    });
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "now run the tests".into(),
+    });
+    for n in 0..30 {
+        s.app.apply(AgentEvent::ToolStarted {
+            id: format!("toolu_1{n:02}"),
+            name: "bash".into(),
+            summary: format!("cargo test case_{n}"),
+        });
+    }
+    let terminal = draw(&mut s.app, 120, 40);
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("case_29"), "the newest call is in view: {screen}");
+    insta::assert_snapshot!("tool_pane_follows_120x40", terminal.backend());
+    let mut two = screen_with_two_requests();
+    let screen = draw(&mut two.app, 120, 40).backend().to_string();
+    assert!(screen.contains("── request 2 "), "{screen}");
+}
+
+fn screen_with_two_requests() -> Screen {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::TurnDone {
+        outcome: TurnOutcome::Completed,
+    });
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "again".into(),
+    });
+    s.app.apply(AgentEvent::ToolStarted {
+        id: "toolu_9".into(),
+        name: "glob".into(),
+        summary: "**/*.rs".into(),
+    });
+    s
+}

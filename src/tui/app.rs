@@ -53,6 +53,8 @@ pub struct App {
     queued: bool,
     /// Whether the last frame had room for the tool pane.
     tools_visible: bool,
+    /// The `/context` view a file was opened from, to return to when it closes.
+    context_return: Option<ContextView>,
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
@@ -73,6 +75,7 @@ impl App {
             last_interrupt: None,
             queued: false,
             tools_visible: true,
+            context_return: None,
             ops,
             workspace,
             config,
@@ -111,7 +114,15 @@ impl App {
         self.state.push(ChatEntry::Notice(text));
     }
 
+    /// Keep the `/context` view to come back to from what it opens.
+    fn leave_context(&mut self) {
+        if let Overlay::Context(view) = std::mem::replace(&mut self.overlay, Overlay::None) {
+            self.context_return = Some(view);
+        }
+    }
+
     pub fn open_path(&mut self, path: &str) {
+        self.context_return = None;
         self.overlay = Overlay::Browser(Box::new(Browser::open_on(
             &self.workspace,
             &self.state.written_by,
@@ -215,23 +226,34 @@ impl App {
             }
             Overlay::Browser(browser) => {
                 if let BrowserAction::Close = browser.handle_key(key, &self.workspace) {
-                    self.overlay = Overlay::None;
+                    // Back where the file was opened from: /context, or the chat.
+                    self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
                 }
                 return;
             }
             Overlay::Context(view) => {
-                match view.handle_key(key, self.state.breakdown.as_ref()) {
+                let action = view.handle_key(key, self.state.breakdown.as_ref());
+                match action {
                     ContextAction::Stay => {}
                     ContextAction::Close => self.overlay = Overlay::None,
                     ContextAction::CountTokens => self.send(Op::CountTokens),
-                    ContextAction::OpenPath(path) => self.open_path(&path),
+                    ContextAction::OpenPath(path) => {
+                        self.leave_context();
+                        self.overlay = Overlay::Browser(Box::new(Browser::open_on(
+                            &self.workspace,
+                            &self.state.written_by,
+                            &path,
+                        )));
+                    }
                     ContextAction::ShowText { title, text } => {
+                        self.leave_context();
                         let lines = text
                             .lines()
                             .map(|l| (l.to_string(), ratatui::style::Style::default()))
                             .collect();
                         let mut browser = Browser::new(&self.workspace, &self.state.written_by);
                         browser.viewer = Some(Viewer::from_lines(title, lines));
+                        browser.opened_on_file = true;
                         self.overlay = Overlay::Browser(Box::new(browser));
                     }
                 }
@@ -241,6 +263,7 @@ impl App {
         }
         match key.code {
             KeyCode::Char('t') if ctrl => {
+                self.context_return = None;
                 self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
                 return;
             }
@@ -424,6 +447,7 @@ impl App {
             }),
             SlashCommand::Context => self.open_context(),
             SlashCommand::Transcripts => {
+                self.context_return = None;
                 self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
             }
             SlashCommand::Clear => self.send(Op::Clear),

@@ -44,6 +44,9 @@ pub struct Browser {
     pub selected: usize,
     pub viewer: Option<Viewer>,
     pub error: Option<String>,
+    /// Opened straight on one file (from a marker, a link or `/context`): closing its
+    /// viewer returns there, not to the list.
+    pub opened_on_file: bool,
 }
 
 pub enum BrowserAction {
@@ -382,6 +385,7 @@ impl Browser {
             selected: 0,
             viewer: None,
             error: None,
+            opened_on_file: false,
         }
     }
 
@@ -404,6 +408,7 @@ impl Browser {
             Ok(viewer) => browser.viewer = Some(viewer),
             Err(error) => browser.error = Some(error),
         }
+        browser.opened_on_file = true;
         browser
     }
 
@@ -411,6 +416,9 @@ impl Browser {
         if let Some(viewer) = &mut self.viewer {
             if !viewer.handle_key(key) {
                 self.viewer = None;
+                if self.opened_on_file {
+                    return BrowserAction::Close;
+                }
             }
             return BrowserAction::Stay;
         }

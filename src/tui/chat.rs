@@ -25,6 +25,8 @@ pub struct ChatView {
     pub marker_rows: Vec<(u16, usize)>,
     total_lines: usize,
     page: usize,
+    /// The selection the view last scrolled to: a new selection is brought into view.
+    shown_selection: Option<usize>,
 }
 
 /// One entry wrapped at the current width: its lines and, per line, the index of the
@@ -153,6 +155,22 @@ impl ChatView {
         self.page.max(1)
     }
 
+    /// Scroll the least that shows lines `start..start + height` (their start, when
+    /// they are taller than the page).
+    fn bring_into_view(&mut self, start: usize, height: usize) {
+        let bottom = self.total_lines.saturating_sub(self.scroll_up);
+        let top = bottom.saturating_sub(self.page);
+        let end = start + height.min(self.page);
+        let new_bottom = if start < top {
+            start + self.page
+        } else if end > bottom {
+            end
+        } else {
+            return;
+        };
+        self.scroll_up = self.total_lines.saturating_sub(new_bottom.min(self.total_lines));
+    }
+
     pub fn follow(&mut self) {
         self.scroll_up = 0;
     }
@@ -212,6 +230,12 @@ impl ChatView {
         self.total_lines = total;
         self.page = inner.height as usize;
         self.scroll_up = self.scroll_up.min(self.total_lines.saturating_sub(self.page));
+        if selected != self.shown_selection {
+            self.shown_selection = selected;
+            if let Some(at) = selected.filter(|&at| at < heights.len()) {
+                self.bring_into_view(heights[..at].iter().sum(), heights[at]);
+            }
+        }
         // The window [top, top + page) in whole-chat line numbers.
         let bottom = self.total_lines.saturating_sub(self.scroll_up);
         let top = bottom.saturating_sub(self.page);

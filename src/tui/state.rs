@@ -49,6 +49,8 @@ pub struct ToolCall {
     pub output: String,
     /// Set when a compaction stage saved this result's full text.
     pub saved_path: Option<String>,
+    /// The turn that made the call (1 for the first request of the session).
+    pub turn: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +107,8 @@ pub struct AppState {
     pub turn: TurnState,
     /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
     in_turn: bool,
+    /// Requests started so far, numbering the tool calls' turns.
+    pub turns: usize,
     pub banner: Option<String>,
     pub permission: Option<PermissionPrompt>,
     pub usage: Option<Usage>,
@@ -125,6 +129,7 @@ impl Default for AppState {
             session: SessionInfo::default(),
             turn: TurnState::Idle,
             in_turn: false,
+            turns: 0,
             banner: None,
             permission: None,
             usage: None,
@@ -215,6 +220,7 @@ impl AppState {
             AgentEvent::History { messages } => self.load_history(&messages),
             AgentEvent::Replay { past } => self.replay(past),
             AgentEvent::TurnStarted { request } => {
+                self.turns += 1;
                 self.push(ChatEntry::User(request));
                 self.turn = TurnState::Thinking;
                 self.in_turn = true;
@@ -283,6 +289,7 @@ impl AppState {
                     state: CallState::Running { since: Instant::now() },
                     output: String::new(),
                     saved_path: None,
+                    turn: self.turns,
                 });
             }
             AgentEvent::ToolFinished { id, status, output, .. } => {
@@ -378,6 +385,7 @@ impl AppState {
                 )));
             }
             MessageKind::UserPrompt(text) if !text.is_empty() => {
+                self.turns += 1;
                 self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
             }
             MessageKind::Assistant => {
@@ -400,6 +408,7 @@ impl AppState {
                     },
                     output: String::new(),
                     saved_path: None,
+                    turn: self.turns,
                 }),
                 ContentBlock::ToolResult {
                     tool_use_id,

@@ -59,6 +59,14 @@ pub fn render(
     let mut lines: Vec<Line<'static>> = Vec::new();
     let mut selected_end = 0;
     for (at, call) in calls.iter().enumerate() {
+        if at > 0 && calls[at - 1].turn != call.turn {
+            let label = format!("── request {} ", call.turn);
+            let rule = "─".repeat(width.saturating_sub(label.chars().count()));
+            lines.push(Line::from(Span::styled(
+                format!("{label}{rule}"),
+                Style::default().fg(theme::MUTED),
+            )));
+        }
         let (mark, time) = status_span(call, tick);
         let is_selected = selected == Some(at);
         let name_style = Style::default().fg(theme::TEXT).add_modifier(Modifier::BOLD);
@@ -115,9 +123,9 @@ pub fn render(
             Style::default().fg(theme::MUTED),
         )));
     }
-    // Keep the newest (or the selected call) in view.
+    // Keep the newest in view; while the pane has focus, the selected call instead.
     let height = inner.height as usize;
-    let end = if selected.is_some() {
+    let end = if focused && selected.is_some() {
         selected_end.max(height.min(lines.len()))
     } else {
         lines.len()
