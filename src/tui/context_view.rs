@@ -248,7 +248,7 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
         .iter()
         .filter(|(category, _)| category.counts_against_limit())
         .collect();
-    by_size.sort_by(|a, b| b.1.cmp(&a.1));
+    by_size.sort_by_key(|(_, chars)| std::cmp::Reverse(*chars));
     let merged: Vec<Category> = if categories.len() > room {
         let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
         by_size.iter().skip(keep).map(|(category, _)| *category).collect()
