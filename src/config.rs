@@ -72,6 +72,8 @@ impl Default for ProviderSettings {
 pub struct UiSettings {
     /// Capture the mouse for wheel scrolling and clicking markers.
     pub mouse: bool,
+    /// Make paths on screen OSC 8 hyperlinks where the terminal supports them.
+    pub hyperlinks: bool,
     /// Delay between streamed words of the offline demo model, in milliseconds.
     pub demo_word_delay_ms: u64,
 }
@@ -80,6 +82,7 @@ impl Default for UiSettings {
     fn default() -> Self {
         UiSettings {
             mouse: true,
+            hyperlinks: true,
             demo_word_delay_ms: 15,
         }
     }
@@ -373,6 +376,7 @@ ask = ["curl"]
 allow_outside_workspace = true
 [ui]
 mouse = false
+hyperlinks = false
 demo_word_delay_ms = 0
 "#;
         let config = parse(text).unwrap();
@@ -416,6 +420,7 @@ demo_word_delay_ms = 0
         expected.tools.permissions.allow_outside_workspace = true;
         expected.ui = UiSettings {
             mouse: false,
+            hyperlinks: false,
             demo_word_delay_ms: 0,
         };
         assert_eq!(config, expected);

@@ -1,6 +1,6 @@
 //! The real binary in a real pseudo-terminal: type a request to the offline demo
 //! model, wait for a compaction marker on screen, open the transcript browser, quit,
-//! and check the terminal was restored.
+//! and check the terminal was restored and the paths were hyperlinks.
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
@@ -65,6 +65,8 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     command.env("XDG_CONFIG_HOME", home.path());
     command.env("SCRATCHPAD_LOG", home.path().join("log.txt"));
     command.env("SCRATCHPAD_DEMO_DELAY_MS", "0");
+    // Paths become OSC 8 hyperlinks (detection would find no known terminal here).
+    command.env("FORCE_HYPERLINK", "1");
     command.env_remove("ANTHROPIC_API_KEY");
     let mut child = pair.slave.spawn_command(command).unwrap();
     drop(pair.slave);
@@ -135,5 +137,7 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     assert!(raw.contains("\x1b[?1000l"), "mouse capture turned off");
     assert!(raw.contains("\x1b[?2004l"), "bracketed paste turned off");
     assert!(raw.contains("scratchpad --continue"), "the way back is printed on quit");
+    let link = format!("\x1b]8;;file://{}/.transcripts/", workspace.path().display());
+    assert!(raw.contains(&link), "paths are OSC 8 hyperlinks: {link:?}");
     assert!(workspace.path().join(".transcripts").read_dir().unwrap().count() > 0);
 }

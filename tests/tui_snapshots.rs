@@ -839,3 +839,39 @@ fn screen_with_two_requests() -> Screen {
     });
     s
 }
+
+/// The hyperlinks written over a frame cover exactly the cells that show their path.
+#[test]
+fn hyperlinks_lie_over_the_paths_they_name() {
+    let mut s = screen();
+    let path = ".transcripts/transcript_compact_history_20261202-120000_4242-17.jsonl";
+    std::fs::create_dir_all(s.dir.path().join(".transcripts")).unwrap();
+    std::fs::write(s.dir.path().join(path), "{}\n").unwrap();
+    s.app.apply(stage(Stage::CompactHistory, 9, 60_000, 2_000, &[path]));
+    let check = |terminal: &Terminal<TestBackend>, links: &[scratchpad::tui::hyperlinks::Hyperlink]| {
+        assert!(!links.is_empty());
+        let buffer = terminal.backend().buffer();
+        let mut joined = String::new();
+        for link in links {
+            let shown: String = (0..link.text.chars().count() as u16)
+                .map(|dx| buffer[(link.x + dx, link.row)].symbol().to_string())
+                .collect();
+            assert_eq!(shown, link.text, "{link:?}");
+            joined.push_str(&link.text);
+        }
+        joined
+    };
+    // In the chat, a wrapped path is linked on each of its rows.
+    let terminal = draw(&mut s.app, 60, 15);
+    let links = s.app.hyperlinks().to_vec();
+    assert!(links.len() >= 2, "{links:?}");
+    assert_eq!(check(&terminal, &links), path);
+    assert!(links.iter().all(|l| l.path == path));
+    // In the browser's list.
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    let terminal = draw(&mut s.app, 120, 40);
+    let links = s.app.hyperlinks().to_vec();
+    assert_eq!(links.len(), 1);
+    assert_eq!(check(&terminal, &links), path);
+}

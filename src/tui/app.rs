@@ -13,6 +13,7 @@ use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::ChatView;
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView, Thresholds};
+use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::state::{AppState, ChatEntry};
 use super::{gauge, help, modal, status, tools_pane};
@@ -112,6 +113,19 @@ impl App {
     /// A notice from the app itself (not the agent), shown in the chat.
     fn note(&mut self, text: String) {
         self.state.push(ChatEntry::Notice(text));
+    }
+
+    /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
+    pub fn hyperlinks(&self) -> &[Hyperlink] {
+        // A modal or the command popup on top hides what is under it: no links through.
+        if self.state.permission.is_some() || !self.input.completions().is_empty() {
+            return &[];
+        }
+        match &self.overlay {
+            Overlay::None => &self.chat.hyperlinks,
+            Overlay::Browser(browser) => &browser.hyperlinks,
+            Overlay::Help(_) | Overlay::Context(_) => &[],
+        }
     }
 
     /// Keep the `/context` view to come back to from what it opens.

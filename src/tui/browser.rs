@@ -11,6 +11,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 
+use super::hyperlinks::Hyperlink;
 use super::theme;
 use crate::compact::Stage;
 use crate::message::{Content, ContentBlock, Message, Role};
@@ -47,6 +48,8 @@ pub struct Browser {
     /// Opened straight on one file (from a marker, a link or `/context`): closing its
     /// viewer returns there, not to the list.
     pub opened_on_file: bool,
+    /// Where the last frame drew each path of the list, for OSC 8 hyperlinks.
+    pub hyperlinks: Vec<Hyperlink>,
 }
 
 pub enum BrowserAction {
@@ -386,6 +389,7 @@ impl Browser {
             viewer: None,
             error: None,
             opened_on_file: false,
+            hyperlinks: Vec::new(),
         }
     }
 
@@ -445,6 +449,7 @@ impl Browser {
     }
 
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
+        self.hyperlinks.clear();
         if let Some(viewer) = &mut self.viewer {
             viewer.render(frame, area);
             return;
@@ -480,12 +485,13 @@ impl Browser {
                 path_tail(&entry.path, path_width),
             ])
         });
+        const COLUMNS: [u16; 3] = [16, 7, 18];
         let table = Table::new(
             rows,
             [
-                Constraint::Length(16),
-                Constraint::Length(7),
-                Constraint::Length(18),
+                Constraint::Length(COLUMNS[0]),
+                Constraint::Length(COLUMNS[1]),
+                Constraint::Length(COLUMNS[2]),
                 Constraint::Min(10),
             ],
         )
@@ -493,6 +499,23 @@ impl Browser {
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected));
         frame.render_stateful_widget(table, inner, &mut state);
+        // The path column starts after the three others and their one-cell gaps.
+        let path_x = inner.x + COLUMNS.iter().sum::<u16>() + COLUMNS.len() as u16;
+        let shown_rows = usize::from(inner.height.saturating_sub(1));
+        for (at, entry) in self.entries.iter().enumerate().skip(state.offset()).take(shown_rows) {
+            let style = if at == self.selected {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            self.hyperlinks.push(Hyperlink {
+                row: inner.y + 1 + (at - state.offset()) as u16,
+                x: path_x,
+                text: path_tail(&entry.path, path_width),
+                style,
+                path: entry.path.clone(),
+            });
+        }
         if let Some(error) = &self.error {
             let bottom = Rect {
                 y: inner.y + inner.height.saturating_sub(1),

@@ -8,10 +8,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use super::hyperlinks::Hyperlink;
 use super::markdown;
 use super::state::ChatEntry;
 use super::theme;
 use crate::compact::{StageEvent, short_count};
+use unicode_width::UnicodeWidthStr;
 
 #[derive(Default)]
 pub struct ChatView {
@@ -23,6 +25,8 @@ pub struct ChatView {
     pub links: Vec<(u16, String)>,
     /// Rows of the last frame that show a marker line: (screen row, entry index).
     pub marker_rows: Vec<(u16, usize)>,
+    /// Where the last frame drew each piece of a link, for OSC 8 hyperlinks.
+    pub hyperlinks: Vec<Hyperlink>,
     total_lines: usize,
     page: usize,
     /// The selection the view last scrolled to: a new selection is brought into view.
@@ -242,6 +246,7 @@ impl ChatView {
         let mut visible: Vec<Line<'static>> = Vec::with_capacity(self.page);
         self.links.clear();
         self.marker_rows.clear();
+        self.hyperlinks.clear();
         let mut line_no = 0;
         for (at, height) in heights.iter().enumerate() {
             if line_no + height <= top {
@@ -263,6 +268,17 @@ impl ChatView {
                     self.marker_rows.push((row, at));
                     if let Some(path) = rendered.link_of_line[k].and_then(|n| paths.get(n)) {
                         self.links.push((row, path.clone()));
+                        if let [prefix, shown @ ..] = line.spans.as_slice()
+                            && let Some(first) = shown.first()
+                        {
+                            self.hyperlinks.push(Hyperlink {
+                                row,
+                                x: inner.x + prefix.content.width() as u16,
+                                text: shown.iter().map(|span| span.content.as_ref()).collect(),
+                                style: first.style,
+                                path: path.clone(),
+                            });
+                        }
                     }
                 }
                 visible.push(line.clone());

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod context_view;
 pub mod gauge;
 pub mod help;
+pub mod hyperlinks;
 pub mod input;
 pub mod markdown;
 pub mod modal;
@@ -50,7 +51,9 @@ fn disable_extras() {
 /// Returns the id of the session, for the way back (`scratchpad --continue`).
 pub async fn run(launch: Launch) -> io::Result<String> {
     let mouse = launch.config.ui.mouse;
+    let hyperlinks = hyperlinks::enabled(launch.config.ui.hyperlinks);
     let workspace = launch.workspace.root().to_path_buf();
+    let workspace_root = workspace.clone();
     let config = launch.config.compaction.clone();
     let (events_tx, mut events) = unbounded_channel();
     let (ops, ops_rx) = unbounded_channel();
@@ -70,8 +73,13 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut redraw = true;
     let result = loop {
-        if redraw && let Err(error) = terminal.draw(|frame| app.render(frame)) {
-            break Err(error);
+        if redraw {
+            if let Err(error) = terminal.draw(|frame| app.render(frame)) {
+                break Err(error);
+            }
+            if hyperlinks {
+                let _ = hyperlinks::write_over(&mut io::stdout(), app.hyperlinks(), &workspace_root);
+            }
         }
         if app.quit {
             break Ok(());
