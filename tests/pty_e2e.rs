@@ -1,5 +1,6 @@
 //! The real binary in a real pseudo-terminal: type a request to the offline demo
-//! model, wait for a compaction marker on screen, open the transcript browser, quit,
+//! model, cancel it with one Ctrl+C, queue a request during the next turn, wait for a
+//! compaction marker on screen, open the transcript browser, quit,
 //! and check the terminal was restored and the paths were hyperlinks.
 
 use std::io::{Read, Write};
@@ -108,6 +109,11 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     std::thread::sleep(Duration::from_millis(2_100));
     pty.send(b"survey this workspace");
     pty.send(b"\r");
+    // A request typed while the turn runs is queued, and sent when it ends.
+    pty.send(b"and then stop");
+    pty.send(b"\r");
+    pty.wait_for("queued · sent when the turn ends", Duration::from_secs(10));
+    pty.wait_for("› and then stop", Duration::from_secs(120));
     // The demo runs its whole script; its last compaction marker stays on screen.
     pty.wait_for("◆ compact_history", Duration::from_secs(120));
     pty.wait_for("↳ .transcripts/transcript_compact_history_", Duration::from_secs(10));

@@ -129,6 +129,7 @@ fn conversation(app: &mut App) {
 fn empty_start() {
     let mut s = screen();
     insta::assert_snapshot!("empty_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("empty_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("empty_60x15", draw(&mut s.app, 60, 15).backend());
 }
 
@@ -140,6 +141,7 @@ fn streaming_markdown() {
         text: "The loop stops one token early because".into(),
     });
     insta::assert_snapshot!("streaming_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("streaming_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("streaming_60x15", draw(&mut s.app, 60, 15).backend());
 }
 
@@ -153,6 +155,7 @@ fn tool_running() {
         summary: "cargo test --workspace".into(),
     });
     insta::assert_snapshot!("tool_running_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("tool_running_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
 #[test]
@@ -225,6 +228,7 @@ fn every_kind_of_compaction_marker() {
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("markers_80x24", draw(&mut s.app, 80, 24).backend());
     // Selecting a marker highlights it; Enter opens its file in the browser.
     s.app.handle_key(key(KeyCode::Tab));
     s.app.handle_key(key(KeyCode::Up));
@@ -348,9 +352,11 @@ fn browser_list_and_viewer_with_search() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     insta::assert_snapshot!("browser_list_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("browser_list_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("browser_list_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.handle_key(key(KeyCode::Enter));
     insta::assert_snapshot!("viewer_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("viewer_80x24", draw(&mut s.app, 80, 24).backend());
     for c in "/bug".chars() {
         s.app.handle_key(key(KeyCode::Char(c)));
     }
@@ -380,6 +386,7 @@ fn permission_modal() {
         always: None,
     });
     insta::assert_snapshot!("modal_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("modal_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("modal_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.apply(AgentEvent::PermissionRequest {
         request_id: 8,
@@ -427,6 +434,7 @@ fn help_overlay() {
     let mut s = screen();
     s.app.handle_key(key(KeyCode::Char('?')));
     insta::assert_snapshot!("help_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("help_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("help_60x15", draw(&mut s.app, 60, 15).backend());
     // A small terminal scrolls the help to show the commands.
     for _ in 0..12 {
@@ -442,6 +450,7 @@ fn slash_command_popup() {
         s.app.handle_key(key(KeyCode::Char(c)));
     }
     insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("slash_popup_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
 #[test]

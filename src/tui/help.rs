@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::commands::SlashCommand;
+use super::markdown;
 use super::modal::centered;
 use super::theme;
 
@@ -47,38 +48,51 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Lines of help text, for scrolling it in a small terminal.
+/// The most lines the help can have (at its narrowest), bounding its scroll offset.
 pub fn line_count() -> u16 {
-    (KEYS.len() + SlashCommand::ALL.len() + 3) as u16
+    help_lines(20).len() as u16
+}
+
+/// The help's lines at `width` columns: each description wraps under its own column
+/// (or, when that column would be too narrow, on the lines below its key).
+fn help_lines(width: usize) -> Vec<Line<'static>> {
+    const KEY_COLUMN: usize = 34;
+    let key_style = Style::default().fg(theme::ATTENTION);
+    let stacked = width < KEY_COLUMN + 24;
+    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(theme::ACCENT)))];
+    let entry = |lines: &mut Vec<Line<'static>>, key: &str, what: &str| {
+        let text = [(what.to_string(), Style::default())];
+        if stacked {
+            lines.push(Line::from(Span::styled(format!("  {key}"), key_style)));
+            lines.extend(markdown::wrap(&text, width, Span::raw("      "), "      "));
+        } else {
+            let key = Span::styled(format!("  {key:<32}"), key_style);
+            lines.extend(markdown::wrap(&text, width, key, &" ".repeat(KEY_COLUMN)));
+        }
+    };
+    for (key, what) in KEYS {
+        entry(&mut lines, key, what);
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
+    for command in SlashCommand::ALL {
+        let usage = format!("{} {}", command.name(), command.arguments());
+        entry(&mut lines, usage.trim_end(), command.description());
+    }
+    lines
 }
 
 /// Draw the help scrolled by `offset` lines, which is kept so the last line is at
 /// the bottom of the box at most, never above a blank page.
 pub fn render(frame: &mut Frame<'_>, area: Rect, offset: &mut u16) {
     // Wide enough for the longest description beside the key column at 120 columns.
-    let popup = centered(area, 120, line_count() + 3);
+    let width = area.width.min(120);
+    let lines = help_lines(usize::from(width.saturating_sub(2)));
+    let count = lines.len() as u16;
+    let popup = centered(area, width, count + 2);
     frame.render_widget(Clear, popup);
-    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(theme::ACCENT)))];
-    for (key, what) in KEYS {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {key:<32}"), Style::default().fg(theme::ATTENTION)),
-            Span::raw(*what),
-        ]));
-    }
-    lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
-    for command in SlashCommand::ALL {
-        let usage = format!("{} {}", command.name(), command.arguments());
-        lines.push(Line::from(vec![
-            Span::styled(
-                format!("  {:<32}", usage.trim_end()),
-                Style::default().fg(theme::ATTENTION),
-            ),
-            Span::raw(command.description()),
-        ]));
-    }
     let visible = popup.height.saturating_sub(2);
-    *offset = (*offset).min(line_count().saturating_sub(visible));
+    *offset = (*offset).min(count.saturating_sub(visible));
     frame.render_widget(
         Paragraph::new(lines).scroll((*offset, 0)).block(
             Block::default()
