@@ -2,7 +2,7 @@
 //! checked against the tables the app itself reads.
 
 use scratchpad::tui::commands::SlashCommand;
-use scratchpad::tui::help::KEYS;
+use scratchpad::tui::help::{KEYS, VIEW_KEYS};
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
@@ -45,4 +45,13 @@ fn the_readme_lists_every_slash_command_and_no_other() {
         .collect();
     let known: Vec<String> = SlashCommand::ALL.iter().map(|c| c.name().to_string()).collect();
     assert_eq!(documented, known);
+}
+
+#[test]
+fn the_readme_lists_each_views_keys_as_the_help_does() {
+    for (view, keys) in VIEW_KEYS {
+        let documented = table_after(&readme(), &format!("#### {view}"));
+        let known: Vec<(String, String)> = keys.iter().map(|(k, d)| (k.to_string(), d.to_string())).collect();
+        assert_eq!(documented, known, "{view}");
+    }
 }

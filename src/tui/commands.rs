@@ -55,7 +55,7 @@ impl SlashCommand {
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
             SlashCommand::Permissions => "what was approved \"always\" this session; revoke one",
-            SlashCommand::Model => "show the provider and model",
+            SlashCommand::Model => "show the provider, model, window and how the limit was chosen",
             SlashCommand::Help => "keys and commands",
             SlashCommand::Quit => "leave scratchpad (also /exit)",
         }

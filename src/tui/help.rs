@@ -48,6 +48,46 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The keys of each view, for the help and the README (checked against each other).
+pub const VIEW_KEYS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "In the transcript browser",
+        &[
+            ("Up / Down, j / k", "select a file"),
+            ("Enter", "open it"),
+            ("Esc, q", "close the browser"),
+        ],
+    ),
+    (
+        "In the viewer",
+        &[
+            ("Up / Down, PgUp / PgDn, g / G", "scroll"),
+            ("/", "search"),
+            ("n / N", "next / previous match"),
+            ("b", "jump back to where the search started"),
+            ("Esc, q", "back to where it was opened (the list, the chat or /context)"),
+        ],
+    ),
+    (
+        "In /context",
+        &[
+            ("Up / Down", "select one of the largest items"),
+            ("Enter", "open it: its saved file, or its text"),
+            ("r", "count the tokens exactly, where the provider can"),
+            ("Esc, q", "close"),
+        ],
+    ),
+    (
+        "In a permission question",
+        &[
+            ("y, Enter", "allow once"),
+            ("n", "deny"),
+            ("a", "always allow, where offered"),
+            ("Esc", "cancel the turn"),
+        ],
+    ),
+];
+
 /// The most lines the help can have (at its narrowest), bounding its scroll offset.
 pub fn line_count() -> u16 {
     help_lines(20).len() as u16
@@ -78,6 +118,16 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
     for command in SlashCommand::ALL {
         let usage = format!("{} {}", command.name(), command.arguments());
         entry(&mut lines, usage.trim_end(), command.description());
+    }
+    for (view, keys) in VIEW_KEYS {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            view.to_lowercase(),
+            Style::default().fg(theme::ACCENT),
+        )));
+        for (key, what) in *keys {
+            entry(&mut lines, key, what);
+        }
     }
     lines
 }

@@ -75,13 +75,15 @@ pub fn render(
         } else {
             Style::default()
         };
-        let fixed = 2 + call.name.chars().count() + 1 + time.len() + 1;
+        // The name keeps room for the mark and the time; the summary gets what is left.
+        let name = ellipsized(&call.name, width.saturating_sub(4 + time.len()).max(1));
+        let fixed = 2 + name.chars().count() + 1 + time.len() + 1;
         let summary = ellipsized(&call.summary, width.saturating_sub(fixed));
         lines.push(
             Line::from(vec![
                 mark,
                 Span::raw(" "),
-                Span::styled(call.name.clone(), name_style),
+                Span::styled(name, name_style),
                 Span::raw(" "),
                 Span::styled(summary, Style::default().fg(theme::SOFT)),
                 Span::raw(" "),
@@ -145,4 +147,38 @@ fn ellipsized(text: &str, width: usize) -> String {
         shown.push('…');
     }
     shown
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::protocol::ToolStatus;
+
+    #[test]
+    fn a_long_tool_name_is_cut_with_an_ellipsis() {
+        let call = ToolCall {
+            id: "t".into(),
+            name: "a_tool_with_a_remarkably_long_name".into(),
+            summary: "input".into(),
+            state: CallState::Done {
+                status: ToolStatus::Ok,
+                took: std::time::Duration::from_millis(300),
+            },
+            output: String::new(),
+            saved_path: None,
+            turn: 1,
+        };
+        let mut terminal = Terminal::new(TestBackend::new(20, 4)).unwrap();
+        terminal
+            .draw(|frame| render(frame, frame.area(), &[call], None, false, 0))
+            .unwrap();
+        let row: String = (0..20)
+            .map(|x| terminal.backend().buffer()[(x, 1)].symbol().to_string())
+            .collect();
+        assert!(row.contains('…'), "{row:?}");
+        assert!(row.contains("<1s"), "the time stays: {row:?}");
+    }
 }
