@@ -36,6 +36,10 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
                     saved: Vec::new(),
                     replaced: 1,
                     errors: Vec::new(),
+                    trigger: String::new(),
+                    took_ms: 0,
+                    items: Vec::new(),
+                    summary: None,
                 },
             }),
         }

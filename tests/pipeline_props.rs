@@ -4,9 +4,15 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use proptest::prelude::*;
+use scratchpad::compact::compact_history::compact_history;
 use scratchpad::compact::markers::{parse_archive_marker, parse_cleared_reference, parse_persisted_output};
+use scratchpad::compact::micro_compact::{fit_tool_results, micro_compact};
 use scratchpad::compact::pairing::check_pairing;
-use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Stage, estimate_chars, prepare};
+use scratchpad::compact::snip_compact::snip_compact;
+use scratchpad::compact::tool_result_budget::tool_result_budget;
+use scratchpad::compact::{
+    CompactConfig, Context, EstimateMode, ExtractiveSummariser, Sizes, Stage, StageEvent, estimate_chars, prepare,
+};
 use scratchpad::message::{Content, ContentBlock, Message, Role, ToolResultContent};
 use scratchpad::store::Store;
 use serde_json::{Value, json};
@@ -286,6 +292,73 @@ fn decorate(messages: &[Message], picks: &[bool]) -> String {
     serde_json::to_string(&value).unwrap()
 }
 
+/// The receipt of a stage that went from `before` to `after` is exactly their
+/// difference: for stages that shrink tool results, each changed result (its message
+/// and sizes); for stages that replace messages, each message between the unchanged
+/// head and tail.
+fn check_receipt(before: &[Message], after: &[Message], event: &StageEvent) -> Result<(), TestCaseError> {
+    let seed = EstimateMode::Seed;
+    let mut listed: Vec<(usize, usize, usize)> = event
+        .items
+        .iter()
+        .map(|item| (item.position, item.chars_before, item.chars_after))
+        .collect();
+    listed.sort_unstable();
+    let mut differing = Vec::new();
+    if before.len() == after.len() {
+        for (at, (old, new)) in before.iter().zip(after).enumerate() {
+            for (a, b) in old.block_slice().iter().zip(new.block_slice()) {
+                if let (ContentBlock::ToolResult { content: was, .. }, ContentBlock::ToolResult { content: now, .. }) =
+                    (a, b)
+                    && was != now
+                {
+                    differing.push((at + 1, seed.count(was), seed.count(now)));
+                }
+            }
+        }
+    } else {
+        let head = before.iter().zip(after).take_while(|(a, b)| a == b).count();
+        let tail = before
+            .iter()
+            .rev()
+            .zip(after.iter().rev())
+            .take(before.len().min(after.len()) - head)
+            .take_while(|(a, b)| a == b)
+            .count();
+        for (at, message) in before.iter().enumerate().take(before.len() - tail).skip(head) {
+            differing.push((at + 1, seed.count(message), 0));
+        }
+    }
+    differing.sort_unstable();
+    prop_assert_eq!(listed, differing, "{}", event.stage);
+    prop_assert!(!event.trigger.is_empty(), "{} says why it ran", event.stage);
+    Ok(())
+}
+
+/// Run the stages one by one as `prepare` does, checking each receipt.
+fn check_receipts(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path());
+    let ctx = Context { config, store: &store };
+    let mut messages = input;
+    let mut sizes = Sizes::of(&messages, config.estimate);
+    type StageRun = fn(&mut Vec<Message>, &mut Sizes, &Context<'_>) -> Option<StageEvent>;
+    let stages: [StageRun; 5] = [
+        |m, s, c| tool_result_budget(m, s, c),
+        |m, s, c| snip_compact(m, s, c),
+        |m, s, c| micro_compact(m, s, c),
+        |m, s, c| fit_tool_results(m, s, c),
+        |m, s, c| compact_history(m, s, "the active request", c, &mut ExtractiveSummariser),
+    ];
+    for run in stages {
+        let before = messages.clone();
+        if let Some(event) = run(&mut messages, &mut sizes, &ctx) {
+            check_receipt(&before, &messages, &event)?;
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -308,6 +381,11 @@ proptest! {
     ) {
         let decorated: Vec<Message> = serde_json::from_str(&decorate(&input, &picks)).unwrap();
         check(decorated, &small_config())?;
+    }
+
+    #[test]
+    fn each_receipt_lists_exactly_what_its_stage_changed(input in history()) {
+        check_receipts(input, &small_config())?;
     }
 
     #[test]

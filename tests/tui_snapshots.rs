@@ -84,6 +84,10 @@ fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&s
             saved: Vec::new(),
             replaced,
             errors: Vec::new(),
+            trigger: String::new(),
+            took_ms: 0,
+            items: Vec::new(),
+            summary: None,
         },
     }
 }
@@ -225,6 +229,10 @@ fn every_kind_of_compaction_marker() {
             saved: Vec::new(),
             replaced: 0,
             errors: vec!["cannot write .transcripts/x: No space left on device (os error 28)".into()],
+            trigger: String::new(),
+            took_ms: 0,
+            items: Vec::new(),
+            summary: None,
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());

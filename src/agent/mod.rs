@@ -471,8 +471,20 @@ impl Agent {
             });
             return;
         }
+        let requested_by = match by {
+            CompactionRequester::User => "the user (/compact)",
+            CompactionRequester::Model => "the model (the compact tool)",
+        };
         self.on_history(move |messages, sizes, config, store, summariser| {
-            let event = force_compact(messages, &request, focus.as_deref(), config, store, summariser);
+            let event = force_compact(
+                messages,
+                &request,
+                focus.as_deref(),
+                requested_by,
+                config,
+                store,
+                summariser,
+            );
             *sizes = Sizes::of(messages, config.estimate);
             vec![event]
         })

@@ -6,7 +6,7 @@
 
 use super::estimate::Sizes;
 use super::markers::{compacted_text, prefix_chars};
-use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest};
+use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, receipt, short_count};
 use crate::message::{Content, ContentBlock, Message, ToolResultContent};
 use crate::store::Store;
 
@@ -30,6 +30,11 @@ pub fn compact_history(
         return None;
     }
     let end = messages.len();
+    let trigger = format!(
+        "estimate {} still over the {} limit after the recoverable stages",
+        short_count(sizes.total()),
+        short_count(ctx.config.context_char_limit)
+    );
     Some(summarise_prefix(
         messages,
         sizes,
@@ -38,6 +43,7 @@ pub fn compact_history(
             end,
             active_request,
             focus: None,
+            trigger,
         },
         ctx,
         summariser,
@@ -50,6 +56,7 @@ pub fn force_compact(
     messages: &mut Vec<Message>,
     active_request: &str,
     focus: Option<&str>,
+    requested_by: &str,
     config: &CompactConfig,
     store: &Store,
     summariser: &mut dyn Summariser,
@@ -57,7 +64,8 @@ pub fn force_compact(
     let mut sizes = Sizes::of(messages, config.estimate);
     let end = messages.len();
     let ctx = Context { config, store };
-    summarise_prefix(
+    let started = std::time::Instant::now();
+    let mut event = summarise_prefix(
         messages,
         &mut sizes,
         Summarise {
@@ -65,10 +73,13 @@ pub fn force_compact(
             end,
             active_request,
             focus,
+            trigger: format!("asked for by {requested_by}"),
         },
         &ctx,
         summariser,
-    )
+    );
+    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    event
 }
 
 pub(super) struct Summarise<'a> {
@@ -77,6 +88,8 @@ pub(super) struct Summarise<'a> {
     pub end: usize,
     pub active_request: &'a str,
     pub focus: Option<&'a str>,
+    /// Why it runs, for the receipt.
+    pub trigger: String,
 }
 
 /// Save the whole history, summarise `messages[..end]` and replace it with one
@@ -88,11 +101,12 @@ pub(super) fn summarise_prefix(
     ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
-    let mut event = StageEvent::start(job.stage, messages.len(), sizes.total());
+    let mut event = StageEvent::start(job.stage, messages.len(), sizes.total(), job.trigger);
     let path = match ctx.store.write_transcript(job.stage.name(), messages) {
         Ok(path) => path,
         Err(error) => {
             event.errors.push(error.to_string());
+            event.stop(messages.len(), sizes.total());
             return event;
         }
     };
@@ -113,7 +127,7 @@ pub(super) fn summarise_prefix(
         Ok(_) => "(the summariser returned nothing; see the transcript)".to_string(),
         Err(error) => {
             event.errors.push(error.to_string());
-            event.messages_after = messages.len();
+            event.stop(messages.len(), sizes.total());
             return event;
         }
     };
@@ -127,12 +141,13 @@ pub(super) fn summarise_prefix(
             .saturating_sub(sizes.total_with_empty_prefix(job.end)),
         sizes,
     );
+    event.items = receipt::left(messages, sizes, 0..job.end, &path);
+    event.summary = Some(summary);
     let replacement = [compacted];
     messages.splice(..job.end, replacement.iter().cloned());
     sizes.splice(0..job.end, &replacement);
     event.replaced = job.end;
-    event.messages_after = messages.len();
-    event.chars_after = sizes.total();
+    event.stop(messages.len(), sizes.total());
     event
 }
 
@@ -369,6 +384,7 @@ mod tests {
             &mut history,
             "and add tests",
             Some(" the lexer "),
+            "the user",
             &CompactConfig::default(),
             &store,
             &mut Check,
@@ -380,6 +396,7 @@ mod tests {
             &mut again,
             "r",
             None,
+            "the user",
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,

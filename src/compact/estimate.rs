@@ -105,6 +105,11 @@ impl Sizes {
         Sizes { mode, per_message, sum }
     }
 
+    /// Characters of message `index` as the estimate counts it.
+    pub fn of_message(&self, index: usize) -> usize {
+        self.per_message.get(index).copied().unwrap_or(0)
+    }
+
     /// Characters of any part of a message, counted the way this table counts.
     pub fn measure<T: Serialize + ?Sized>(&self, value: &T) -> usize {
         self.mode.count(value)

@@ -11,7 +11,8 @@ use super::markers::{
     cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
 };
 use super::pairing::blocks_mut;
-use super::{Context, Stage, StageEvent};
+use super::receipt::{Shrunk, describe_result};
+use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 
 /// (message index, block index) of every tool result in `messages[..end]`, oldest first.
@@ -30,6 +31,15 @@ fn tool_result_positions(messages: &[Message], end: usize) -> Vec<(usize, usize)
         .collect()
 }
 
+fn tool_result(messages: &[Message], (at, block): (usize, usize)) -> Option<(&str, &ToolResultContent)> {
+    match &messages[at].block_slice()[block] {
+        ContentBlock::ToolResult {
+            tool_use_id, content, ..
+        } => Some((tool_use_id.as_str(), content)),
+        _ => None,
+    }
+}
+
 fn tool_result_mut(messages: &mut [Message], (at, block): (usize, usize)) -> Option<(&str, &mut ToolResultContent)> {
     match &mut blocks_mut(&mut messages[at])[block] {
         ContentBlock::ToolResult {
@@ -45,7 +55,8 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         return None;
     }
     let target = config.micro_target_chars();
-    let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total());
+    let trigger = over_limit(sizes.total(), config.context_char_limit, target);
+    let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
     // Seen: answered by an assistant message after them.
     let seen_end = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
     let seen = tool_result_positions(messages, seen_end);
@@ -55,24 +66,35 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         if sizes.total() <= target {
             break;
         }
-        let Some((id, content)) = tool_result_mut(messages, position) else {
+        let Some((id, content)) = tool_result(messages, position) else {
             continue;
         };
         if is_cleared(content) || content.char_len() <= config.micro_min_chars {
             continue;
         }
+        let what = describe_result(messages, position.0, id);
+        let Some((id, content)) = tool_result_mut(messages, position) else {
+            continue;
+        };
         match ensure_saved(ctx.store, id, content) {
             Ok(saved) => {
                 let before = sizes.measure(content);
                 let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
-                sizes.adjust(position.0, before, sizes.measure(content));
+                let after = sizes.measure(content);
+                sizes.adjust(position.0, before, after);
+                let receipt = Shrunk {
+                    message: position.0,
+                    what,
+                    before,
+                    after,
+                };
                 replaced.push(Replaced {
                     message: position.0,
                     block: position.1,
                     original,
                 });
                 event.replaced += 1;
-                event.saved(id, saved);
+                event.saved(receipt, id, saved);
             }
             Err(error) => event.errors.push(error.to_string()),
         }
@@ -81,13 +103,24 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
     event.finish(messages.len(), sizes.total())
 }
 
+/// Why stage 3 runs: the estimate against the limit, and the target it clears down to.
+fn over_limit(estimate: usize, limit: usize, target: usize) -> String {
+    format!(
+        "estimate {} over the {} limit; clearing down to {}",
+        short_count(estimate),
+        short_count(limit),
+        short_count(target)
+    )
+}
+
 pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     if sizes.total() <= config.context_char_limit {
         return None;
     }
     let target = config.micro_target_chars();
-    let mut event = StageEvent::start(Stage::FitToolResults, messages.len(), sizes.total());
+    let trigger = over_limit(sizes.total(), config.context_char_limit, target);
+    let mut event = StageEvent::start(Stage::FitToolResults, messages.len(), sizes.total(), trigger);
     let mut candidates: Vec<((usize, usize), usize)> = tool_result_positions(messages, messages.len())
         .into_iter()
         .filter_map(|position| {
@@ -101,7 +134,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         if sizes.total() <= target {
             break;
         }
-        let Some((id, content)) = tool_result_mut(messages, position) else {
+        let Some((id, content)) = tool_result(messages, position) else {
             continue;
         };
         let before = sizes.measure(content);
@@ -121,20 +154,31 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         if sizes.measure(&frame) + 200 >= before {
             continue;
         }
+        let preview = preview.to_string();
+        let what = describe_result(messages, position.0, id);
+        let Some((id, content)) = tool_result_mut(messages, position) else {
+            continue;
+        };
         match ensure_saved(ctx.store, id, content) {
             Ok(saved) => {
-                let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, preview));
+                let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, &preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
                     let original = std::mem::replace(content, replacement);
                     sizes.adjust(position.0, before, after);
+                    let receipt = Shrunk {
+                        message: position.0,
+                        what,
+                        before,
+                        after,
+                    };
                     replaced.push(Replaced {
                         message: position.0,
                         block: position.1,
                         original,
                     });
                     event.replaced += 1;
-                    event.saved(id, saved);
+                    event.saved(receipt, id, saved);
                 }
             }
             Err(error) => event.errors.push(error.to_string()),

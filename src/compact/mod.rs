@@ -19,6 +19,7 @@ pub mod micro_compact;
 pub mod pairing;
 pub mod prepare;
 pub mod reactive_compact;
+pub mod receipt;
 pub mod snip_compact;
 pub mod tool_result_budget;
 
@@ -201,10 +202,37 @@ pub struct StageEvent {
     /// Failures that left a block or the history unchanged (full disk, summariser error).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// Why the stage ran: which threshold, or who asked.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trigger: String,
+    /// How long the stage took, summary included.
+    #[serde(default)]
+    pub took_ms: u64,
+    /// The receipt: every message or tool result that left the context or shrank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<ReceiptItem>,
+    /// The summary that replaced the history, for the stages that write one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// One message or tool result that a stage took out of the context or shrank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptItem {
+    /// 1-based position of its message in the history before the stage.
+    pub position: usize,
+    pub role: crate::message::Role,
+    /// What it was, in one line: `read_file src/a.rs (result)`, `user: fix the parser`.
+    pub what: String,
+    pub chars_before: usize,
+    pub chars_after: usize,
+    /// Where its full text is now (a saved output or the transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved: Option<String>,
 }
 
 impl StageEvent {
-    fn start(stage: Stage, messages: usize, chars: usize) -> Self {
+    fn start(stage: Stage, messages: usize, chars: usize, trigger: String) -> Self {
         StageEvent {
             stage,
             messages_before: messages,
@@ -216,20 +244,31 @@ impl StageEvent {
             saved: Vec::new(),
             replaced: 0,
             errors: Vec::new(),
+            trigger,
+            took_ms: 0,
+            items: Vec::new(),
+            summary: None,
         }
+    }
+
+    /// The stage is over: its sizes after.
+    fn stop(&mut self, messages: usize, chars: usize) {
+        self.messages_after = messages;
+        self.chars_after = chars;
     }
 
     fn finish(mut self, messages: usize, chars: usize) -> Option<Self> {
-        self.messages_after = messages;
-        self.chars_after = chars;
+        self.stop(messages, chars);
         (self.replaced > 0 || !self.errors.is_empty()).then_some(self)
     }
 
-    /// A tool result was replaced; its full text is at `saved.path`.
-    fn saved(&mut self, tool_use_id: &str, saved: markers::Saved) {
+    /// The tool result at `position` (0-based message index) went from `before` to
+    /// `after` characters; its full text is at `saved.path`.
+    fn saved(&mut self, receipt: receipt::Shrunk, tool_use_id: &str, saved: markers::Saved) {
         if saved.written && !self.paths.contains(&saved.path) {
             self.paths.push(saved.path.clone());
         }
+        self.items.push(receipt.item(Some(saved.path.clone())));
         self.saved.push(SavedResult {
             tool_use_id: tool_use_id.to_string(),
             path: saved.path,
@@ -277,6 +316,17 @@ impl StageEvent {
         }
         line
     }
+}
+
+/// Run a stage, noting on each event it returns how long it took.
+pub(crate) fn timed<E: IntoIterator<Item = StageEvent>>(run: impl FnOnce() -> E) -> Vec<StageEvent> {
+    let started = std::time::Instant::now();
+    let mut events: Vec<StageEvent> = run().into_iter().collect();
+    let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    for event in &mut events {
+        event.took_ms = took;
+    }
+    events
 }
 
 /// `1 message`, `3 messages`: a count with its noun in the right number.

@@ -5,7 +5,7 @@ use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::snip_compact::snip_compact;
 use super::tool_result_budget::tool_result_budget;
-use super::{CompactConfig, Context, StageEvent, Summariser};
+use super::{CompactConfig, Context, StageEvent, Summariser, timed};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -49,17 +49,13 @@ pub fn prepare_sized(
 ) -> Prepared {
     let ctx = Context { config, store };
     let mut events = Vec::new();
-    events.extend(tool_result_budget(&mut messages, &mut sizes, &ctx));
-    events.extend(snip_compact(&mut messages, &mut sizes, &ctx));
-    events.extend(micro_compact(&mut messages, &mut sizes, &ctx));
-    events.extend(fit_tool_results(&mut messages, &mut sizes, &ctx));
-    events.extend(compact_history(
-        &mut messages,
-        &mut sizes,
-        active_request,
-        &ctx,
-        summariser,
-    ));
+    events.extend(timed(|| tool_result_budget(&mut messages, &mut sizes, &ctx)));
+    events.extend(timed(|| snip_compact(&mut messages, &mut sizes, &ctx)));
+    events.extend(timed(|| micro_compact(&mut messages, &mut sizes, &ctx)));
+    events.extend(timed(|| fit_tool_results(&mut messages, &mut sizes, &ctx)));
+    events.extend(timed(|| {
+        compact_history(&mut messages, &mut sizes, active_request, &ctx, summariser)
+    }));
     Prepared {
         messages,
         sizes,

@@ -9,7 +9,7 @@ use super::compact_history::{Summarise, summarise_prefix};
 use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::pairing::{tail_start_backward, tail_start_forward};
-use super::{CompactConfig, Context, Stage, StageEvent, Summariser};
+use super::{CompactConfig, Context, Stage, StageEvent, Summariser, short_count, timed};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -36,31 +36,42 @@ pub fn reactive_compact(
     };
     let ctx = Context { config: &aimed, store };
     let original = messages.clone();
+    let trigger = format!(
+        "the API refused the prompt as too long; aiming at {} chars",
+        short_count(goal)
+    );
     let mut events = Vec::new();
-    events.extend(micro_compact(messages, &mut sizes, &ctx));
-    events.extend(fit_tool_results(messages, &mut sizes, &ctx));
+    events.extend(timed(|| micro_compact(messages, &mut sizes, &ctx)));
+    events.extend(timed(|| fit_tool_results(messages, &mut sizes, &ctx)));
+    for event in &mut events {
+        event.trigger.clone_from(&trigger);
+    }
     if sizes.total() > goal {
         let wanted = messages.len().saturating_sub(config.reactive_keep_messages).max(1);
         let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
-        events.push(summarise_prefix(
-            messages,
-            &mut sizes,
-            Summarise {
-                stage: Stage::ReactiveCompact,
-                end: end.min(messages.len()),
-                active_request,
-                focus: None,
-            },
-            &ctx,
-            summariser,
-        ));
+        events.extend(timed(|| {
+            [summarise_prefix(
+                messages,
+                &mut sizes,
+                Summarise {
+                    stage: Stage::ReactiveCompact,
+                    end: end.min(messages.len()),
+                    active_request,
+                    focus: None,
+                    trigger: trigger.clone(),
+                },
+                &ctx,
+                summariser,
+            )]
+        }));
     }
     if sizes.total() >= before {
         *messages = original;
-        let mut refused = StageEvent::start(Stage::ReactiveCompact, messages.len(), before);
+        let mut refused = StageEvent::start(Stage::ReactiveCompact, messages.len(), before, trigger);
         refused.errors.push(format!(
             "nothing could make the history smaller than its {before} characters; it is kept as it was"
         ));
+        refused.stop(messages.len(), before);
         return vec![refused];
     }
     events

@@ -5,7 +5,7 @@
 use super::estimate::Sizes;
 use super::markers::archive_marker;
 use super::pairing::{head_end, tail_start_forward};
-use super::{Context, Stage, StageEvent};
+use super::{Context, Stage, StageEvent, receipt};
 use crate::message::Message;
 
 pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
@@ -18,10 +18,16 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
     if start <= head {
         return None;
     }
-    let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total());
+    let trigger = format!(
+        "{} messages, over the {} limit",
+        messages.len(),
+        config.snip_max_messages
+    );
+    let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total(), trigger);
     match ctx.store.write_transcript(Stage::SnipCompact.name(), messages) {
         Ok(path) => {
             let archived = start - head;
+            event.items = receipt::left(messages, sizes, head..start, &path);
             let marker = [Message::user_text(archive_marker(archived, &path))];
             messages.splice(head..start, marker.iter().cloned());
             sizes.splice(head..start, &marker);

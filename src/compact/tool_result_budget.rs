@@ -7,7 +7,8 @@ use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
 use super::markers::{ResultKind, classify_result, ensure_saved, persisted_output, prefix_chars};
 use super::pairing::blocks_mut;
-use super::{Context, Stage, StageEvent};
+use super::receipt::{Shrunk, describe_result};
+use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 
 pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
@@ -16,8 +17,9 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
     if messages[index].role != Role::User || !messages[index].has_tool_result() {
         return None;
     }
-    let mut event = StageEvent::start(Stage::ToolResultBudget, messages.len(), sizes.total());
-    let blocks = blocks_mut(&mut messages[index]);
+    let estimate = sizes.total();
+    let (earlier, newest) = messages.split_at_mut(index);
+    let blocks = blocks_mut(&mut newest[0]);
     let mut lengths: Vec<(usize, usize)> = blocks
         .iter()
         .enumerate()
@@ -30,6 +32,12 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
     if total <= config.tool_result_budget_chars {
         return None;
     }
+    let trigger = format!(
+        "the newest tool results hold {} chars, over the {} budget",
+        short_count(total),
+        short_count(config.tool_result_budget_chars)
+    );
+    let mut event = StageEvent::start(Stage::ToolResultBudget, index + 1, estimate, trigger);
     let mut replaced = Vec::new();
     // Largest first; equal sizes keep their order so the outcome is deterministic.
     lengths.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -53,7 +61,14 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
                 let old = sizes.measure(content);
                 let new_len = block.chars().count();
                 let original = std::mem::replace(content, ToolResultContent::Text(block));
-                sizes.adjust(index, old, sizes.measure(content));
+                let now = sizes.measure(content);
+                sizes.adjust(index, old, now);
+                let receipt = Shrunk {
+                    message: index,
+                    what: describe_result(earlier, index, tool_use_id),
+                    before: old,
+                    after: now,
+                };
                 replaced.push(Replaced {
                     message: index,
                     block: at,
@@ -61,7 +76,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
                 });
                 total = total - len + new_len;
                 event.replaced += 1;
-                event.saved(tool_use_id, saved);
+                event.saved(receipt, tool_use_id, saved);
             }
             Err(error) => event.errors.push(error.to_string()),
         }

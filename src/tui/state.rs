@@ -512,6 +512,10 @@ mod tests {
                 .collect(),
             replaced: 12,
             errors: Vec::new(),
+            trigger: String::new(),
+            took_ms: 0,
+            items: Vec::new(),
+            summary: None,
         }
     }
 

@@ -1,0 +1,144 @@
+//! Receipts: each stage lists what it took out of the context or shrank, one line per
+//! message or tool result, with its size before and after and where its full text is
+//! now. A property test checks a receipt against the difference of the histories.
+
+use super::ReceiptItem;
+use super::estimate::Sizes;
+use super::markers::{MessageKind, classify, flatten_whitespace, prefix_chars};
+use crate::message::{ContentBlock, Message, Role};
+
+/// The longest description of an item.
+const WHAT_CHARS: usize = 80;
+
+/// A tool result a stage is shrinking.
+pub struct Shrunk {
+    /// 0-based index of its message.
+    pub message: usize,
+    pub what: String,
+    pub before: usize,
+    pub after: usize,
+}
+
+impl Shrunk {
+    pub fn item(self, saved: Option<String>) -> ReceiptItem {
+        ReceiptItem {
+            position: self.message + 1,
+            role: Role::User,
+            what: self.what,
+            chars_before: self.before,
+            chars_after: self.after,
+            saved,
+        }
+    }
+}
+
+/// `read_file src/a.rs (result)`: the call a result answers, found in the messages
+/// before `at`, or the bare id when the call is not there.
+pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str) -> String {
+    let call = messages[..at.min(messages.len())].iter().rev().find_map(|message| {
+        message.block_slice().iter().find_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input, .. } if id == tool_use_id => {
+                Some(format!("{name} {}", crate::tools::input_summary(name, input)))
+            }
+            _ => None,
+        })
+    });
+    let what = call.unwrap_or_else(|| format!("tool call {tool_use_id}"));
+    format!("{} (result)", one_line(&what))
+}
+
+/// One line for a whole message: what kind it is and how it starts.
+pub fn describe_message(message: &Message) -> String {
+    let what = match classify(message) {
+        MessageKind::UserPrompt(text) => format!("request: {text}"),
+        MessageKind::ArchiveMarker { count, path } => format!("archive marker: {count} messages at {path}"),
+        MessageKind::CompactedSummary { .. } => "earlier summary".to_string(),
+        MessageKind::ToolResults => {
+            let ids: Vec<&str> = message
+                .block_slice()
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            format!("tool results for {}", ids.join(", "))
+        }
+        MessageKind::Assistant => {
+            let calls: Vec<String> = message
+                .block_slice()
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { name, input, .. } => {
+                        Some(format!("{name} {}", crate::tools::input_summary(name, input)))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let text = message.text();
+            match (text.trim().is_empty(), calls.is_empty()) {
+                (false, true) => format!("answer: {text}"),
+                (true, false) => format!("calls {}", calls.join("; ")),
+                _ => format!("answer: {text}; calls {}", calls.join("; ")),
+            }
+        }
+    };
+    one_line(&what)
+}
+
+/// Every message of `messages[range]` as an item that left the context; its full text
+/// is in the transcript `saved`.
+pub fn left(messages: &[Message], sizes: &Sizes, range: std::ops::Range<usize>, saved: &str) -> Vec<ReceiptItem> {
+    range
+        .map(|at| ReceiptItem {
+            position: at + 1,
+            role: messages[at].role,
+            what: describe_message(&messages[at]),
+            chars_before: sizes.of_message(at),
+            chars_after: 0,
+            saved: Some(saved.to_string()),
+        })
+        .collect()
+}
+
+fn one_line(text: &str) -> String {
+    let flat = flatten_whitespace(text);
+    if flat.chars().count() > WHAT_CHARS {
+        format!("{}…", prefix_chars(&flat, WHAT_CHARS - 1))
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::compact::EstimateMode;
+
+    #[test]
+    fn items_say_what_left_in_one_line() {
+        let messages = vec![
+            Message::user_text("fix the\nparser"),
+            Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::tool_use("t1", "read_file", json!({"path": "src/a.rs"}))],
+            ),
+            Message::blocks(
+                Role::User,
+                vec![ContentBlock::tool_result("t1", "x".repeat(300), false)],
+            ),
+        ];
+        assert_eq!(describe_result(&messages, 2, "t1"), "read_file src/a.rs (result)");
+        assert_eq!(describe_result(&messages, 2, "gone"), "tool call gone (result)");
+        let sizes = Sizes::of(&messages, EstimateMode::Seed);
+        let items = left(&messages, &sizes, 0..3, ".transcripts/t.jsonl");
+        assert_eq!(items[0].what, "request: fix the parser");
+        assert_eq!(items[1].what, "calls read_file src/a.rs");
+        assert_eq!(items[2].what, "tool results for t1");
+        assert_eq!(items[2].position, 3);
+        assert_eq!(items[2].chars_before, EstimateMode::Seed.count(&messages[2]));
+        assert!(describe_message(&Message::assistant_text("y".repeat(200))).ends_with('…'));
+    }
+}
