@@ -892,3 +892,64 @@ fn hyperlinks_lie_over_the_paths_they_name() {
     assert_eq!(links.len(), 1);
     assert_eq!(check(&terminal, &links), path);
 }
+
+#[test]
+fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
+    use scratchpad::compact::ReceiptItem;
+    use scratchpad::message::Role;
+    let mut s = screen();
+    let transcript = ".transcripts/transcript_compact_history_7.jsonl";
+    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 3, 52_000, 1_900, &[transcript]) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.archived = Some(transcript.into());
+    event.trigger = "estimate 52.0k still over the 50.0k limit after the recoverable stages".into();
+    event.took_ms = 840;
+    event.summary = Some(
+        "Goal: fix the parser.\nDecisions: keep the lexer.\nFiles: src/parser.rs, src/lexer.rs\nCommands: cargo test (2 failed)\nRemaining: the last token"
+            .into(),
+    );
+    event.items = vec![
+        ReceiptItem {
+            position: 1,
+            role: Role::User,
+            what: "request: fix the parser".into(),
+            chars_before: 120,
+            chars_after: 0,
+            saved: Some(transcript.into()),
+        },
+        ReceiptItem {
+            position: 2,
+            role: Role::Assistant,
+            what: "calls read_file src/parser.rs".into(),
+            chars_before: 310,
+            chars_after: 0,
+            saved: Some(transcript.into()),
+        },
+        ReceiptItem {
+            position: 3,
+            role: Role::User,
+            what: "tool results for toolu_01".into(),
+            chars_before: 51_500,
+            chars_after: 0,
+            saved: Some(transcript.into()),
+        },
+    ];
+    s.app.apply(AgentEvent::Compaction { event });
+    let collapsed = draw(&mut s.app, 80, 24).backend().to_string();
+    assert!(collapsed.contains("│ Goal: fix the parser."), "{collapsed}");
+    assert!(collapsed.contains("2 more lines"), "{collapsed}");
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Right));
+    let terminal = draw(&mut s.app, 80, 24);
+    let expanded = terminal.backend().to_string();
+    assert!(expanded.contains("Remaining: the last token"), "{expanded}");
+    assert!(expanded.contains("why: estimate 52.0k still over"), "{expanded}");
+    assert!(
+        expanded.contains("#3 user · tool results for toolu_01 · 51.5k chars"),
+        "{expanded}"
+    );
+    insta::assert_snapshot!("marker_receipt_80x24", terminal.backend());
+    s.app.handle_key(key(KeyCode::Left));
+    assert!(!draw(&mut s.app, 80, 24).backend().to_string().contains("why:"));
+}

@@ -45,6 +45,8 @@ pub struct App {
     pub focus: Focus,
     pub overlay: Overlay,
     pub selected_marker: Option<usize>,
+    /// The marker shown with its receipt (→ on a selected marker).
+    pub expanded_marker: Option<usize>,
     pub selected_tool: Option<usize>,
     tick: usize,
     pub quit: bool,
@@ -70,6 +72,7 @@ impl App {
             focus: Focus::Input,
             overlay: Overlay::None,
             selected_marker: None,
+            expanded_marker: None,
             selected_tool: None,
             tick: 0,
             quit: false,
@@ -343,6 +346,8 @@ impl App {
         let markers = self.marker_entries();
         let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
         match key.code {
+            KeyCode::Right => self.expanded_marker = self.selected_marker,
+            KeyCode::Left => self.expanded_marker = None,
             KeyCode::Up => {
                 self.selected_marker = match position {
                     Some(p) => markers.get(p.saturating_sub(1)).copied(),
@@ -536,6 +541,7 @@ impl App {
             &self.state.chat,
             &self.state.revisions,
             selected_marker,
+            self.expanded_marker,
             self.focus == Focus::Chat,
         );
         if let Some(tools_area) = tools_area {

@@ -37,16 +37,25 @@ pub struct ChatView {
 /// link (marker path) it shows, so a click on any row of a wrapped path opens it.
 struct Rendered {
     revision: u64,
-    selected: bool,
+    look: Look,
     lines: Vec<Line<'static>>,
-    link_of_line: Vec<Option<usize>>,
+    /// The path each line links to.
+    link_of_line: Vec<Option<String>>,
 }
 
 pub fn marker_style() -> Style {
     Style::default().fg(theme::COMPACTION).add_modifier(Modifier::BOLD)
 }
 
-fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'static>>, Vec<Option<usize>>) {
+/// How an entry is drawn besides its content: selected, and (a marker) expanded into
+/// its receipt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Look {
+    pub selected: bool,
+    pub expanded: bool,
+}
+
+fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static>>, Vec<Option<String>>) {
     let mut link_of_line = Vec::new();
     let mut lines = match entry {
         // Each line the user typed (or pasted) stays a line of its own.
@@ -83,20 +92,27 @@ fn entry_lines(entry: &ChatEntry, width: usize, selected: bool) -> (Vec<Line<'st
             Span::styled("· ", Style::default().fg(theme::MUTED)),
             "  ",
         ),
-        ChatEntry::Marker(run) => marker_lines(run, width, selected, &mut link_of_line),
+        ChatEntry::Marker(run) => marker_lines(run, width, look, &mut link_of_line),
     };
     lines.push(Line::from(""));
     link_of_line.resize(lines.len(), None);
     (lines, link_of_line)
 }
 
+/// Summary lines shown under a collapsed marker.
+const SUMMARY_PREVIEW_LINES: usize = 3;
+/// Receipt items shown under an expanded marker; the rest are counted.
+const RECEIPT_ITEMS_SHOWN: usize = 40;
+
 /// A marker: its stage's line (with `×N` when later firings folded into it; selected,
-/// it lists each of them), then the newest firing's files as numbered links.
+/// it lists each of them), the summary a summarising stage wrote (its first lines, all
+/// of them when expanded), then the newest firing's files as numbered links; expanded,
+/// the receipt: why it ran, how long it took, and each item with a link to its text.
 fn marker_lines(
     run: &[StageEvent],
     width: usize,
-    selected: bool,
-    link_of_line: &mut Vec<Option<usize>>,
+    look: Look,
+    link_of_line: &mut Vec<Option<String>>,
 ) -> Vec<Line<'static>> {
     let Some(newest) = run.last() else {
         return Vec::new();
@@ -106,47 +122,154 @@ fn marker_lines(
     } else {
         (marker_style(), "◆ ")
     };
-    let style = if selected {
+    let style = if look.selected {
         base.add_modifier(Modifier::REVERSED)
     } else {
         base
     };
+    let hint = match (look.selected, look.expanded) {
+        (true, false) => " · → receipt",
+        _ => "",
+    };
     let headline = match run {
-        [only] => only.summary_line(),
+        [only] => format!("{}{hint}", only.summary_line()),
         [first, ..] => format!(
             "{} ×{} · {} → {} chars{}",
             newest.stage,
             run.len(),
             short_count(first.chars_before),
             short_count(newest.chars_after),
-            if selected { "" } else { " · select to expand" }
+            if look.selected { hint } else { " · select to expand" }
         ),
         [] => String::new(),
     };
+    let soft = Style::default().fg(theme::SOFT);
+    let muted = Style::default().fg(theme::MUTED);
     let mut lines = markdown::wrap(&[(headline, style)], width, Span::styled(symbol, style), "  ");
-    if selected && run.len() > 1 {
+    if look.selected && run.len() > 1 {
         for event in run {
             lines.extend(markdown::wrap(
-                &[(event.summary_line(), Style::default().fg(theme::SOFT))],
+                &[(event.summary_line(), soft)],
                 width,
-                Span::styled("  · ", Style::default().fg(theme::MUTED)),
+                Span::styled("  · ", muted),
                 "    ",
             ));
         }
     }
+    if let Some(summary) = &newest.summary {
+        let summary_lines: Vec<&str> = summary.lines().filter(|l| !l.trim().is_empty()).collect();
+        let shown = if look.expanded {
+            summary_lines.len()
+        } else {
+            SUMMARY_PREVIEW_LINES
+        };
+        for line in summary_lines.iter().take(shown) {
+            lines.extend(markdown::wrap(
+                &[(line.to_string(), soft)],
+                width,
+                Span::styled("  │ ", muted),
+                "  │ ",
+            ));
+        }
+        if summary_lines.len() > shown {
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "  │ … {} (→ shows the whole summary)",
+                    crate::compact::counted(summary_lines.len() - shown, "more line", "more lines")
+                ),
+                muted,
+            )));
+        }
+    }
     link_of_line.resize(lines.len(), None);
+    let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
     for (n, path) in newest.paths.iter().enumerate() {
-        let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
         let wrapped = markdown::wrap(
             &markdown::path_segments(path, link),
             width,
-            Span::styled(format!("  {} ↳ ", n + 1), Style::default().fg(theme::MUTED)),
+            Span::styled(format!("  {} ↳ ", n + 1), muted),
             "      ",
         );
-        link_of_line.extend(std::iter::repeat_n(Some(n), wrapped.len()));
+        link_of_line.extend(std::iter::repeat_n(Some(path.clone()), wrapped.len()));
         lines.extend(wrapped);
     }
+    if look.expanded {
+        receipt_lines(newest, width, &mut lines, link_of_line);
+    }
     lines
+}
+
+/// The receipt under an expanded marker.
+fn receipt_lines(
+    event: &StageEvent,
+    width: usize,
+    lines: &mut Vec<Line<'static>>,
+    link_of_line: &mut Vec<Option<String>>,
+) {
+    let soft = Style::default().fg(theme::SOFT);
+    let muted = Style::default().fg(theme::MUTED);
+    let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
+    let mut push = |new: Vec<Line<'static>>, target: Option<String>, lines: &mut Vec<Line<'static>>| {
+        link_of_line.resize(lines.len(), None);
+        link_of_line.extend(std::iter::repeat_n(target, new.len()));
+        lines.extend(new);
+    };
+    let why = if event.trigger.is_empty() {
+        format!("took {} ms", event.took_ms)
+    } else {
+        format!("why: {} · took {} ms", event.trigger, event.took_ms)
+    };
+    push(
+        markdown::wrap(&[(why, soft)], width, Span::styled("  ", muted), "  "),
+        None,
+        lines,
+    );
+    let heading = format!(
+        "receipt: {} left or shrank",
+        crate::compact::counted(event.items.len(), "item", "items")
+    );
+    push(
+        vec![Line::from(Span::styled(format!("  {heading}"), soft))],
+        None,
+        lines,
+    );
+    for item in event.items.iter().take(RECEIPT_ITEMS_SHOWN) {
+        let role = match item.role {
+            crate::message::Role::User => "user",
+            crate::message::Role::Assistant => "assistant",
+        };
+        let sizes = if item.chars_after == 0 {
+            format!("{} chars", short_count(item.chars_before))
+        } else {
+            format!("{} → {}", short_count(item.chars_before), short_count(item.chars_after))
+        };
+        let mut segments = vec![(format!("#{} {role} · {} · {sizes}", item.position, item.what), soft)];
+        // Items in the stage's transcript link to it without repeating its path.
+        if let Some(saved) = item
+            .saved
+            .as_ref()
+            .filter(|saved| event.archived.as_ref() != Some(*saved))
+        {
+            segments.push((" ↳ ".to_string(), muted));
+            segments.extend(markdown::path_segments(saved, link));
+        }
+        let wrapped = markdown::wrap(&segments, width, Span::styled("    ", muted), "      ");
+        push(wrapped, item.saved.clone(), lines);
+    }
+    if event.items.len() > RECEIPT_ITEMS_SHOWN {
+        let more = &event.items[RECEIPT_ITEMS_SHOWN..];
+        let chars: usize = more.iter().map(|item| item.chars_before).sum();
+        let line = format!(
+            "    … and {} more ({} chars), in the transcript",
+            more.len(),
+            short_count(chars)
+        );
+        push(
+            vec![Line::from(Span::styled(line, muted))],
+            event.archived.clone(),
+            lines,
+        );
+    }
 }
 
 impl ChatView {
@@ -186,6 +309,7 @@ impl ChatView {
         entries: &[ChatEntry],
         revisions: &[u64],
         selected: Option<usize>,
+        expanded: Option<usize>,
         focused: bool,
     ) {
         let border = if focused { theme::ACCENT } else { theme::MUTED };
@@ -208,13 +332,16 @@ impl ChatView {
         self.cache.resize_with(entries.len(), || None);
         for (at, entry) in entries.iter().enumerate() {
             let revision = revisions.get(at).copied().unwrap_or(0);
-            let is_selected = selected == Some(at);
-            let fresh = matches!(&self.cache[at], Some(cached) if cached.revision == revision && cached.selected == is_selected);
+            let look = Look {
+                selected: selected == Some(at),
+                expanded: expanded == Some(at),
+            };
+            let fresh = matches!(&self.cache[at], Some(cached) if cached.revision == revision && cached.look == look);
             if !fresh {
-                let (lines, link_of_line) = entry_lines(entry, width as usize, is_selected);
+                let (lines, link_of_line) = entry_lines(entry, width as usize, look);
                 self.cache[at] = Some(Rendered {
                     revision,
-                    selected: is_selected,
+                    look,
                     lines,
                     link_of_line,
                 });
@@ -257,7 +384,6 @@ impl ChatView {
                 break;
             }
             let Some(rendered) = &self.cache[at] else { continue };
-            let paths = entries[at].paths();
             for (k, line) in rendered.lines.iter().enumerate() {
                 let global = line_no + k;
                 if global < top || global >= bottom {
@@ -266,7 +392,7 @@ impl ChatView {
                 let row = inner.y + (global - top) as u16;
                 if matches!(entries[at], ChatEntry::Marker(_)) {
                     self.marker_rows.push((row, at));
-                    if let Some(path) = rendered.link_of_line[k].and_then(|n| paths.get(n)) {
+                    if let Some(path) = &rendered.link_of_line[k] {
                         self.links.push((row, path.clone()));
                         if let [prefix, shown @ ..] = line.spans.as_slice()
                             && let Some(first) = shown.first()

@@ -30,6 +30,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Up / Down in the chat", "select a compaction marker"),
     ("Enter, 1–9 in the chat", "open the selected marker's first / nth file"),
     (
+        "Right / Left in the chat",
+        "show / hide the selected marker's receipt and whole summary",
+    ),
+    (
         "Enter in tool calls",
         "expand the newest call, open a saved output, or collapse",
     ),
