@@ -11,6 +11,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::ChatView;
+use super::chat::MarkerFocus;
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView, Thresholds};
 use super::hyperlinks::Hyperlink;
@@ -540,8 +541,10 @@ impl App {
             chat_area,
             &self.state.chat,
             &self.state.revisions,
-            selected_marker,
-            self.expanded_marker,
+            MarkerFocus {
+                selected: selected_marker,
+                expanded: self.expanded_marker,
+            },
             self.focus == Focus::Chat,
         );
         if let Some(tools_area) = tools_area {

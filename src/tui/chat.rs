@@ -47,6 +47,13 @@ pub fn marker_style() -> Style {
     Style::default().fg(theme::COMPACTION).add_modifier(Modifier::BOLD)
 }
 
+/// The marker the user selected, and the one shown with its receipt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MarkerFocus {
+    pub selected: Option<usize>,
+    pub expanded: Option<usize>,
+}
+
 /// How an entry is drawn besides its content: selected, and (a marker) expanded into
 /// its receipt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -308,10 +315,10 @@ impl ChatView {
         area: Rect,
         entries: &[ChatEntry],
         revisions: &[u64],
-        selected: Option<usize>,
-        expanded: Option<usize>,
+        markers: MarkerFocus,
         focused: bool,
     ) {
+        let MarkerFocus { selected, expanded } = markers;
         let border = if focused { theme::ACCENT } else { theme::MUTED };
         let title = if self.scroll_up > 0 {
             format!(" chat · ↑{} lines (End to follow) ", self.scroll_up)
