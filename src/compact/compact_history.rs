@@ -121,6 +121,7 @@ pub(super) fn summarise_prefix(
         instructions,
         history_text: render_capped(summarised, ctx.config.summary_input_chars),
         messages: summarised,
+        focus: job.focus.map(str::trim).filter(|f| !f.is_empty()),
     };
     let summary = match summariser.summarise(&request) {
         Ok(summary) if !summary.trim().is_empty() => summary,

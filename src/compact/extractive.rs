@@ -27,6 +27,7 @@ impl Summariser for ExtractiveSummariser {
             .filter(|text| !text.is_empty())
             .collect();
         let mut files: Vec<String> = Vec::new();
+        let mut patterns: Vec<String> = Vec::new();
         let mut commands: Vec<String> = Vec::new();
         let mut calls = 0;
         let mut errors = 0;
@@ -34,12 +35,18 @@ impl Summariser for ExtractiveSummariser {
             match block {
                 ContentBlock::ToolUse { input, .. } => {
                     calls += 1;
-                    for key in ["path", "file_path", "pattern"] {
+                    for key in ["path", "file_path"] {
                         if let Some(Value::String(path)) = input.get(key)
                             && !files.contains(path)
                         {
                             files.push(path.clone());
                         }
+                    }
+                    // A glob pattern names no file: it is what was searched for.
+                    if let Some(Value::String(pattern)) = input.get("pattern")
+                        && !patterns.contains(pattern)
+                    {
+                        patterns.push(pattern.clone());
                     }
                     if let Some(Value::String(command)) = input.get("command") {
                         commands.push(one_line(command, 120));
@@ -59,12 +66,16 @@ impl Summariser for ExtractiveSummariser {
             .find(|text| !text.is_empty());
 
         let mut out = String::from("Extractive summary (made offline; no model was asked).\n");
+        if let Some(focus) = request.focus {
+            out.push_str(&format!("Focus asked for: {}\n", one_line(focus, 300)));
+        }
         out.push_str(&format!(
             "Goal: {}\n",
             prompts.first().map_or("(no user request found)", String::as_str)
         ));
         push_list(&mut out, "User requests", &prompts);
         push_list(&mut out, "Files touched", &files);
+        push_list(&mut out, "Patterns searched", &patterns);
         push_list(&mut out, "Commands run", &commands);
         out.push_str(&format!("Tool calls: {calls}, of which failed: {errors}\n"));
         if let Some(note) = last_note {
@@ -151,6 +162,7 @@ mod tests {
             instructions: String::new(),
             history_text: String::new(),
             messages: &messages,
+            focus: None,
         };
         let summary = ExtractiveSummariser.summarise(&request).unwrap();
         assert_eq!(
@@ -160,5 +172,34 @@ mod tests {
              Commands run (1):\n- cargo test\nTool calls: 2, of which failed: 1\n\
              Last assistant note: Reading it.\nMessages summarised: 3"
         );
+    }
+
+    #[test]
+    fn a_glob_is_a_pattern_markers_are_not_requests_and_the_focus_is_kept() {
+        let messages = vec![
+            Message::user_text("[12 messages archived at .transcripts/t.jsonl]"),
+            Message::user_text("[Compacted] an earlier summary"),
+            Message::user_text("find the tests"),
+            Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::tool_use(
+                    "g",
+                    "glob",
+                    serde_json::json!({"pattern": "**/*_test.rs"}),
+                )],
+            ),
+            Message::blocks(Role::User, vec![ContentBlock::tool_result("g", "a_test.rs", false)]),
+        ];
+        let request = SummaryRequest {
+            instructions: String::new(),
+            history_text: String::new(),
+            messages: &messages,
+            focus: Some("the lexer tests"),
+        };
+        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        assert!(summary.contains("Focus asked for: the lexer tests"), "{summary}");
+        assert!(summary.contains("User requests (1):\n- find the tests"), "{summary}");
+        assert!(summary.contains("Patterns searched (1):\n- **/*_test.rs"), "{summary}");
+        assert!(!summary.contains("Files touched"), "{summary}");
     }
 }

@@ -354,6 +354,8 @@ pub struct SummaryRequest<'a> {
     pub history_text: String,
     /// The messages themselves, for summarisers that work on structure.
     pub messages: &'a [Message],
+    /// What `/compact focus` or the `compact` tool asked to keep in detail.
+    pub focus: Option<&'a str>,
 }
 
 #[derive(Debug, thiserror::Error)]
