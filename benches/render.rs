@@ -40,6 +40,7 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
                     took_ms: 0,
                     items: Vec::new(),
                     summary: None,
+                    loss: None,
                 },
             }),
         }

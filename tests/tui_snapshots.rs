@@ -88,6 +88,7 @@ fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&s
             took_ms: 0,
             items: Vec::new(),
             summary: None,
+            loss: None,
         },
     }
 }
@@ -233,6 +234,7 @@ fn every_kind_of_compaction_marker() {
             took_ms: 0,
             items: Vec::new(),
             summary: None,
+            loss: None,
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());
@@ -935,8 +937,20 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             saved: Some(transcript.into()),
         },
     ];
+    event.loss = Some(scratchpad::compact::loss::LossReport {
+        missing: vec![scratchpad::compact::loss::Missing {
+            kind: scratchpad::compact::loss::LossKind::Command,
+            text: "cargo test --lib lexer".into(),
+            position: 2,
+        }],
+        total: 1,
+    });
     s.app.apply(AgentEvent::Compaction { event });
     let collapsed = draw(&mut s.app, 80, 24).backend().to_string();
+    assert!(
+        collapsed.contains("! not in the summary (1) · → lists them"),
+        "{collapsed}"
+    );
     assert!(collapsed.contains("│ Goal: fix the parser."), "{collapsed}");
     assert!(collapsed.contains("2 more lines"), "{collapsed}");
     s.app.handle_key(key(KeyCode::Tab));

@@ -6,7 +6,7 @@
 
 use super::estimate::Sizes;
 use super::markers::{compacted_text, prefix_chars};
-use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, receipt, short_count};
+use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count};
 use crate::message::{Content, ContentBlock, Message, ToolResultContent};
 use crate::store::Store;
 
@@ -143,6 +143,7 @@ pub(super) fn summarise_prefix(
         sizes,
     );
     event.items = receipt::left(messages, sizes, 0..job.end, &path);
+    event.loss = Some(loss::report(&messages[..job.end], &summary));
     event.summary = Some(summary);
     let replacement = [compacted];
     messages.splice(..job.end, replacement.iter().cloned());

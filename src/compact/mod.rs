@@ -14,6 +14,7 @@ pub mod compact_history;
 mod durable;
 pub mod estimate;
 pub mod extractive;
+pub mod loss;
 pub mod markers;
 pub mod micro_compact;
 pub mod pairing;
@@ -214,6 +215,9 @@ pub struct StageEvent {
     /// The summary that replaced the history, for the stages that write one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// What the summarised messages mention that the summary does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<loss::LossReport>,
 }
 
 /// One message or tool result that a stage took out of the context or shrank.
@@ -248,6 +252,7 @@ impl StageEvent {
             took_ms: 0,
             items: Vec::new(),
             summary: None,
+            loss: None,
         }
     }
 

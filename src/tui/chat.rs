@@ -188,6 +188,38 @@ fn marker_lines(
             )));
         }
     }
+    if let Some(loss) = newest.loss.as_ref().filter(|loss| loss.total > 0) {
+        let attention = Style::default().fg(theme::ATTENTION);
+        let count = format!("not in the summary ({})", loss.total);
+        if look.expanded {
+            lines.push(Line::from(Span::styled(format!("  ! {count}:"), attention)));
+            link_of_line.resize(lines.len(), None);
+            for missing in &loss.missing {
+                let wrapped = markdown::wrap(
+                    &[(
+                        format!("{} · {} · #{}", missing.kind.label(), missing.text, missing.position),
+                        soft,
+                    )],
+                    width,
+                    Span::styled("    - ", muted),
+                    "      ",
+                );
+                link_of_line.extend(std::iter::repeat_n(newest.archived.clone(), wrapped.len()));
+                lines.extend(wrapped);
+            }
+            if loss.total > loss.missing.len() {
+                lines.push(Line::from(Span::styled(
+                    format!("    … and {} more", loss.total - loss.missing.len()),
+                    muted,
+                )));
+            }
+        } else {
+            lines.push(Line::from(Span::styled(
+                format!("  ! {count} · → lists them"),
+                attention,
+            )));
+        }
+    }
     link_of_line.resize(lines.len(), None);
     let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
     for (n, path) in newest.paths.iter().enumerate() {

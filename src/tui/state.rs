@@ -516,6 +516,7 @@ mod tests {
             took_ms: 0,
             items: Vec::new(),
             summary: None,
+            loss: None,
         }
     }
 
