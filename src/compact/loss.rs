@@ -160,11 +160,10 @@ fn texts(message: &Message) -> Vec<String> {
     let mut out = vec![message.text()];
     for block in message.block_slice() {
         match block {
-            ContentBlock::ToolUse { input, .. } => {
-                if let Value::Object(fields) = input {
-                    out.extend(fields.values().filter_map(Value::as_str).map(str::to_string));
-                }
-            }
+            ContentBlock::ToolUse {
+                input: Value::Object(fields),
+                ..
+            } => out.extend(fields.values().filter_map(Value::as_str).map(str::to_string)),
             ContentBlock::ToolResult { content, .. } => out.push(content.full_text()),
             _ => {}
         }
