@@ -10,6 +10,7 @@ use scratchpad::compact::micro_compact::{fit_tool_results, micro_compact};
 use scratchpad::compact::pairing::check_pairing;
 use scratchpad::compact::snip_compact::snip_compact;
 use scratchpad::compact::tool_result_budget::tool_result_budget;
+use scratchpad::compact::undo::undo;
 use scratchpad::compact::{
     CompactConfig, Context, EstimateMode, ExtractiveSummariser, Sizes, Stage, StageEvent, estimate_chars, prepare,
 };
@@ -381,6 +382,19 @@ proptest! {
     ) {
         let decorated: Vec<Message> = serde_json::from_str(&decorate(&input, &picks)).unwrap();
         check(decorated, &small_config())?;
+    }
+
+    #[test]
+    fn undoing_every_stage_gives_back_the_input_byte_for_byte(input in history()) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = small_config();
+        let prepared = prepare(input.clone(), "the active request", &config, &store, &mut ExtractiveSummariser);
+        let mut now = prepared.messages;
+        for event in prepared.events.iter().rev().filter(|e| e.replaced > 0) {
+            now = undo(&now, event, &store, config.estimate).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        }
+        prop_assert_eq!(serde_json::to_string(&now).unwrap(), serde_json::to_string(&input).unwrap());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::markers::{
     cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
 };
 use super::pairing::blocks_mut;
-use super::receipt::{Shrunk, describe_result};
+use super::receipt::{Shrunk, describe_result, was_before};
 use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 
@@ -79,6 +79,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         match ensure_saved(ctx.store, id, content) {
             Ok(saved) => {
                 let before = sizes.measure(content);
+                let was = was_before(content);
                 let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
                 let after = sizes.measure(content);
                 sizes.adjust(position.0, before, after);
@@ -87,6 +88,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
                     what,
                     before,
                     after,
+                    was,
                 };
                 replaced.push(Replaced {
                     message: position.0,
@@ -164,6 +166,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
                 let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, &preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
+                    let was = was_before(content);
                     let original = std::mem::replace(content, replacement);
                     sizes.adjust(position.0, before, after);
                     let receipt = Shrunk {
@@ -171,6 +174,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
                         what,
                         before,
                         after,
+                        was,
                     };
                     replaced.push(Replaced {
                         message: position.0,

@@ -23,6 +23,7 @@ pub mod reactive_compact;
 pub mod receipt;
 pub mod snip_compact;
 pub mod tool_result_budget;
+pub mod undo;
 
 use serde::{Deserialize, Serialize};
 
@@ -233,6 +234,13 @@ pub struct ReceiptItem {
     /// Where its full text is now (a saved output or the transcript).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved: Option<String>,
+    /// The call a shrunk tool result answers, to find it again for undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// A shrunk result's text before the stage when that was not the whole output (a
+    /// preview block an earlier stage left): undo puts exactly this back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was: Option<String>,
 }
 
 impl StageEvent {
@@ -273,7 +281,7 @@ impl StageEvent {
         if saved.written && !self.paths.contains(&saved.path) {
             self.paths.push(saved.path.clone());
         }
-        self.items.push(receipt.item(Some(saved.path.clone())));
+        self.items.push(receipt.item(tool_use_id, Some(saved.path.clone())));
         self.saved.push(SavedResult {
             tool_use_id: tool_use_id.to_string(),
             path: saved.path,

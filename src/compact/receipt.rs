@@ -17,10 +17,12 @@ pub struct Shrunk {
     pub what: String,
     pub before: usize,
     pub after: usize,
+    /// Its text before, when that was a preview block rather than the whole output.
+    pub was: Option<String>,
 }
 
 impl Shrunk {
-    pub fn item(self, saved: Option<String>) -> ReceiptItem {
+    pub fn item(self, tool_use_id: &str, saved: Option<String>) -> ReceiptItem {
         ReceiptItem {
             position: self.message + 1,
             role: Role::User,
@@ -28,7 +30,18 @@ impl Shrunk {
             chars_before: self.before,
             chars_after: self.after,
             saved,
+            tool_use_id: Some(tool_use_id.to_string()),
+            was: self.was,
         }
+    }
+}
+
+/// What undo needs of a result's text before a stage shrank it: nothing when it was
+/// the whole output (the saved file has it), the text itself when it was a preview.
+pub fn was_before(content: &crate::message::ToolResultContent) -> Option<String> {
+    match super::markers::classify_result(content) {
+        super::markers::ResultKind::Whole => None,
+        _ => Some(content.full_text()),
     }
 }
 
@@ -97,6 +110,8 @@ pub fn left(messages: &[Message], sizes: &Sizes, range: std::ops::Range<usize>, 
             chars_before: sizes.of_message(at),
             chars_after: 0,
             saved: Some(saved.to_string()),
+            tool_use_id: None,
+            was: None,
         })
         .collect()
 }

@@ -68,6 +68,8 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
                     what: describe_result(earlier, index, tool_use_id),
                     before: old,
                     after: now,
+                    // Only whole outputs are persisted here: the saved file has the text.
+                    was: None,
                 };
                 replaced.push(Replaced {
                     message: index,

@@ -1,0 +1,233 @@
+//! Undo of one compaction stage: the history exactly as it was before the stage, plus
+//! whatever was appended since. Stages that replace messages archived the whole history
+//! first, so it comes back from their transcript; stages that shrink tool results get
+//! each result back from its saved file (or, for a preview block an earlier stage left,
+//! from the receipt). Every piece is checked against the sizes the receipt recorded
+//! before anything is changed.
+
+use super::estimate::EstimateMode;
+use super::markers::{ResultKind, classify_result};
+use super::pairing::blocks_mut;
+use super::{Stage, StageEvent};
+use crate::message::{ContentBlock, Message, ToolResultContent};
+use crate::store::Store;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UndoError {
+    #[error("{0} changed nothing, so there is nothing to undo")]
+    NothingChanged(Stage),
+    #[error("{path} is missing or not ours, so {stage} cannot be undone")]
+    Missing { stage: Stage, path: String },
+    #[error("{path} does not hold what {stage} recorded ({detail}); nothing was changed")]
+    Mismatch { stage: Stage, path: String, detail: String },
+    #[error("the history no longer has what {stage} left ({detail}); nothing was changed")]
+    Moved { stage: Stage, detail: String },
+}
+
+/// The history before `event`, given the history now (`event` being the newest stage
+/// that changed it). Nothing is written; an error changes nothing.
+pub fn undo(
+    messages: &[Message],
+    event: &StageEvent,
+    store: &Store,
+    mode: EstimateMode,
+) -> Result<Vec<Message>, UndoError> {
+    if event.replaced == 0 {
+        return Err(UndoError::NothingChanged(event.stage));
+    }
+    match event.stage {
+        Stage::SnipCompact | Stage::CompactHistory | Stage::ReactiveCompact => {
+            from_transcript(messages, event, store, mode)
+        }
+        Stage::ToolResultBudget | Stage::MicroCompact | Stage::FitToolResults => {
+            from_saved_results(messages, event, store, mode)
+        }
+    }
+}
+
+fn from_transcript(
+    messages: &[Message],
+    event: &StageEvent,
+    store: &Store,
+    mode: EstimateMode,
+) -> Result<Vec<Message>, UndoError> {
+    let stage = event.stage;
+    let path = event.archived.clone().ok_or(UndoError::Moved {
+        stage,
+        detail: "it names no transcript".into(),
+    })?;
+    let (_, text) = store.read_saved(&path).ok_or_else(|| UndoError::Missing {
+        stage,
+        path: path.clone(),
+    })?;
+    let mismatch = |detail: String| UndoError::Mismatch {
+        stage,
+        path: path.clone(),
+        detail,
+    };
+    let before: Vec<Message> = text
+        .lines()
+        .enumerate()
+        .map(|(at, line)| serde_json::from_str(line).map_err(|error| mismatch(format!("line {}: {error}", at + 1))))
+        .collect::<Result<_, _>>()?;
+    if before.len() != event.messages_before {
+        return Err(mismatch(format!(
+            "{} messages, the stage saw {}",
+            before.len(),
+            event.messages_before
+        )));
+    }
+    let chars = mode.count(&before);
+    if chars != event.chars_before {
+        return Err(mismatch(format!("{chars} chars, the stage saw {}", event.chars_before)));
+    }
+    if messages.len() < event.messages_after {
+        return Err(UndoError::Moved {
+            stage,
+            detail: format!("{} messages, the stage left {}", messages.len(), event.messages_after),
+        });
+    }
+    let mut restored = before;
+    restored.extend_from_slice(&messages[event.messages_after..]);
+    Ok(restored)
+}
+
+fn from_saved_results(
+    messages: &[Message],
+    event: &StageEvent,
+    store: &Store,
+    mode: EstimateMode,
+) -> Result<Vec<Message>, UndoError> {
+    let stage = event.stage;
+    let mut restored = messages.to_vec();
+    for item in event.items.iter().rev() {
+        let (Some(id), Some(path)) = (&item.tool_use_id, &item.saved) else {
+            continue;
+        };
+        let at = item.position - 1;
+        let moved = |detail: String| UndoError::Moved { stage, detail };
+        let content = restored
+            .get_mut(at)
+            .map(blocks_mut)
+            .and_then(|blocks| {
+                blocks.iter_mut().find_map(|block| match block {
+                    ContentBlock::ToolResult {
+                        tool_use_id, content, ..
+                    } if tool_use_id == id => Some(content),
+                    _ => None,
+                })
+            })
+            .ok_or_else(|| moved(format!("no result for {id} in message {}", item.position)))?;
+        let points_there = match classify_result(content) {
+            ResultKind::Persisted(block) => block.path == path,
+            ResultKind::Cleared { path: cleared } => cleared == path,
+            ResultKind::Whole => false,
+        };
+        if !points_there {
+            return Err(moved(format!("the result for {id} no longer points at {path}")));
+        }
+        let text = match &item.was {
+            Some(was) => was.clone(),
+            None => {
+                store
+                    .read_saved(path)
+                    .ok_or_else(|| UndoError::Missing {
+                        stage,
+                        path: path.clone(),
+                    })?
+                    .1
+            }
+        };
+        let back = ToolResultContent::Text(text);
+        let chars = mode.count(&back);
+        if chars != item.chars_before {
+            return Err(UndoError::Mismatch {
+                stage,
+                path: path.clone(),
+                detail: format!("{chars} chars for {id}, the stage saw {}", item.chars_before),
+            });
+        }
+        *content = back;
+    }
+    Ok(restored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::{CompactConfig, ExtractiveSummariser, estimate_chars, prepare};
+    use crate::message::Role;
+
+    fn history(rounds: usize) -> Vec<Message> {
+        let mut messages = vec![Message::user_text("read everything")];
+        for i in 0..rounds {
+            messages.push(Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::tool_use(
+                    format!("t{i}"),
+                    "read_file",
+                    serde_json::json!({"path": format!("f{i}.rs")}),
+                )],
+            ));
+            messages.push(Message::blocks(
+                Role::User,
+                vec![ContentBlock::tool_result(
+                    format!("t{i}"),
+                    format!("line {i}\n").repeat(800),
+                    false,
+                )],
+            ));
+        }
+        messages
+    }
+
+    /// Undo each stage `prepare` ran, newest first, and get the input back exactly.
+    #[test]
+    fn undoing_every_stage_gives_back_the_history_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = CompactConfig {
+            context_char_limit: 20_000,
+            snip_max_messages: 12,
+            ..CompactConfig::default()
+        };
+        let original = history(9);
+        let prepared = prepare(
+            original.clone(),
+            "read everything",
+            &config,
+            &store,
+            &mut ExtractiveSummariser,
+        );
+        assert!(prepared.events.len() >= 2, "{:?}", prepared.events);
+        let mut now = prepared.messages;
+        for event in prepared.events.iter().rev() {
+            now = undo(&now, event, &store, config.estimate).unwrap();
+            assert_eq!(estimate_chars(&now), event.chars_before, "{}", event.stage);
+        }
+        assert_eq!(
+            serde_json::to_string(&now).unwrap(),
+            serde_json::to_string(&original).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_changed_file_is_refused_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = CompactConfig {
+            context_char_limit: 20_000,
+            ..CompactConfig::default()
+        };
+        let prepared = prepare(history(9), "r", &config, &store, &mut ExtractiveSummariser);
+        let micro = prepared
+            .events
+            .iter()
+            .find(|e| e.stage == Stage::MicroCompact)
+            .expect("micro_compact fired");
+        let path = micro.items[0].saved.clone().unwrap();
+        std::fs::write(dir.path().join(&path), "tampered").unwrap();
+        let refused = undo(&prepared.messages, micro, &store, config.estimate).unwrap_err();
+        assert!(matches!(refused, UndoError::Mismatch { .. }), "{refused}");
+    }
+}
