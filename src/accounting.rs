@@ -321,6 +321,14 @@ impl Ledger {
         }
     }
 
+    /// The history changed outside a compaction (an undo): the token figure is
+    /// re-estimated for it.
+    pub fn changed(&mut self, estimate: usize) {
+        if let Some(figure) = &self.tokens {
+            self.tokens = Some(re_estimated(figure, self.request_chars(estimate)));
+        }
+    }
+
     /// A call was sent with `estimate` over `messages` messages and reported
     /// `prompt_tokens` (0: not reported). Returns its timeline point and what to tell
     /// the user about the limit, if the measurement changed it in kind.

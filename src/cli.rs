@@ -71,6 +71,15 @@ pub enum Command {
     Compact(CompactArgs),
     /// Replay a recorded conversation through the pipeline step by step.
     Simulate(SimulateArgs),
+    /// Undo the newest compaction stage of a session (the newest session by default).
+    Undo(UndoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The session id (see .scratchpad/sessions/); default: the newest.
+    #[arg(long)]
+    pub session: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -67,6 +67,20 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             )?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Undo(args)) => {
+            let config = launch::resolve_config(&cli.run, &env)?;
+            let workspace = match &cli.run.workspace {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir()?,
+            };
+            commands::undo::run(
+                &workspace,
+                args.session.as_deref(),
+                &config.compaction,
+                &mut io::stdout().lock(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Simulate(args)) => {
             let mut config = launch::resolve_config(&cli.run, &env)?;
             if let Some(note) = launch::resolve_offline_limit(&mut config) {

@@ -32,6 +32,8 @@ pub enum Op {
     Inspect,
     /// `/context`'s refresh: count the prompt tokens exactly, where the provider can.
     CountTokens,
+    /// `/undo`: put the history back as it was before the newest compaction stage.
+    Undo,
     Quit,
 }
 
@@ -89,6 +91,8 @@ pub enum Past {
     Stage { event: crate::compact::StageEvent },
     /// A model call.
     Call { point: CallPoint },
+    /// The newest compaction stage then was undone.
+    Undo { stage: crate::compact::Stage },
 }
 
 /// One model call as the timeline shows it: the estimate before the compaction that
@@ -268,6 +272,12 @@ pub enum AgentEvent {
     ModelCall {
         point: CallPoint,
         usage: Usage,
+    },
+    /// `/undo` put the history back as it was before the newest `stage`.
+    Undone {
+        stage: crate::compact::Stage,
+        chars_before: usize,
+        chars_after: usize,
     },
     /// The answer to `Op::Inspect`.
     Breakdown {

@@ -49,6 +49,11 @@ pub enum Record {
         messages: Vec<Message>,
         notes: Vec<String>,
     },
+    /// The newest compaction stage was undone: the history as it was before it.
+    Undo {
+        stage: crate::compact::Stage,
+        messages: Vec<Message>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -363,6 +368,10 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                 restored.messages.push(message);
             }
             Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
+            Record::Undo { stage, messages } => {
+                restored.messages = messages;
+                restored.past.push(Past::Undo { stage });
+            }
             Record::Stage { event } => {
                 stages_since_call.push(event.stage);
                 restored.past.push(Past::Stage { event });

@@ -273,3 +273,39 @@ async fn the_context_breakdown_is_answered_while_a_turn_runs() {
     assert!(matches!(answer, AgentEvent::Breakdown { .. }), "{answer:?}");
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
 }
+
+/// `/undo` after `/compact`: the history is the one before it, and the gauge says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_puts_back_the_history_from_before_a_compaction() {
+    let long = "A long answer. ".repeat(300);
+    let api = MockApi::start(vec![text_reply(&long)]).await;
+    let mut agent = start(&api, AskPolicy::Refuse).await;
+    agent.ops.send(Op::Submit { text: "explain".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
+    agent.ops.send(Op::Undo).unwrap();
+    let AgentEvent::Undone {
+        chars_before,
+        chars_after,
+        ..
+    } = until(&mut agent.events, |e| matches!(e, AgentEvent::Undone { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(chars_after > chars_before, "{chars_before} → {chars_after}");
+    let AgentEvent::Context { status } = until(&mut agent.events, |e| matches!(e, AgentEvent::Context { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(status.estimate, chars_after);
+    // Nothing older to undo.
+    agent.ops.send(Op::Undo).unwrap();
+    let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
+    assert!(matches!(notice, AgentEvent::Notice { message } if message.starts_with("nothing to undo")));
+    agent.ops.send(Op::Quit).unwrap();
+    let history = agent.task.await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].text(), "explain");
+    assert_eq!(history[1].text(), long);
+}

@@ -571,3 +571,49 @@ fn sigint_in_print_mode_says_cancelled() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// `scratchpad undo` after a resumed session compacted: the journal gets the history
+/// from before the compaction, and the next `--continue` sends exactly that.
+#[test]
+fn undo_after_resume_restores_the_history_from_before_the_compaction() {
+    let workspace = Workspace::new();
+    write_earlier_session(workspace.path(), 6, 2_000);
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now"), text_reply("next done")]);
+    let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        messages_of(&api.turn_requests()[1])[0]
+            .text()
+            .starts_with("[Compacted]")
+    );
+
+    let undone = workspace.run(&api, &["undo"]);
+    let stdout = String::from_utf8_lossy(&undone.stdout);
+    assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
+    assert!(
+        stdout.starts_with("undid reactive_compact in session 20260101-000000-1:"),
+        "{stdout}"
+    );
+
+    let output = workspace.run(&api, &["--continue", "-p", "Next"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sent = messages_of(&api.turn_requests()[2]);
+    let texts: Vec<String> = sent.iter().map(Message::text).collect();
+    assert!(
+        texts[0].starts_with("question 0: qqq"),
+        "{:?}",
+        &texts[0][..40.min(texts[0].len())]
+    );
+    assert_eq!(
+        texts.len(),
+        12 + 2 + 1,
+        "the 12 earlier messages, this turn's two, the new request"
+    );
+    assert_eq!(&texts[12..], ["Do the thing", "fits now", "Next"]);
+    assert_eq!(check_pairing(&sent), Ok(()));
+
+    // Nothing older to undo now: said in one line, exit status 1.
+    let again = workspace.run(&api, &["undo"]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing to undo"));
+}

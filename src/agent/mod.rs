@@ -72,6 +72,8 @@ pub struct Agent {
     notices: Vec<String>,
     /// A resumed session's earlier runs, shown once it starts.
     past: Vec<Past>,
+    /// The stages that changed the history, oldest first, for `/undo` (newest first).
+    stage_log: Vec<StageEvent>,
 }
 
 /// One tool call of a model response, checked: ids unique within the response, input
@@ -199,12 +201,22 @@ impl Agent {
             quit: false,
             notices: Vec::new(),
             past: Vec::new(),
+            stage_log: Vec::new(),
         }
     }
 
     /// A resumed session's earlier runs: shown at start, and its last measured call
     /// gives the gauge its tokens until the next call reports.
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
+        for item in &past {
+            match item {
+                Past::Stage { event } if event.replaced > 0 => self.stage_log.push(event.clone()),
+                Past::Undo { .. } => {
+                    self.stage_log.pop();
+                }
+                _ => {}
+            }
+        }
         if let Some(point) = past.iter().rev().find_map(|item| match item {
             Past::Call { point } if point.input_tokens.is_some() => Some(point),
             _ => None,
@@ -277,6 +289,8 @@ impl Agent {
             sizes.total(),
             events.iter().map(|event| event.stage),
         );
+        self.stage_log
+            .extend(events.iter().filter(|event| event.replaced > 0).cloned());
         self.sizes = sizes;
         self.journal(Record::Replace {
             messages: messages.clone(),
@@ -377,6 +391,7 @@ impl Agent {
                 Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
+                Op::Undo => self.undo_newest(),
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } => {}
             }
@@ -389,6 +404,7 @@ impl Agent {
         self.approvals.clear();
         self.messages.clear();
         self.sizes = Sizes::of(&[], self.settings.compaction.estimate);
+        self.stage_log.clear();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         if self.journal.is_some() {
@@ -573,6 +589,41 @@ impl Agent {
             message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
         });
         TurnOutcome::Failed
+    }
+
+    /// `/undo`: the history as it was before the newest stage that changed it.
+    fn undo_newest(&mut self) {
+        let Some(event) = self.stage_log.last() else {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to undo: no compaction changed this conversation".into(),
+            });
+            return;
+        };
+        let stage = event.stage;
+        let mode = self.settings.compaction.estimate;
+        match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
+            Ok(restored) => {
+                let chars_before = self.sizes.total();
+                self.journal(Record::Undo {
+                    stage,
+                    messages: restored.clone(),
+                });
+                self.sync_journal();
+                self.stage_log.pop();
+                self.sizes = Sizes::of(&restored, mode);
+                self.messages = restored;
+                self.ledger.changed(self.sizes.total());
+                self.emit(AgentEvent::Undone {
+                    stage,
+                    chars_before,
+                    chars_after: self.sizes.total(),
+                });
+                self.emit_context();
+            }
+            Err(error) => self.emit(AgentEvent::Error {
+                message: error.to_string(),
+            }),
+        }
     }
 
     /// The request the history makes now.

@@ -119,6 +119,18 @@ impl App {
         self.state.push(ChatEntry::Notice(text));
     }
 
+    /// `u` on a selected marker: undo it, if it is the newest (compactions come undone
+    /// newest first).
+    fn undo_selected(&mut self, markers: &[usize]) {
+        if self.state.is_busy() {
+            self.state.banner = Some("a turn is running: undo when it ends".into());
+        } else if self.selected_marker.is_some() && self.selected_marker == markers.last().copied() {
+            self.send(Op::Undo);
+        } else {
+            self.note("only the newest compaction can be undone: undo the later ones first (/undo)".into());
+        }
+    }
+
     /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
     pub fn hyperlinks(&self) -> &[Hyperlink] {
         // A modal or the command popup on top hides what is under it: no links through.
@@ -322,7 +334,9 @@ impl App {
             }
             _ => {}
         }
+        let undo_key = self.focus == Focus::Chat && self.selected_marker.is_some() && key.code == KeyCode::Char('u');
         let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
+            && !undo_key
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         if typing && self.focus != Focus::Input {
             // Letters are for the prompt, wherever the focus was.
@@ -347,6 +361,7 @@ impl App {
         let markers = self.marker_entries();
         let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
         match key.code {
+            KeyCode::Char('u') => self.undo_selected(&markers),
             KeyCode::Right => self.expanded_marker = self.selected_marker,
             KeyCode::Left => self.expanded_marker = None,
             KeyCode::Up => {
@@ -471,6 +486,7 @@ impl App {
                 self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
             }
             SlashCommand::Clear => self.send(Op::Clear),
+            SlashCommand::Undo => self.send(Op::Undo),
             SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
                 None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
                 Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {

@@ -4,6 +4,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlashCommand {
     Compact,
+    Undo,
     Context,
     Transcripts,
     Clear,
@@ -14,8 +15,9 @@ pub enum SlashCommand {
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 8] = [
+    pub const ALL: [SlashCommand; 9] = [
         SlashCommand::Compact,
+        SlashCommand::Undo,
         SlashCommand::Context,
         SlashCommand::Transcripts,
         SlashCommand::Clear,
@@ -29,6 +31,7 @@ impl SlashCommand {
     pub fn name(self) -> &'static str {
         match self {
             SlashCommand::Compact => "/compact",
+            SlashCommand::Undo => "/undo",
             SlashCommand::Context => "/context",
             SlashCommand::Transcripts => "/transcripts",
             SlashCommand::Clear => "/clear",
@@ -51,6 +54,7 @@ impl SlashCommand {
     pub fn description(self) -> &'static str {
         match self {
             SlashCommand::Compact => "summarise the history now, keeping the focus in detail",
+            SlashCommand::Undo => "put the history back as it was before the newest compaction stage",
             SlashCommand::Context => "what the context holds, and the timeline",
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
@@ -63,7 +67,7 @@ impl SlashCommand {
 
     /// Whether it may run while a turn is running (it changes no history).
     pub fn while_busy(self) -> bool {
-        !matches!(self, SlashCommand::Compact | SlashCommand::Clear)
+        !matches!(self, SlashCommand::Compact | SlashCommand::Undo | SlashCommand::Clear)
     }
 
     /// `text` as a command and its arguments: `None` when it is no slash command,

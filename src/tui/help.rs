@@ -33,6 +33,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "Right / Left in the chat",
         "show / hide the selected marker's receipt and whole summary",
     ),
+    ("u in the chat", "undo the selected marker's compaction (the newest)"),
     (
         "Enter in tool calls",
         "expand the newest call, open a saved output, or collapse",

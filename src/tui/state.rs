@@ -346,6 +346,18 @@ impl AppState {
                 self.usage = Some(usage);
                 self.timeline.push(point);
             }
+            AgentEvent::Undone {
+                stage,
+                chars_before,
+                chars_after,
+            } => {
+                self.push(ChatEntry::Notice(format!(
+                    "↶ undid {stage}: {} → {} chars, the history is as it was before it",
+                    crate::compact::short_count(chars_before),
+                    crate::compact::short_count(chars_after)
+                )));
+                self.banner = None;
+            }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => {
@@ -462,6 +474,7 @@ impl AppState {
                     self.add_marker(event);
                 }
                 Past::Call { point } => self.timeline.push(point),
+                Past::Undo { stage } => self.push(ChatEntry::Notice(format!("↶ undid {stage}"))),
             }
         }
         self.push(ChatEntry::Notice(format!(
