@@ -919,6 +919,8 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             chars_before: 120,
             chars_after: 0,
             saved: Some(transcript.into()),
+            tool_use_id: None,
+            was: None,
         },
         ReceiptItem {
             position: 2,
@@ -927,6 +929,8 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             chars_before: 310,
             chars_after: 0,
             saved: Some(transcript.into()),
+            tool_use_id: None,
+            was: None,
         },
         ReceiptItem {
             position: 3,
@@ -935,6 +939,8 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             chars_before: 51_500,
             chars_after: 0,
             saved: Some(transcript.into()),
+            tool_use_id: None,
+            was: None,
         },
     ];
     event.loss = Some(scratchpad::compact::loss::LossReport {
