@@ -93,6 +93,10 @@ pub struct CompactArgs {
     /// Use a deterministic extractive summary instead of asking a model.
     #[arg(long)]
     pub summary_stub: bool,
+    /// Print what compaction would do (one receipt a line, JSON), writing nothing and
+    /// asking no model.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

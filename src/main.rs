@@ -51,6 +51,16 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 Some(dir) => dir.clone(),
                 None => std::env::current_dir()?,
             };
+            if args.dry_run {
+                commands::compact::dry_run(
+                    &args.input,
+                    args.request.as_deref(),
+                    &config.compaction,
+                    &workspace,
+                    &mut io::stdout().lock(),
+                )?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let runtime = tokio::runtime::Runtime::new()?;
             let provider = launch::build_provider(&config, &env)?;
             let mut model = ProviderSummariser::new(provider, runtime.handle().clone());

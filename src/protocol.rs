@@ -34,6 +34,10 @@ pub enum Op {
     CountTokens,
     /// `/undo`: put the history back as it was before the newest compaction stage.
     Undo,
+    /// `/compact --preview [focus]`: what `/compact` would do, writing nothing.
+    Preview {
+        focus: Option<String>,
+    },
     Quit,
 }
 
@@ -278,6 +282,10 @@ pub enum AgentEvent {
         stage: crate::compact::Stage,
         chars_before: usize,
         chars_after: usize,
+    },
+    /// The answer to `Op::Preview`: the receipts `/compact` would produce.
+    Preview {
+        events: Vec<StageEvent>,
     },
     /// The answer to `Op::Inspect`.
     Breakdown {

@@ -34,6 +34,8 @@ pub enum StoreError {
 pub struct Store {
     workspace: PathBuf,
     durable: bool,
+    /// A preview: files are named as they would be, and nothing is written.
+    dry_run: bool,
     /// Files renamed into place but not yet flushed to disk.
     unsynced: Arc<Mutex<Vec<PathBuf>>>,
 }
@@ -43,6 +45,7 @@ impl Store {
         Store {
             workspace: workspace.into(),
             durable: true,
+            dry_run: false,
             unsynced: Arc::default(),
         }
     }
@@ -51,6 +54,13 @@ impl Store {
     /// pure pipeline); a real session keeps the default.
     pub fn without_fsync(mut self) -> Self {
         self.durable = false;
+        self
+    }
+
+    /// For previews: every read is real, every write is only named. The pipeline runs
+    /// exactly as it would, and nothing on disk changes.
+    pub fn dry_run(mut self) -> Self {
+        self.dry_run = true;
         self
     }
 
@@ -70,6 +80,9 @@ impl Store {
     /// relative to the workspace. The name carries the stage and the time, so names
     /// sort by age; a counter keeps names from one process unique.
     pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
+        if self.dry_run {
+            return Ok(format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage)));
+        }
         let dir = create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
             .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
         let temp = self.temp_path(&dir, "transcript");
@@ -114,6 +127,16 @@ impl Store {
                 format!("{safe}-{n}.txt")
             };
             let path = dir.join(&name);
+            if self.dry_run {
+                // The name a real save would take: the first free one, or an equal file.
+                match fs::read(&path) {
+                    Ok(existing) if existing != text.as_bytes() => {
+                        n += 1;
+                        continue;
+                    }
+                    _ => return Ok(format!("{TOOL_RESULTS_DIR}/{name}")),
+                }
+            }
             // Written under its final name: no history names it before `sync`, and a
             // file cut short by a crash differs from any text, so it is never reused.
             match self.create_private(&path) {

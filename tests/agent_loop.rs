@@ -309,3 +309,28 @@ async fn undo_puts_back_the_history_from_before_a_compaction() {
     assert_eq!(history[0].text(), "explain");
     assert_eq!(history[1].text(), long);
 }
+
+/// `/compact --preview`: the receipt of what `/compact` would do; nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_shows_what_compact_would_do_and_writes_nothing() {
+    let api = MockApi::start(vec![text_reply("An answer.")]).await;
+    let mut agent = start(&api, AskPolicy::Refuse).await;
+    agent.ops.send(Op::Submit { text: "explain".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    agent.ops.send(Op::Preview { focus: None }).unwrap();
+    let AgentEvent::Preview { events } = until(&mut agent.events, |e| matches!(e, AgentEvent::Preview { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].items.len(), 2, "both messages would be summarised");
+    assert!(events[0].summary.is_none());
+    assert!(!agent.dir.path().join(".transcripts").exists(), "nothing was written");
+    assert_eq!(
+        api.requests().iter().filter(|r| r.is_summary()).count(),
+        0,
+        "no model was asked"
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    assert_eq!(agent.task.await.unwrap().len(), 2, "the history is unchanged");
+}

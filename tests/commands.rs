@@ -185,3 +185,38 @@ fn an_error_is_one_plain_line() {
     assert!(stderr.starts_with("scratchpad: cannot read missing.json: "), "{stderr}");
     assert!(!stderr.contains("Location") && !stderr.contains('\u{1b}'), "{stderr}");
 }
+
+/// `compact --dry-run` prints the receipts `compact` would produce and writes nothing.
+#[test]
+fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let preview = scratchpad(
+        &[&["compact", "--input", FIXTURE, "--dry-run"], SMALL].concat(),
+        dir.path(),
+    );
+    assert!(preview.status.success(), "{}", String::from_utf8_lossy(&preview.stderr));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was written");
+    let previewed: Vec<StageEvent> = String::from_utf8(preview.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!previewed.is_empty());
+    let real = scratchpad(
+        &[&["compact", "--input", FIXTURE, "--summary-stub"], SMALL].concat(),
+        dir.path(),
+    );
+    let done: Vec<StageEvent> = String::from_utf8(real.stderr)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The same stages, and the same items for the recoverable ones; the summary stage
+    // lists the same messages (its size after depends on the summary not written).
+    let stages = |events: &[StageEvent]| events.iter().map(|e| e.stage).collect::<Vec<_>>();
+    assert_eq!(stages(&previewed), stages(&done));
+    for (preview, real) in previewed.iter().zip(&done) {
+        let positions = |e: &StageEvent| e.items.iter().map(|i| (i.position, i.chars_before)).collect::<Vec<_>>();
+        assert_eq!(positions(preview), positions(real), "{}", preview.stage);
+    }
+}

@@ -973,3 +973,31 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
     s.app.handle_key(key(KeyCode::Left));
     assert!(!draw(&mut s.app, 80, 24).backend().to_string().contains("why:"));
 }
+
+#[test]
+fn a_preview_lists_what_compact_would_do() {
+    let mut s = screen();
+    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 2, 12_300, 900, &[]) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.trigger = "asked for by the user (a preview)".into();
+    event.items = vec![scratchpad::compact::ReceiptItem {
+        position: 1,
+        role: scratchpad::message::Role::User,
+        what: "request: explain the parser".into(),
+        chars_before: 12_000,
+        chars_after: 0,
+        saved: None,
+        tool_use_id: None,
+        was: None,
+    }];
+    s.app.apply(AgentEvent::Preview { events: vec![event] });
+    let terminal = draw(&mut s.app, 80, 24);
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("preview of /compact · nothing was written"), "{screen}");
+    assert!(
+        screen.contains("#1 user · request: explain the parser · 12.0k chars"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("preview_80x24", terminal.backend());
+}

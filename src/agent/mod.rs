@@ -392,6 +392,7 @@ impl Agent {
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
                 Op::Undo => self.undo_newest(),
+                Op::Preview { focus } => self.preview_compact(focus).await,
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } => {}
             }
@@ -589,6 +590,30 @@ impl Agent {
             message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
         });
         TurnOutcome::Failed
+    }
+
+    /// `/compact --preview`: the receipts `/compact` would produce, writing nothing.
+    async fn preview_compact(&mut self, focus: Option<String>) {
+        if self.messages.is_empty() {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to compact yet".into(),
+            });
+            return;
+        }
+        let messages = self.messages.clone();
+        let request = self.active_request();
+        let config = self.settings.compaction.clone();
+        let workspace = self.tools.workspace().root().to_path_buf();
+        let work = move || {
+            use crate::compact::preview::{Preview, preview};
+            preview(&messages, &request, &config, &workspace, &Preview::Compact { focus })
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(events) => self.emit(AgentEvent::Preview { events }),
+            Err(error) => self.emit(AgentEvent::Error {
+                message: format!("the preview failed: {error}"),
+            }),
+        }
     }
 
     /// `/undo`: the history as it was before the newest stage that changed it.

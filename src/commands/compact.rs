@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::compact::markers::{MessageKind, classify};
-use crate::compact::{CompactConfig, Prepared, Summariser, prepare};
+use crate::compact::preview::{Preview, preview};
+use crate::compact::{CompactConfig, Prepared, StageEvent, Summariser, prepare};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -79,6 +80,26 @@ pub fn run(
         writeln!(stderr)?;
     }
     Ok(prepared)
+}
+
+/// `compact --dry-run`: the receipts of what `run` would do, one JSON line each on
+/// `stdout`; nothing is written and no model is asked.
+pub fn dry_run(
+    input: &Path,
+    request: Option<&str>,
+    config: &CompactConfig,
+    workspace: &Path,
+    stdout: &mut dyn Write,
+) -> Result<Vec<StageEvent>, CompactCommandError> {
+    config.validate().map_err(CompactCommandError::Config)?;
+    let messages = load_history(input)?;
+    let request = request.map_or_else(|| newest_request(&messages), str::to_string);
+    let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
+    for event in &events {
+        serde_json::to_writer(&mut *stdout, event).map_err(std::io::Error::from)?;
+        writeln!(stdout)?;
+    }
+    Ok(events)
 }
 
 #[cfg(test)]

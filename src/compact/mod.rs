@@ -19,6 +19,7 @@ pub mod markers;
 pub mod micro_compact;
 pub mod pairing;
 pub mod prepare;
+pub mod preview;
 pub mod reactive_compact;
 pub mod receipt;
 pub mod snip_compact;

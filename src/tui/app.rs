@@ -477,9 +477,14 @@ impl App {
 
     fn run_command(&mut self, command: SlashCommand, rest: &str) {
         match command {
-            SlashCommand::Compact => self.send(Op::Compact {
-                focus: (!rest.is_empty()).then(|| rest.to_string()),
-            }),
+            SlashCommand::Compact => match rest.strip_prefix("--preview").map(str::trim) {
+                Some(focus) => self.send(Op::Preview {
+                    focus: (!focus.is_empty()).then(|| focus.to_string()),
+                }),
+                None => self.send(Op::Compact {
+                    focus: (!rest.is_empty()).then(|| rest.to_string()),
+                }),
+            },
             SlashCommand::Context => self.open_context(),
             SlashCommand::Transcripts => {
                 self.context_return = None;

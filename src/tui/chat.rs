@@ -100,6 +100,7 @@ fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static
             "  ",
         ),
         ChatEntry::Marker(run) => marker_lines(run, width, look, &mut link_of_line),
+        ChatEntry::Preview(events) => preview_lines(events, width, &mut link_of_line),
     };
     lines.push(Line::from(""));
     link_of_line.resize(lines.len(), None);
@@ -235,6 +236,34 @@ fn marker_lines(
     if look.expanded {
         receipt_lines(newest, width, &mut lines, link_of_line);
     }
+    lines
+}
+
+/// `/compact --preview`: what each stage would do, with its receipt; nothing was written.
+fn preview_lines(events: &[StageEvent], width: usize, link_of_line: &mut Vec<Option<String>>) -> Vec<Line<'static>> {
+    let soft = Style::default().fg(theme::SOFT);
+    let heading = Style::default().fg(theme::COMPACTION).add_modifier(Modifier::ITALIC);
+    let mut lines = markdown::wrap(
+        &[(
+            "preview of /compact · nothing was written and no model was asked".to_string(),
+            heading,
+        )],
+        width,
+        Span::styled("◇ ", heading),
+        "  ",
+    );
+    for event in events {
+        lines.extend(markdown::wrap(
+            &[(event.summary_line(), soft)],
+            width,
+            Span::raw("  "),
+            "  ",
+        ));
+        link_of_line.resize(lines.len(), None);
+        receipt_lines(event, width, &mut lines, link_of_line);
+    }
+    // The paths a preview names were not written: nothing to open.
+    link_of_line.clear();
     lines
 }
 

@@ -45,7 +45,7 @@ impl SlashCommand {
     /// What may follow the name.
     pub fn arguments(self) -> &'static str {
         match self {
-            SlashCommand::Compact => "[focus]",
+            SlashCommand::Compact => "[--preview] [focus]",
             SlashCommand::Permissions => "[revoke N]",
             _ => "",
         }
@@ -53,7 +53,9 @@ impl SlashCommand {
 
     pub fn description(self) -> &'static str {
         match self {
-            SlashCommand::Compact => "summarise the history now, keeping the focus in detail",
+            SlashCommand::Compact => {
+                "summarise the history now, keeping the focus in detail; --preview shows what it would do"
+            }
             SlashCommand::Undo => "put the history back as it was before the newest compaction stage",
             SlashCommand::Context => "what the context holds, and the timeline",
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",

@@ -23,6 +23,8 @@ pub enum ChatEntry {
     Marker(Vec<StageEvent>),
     /// Something the app says (compaction requested, retries, resumed session).
     Notice(String),
+    /// What a compaction would do, from `/compact --preview`: nothing was written.
+    Preview(Vec<StageEvent>),
 }
 
 impl ChatEntry {
@@ -358,6 +360,7 @@ impl AppState {
                 )));
                 self.banner = None;
             }
+            AgentEvent::Preview { events } => self.push(ChatEntry::Preview(events)),
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => {
