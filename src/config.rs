@@ -278,6 +278,7 @@ const COMPACTION_KEYS: &[&str] = &[
     "reactive_keep_messages",
     "summary_input_chars",
     "estimate",
+    "confirm_lossy",
 ];
 
 /// `text` with the `context_char_limit = "auto"` line's value replaced by the default.
@@ -366,6 +367,7 @@ fit_preview_chars = 20
 reactive_keep_messages = 3
 summary_input_chars = 2000
 estimate = "compact"
+confirm_lossy = true
 [tools]
 bash_timeout_secs = 5
 output_cap_bytes = 2000
@@ -411,6 +413,7 @@ demo_word_delay_ms = 0
             reactive_keep_messages: 3,
             summary_input_chars: 2000,
             estimate: crate::compact::EstimateMode::Compact,
+            confirm_lossy: true,
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;

@@ -38,6 +38,12 @@ pub enum Op {
     Preview {
         focus: Option<String>,
     },
+    /// The answer to [`AgentEvent::LossyQuestion`]: summarise now, or send this call
+    /// over the limit.
+    Lossy {
+        request_id: u64,
+        compact_now: bool,
+    },
     Quit,
 }
 
@@ -282,6 +288,14 @@ pub enum AgentEvent {
         stage: crate::compact::Stage,
         chars_before: usize,
         chars_after: usize,
+    },
+    /// `compaction.confirm_lossy`: the recoverable stages were not enough; summarise
+    /// (`preview` is what it would do) or not?
+    LossyQuestion {
+        request_id: u64,
+        estimate: usize,
+        limit: usize,
+        preview: Vec<StageEvent>,
     },
     /// The answer to `Op::Preview`: the receipts `/compact` would produce.
     Preview {

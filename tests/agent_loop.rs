@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{MockApi, Running, agent_settings, start_agent, text_reply, tool_reply, until};
+use common::{MockApi, Running, agent_settings, messages_of, start_agent, text_reply, tool_reply, until};
 use scratchpad::agent::AskPolicy;
 use scratchpad::message::ContentBlock;
 use scratchpad::protocol::{AgentEvent, Op, PermissionAnswer, ToolStatus, TurnOutcome};
@@ -333,4 +333,72 @@ async fn a_preview_shows_what_compact_would_do_and_writes_nothing() {
     );
     agent.ops.send(Op::Quit).unwrap();
     assert_eq!(agent.task.await.unwrap().len(), 2, "the history is unchanged");
+}
+
+/// `compaction.confirm_lossy`: an automatic summary is asked first, with what it would
+/// summarise; "not now" sends the call over the limit, "compact now" summarises.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_lossy_asks_before_summarising() {
+    let api = MockApi::start(vec![text_reply("first"), text_reply("second")]).await;
+    let mut settings = agent_settings(AskPolicy::Ask);
+    settings.compaction.confirm_lossy = true;
+    settings.compaction.context_char_limit = 2_000;
+    let mut agent = start_agent(&api, settings).await;
+    let question = |e: &AgentEvent| matches!(e, AgentEvent::LossyQuestion { .. });
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "a".repeat(2_500),
+        })
+        .unwrap();
+    let AgentEvent::LossyQuestion {
+        request_id,
+        estimate,
+        limit,
+        preview,
+    } = until(&mut agent.events, question).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(estimate > limit);
+    assert_eq!(preview.len(), 1);
+    assert_eq!(preview[0].items.len(), 1, "the one message it would summarise");
+    agent
+        .ops
+        .send(Op::Lossy {
+            request_id,
+            compact_now: false,
+        })
+        .unwrap();
+    let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
+    assert!(matches!(notice, AgentEvent::Notice { message } if message.starts_with("not summarised")));
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert!(
+        messages_of(&api.turn_requests()[0])[0].text().starts_with("aaa"),
+        "sent as it was"
+    );
+
+    agent.ops.send(Op::Submit { text: "again".into() }).unwrap();
+    let AgentEvent::LossyQuestion { request_id, .. } = until(&mut agent.events, question).await else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent
+        .ops
+        .send(Op::Lossy {
+            request_id,
+            compact_now: true,
+        })
+        .unwrap();
+    let compaction = until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
+    assert!(
+        matches!(&compaction, AgentEvent::Compaction { event } if event.stage == scratchpad::compact::Stage::CompactHistory)
+    );
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert!(
+        messages_of(&api.turn_requests()[1])[0]
+            .text()
+            .starts_with("[Compacted]")
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
 }

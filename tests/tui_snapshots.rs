@@ -1001,3 +1001,52 @@ fn a_preview_lists_what_compact_would_do() {
     );
     insta::assert_snapshot!("preview_80x24", terminal.backend());
 }
+
+#[test]
+fn the_summarise_question_shows_what_it_would_summarise() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        request: "go on".into(),
+    });
+    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 2, 61_000, 1_200, &[]) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.items = (1..=7)
+        .map(|position| scratchpad::compact::ReceiptItem {
+            position,
+            role: scratchpad::message::Role::User,
+            what: format!("request: step {position}"),
+            chars_before: 8_000,
+            chars_after: 0,
+            saved: None,
+            tool_use_id: None,
+            was: None,
+        })
+        .collect();
+    s.app.apply(AgentEvent::LossyQuestion {
+        request_id: 4,
+        estimate: 61_000,
+        limit: 50_000,
+        preview: vec![event],
+    });
+    insta::assert_snapshot!("lossy_question_120x40", draw(&mut s.app, 120, 40).backend());
+    // Keys typed at once are not an answer; after the grace period, n is "not now".
+    s.app.handle_key(key(KeyCode::Char('n')));
+    assert!(s._ops.try_recv().is_err());
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    s.app.handle_key(key(KeyCode::Char('x')));
+    assert!(
+        matches!(s.app.overlay, scratchpad::tui::app::Overlay::Context(_)),
+        "x opens /context"
+    );
+    s.app.handle_key(key(KeyCode::Esc));
+    s.app.handle_key(key(KeyCode::Char('n')));
+    let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Lossy { .. }));
+    assert_eq!(
+        answer,
+        Some(Op::Lossy {
+            request_id: 4,
+            compact_now: false
+        })
+    );
+}

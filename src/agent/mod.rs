@@ -13,8 +13,11 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use approvals::Approvals;
 
 use crate::accounting::{Ledger, LimitChoice, fixed_chars, known_window};
+use crate::compact::compact_history::compact_history;
 use crate::compact::pairing::{check_pairing, repair};
-use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_sized, reactive_compact};
+use crate::compact::{
+    CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_recoverable, prepare_sized, reactive_compact,
+};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{
     AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome, Window,
@@ -394,7 +397,7 @@ impl Agent {
                 Op::Undo => self.undo_newest(),
                 Op::Preview { focus } => self.preview_compact(focus).await,
                 Op::Quit => break,
-                Op::Cancel | Op::Permission { .. } => {}
+                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
             }
         }
         self.sync_journal();
@@ -465,16 +468,92 @@ impl Agent {
         }
     }
 
-    async fn prepare_history(&mut self, request: &str) {
+    async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) {
         let request = request.to_string();
-        self.on_history(move |messages, sizes, config, store, summariser| {
+        let ask_first = self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask;
+        if !ask_first {
+            self.on_history(move |messages, sizes, config, store, summariser| {
+                let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
+                let prepared = prepare_sized(std::mem::take(messages), taken, &request, config, store, summariser);
+                *messages = prepared.messages;
+                *sizes = prepared.sizes;
+                prepared.events
+            })
+            .await;
+            return;
+        }
+        self.on_history(|messages, sizes, config, store, _| {
             let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
-            let prepared = prepare_sized(std::mem::take(messages), taken, &request, config, store, summariser);
+            let prepared = prepare_recoverable(std::mem::take(messages), taken, config, store);
             *messages = prepared.messages;
             *sizes = prepared.sizes;
             prepared.events
         })
         .await;
+        let limit = self.settings.compaction.context_char_limit;
+        let estimate = self.sizes.total();
+        if estimate <= limit {
+            return;
+        }
+        if self.confirm_lossy(&request, estimate, limit, ops).await {
+            self.on_history(move |messages, sizes, config, store, summariser| {
+                let ctx = crate::compact::Context { config, store };
+                crate::compact::timed(|| compact_history(messages, sizes, &request, &ctx, summariser))
+            })
+            .await;
+        } else if !self.quit {
+            self.emit(AgentEvent::Notice {
+                message: format!(
+                    "not summarised: this call goes over the limit ({} > {} chars)",
+                    crate::compact::short_count(estimate),
+                    crate::compact::short_count(limit)
+                ),
+            });
+        }
+    }
+
+    /// Ask whether to summarise now, showing what it would do. `false` for not now
+    /// (and when the turn is cancelled or the app quits).
+    async fn confirm_lossy(
+        &mut self,
+        request: &str,
+        estimate: usize,
+        limit: usize,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> bool {
+        let preview = {
+            use crate::compact::preview::{Preview, preview};
+            let messages = self.messages.clone();
+            let request = request.to_string();
+            let config = self.settings.compaction.clone();
+            let workspace = self.tools.workspace().root().to_path_buf();
+            tokio::task::spawn_blocking(move || preview(&messages, &request, &config, &workspace, &Preview::Prepare))
+                .await
+                .unwrap_or_default()
+        };
+        let request_id = self.next_request_id;
+        self.next_request_id += 1;
+        self.emit(AgentEvent::LossyQuestion {
+            request_id,
+            estimate,
+            limit,
+            preview,
+        });
+        loop {
+            match ops.recv().await {
+                Some(Op::Lossy {
+                    request_id: id,
+                    compact_now,
+                }) if id == request_id => return compact_now,
+                None | Some(Op::Quit) => {
+                    self.quit = true;
+                    return false;
+                }
+                Some(Op::Cancel) => return false,
+                Some(Op::Inspect) => self.emit(self.breakdown()),
+                Some(_) => {}
+            }
+        }
     }
 
     async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
@@ -528,7 +607,7 @@ impl Agent {
         let mut step = 0;
         while step < self.settings.max_steps {
             step += 1;
-            self.prepare_history(request).await;
+            self.prepare_history(request, ops).await;
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
                 Err(CallFailed::Interrupted) => return TurnOutcome::Cancelled,

@@ -34,7 +34,7 @@ use crate::store::Store;
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
-pub use prepare::{Prepared, prepare, prepare_sized};
+pub use prepare::{Prepared, prepare, prepare_recoverable, prepare_sized};
 pub use reactive_compact::reactive_compact;
 
 /// Every threshold of the pipeline, in characters of the serialised history.
@@ -67,6 +67,8 @@ pub struct CompactConfig {
     pub summary_input_chars: usize,
     /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
     pub estimate: EstimateMode,
+    /// Ask before an automatic summary (stage 4), showing what it would summarise.
+    pub confirm_lossy: bool,
 }
 
 impl Default for CompactConfig {
@@ -85,6 +87,7 @@ impl Default for CompactConfig {
             reactive_keep_messages: 5,
             summary_input_chars: 80_000,
             estimate: EstimateMode::Seed,
+            confirm_lossy: false,
         }
     }
 }

@@ -40,12 +40,34 @@ pub fn prepare(
 /// [`prepare`] for a caller that keeps the size table of its history (the agent), so
 /// that nothing is serialised again just to measure it.
 pub fn prepare_sized(
-    mut messages: Vec<Message>,
-    mut sizes: Sizes,
+    messages: Vec<Message>,
+    sizes: Sizes,
     active_request: &str,
     config: &CompactConfig,
     store: &Store,
     summariser: &mut dyn Summariser,
+) -> Prepared {
+    let mut prepared = prepare_recoverable(messages, sizes, config, store);
+    let ctx = Context { config, store };
+    prepared.events.extend(timed(|| {
+        compact_history(
+            &mut prepared.messages,
+            &mut prepared.sizes,
+            active_request,
+            &ctx,
+            summariser,
+        )
+    }));
+    prepared
+}
+
+/// Stages 1 to 3 of [`prepare`]: everything recoverable, nothing summarised. A caller
+/// that asks before the lossy stage (`compaction.confirm_lossy`) runs stage 4 itself.
+pub fn prepare_recoverable(
+    mut messages: Vec<Message>,
+    mut sizes: Sizes,
+    config: &CompactConfig,
+    store: &Store,
 ) -> Prepared {
     let ctx = Context { config, store };
     let mut events = Vec::new();
@@ -53,9 +75,6 @@ pub fn prepare_sized(
     events.extend(timed(|| snip_compact(&mut messages, &mut sizes, &ctx)));
     events.extend(timed(|| micro_compact(&mut messages, &mut sizes, &ctx)));
     events.extend(timed(|| fit_tool_results(&mut messages, &mut sizes, &ctx)));
-    events.extend(timed(|| {
-        compact_history(&mut messages, &mut sizes, active_request, &ctx, summariser)
-    }));
     Prepared {
         messages,
         sizes,

@@ -134,7 +134,7 @@ impl App {
     /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
     pub fn hyperlinks(&self) -> &[Hyperlink] {
         // A modal or the command popup on top hides what is under it: no links through.
-        if self.state.permission.is_some() || !self.input.completions().is_empty() {
+        if self.state.permission.is_some() || self.state.lossy.is_some() || !self.input.completions().is_empty() {
             return &[];
         }
         match &self.overlay {
@@ -215,6 +215,37 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             self.interrupt();
+            return;
+        }
+        // The summarise question waits under an open view (x opens /context).
+        if matches!(self.overlay, Overlay::None)
+            && let Some(prompt) = self.state.lossy.clone()
+        {
+            let deliberate = prompt
+                .shown_at
+                .is_some_and(|shown| shown.elapsed() >= modal::TYPE_AHEAD_GRACE);
+            let answer = match key.code {
+                _ if !deliberate && key.code != KeyCode::Esc => None,
+                KeyCode::Char('c') | KeyCode::Enter => Some(true),
+                KeyCode::Char('n') => Some(false),
+                KeyCode::Char('x') => {
+                    self.open_context();
+                    None
+                }
+                KeyCode::Esc => {
+                    self.send(Op::Cancel);
+                    self.state.lossy = None;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(compact_now) = answer {
+                self.send(Op::Lossy {
+                    request_id: prompt.request_id,
+                    compact_now,
+                });
+                self.state.lossy = None;
+            }
             return;
         }
         if let Some(prompt) = self.state.permission.clone() {
@@ -622,6 +653,12 @@ impl App {
         if let Some(prompt) = &mut self.state.permission {
             prompt.shown_at.get_or_insert_with(std::time::Instant::now);
             modal::render(frame, area, prompt);
+        }
+        if matches!(self.overlay, Overlay::None)
+            && let Some(prompt) = &mut self.state.lossy
+        {
+            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
+            modal::render_lossy(frame, area, prompt);
         }
     }
 }

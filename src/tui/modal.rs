@@ -1,5 +1,6 @@
-//! The permission modal for the agent's questions: the exact command or path, and
-//! "always" only where it is offered, naming what it would approve.
+//! The modals for the agent's questions: permission (the exact command or path, and
+//! "always" only where it is offered, naming what it would approve), and, with
+//! `compaction.confirm_lossy`, whether to summarise now (with what it would summarise).
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::state::PermissionPrompt;
+use super::state::{LossyPrompt, PermissionPrompt};
 use super::theme;
 
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
@@ -27,21 +28,88 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// were meant for the prompt, not as an answer to a question nobody read yet.
 pub const TYPE_AHEAD_GRACE: Duration = Duration::from_millis(400);
 
+/// A key to press and what it does, as the modals show them.
+fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Span<'static>> {
+    vec![
+        Span::styled(
+            format!(" {k} "),
+            Style::default()
+                .fg(theme::ON_COLOUR)
+                .bg(colour)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(" {label}   ")),
+    ]
+}
+
+/// Messages of a lossy preview listed in its modal; the rest are counted.
+const LOSSY_ITEMS_SHOWN: usize = 5;
+
+pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
+    let popup = centered(area, 80, 16);
+    frame.render_widget(Clear, popup);
+    let soft = Style::default().fg(theme::SOFT);
+    let items: Vec<&crate::compact::ReceiptItem> = prompt.preview.iter().flat_map(|event| &event.items).collect();
+    let chars: usize = items.iter().map(|item| item.chars_before).sum();
+    let mut text = vec![
+        Line::from(Span::styled(
+            format!(
+                "The recoverable stages were not enough: {} > {} chars.",
+                crate::compact::short_count(prompt.estimate),
+                crate::compact::short_count(prompt.limit)
+            ),
+            Style::default().add_modifier(Modifier::BOLD),
+        )),
+        Line::from(Span::styled(
+            format!(
+                "Summarising replaces {} ({} chars) with one summary; the transcript keeps them.",
+                crate::compact::counted(items.len(), "message", "messages"),
+                crate::compact::short_count(chars)
+            ),
+            soft,
+        )),
+        Line::from(""),
+    ];
+    for item in items.iter().take(LOSSY_ITEMS_SHOWN) {
+        text.push(Line::from(Span::styled(
+            format!(
+                "  #{} · {} · {} chars",
+                item.position,
+                item.what,
+                crate::compact::short_count(item.chars_before)
+            ),
+            Style::default().fg(theme::INFO),
+        )));
+    }
+    if items.len() > LOSSY_ITEMS_SHOWN {
+        text.push(Line::from(Span::styled(
+            format!("  … and {} more", items.len() - LOSSY_ITEMS_SHOWN),
+            soft,
+        )));
+    }
+    text.push(Line::from(""));
+    let mut keys = key("c", "compact now", theme::SUCCESS);
+    keys.extend(key("n", "not now", theme::ATTENTION));
+    keys.extend(key("x", "open /context", theme::INFO));
+    text.push(Line::from(keys));
+    text.push(Line::from(Span::styled(
+        "      not now sends this call over the limit · Esc cancels the turn",
+        soft,
+    )));
+    frame.render_widget(
+        Paragraph::new(text).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(theme::ATTENTION))
+                .title(" summarise the history? "),
+        ),
+        popup,
+    );
+}
+
 pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     let popup = centered(area, 76, 11);
     frame.render_widget(Clear, popup);
-    let key = |k: &'static str, label: &'static str, colour: Color| {
-        vec![
-            Span::styled(
-                format!(" {k} "),
-                Style::default()
-                    .fg(theme::ON_COLOUR)
-                    .bg(colour)
-                    .add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(format!(" {label}   ")),
-        ]
-    };
     let mut keys = key("y", "allow once", theme::SUCCESS);
     keys.extend(key("n", "deny", theme::FAILURE));
     let mut text = vec![

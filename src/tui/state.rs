@@ -83,6 +83,17 @@ pub struct PermissionPrompt {
     pub shown_at: Option<Instant>,
 }
 
+/// `compaction.confirm_lossy`: summarise now or not, with what it would summarise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossyPrompt {
+    pub request_id: u64,
+    pub estimate: usize,
+    pub limit: usize,
+    pub preview: Vec<StageEvent>,
+    /// When it was first drawn (see [`PermissionPrompt::shown_at`]).
+    pub shown_at: Option<Instant>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SessionInfo {
     pub id: String,
@@ -113,6 +124,7 @@ pub struct AppState {
     pub turns: usize,
     pub banner: Option<String>,
     pub permission: Option<PermissionPrompt>,
+    pub lossy: Option<LossyPrompt>,
     pub usage: Option<Usage>,
     pub breakdown: Option<ContextBreakdown>,
     /// Where each file the pipeline wrote came from, for the browser.
@@ -134,6 +146,7 @@ impl Default for AppState {
             turns: 0,
             banner: None,
             permission: None,
+            lossy: None,
             usage: None,
             breakdown: None,
             written_by: Vec::new(),
@@ -361,6 +374,21 @@ impl AppState {
                 self.banner = None;
             }
             AgentEvent::Preview { events } => self.push(ChatEntry::Preview(events)),
+            AgentEvent::LossyQuestion {
+                request_id,
+                estimate,
+                limit,
+                preview,
+            } => {
+                self.lossy = Some(LossyPrompt {
+                    request_id,
+                    estimate,
+                    limit,
+                    preview,
+                    shown_at: None,
+                });
+                self.turn = TurnState::AwaitingPermission;
+            }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => {
@@ -373,6 +401,7 @@ impl AppState {
                 self.turn = TurnState::Idle;
                 self.in_turn = false;
                 self.permission = None;
+                self.lossy = None;
                 if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {
                     *streaming = false;
                     self.touch_last();
