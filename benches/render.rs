@@ -41,6 +41,7 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
                     items: Vec::new(),
                     summary: None,
                     loss: None,
+                    cache_rewritten: None,
                 },
             }),
         }

@@ -225,6 +225,8 @@ pub struct Ledger {
     /// The estimate before the first compaction since the last call.
     before: Option<usize>,
     stages: Vec<Stage>,
+    /// The prompt tokens the previous call left in the provider's cache.
+    cached: Option<u64>,
 }
 
 impl Ledger {
@@ -243,6 +245,7 @@ impl Ledger {
             basis: TokenBasis::Reported,
             before: None,
             stages: Vec::new(),
+            cached: None,
         };
         ledger.limit = decide_limit(choice, configured, &ledger.fit());
         ledger
@@ -341,6 +344,8 @@ impl Ledger {
             request_chars: Some(request_chars),
             input_tokens: (prompt_tokens > 0).then_some(prompt_tokens),
             stages: std::mem::take(&mut self.stages),
+            cache_read: None,
+            cache_rewritten: None,
         };
         let note = (prompt_tokens > 0).then(|| {
             self.tokens = Some(measured(
@@ -352,6 +357,22 @@ impl Ledger {
             self.redecide()
         });
         (point, note.flatten())
+    }
+
+    /// What the call of `point` reported about the provider's prompt cache: after
+    /// compaction, how much of what the previous call cached had to be written again.
+    /// Providers that report no caching leave the point as it is.
+    pub fn cache(&mut self, point: &mut CallPoint, read: u64, written: u64) {
+        if read == 0 && written == 0 {
+            return;
+        }
+        point.cache_read = Some(read);
+        if !point.stages.is_empty()
+            && let Some(cached) = self.cached
+        {
+            point.cache_rewritten = Some(cached.saturating_sub(read));
+        }
+        self.cached = Some(read + written);
     }
 
     /// The provider counted the history as it is (`estimate`) exactly.
@@ -375,6 +396,7 @@ impl Ledger {
         self.tokens = None;
         self.before = None;
         self.stages.clear();
+        self.cached = None;
         self.redecide();
     }
 }
@@ -490,6 +512,24 @@ mod tests {
         assert_eq!(ledger.tokens().unwrap().basis, TokenBasis::Reported);
         let (point, _) = ledger.called(3_200, 4, 0);
         assert_eq!((point.before, point.stages.len(), point.input_tokens), (None, 0, None));
+    }
+
+    #[test]
+    fn a_compaction_costs_the_cached_prefix_the_next_call_writes_again() {
+        let mut ledger = ledger(LimitChoice::Configured);
+        let (mut first, _) = ledger.called(9_000, 3, 2_500);
+        ledger.cache(&mut first, 0, 2_000);
+        assert_eq!((first.cache_read, first.cache_rewritten), (Some(0), None));
+        let (mut second, _) = ledger.called(9_500, 5, 2_600);
+        ledger.cache(&mut second, 2_000, 500);
+        assert_eq!(second.cache_rewritten, None, "no compaction in between");
+        ledger.compacted(9_500, 3_000, [Stage::MicroCompact]);
+        let (mut third, _) = ledger.called(3_100, 5, 800);
+        ledger.cache(&mut third, 300, 500);
+        assert_eq!(third.cache_rewritten, Some(2_500 - 300));
+        let (mut uncached, _) = ledger.called(3_200, 6, 800);
+        ledger.cache(&mut uncached, 0, 0);
+        assert_eq!(uncached.cache_read, None, "a provider without caching");
     }
 
     #[test]

@@ -123,6 +123,14 @@ pub struct CallPoint {
     /// Stages that fired since the previous call.
     #[serde(default)]
     pub stages: Vec<crate::compact::Stage>,
+    /// Prompt tokens this call read from the provider's cache (Anthropic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    /// Cached prompt tokens of the previous call that this call had to write again
+    /// because the stages before it changed the prompt: what the compaction cost in
+    /// cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_rewritten: Option<u64>,
 }
 
 impl CallPoint {

@@ -441,6 +441,8 @@ mod tests {
                 request_chars: Some(100),
                 input_tokens: Some(10),
                 stages: Vec::new(),
+                cache_read: None,
+                cache_rewritten: None,
             }))
             .unwrap();
         journal
@@ -506,6 +508,8 @@ mod tests {
                 request_chars: None,
                 input_tokens: Some(90),
                 stages: Vec::new(),
+                cache_read: None,
+                cache_rewritten: None,
             }),
             Record::Replace {
                 messages: vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")],

@@ -131,6 +131,8 @@ mod tests {
                 request_chars: None,
                 input_tokens: None,
                 stages: Vec::new(),
+                cache_read: None,
+                cache_rewritten: None,
             },
             CallPoint {
                 before: Some(61_000),
@@ -139,6 +141,8 @@ mod tests {
                 request_chars: None,
                 input_tokens: None,
                 stages: vec![Stage::MicroCompact],
+                cache_read: None,
+                cache_rewritten: None,
             },
         ];
         let svg = svg(&points, &config).unwrap();

@@ -89,6 +89,7 @@ fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&s
             items: Vec::new(),
             summary: None,
             loss: None,
+            cache_rewritten: None,
         },
     }
 }
@@ -235,6 +236,7 @@ fn every_kind_of_compaction_marker() {
             items: Vec::new(),
             summary: None,
             loss: None,
+            cache_rewritten: None,
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());
@@ -501,6 +503,8 @@ fn context_view_and_timeline() {
         for &stage_name in &stages {
             s.app.apply(stage(stage_name, 1, estimate + 10_000, estimate, &[]));
         }
+        // A compaction before a call costs that call part of the prompt cache.
+        let cache_rewritten = (!stages.is_empty()).then_some(3_000);
         s.app.apply(AgentEvent::ModelCall {
             point: CallPoint {
                 before,
@@ -509,6 +513,8 @@ fn context_view_and_timeline() {
                 request_chars: Some(estimate + 2_400),
                 input_tokens: Some((estimate / 4) as u64),
                 stages,
+                cache_read: Some(1_000),
+                cache_rewritten,
             },
             usage: Usage {
                 input_tokens: (estimate / 4) as u64,
@@ -952,6 +958,20 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
         total: 1,
     });
     s.app.apply(AgentEvent::Compaction { event });
+    // The next call says what the compaction cost in cache.
+    s.app.apply(AgentEvent::ModelCall {
+        point: CallPoint {
+            before: Some(52_000),
+            estimate: 1_900,
+            messages: 1,
+            request_chars: Some(4_300),
+            input_tokens: Some(1_100),
+            stages: vec![Stage::CompactHistory],
+            cache_read: Some(600),
+            cache_rewritten: Some(12_400),
+        },
+        usage: Usage::default(),
+    });
     let collapsed = draw(&mut s.app, 80, 24).backend().to_string();
     assert!(
         collapsed.contains("! not in the summary (1) · → lists them"),
@@ -967,6 +987,14 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
     assert!(expanded.contains("why: estimate 52.0k still over"), "{expanded}");
     assert!(
         expanded.contains("#3 user · tool results for toolu_01 · 51.5k chars"),
+        "{expanded}"
+    );
+    assert!(
+        expanded.contains("- command · cargo test --lib lexer · #2"),
+        "{expanded}"
+    );
+    assert!(
+        expanded.contains("cache: the next call wrote 12.4k cached prompt tokens again"),
         "{expanded}"
     );
     insta::assert_snapshot!("marker_receipt_80x24", terminal.backend());

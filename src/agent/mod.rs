@@ -801,9 +801,15 @@ impl Agent {
             Err(Interrupted::Cancel) => Err(CallFailed::Interrupted),
             Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
-                let (point, note) =
+                let usage = response.usage;
+                let (mut point, note) =
                     self.ledger
-                        .called(self.sizes.total(), self.messages.len(), response.usage.prompt_tokens());
+                        .called(self.sizes.total(), self.messages.len(), usage.prompt_tokens());
+                self.ledger.cache(
+                    &mut point,
+                    usage.cache_read_input_tokens,
+                    usage.cache_creation_input_tokens,
+                );
                 self.journal(Record::Call(point.clone()));
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {

@@ -158,6 +158,8 @@ pub fn run(
                 request_chars: None,
                 input_tokens: None,
                 stages: s.stages.iter().map(|(stage, _)| *stage).collect(),
+                cache_read: None,
+                cache_rewritten: None,
             })
             .collect();
         let svg = crate::timeline::svg(&points, config).map_err(std::io::Error::other)?;

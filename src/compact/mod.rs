@@ -223,6 +223,9 @@ pub struct StageEvent {
     /// What the summarised messages mention that the summary does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<loss::LossReport>,
+    /// Cached prompt tokens the next call had to write again (known after that call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_rewritten: Option<u64>,
 }
 
 /// One message or tool result that a stage took out of the context or shrank.
@@ -265,6 +268,7 @@ impl StageEvent {
             items: Vec::new(),
             summary: None,
             loss: None,
+            cache_rewritten: None,
         }
     }
 

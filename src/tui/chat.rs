@@ -292,6 +292,17 @@ fn receipt_lines(
         None,
         lines,
     );
+    if let Some(rewritten) = event.cache_rewritten {
+        let cost = format!(
+            "cache: the next call wrote {} cached prompt tokens again",
+            short_count(rewritten as usize)
+        );
+        push(
+            markdown::wrap(&[(cost, soft)], width, Span::styled("  ", muted), "  "),
+            None,
+            lines,
+        );
+    }
     let heading = format!(
         "receipt: {} left or shrank",
         crate::compact::counted(event.items.len(), "item", "items")

@@ -339,6 +339,13 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
         .filter(|(_, p)| !p.stages.is_empty())
         .map(|(i, p)| ((i + 1) as f64, p.estimate as f64))
         .collect();
+    // What a compaction cost in cache: marked at the top of its drop.
+    let cache_marks: Vec<(f64, f64)> = timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.cache_rewritten.is_some_and(|tokens| tokens > 0))
+        .map(|(i, p)| ((i + 1) as f64, p.before() as f64))
+        .collect();
     let calls = timeline.len().max(2) as f64;
     let top = timeline
         .iter()
@@ -370,6 +377,12 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
             .marker(Marker::Braille)
             .style(Style::default().fg(theme::TEXT))
             .data(&points),
+        Dataset::default()
+            .name("cache rewritten")
+            .graph_type(GraphType::Scatter)
+            .marker(Marker::Dot)
+            .style(Style::default().fg(theme::ATTENTION))
+            .data(&cache_marks),
         Dataset::default()
             .name("stage fired")
             .graph_type(GraphType::Scatter)

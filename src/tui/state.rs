@@ -359,6 +359,7 @@ impl AppState {
             AgentEvent::Context { status } => self.context = Some(status),
             AgentEvent::ModelCall { point, usage } => {
                 self.usage = Some(usage);
+                self.note_cache_cost(&point);
                 self.timeline.push(point);
             }
             AgentEvent::Undone {
@@ -475,6 +476,28 @@ impl AppState {
         }
     }
 
+    /// A call after a compaction reported what it cost in cache: the newest marker's
+    /// receipt says so.
+    fn note_cache_cost(&mut self, point: &CallPoint) {
+        let Some(rewritten) = point.cache_rewritten else {
+            return;
+        };
+        let Some(at) = self
+            .chat
+            .iter()
+            .rposition(|entry| matches!(entry, ChatEntry::Marker(_)))
+        else {
+            return;
+        };
+        if let ChatEntry::Marker(run) = &mut self.chat[at]
+            && let Some(newest) = run.last_mut()
+        {
+            newest.cache_rewritten = Some(rewritten);
+            let revision = self.new_revision();
+            self.revisions[at] = revision;
+        }
+    }
+
     /// Which stage wrote each file, and where each tool call's full output now is.
     fn note_files(&mut self, event: &StageEvent) {
         for path in &event.paths {
@@ -505,7 +528,10 @@ impl AppState {
                     self.note_files(&event);
                     self.add_marker(event);
                 }
-                Past::Call { point } => self.timeline.push(point),
+                Past::Call { point } => {
+                    self.note_cache_cost(&point);
+                    self.timeline.push(point);
+                }
                 Past::Undo { stage } => self.push(ChatEntry::Notice(format!("↶ undid {stage}"))),
             }
         }
@@ -562,6 +588,7 @@ mod tests {
             items: Vec::new(),
             summary: None,
             loss: None,
+            cache_rewritten: None,
         }
     }
 
@@ -617,6 +644,8 @@ mod tests {
                     request_chars: Some(44_300),
                     input_tokens: Some(10_000),
                     stages: vec![Stage::ToolResultBudget],
+                    cache_read: None,
+                    cache_rewritten: None,
                 },
                 usage: Usage {
                     input_tokens: 10_000,
@@ -796,6 +825,8 @@ mod tests {
                         request_chars: None,
                         input_tokens: Some(300),
                         stages: vec![Stage::MicroCompact],
+                        cache_read: None,
+                        cache_rewritten: None,
                     },
                 },
                 Past::Message {
