@@ -414,6 +414,7 @@ demo_word_delay_ms = 0
             summary_input_chars: 2000,
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
+            pinned: Default::default(),
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;

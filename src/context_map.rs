@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::accounting::fixed_chars;
 use crate::compact::CompactConfig;
 use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
+use crate::compact::receipt::describe_result;
 use crate::message::{Content, ContentBlock, Message, Role};
 use crate::provider::ToolSpec;
 
@@ -73,6 +74,12 @@ pub struct Item {
     pub saved_path: Option<String>,
     /// The block's text (capped) for showing it.
     pub text: String,
+    /// For a tool result: its call, to restore, pin or drop it from `/context`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// Pinned: stage 3 leaves it whole.
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 /// What the context holds, counted exactly as the gauge counts: the message
@@ -88,6 +95,9 @@ pub struct ContextBreakdown {
     /// Characters per category, in `Category::ALL` order (free space last).
     pub totals: Vec<(Category, usize)>,
     pub largest: Vec<Item>,
+    /// The pinned tool results, described (`read_file src/a.rs (result)`).
+    #[serde(default)]
+    pub pinned: Vec<String>,
 }
 
 impl Category {
@@ -110,13 +120,16 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
         preview: one_line(system),
         saved_path: None,
         text: prefix_chars(system, SHOWN_TEXT).to_string(),
+        tool_use_id: None,
+        pinned: false,
     }];
+    let mut pinned = Vec::new();
     for (at, message) in messages.iter().enumerate() {
         let role = match message.role {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>| {
+        let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>, id: Option<&str>| {
             items.push(Item {
                 category,
                 chars,
@@ -125,32 +138,44 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
                 preview: one_line(text),
                 saved_path,
                 text: prefix_chars(text, SHOWN_TEXT).to_string(),
+                tool_use_id: id.map(str::to_string),
+                pinned: id.is_some_and(|id| config.pinned.contains(id)),
             });
         };
         let kind = classify(message);
         match &message.content {
-            Content::Text(text) => push(text_category(&kind), mode.count(&message.content), text, None),
+            Content::Text(text) => push(text_category(&kind), mode.count(&message.content), text, None, None),
             Content::Blocks(blocks) => {
                 for block in blocks {
                     let chars = mode.count(block);
                     match block {
-                        ContentBlock::Text { text, .. } => push(text_category(&kind), chars, text, None),
+                        ContentBlock::Text { text, .. } => push(text_category(&kind), chars, text, None, None),
                         ContentBlock::ToolUse { name, input, .. } => {
-                            push(Category::ToolUseInput, chars, &format!("{name} {input}"), None)
+                            push(Category::ToolUseInput, chars, &format!("{name} {input}"), None, None)
                         }
-                        ContentBlock::ToolResult { content, .. } => {
+                        ContentBlock::ToolResult {
+                            tool_use_id, content, ..
+                        } => {
                             let text = content.full_text();
+                            let id = Some(tool_use_id.as_str());
                             match classify_result(content) {
-                                ResultKind::Persisted(block) => {
-                                    push(Category::PersistedPreview, chars, &text, Some(block.path.to_string()))
-                                }
+                                ResultKind::Persisted(block) => push(
+                                    Category::PersistedPreview,
+                                    chars,
+                                    &text,
+                                    Some(block.path.to_string()),
+                                    id,
+                                ),
                                 ResultKind::Cleared { path } => {
-                                    push(Category::ClearedReference, chars, &text, Some(path.to_string()))
+                                    push(Category::ClearedReference, chars, &text, Some(path.to_string()), id)
                                 }
-                                ResultKind::Whole => push(Category::ToolResult, chars, &text, None),
+                                ResultKind::Whole => push(Category::ToolResult, chars, &text, None, id),
+                            }
+                            if config.pinned.contains(tool_use_id) {
+                                pinned.push(describe_result(messages, at, tool_use_id));
                             }
                         }
-                        ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None),
+                        ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None, None),
                     }
                 }
             }
@@ -182,6 +207,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
         fixed,
         totals,
         largest: items,
+        pinned,
     }
 }
 

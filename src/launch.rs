@@ -126,7 +126,7 @@ pub struct Launch {
 }
 
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
-    let config = resolve_config(args, env)?;
+    let mut config = resolve_config(args, env)?;
     let provider = build_provider(&config, env)?;
     let root = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -157,6 +157,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
                 })?;
                 journal.sync()?;
             }
+            config.compaction.pinned = restored.pins;
             (journal, restored.messages, restored.past, restored.repairs)
         }
         None => (

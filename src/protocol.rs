@@ -34,6 +34,19 @@ pub enum Op {
     CountTokens,
     /// `/undo`: put the history back as it was before the newest compaction stage.
     Undo,
+    /// `r` in `/context`: a shortened tool result back in full from its saved file.
+    Restore {
+        tool_use_id: String,
+    },
+    /// `p` in `/context`: stage 3 leaves a pinned tool result whole.
+    Pin {
+        tool_use_id: String,
+        pinned: bool,
+    },
+    /// `d` in `/context`: a tool result to the archive now, with a receipt.
+    Drop {
+        tool_use_id: String,
+    },
     /// `/compact --preview [focus]`: what `/compact` would do, writing nothing.
     Preview {
         focus: Option<String>,

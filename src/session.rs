@@ -49,6 +49,11 @@ pub enum Record {
         messages: Vec<Message>,
         notes: Vec<String>,
     },
+    /// A tool result pinned (stage 3 leaves it whole) or unpinned in `/context`.
+    Pin {
+        tool_use_id: String,
+        pinned: bool,
+    },
     /// The newest compaction stage was undone: the history as it was before it.
     Undo {
         stage: crate::compact::Stage,
@@ -75,6 +80,8 @@ pub enum SessionError {
 #[derive(Debug, Default)]
 pub struct Restored {
     pub messages: Vec<Message>,
+    /// Tool results pinned in `/context`, by tool_use id.
+    pub pins: std::collections::BTreeSet<String>,
     /// What was skipped or mended to make the history valid, one line each; the
     /// caller journals a [`Record::Repair`] and shows these when not empty.
     pub repairs: Vec<String>,
@@ -368,6 +375,13 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                 restored.messages.push(message);
             }
             Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
+            Record::Pin { tool_use_id, pinned } => {
+                if pinned {
+                    restored.pins.insert(tool_use_id);
+                } else {
+                    restored.pins.remove(&tool_use_id);
+                }
+            }
             Record::Undo { stage, messages } => {
                 restored.messages = messages;
                 restored.past.push(Past::Undo { stage });

@@ -402,3 +402,65 @@ async fn confirm_lossy_asks_before_summarising() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// From `/context`: pin a result (listed as pinned), drop it to the archive with a
+/// receipt, and put it back in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_pins_drops_and_restores_a_tool_result() {
+    let api = MockApi::start(vec![
+        tool_reply("Reading.", &[("t1", "bash", json!({"command": "seq 1 2000"}))]),
+        text_reply("Read."),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Approve).await;
+    agent.ops.send(Op::Submit { text: "count".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    let breakdown = |e: &AgentEvent| matches!(e, AgentEvent::Breakdown { .. });
+    agent
+        .ops
+        .send(Op::Pin {
+            tool_use_id: "t1".into(),
+            pinned: true,
+        })
+        .unwrap();
+    let AgentEvent::Breakdown { breakdown: map } = until(&mut agent.events, breakdown).await else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(map.pinned, vec!["bash seq 1 2000 (result)".to_string()]);
+    assert!(
+        map.largest
+            .iter()
+            .any(|item| item.tool_use_id.as_deref() == Some("t1") && item.pinned)
+    );
+
+    agent
+        .ops
+        .send(Op::Drop {
+            tool_use_id: "t1".into(),
+        })
+        .unwrap();
+    let AgentEvent::Compaction { event } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(event.trigger, "dropped by the user from /context");
+    assert_eq!(event.items.len(), 1);
+    let AgentEvent::Breakdown { breakdown: map } = until(&mut agent.events, breakdown).await else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(map.pinned.is_empty(), "a dropped result is no longer pinned");
+
+    agent
+        .ops
+        .send(Op::Restore {
+            tool_use_id: "t1".into(),
+        })
+        .unwrap();
+    until(&mut agent.events, breakdown).await;
+    agent.ops.send(Op::Quit).unwrap();
+    let history = agent.task.await.unwrap();
+    let output = (1..=2000).map(|n| format!("{n}\n")).collect::<String>();
+    assert!(history.iter().any(|m| m.block_slice().iter().any(|b| matches!(b,
+        ContentBlock::ToolResult { content, .. } if content.full_text() == output))));
+}

@@ -617,3 +617,56 @@ fn undo_after_resume_restores_the_history_from_before_the_compaction() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("nothing to undo"));
 }
+
+/// A result pinned in `/context` (journaled) stays whole after `--continue`: stage 3
+/// clears the others around it.
+#[test]
+fn a_pinned_result_survives_resume_and_stage_three_leaves_it_whole() {
+    use scratchpad::session::Record;
+    let workspace = Workspace::new();
+    let dir = workspace.path().join(scratchpad::session::SESSIONS_DIR);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut records = vec![Record::Append {
+        message: Message::user_text("read both"),
+    }];
+    for (id, fill) in [("toolu_keep", 'k'), ("toolu_other", 'o')] {
+        records.push(Record::Append {
+            message: Message::blocks(
+                scratchpad::message::Role::Assistant,
+                vec![ContentBlock::tool_use(id, "read_file", json!({"path": "f0.rs"}))],
+            ),
+        });
+        records.push(Record::Append {
+            message: Message::blocks(
+                scratchpad::message::Role::User,
+                vec![ContentBlock::tool_result(id, fill.to_string().repeat(1_500), false)],
+            ),
+        });
+    }
+    records.push(Record::Append {
+        message: Message::assistant_text("read them"),
+    });
+    records.push(Record::Pin {
+        tool_use_id: "toolu_keep".into(),
+        pinned: true,
+    });
+    let text: String = records
+        .iter()
+        .map(|record| serde_json::to_string(record).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.join("20260101-000000-1.jsonl"), text).unwrap();
+    let api = MockApi::start_in_thread(vec![text_reply("ok")]);
+    let output = workspace.run(
+        &api,
+        &["--continue", "-p", "next", "--limit", "3500", "--keep-recent", "0"],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sent = messages_of(&api.turn_requests()[0]);
+    let results = tool_results(&sent);
+    assert_eq!(results[0], "k".repeat(1_500), "the pinned result is whole");
+    assert!(
+        results[1].starts_with("[Earlier tool result saved at"),
+        "{}",
+        results[1]
+    );
+}

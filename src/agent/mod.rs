@@ -395,6 +395,9 @@ impl Agent {
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
                 Op::Undo => self.undo_newest(),
+                Op::Restore { tool_use_id } => self.restore_result(&tool_use_id),
+                Op::Pin { tool_use_id, pinned } => self.pin(tool_use_id, pinned),
+                Op::Drop { tool_use_id } => self.drop_result(tool_use_id).await,
                 Op::Preview { focus } => self.preview_compact(focus).await,
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
@@ -669,6 +672,71 @@ impl Agent {
             message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
         });
         TurnOutcome::Failed
+    }
+
+    /// `r` in `/context`: a shortened tool result back in full.
+    fn restore_result(&mut self, tool_use_id: &str) {
+        let mut messages = self.messages.clone();
+        let mut sizes = self.sizes.clone();
+        match crate::compact::micro_compact::restore_result(&mut messages, &mut sizes, &self.store, tool_use_id) {
+            Ok(chars) => {
+                self.journal(Record::Replace {
+                    messages: messages.clone(),
+                });
+                self.sync_journal();
+                self.messages = messages;
+                self.sizes = sizes;
+                self.ledger.changed(self.sizes.total());
+                self.emit(AgentEvent::Notice {
+                    message: format!(
+                        "put back in full: {} ({} chars)",
+                        crate::compact::receipt::describe_result(&self.messages, self.messages.len(), tool_use_id),
+                        crate::compact::short_count(chars)
+                    ),
+                });
+                self.emit_context();
+                self.emit(self.breakdown());
+            }
+            Err(why) => self.emit(AgentEvent::Error {
+                message: format!("cannot put {tool_use_id} back: {why}"),
+            }),
+        }
+    }
+
+    /// `p` in `/context`: pin or unpin a tool result; journaled, so it lasts.
+    fn pin(&mut self, tool_use_id: String, pinned: bool) {
+        self.journal(Record::Pin {
+            tool_use_id: tool_use_id.clone(),
+            pinned,
+        });
+        self.sync_journal();
+        if pinned {
+            self.settings.compaction.pinned.insert(tool_use_id);
+        } else {
+            self.settings.compaction.pinned.remove(&tool_use_id);
+        }
+        self.emit(self.breakdown());
+    }
+
+    /// `d` in `/context`: a tool result to the archive now, as a manual micro-compaction.
+    async fn drop_result(&mut self, tool_use_id: String) {
+        if self.settings.compaction.pinned.contains(&tool_use_id) {
+            self.pin(tool_use_id.clone(), false);
+        }
+        let events = self
+            .on_history(move |messages, sizes, config, store, _| {
+                let ctx = crate::compact::Context { config, store };
+                crate::compact::timed(|| {
+                    crate::compact::micro_compact::drop_result(messages, sizes, &ctx, &tool_use_id)
+                })
+            })
+            .await;
+        if events.is_empty() {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to drop: that result is already a reference".into(),
+            });
+        }
+        self.emit(self.breakdown());
     }
 
     /// `/compact --preview`: the receipts `/compact` would produce, writing nothing.

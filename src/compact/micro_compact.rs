@@ -69,7 +69,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         let Some((id, content)) = tool_result(messages, position) else {
             continue;
         };
-        if is_cleared(content) || content.char_len() <= config.micro_min_chars {
+        if is_cleared(content) || content.char_len() <= config.micro_min_chars || config.pinned.contains(id) {
             continue;
         }
         let what = describe_result(messages, position.0, id);
@@ -103,6 +103,82 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
     }
     settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
+}
+
+/// `d` in `/context`: the result of `tool_use_id` goes to the archive now, as
+/// micro_compact would clear it, with a receipt. `None` when there is no such result
+/// or it is already a reference.
+pub fn drop_result(
+    messages: &mut [Message],
+    sizes: &mut Sizes,
+    ctx: &Context<'_>,
+    tool_use_id: &str,
+) -> Option<StageEvent> {
+    let position = tool_result_positions(messages, messages.len())
+        .into_iter()
+        .find(|&position| tool_result(messages, position).is_some_and(|(id, _)| id == tool_use_id))?;
+    let (id, content) = tool_result(messages, position)?;
+    if is_cleared(content) {
+        return None;
+    }
+    let what = describe_result(messages, position.0, id);
+    let trigger = "dropped by the user from /context".to_string();
+    let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
+    let (id, content) = tool_result_mut(messages, position)?;
+    match ensure_saved(ctx.store, id, content) {
+        Ok(saved) => {
+            let before = sizes.measure(content);
+            let was = was_before(content);
+            let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
+            let after = sizes.measure(content);
+            sizes.adjust(position.0, before, after);
+            let receipt = Shrunk {
+                message: position.0,
+                what,
+                before,
+                after,
+                was,
+            };
+            event.replaced = 1;
+            event.saved(receipt, id, saved);
+            let replaced = vec![Replaced {
+                message: position.0,
+                block: position.1,
+                original,
+            }];
+            settle(messages, sizes, ctx, &mut event, replaced);
+        }
+        Err(error) => event.errors.push(error.to_string()),
+    }
+    event.finish(messages.len(), sizes.total())
+}
+
+/// `r` in `/context`: the result of `tool_use_id`, shortened by a stage, back in full
+/// from its saved file. The new text, or why not.
+pub fn restore_result(
+    messages: &mut [Message],
+    sizes: &mut Sizes,
+    store: &crate::store::Store,
+    tool_use_id: &str,
+) -> Result<usize, String> {
+    let position = tool_result_positions(messages, messages.len())
+        .into_iter()
+        .find(|&position| tool_result(messages, position).is_some_and(|(id, _)| id == tool_use_id))
+        .ok_or_else(|| format!("no tool result {tool_use_id} in the history"))?;
+    let (_, content) = tool_result_mut(messages, position).ok_or("not a tool result")?;
+    let path = match super::markers::classify_result(content) {
+        super::markers::ResultKind::Persisted(block) => block.path.to_string(),
+        super::markers::ResultKind::Cleared { path } => path.to_string(),
+        super::markers::ResultKind::Whole => return Err("it is already whole".into()),
+    };
+    let (_, text) = store
+        .read_saved(&path)
+        .ok_or_else(|| format!("{path} is missing or not ours"))?;
+    let before = sizes.measure(content);
+    *content = ToolResultContent::Text(text);
+    let after = sizes.measure(content);
+    sizes.adjust(position.0, before, after);
+    Ok(after)
 }
 
 /// Why stage 3 runs: the estimate against the limit, and the target it clears down to.
@@ -140,7 +216,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             continue;
         };
         let before = sizes.measure(content);
-        if is_cleared(content) {
+        if is_cleared(content) || config.pinned.contains(id) {
             continue;
         }
         let full = content.full_text();
@@ -421,5 +497,48 @@ mod tests {
             "the longer text goes first: {:?}",
             event.paths
         );
+    }
+
+    #[test]
+    fn pinned_results_stay_whole_and_a_dropped_or_restored_one_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let mut config = CompactConfig {
+            context_char_limit: 5_000,
+            micro_keep_recent: 0,
+            ..CompactConfig::default()
+        };
+        config.pinned.insert("t0".into());
+        let ctx = Context {
+            config: &config,
+            store: &store,
+        };
+        let mut history = rounds(&[3_000, 3_000, 3_000], true);
+        let original = history.clone();
+        let mut sizes = Sizes::of(&history, config.estimate);
+        micro_compact(&mut history, &mut sizes, &ctx).unwrap();
+        fit_tool_results(&mut history, &mut sizes, &ctx);
+        assert_eq!(result(&history, 0), "x".repeat(3_000), "the pinned result is whole");
+        assert!(parse_cleared_reference(&result(&history, 1)).is_some());
+
+        // d: the pinned one goes to the archive when the user says so, with a receipt.
+        let dropped = drop_result(&mut history, &mut sizes, &ctx, "t0").unwrap();
+        assert_eq!(dropped.items.len(), 1);
+        assert_eq!(dropped.trigger, "dropped by the user from /context");
+        assert!(parse_cleared_reference(&result(&history, 0)).is_some());
+        assert!(
+            drop_result(&mut history, &mut sizes, &ctx, "t0").is_none(),
+            "already a reference"
+        );
+        // r: back in full, exactly.
+        restore_result(&mut history, &mut sizes, &store, "t0").unwrap();
+        restore_result(&mut history, &mut sizes, &store, "t1").unwrap();
+        assert_eq!(result(&history, 0), result(&original, 0));
+        assert_eq!(result(&history, 1), result(&original, 1));
+        assert!(
+            restore_result(&mut history, &mut sizes, &store, "t0").is_err(),
+            "already whole"
+        );
+        assert_eq!(sizes.total(), estimate_chars(&history));
     }
 }

@@ -69,6 +69,10 @@ pub struct CompactConfig {
     pub estimate: EstimateMode,
     /// Ask before an automatic summary (stage 4), showing what it would summarise.
     pub confirm_lossy: bool,
+    /// Tool results the user pinned in `/context`: stage 3 leaves them whole. Session
+    /// state (journaled), not a setting.
+    #[serde(skip)]
+    pub pinned: std::collections::BTreeSet<String>,
 }
 
 impl Default for CompactConfig {
@@ -88,6 +92,7 @@ impl Default for CompactConfig {
             summary_input_chars: 80_000,
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
+            pinned: std::collections::BTreeSet::new(),
         }
     }
 }

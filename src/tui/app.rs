@@ -298,6 +298,9 @@ impl App {
                     ContextAction::Stay => {}
                     ContextAction::Close => self.overlay = Overlay::None,
                     ContextAction::CountTokens => self.send(Op::CountTokens),
+                    ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
+                    ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),
+                    ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
                     ContextAction::OpenPath(path) => {
                         self.leave_context();
                         self.overlay = Overlay::Browser(Box::new(Browser::open_on(

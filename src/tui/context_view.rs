@@ -48,6 +48,15 @@ pub enum ContextAction {
     Close,
     /// Ask the provider for the exact token count of the history as it is.
     CountTokens,
+    /// Put the selected (shortened) tool result back in full.
+    Restore(String),
+    /// Pin or unpin the selected tool result.
+    Pin {
+        tool_use_id: String,
+        pinned: bool,
+    },
+    /// Move the selected tool result to the archive now.
+    Drop(String),
     /// Open this item: a saved file path, or the item's own text.
     OpenPath(String),
     ShowText {
@@ -66,7 +75,23 @@ impl ContextView {
         let items = breakdown.map_or(0, |b| b.largest.len());
         match key.code {
             KeyCode::Esc | KeyCode::Char('q') => ContextAction::Close,
-            KeyCode::Char('r') => ContextAction::CountTokens,
+            KeyCode::Char('t') => ContextAction::CountTokens,
+            KeyCode::Char(letter @ ('r' | 'p' | 'd')) => {
+                let Some(item) = breakdown.and_then(|b| b.largest.get(self.selected)) else {
+                    return ContextAction::Stay;
+                };
+                let Some(id) = item.tool_use_id.clone() else {
+                    return ContextAction::Stay;
+                };
+                match letter {
+                    'r' => ContextAction::Restore(id),
+                    'p' => ContextAction::Pin {
+                        tool_use_id: id,
+                        pinned: !item.pinned,
+                    },
+                    _ => ContextAction::Drop(id),
+                }
+            }
             KeyCode::Down | KeyCode::Char('j') => {
                 self.selected = (self.selected + 1).min(items.saturating_sub(1));
                 ContextAction::Stay
@@ -118,7 +143,7 @@ impl ContextView {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(Style::default().fg(theme::LINK))
-            .title(" context · ↑↓ select · Enter opens · r counts tokens exactly · Esc closes ")
+            .title(" context · ↑↓ select · Enter opens · r restores · p pins · d drops · t counts tokens · Esc closes ")
             .title_bottom(Line::from(tokens_line).right_aligned());
         let chars_per_token = tokens.map(|figure| figure.chars_per_token);
         let inner = block.inner(area);
@@ -170,7 +195,11 @@ impl ContextView {
                 } else {
                     format!("#{} {}", item.message, item.role)
                 }),
-                Span::raw(format!("{}{saved}", item.preview)),
+                Span::raw(format!(
+                    "{}{}{saved}",
+                    if item.pinned { "[pinned] " } else { "" },
+                    item.preview
+                )),
             ])
         });
         let table = Table::new(
@@ -182,7 +211,19 @@ impl ContextView {
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(vec!["", "chars", "where", "largest items"]).style(Style::default().fg(theme::SOFT)))
+        .header(
+            Row::new(vec![
+                String::new(),
+                "chars".into(),
+                "where".into(),
+                if breakdown.pinned.is_empty() {
+                    "largest items".to_string()
+                } else {
+                    format!("largest items · pinned: {}", breakdown.pinned.join(", "))
+                },
+            ])
+            .style(Style::default().fg(theme::SOFT)),
+        )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected));
         frame.render_stateful_widget(table, area, &mut state);

@@ -78,7 +78,10 @@ pub const VIEW_KEYS: &[(&str, &[(&str, &str)])] = &[
         &[
             ("Up / Down", "select one of the largest items"),
             ("Enter", "open it: its saved file, or its text"),
-            ("r", "count the tokens exactly, where the provider can"),
+            ("r", "put a shortened tool result back in full"),
+            ("p", "pin a tool result (stage 3 leaves it whole) or unpin it"),
+            ("d", "move a tool result to the archive now, with a receipt"),
+            ("t", "count the tokens exactly, where the provider can"),
             ("Esc, q", "close"),
         ],
     ),
