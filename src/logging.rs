@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use tracing_subscriber::EnvFilter;
 
+/// Keep it alive while the program runs: dropping it flushes the log.
 pub struct LogGuard {
     pub path: PathBuf,
+    _writer: tracing_appender::non_blocking::WorkerGuard,
 }
 
 pub fn init() -> std::io::Result<LogGuard> {
@@ -17,11 +19,13 @@ pub fn init() -> std::io::Result<LogGuard> {
         std::fs::create_dir_all(parent)?;
     }
     let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+    // Written on a thread of its own: a slow disk never stalls the UI or the agent.
+    let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(file))
+        .with_writer(writer)
         .try_init();
-    Ok(LogGuard { path })
+    Ok(LogGuard { path, _writer: guard })
 }

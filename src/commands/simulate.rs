@@ -137,7 +137,8 @@ pub fn run(
 ) -> Result<Vec<SimStep>, CompactCommandError> {
     config.validate().map_err(CompactCommandError::Config)?;
     let recorded = load_recording(&args.file)?;
-    let scratch = tempfile_dir()?;
+    // A private folder (mode 0700), removed when dropped.
+    let scratch = tempfile::Builder::new().prefix("scratchpad-simulate-").tempdir()?;
     let store = Store::new(scratch.path()).without_fsync();
     let steps = simulate(&recorded, config, &store);
     if args.json {
@@ -166,31 +167,4 @@ pub fn run(
         std::fs::write(plot, svg)?;
     }
     Ok(steps)
-}
-
-/// A private scratch folder removed when dropped.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tempfile_dir() -> std::io::Result<Scratch> {
-    let dir = std::env::temp_dir().join(format!(
-        "scratchpad-simulate-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
-    crate::store::create_private_dir(&dir)?;
-    Ok(Scratch(dir))
 }
