@@ -1,0 +1,175 @@
+//! The pipeline as the agent runs it: `prepare` before each call on a blocking thread
+//! with the history moved in and out, the question before a lossy summary
+//! (`compaction.confirm_lossy`), and `/compact`.
+
+use super::*;
+
+impl Agent {
+    pub(super) fn summariser(&self) -> ProviderSummariser {
+        ProviderSummariser::new(self.provider.clone(), tokio::runtime::Handle::current())
+    }
+
+    /// Run a pipeline function on a blocking thread with the history moved in and out.
+    pub(super) async fn on_history<F>(&mut self, work: F) -> Vec<StageEvent>
+    where
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+            + Send
+            + 'static,
+    {
+        let mut messages = std::mem::take(&mut self.messages);
+        let mut sizes = self.sizes.clone();
+        let config = self.settings.compaction.clone();
+        let store = self.store.clone();
+        let mut summariser = self.summariser();
+        let original = messages.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let events = work(&mut messages, &mut sizes, &config, &store, &mut summariser);
+            (messages, sizes, events)
+        })
+        .await;
+        match joined {
+            Ok((messages, sizes, events)) => {
+                self.messages = original;
+                self.replace(messages, sizes, events.clone());
+                events
+            }
+            Err(error) => {
+                self.messages = original;
+                self.emit(AgentEvent::Error {
+                    message: format!("compaction failed: {error}"),
+                });
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) {
+        let request = request.to_string();
+        let ask_first = self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask;
+        if !ask_first {
+            self.on_history(move |messages, sizes, config, store, summariser| {
+                let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
+                let prepared = prepare_sized(std::mem::take(messages), taken, &request, config, store, summariser);
+                *messages = prepared.messages;
+                *sizes = prepared.sizes;
+                prepared.events
+            })
+            .await;
+            return;
+        }
+        self.on_history(|messages, sizes, config, store, _| {
+            let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
+            let prepared = prepare_recoverable(std::mem::take(messages), taken, config, store);
+            *messages = prepared.messages;
+            *sizes = prepared.sizes;
+            prepared.events
+        })
+        .await;
+        let limit = self.settings.compaction.context_char_limit;
+        let estimate = self.sizes.total();
+        if estimate <= limit {
+            return;
+        }
+        if self.confirm_lossy(&request, estimate, limit, ops).await {
+            self.on_history(move |messages, sizes, config, store, summariser| {
+                let ctx = crate::compact::Context { config, store };
+                crate::compact::timed(|| compact_history(messages, sizes, &request, &ctx, summariser))
+            })
+            .await;
+        } else if !self.quit {
+            self.emit(AgentEvent::Notice {
+                message: format!(
+                    "not summarised: this call goes over the limit ({} > {} chars)",
+                    crate::compact::short_count(estimate),
+                    crate::compact::short_count(limit)
+                ),
+            });
+        }
+    }
+
+    /// Ask whether to summarise now, showing what it would do. `false` for not now
+    /// (and when the turn is cancelled or the app quits).
+    pub(super) async fn confirm_lossy(
+        &mut self,
+        request: &str,
+        estimate: usize,
+        limit: usize,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> bool {
+        let preview = {
+            use crate::compact::preview::{Preview, preview};
+            let messages = self.messages.clone();
+            let request = request.to_string();
+            let config = self.settings.compaction.clone();
+            let workspace = self.tools.workspace().root().to_path_buf();
+            tokio::task::spawn_blocking(move || preview(&messages, &request, &config, &workspace, &Preview::Prepare))
+                .await
+                .unwrap_or_default()
+        };
+        let request_id = self.next_request_id;
+        self.next_request_id += 1;
+        self.emit(AgentEvent::LossyQuestion {
+            request_id,
+            estimate,
+            limit,
+            preview,
+        });
+        loop {
+            match ops.recv().await {
+                Some(Op::Lossy {
+                    request_id: id,
+                    compact_now,
+                }) if id == request_id => return compact_now,
+                None | Some(Op::Quit) => {
+                    self.quit = true;
+                    return false;
+                }
+                Some(Op::Cancel) => return false,
+                Some(Op::Inspect) => self.emit(self.breakdown()),
+                Some(_) => {}
+            }
+        }
+    }
+
+    pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
+        self.emit(AgentEvent::CompactionRequested {
+            by,
+            focus: focus.clone(),
+        });
+        if self.messages.is_empty() {
+            self.emit(AgentEvent::Error {
+                message: "Nothing to compact yet.".into(),
+            });
+            return;
+        }
+        let requested_by = match by {
+            CompactionRequester::User => "the user (/compact)",
+            CompactionRequester::Model => "the model (the compact tool)",
+        };
+        self.on_history(move |messages, sizes, config, store, summariser| {
+            let event = force_compact(
+                messages,
+                &request,
+                focus.as_deref(),
+                requested_by,
+                config,
+                store,
+                summariser,
+            );
+            *sizes = Sizes::of(messages, config.estimate);
+            vec![event]
+        })
+        .await;
+    }
+
+    /// The estimate of the messages that would fit what the server said it takes: the
+    /// whole request (system prompt and tools included) measured against the tokens it
+    /// counted gives the characters per token, with a tenth kept in reserve.
+    pub(super) fn fitting_estimate(&self, overflow: TokenOverflow) -> usize {
+        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
+        let fixed = self.ledger.fixed();
+        let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
+        let fitting = overflow.max_tokens as f64 * chars_per_token * 0.9;
+        (fitting as usize).saturating_sub(fixed)
+    }
+}

@@ -1,0 +1,189 @@
+//! What the user does to the context between turns: `/undo`, `/compact --preview`, and
+//! from `/context` restore, pin, drop, the breakdown and the exact token count; and
+//! `/permissions`.
+
+use super::*;
+
+impl Agent {
+    /// What the context holds now, for `/context`.
+    pub(super) fn breakdown(&self) -> AgentEvent {
+        AgentEvent::Breakdown {
+            breakdown: crate::context_map::breakdown(
+                &self.settings.system_prompt,
+                &ToolBox::specs(),
+                &self.messages,
+                &self.settings.compaction,
+            ),
+        }
+    }
+
+    /// `r` in `/context`: a shortened tool result back in full.
+    pub(super) fn restore_result(&mut self, tool_use_id: &str) {
+        let mut messages = self.messages.clone();
+        let mut sizes = self.sizes.clone();
+        match crate::compact::micro_compact::restore_result(&mut messages, &mut sizes, &self.store, tool_use_id) {
+            Ok(chars) => {
+                self.journal(Record::Replace {
+                    messages: messages.clone(),
+                });
+                self.sync_journal();
+                self.messages = messages;
+                self.sizes = sizes;
+                self.ledger.changed(self.sizes.total());
+                self.emit(AgentEvent::Notice {
+                    message: format!(
+                        "put back in full: {} ({} chars)",
+                        crate::compact::receipt::describe_result(&self.messages, self.messages.len(), tool_use_id),
+                        crate::compact::short_count(chars)
+                    ),
+                });
+                self.emit_context();
+                self.emit(self.breakdown());
+            }
+            Err(why) => self.emit(AgentEvent::Error {
+                message: format!("cannot put {tool_use_id} back: {why}"),
+            }),
+        }
+    }
+
+    /// `p` in `/context`: pin or unpin a tool result; journaled, so it lasts.
+    pub(super) fn pin(&mut self, tool_use_id: String, pinned: bool) {
+        self.journal(Record::Pin {
+            tool_use_id: tool_use_id.clone(),
+            pinned,
+        });
+        self.sync_journal();
+        if pinned {
+            self.settings.compaction.pinned.insert(tool_use_id);
+        } else {
+            self.settings.compaction.pinned.remove(&tool_use_id);
+        }
+        self.emit(self.breakdown());
+    }
+
+    /// `d` in `/context`: a tool result to the archive now, as a manual micro-compaction.
+    pub(super) async fn drop_result(&mut self, tool_use_id: String) {
+        if self.settings.compaction.pinned.contains(&tool_use_id) {
+            self.pin(tool_use_id.clone(), false);
+        }
+        let events = self
+            .on_history(move |messages, sizes, config, store, _| {
+                let ctx = crate::compact::Context { config, store };
+                crate::compact::timed(|| {
+                    crate::compact::micro_compact::drop_result(messages, sizes, &ctx, &tool_use_id)
+                })
+            })
+            .await;
+        if events.is_empty() {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to drop: that result is already a reference".into(),
+            });
+        }
+        self.emit(self.breakdown());
+    }
+
+    /// `/compact --preview`: the receipts `/compact` would produce, writing nothing.
+    pub(super) async fn preview_compact(&mut self, focus: Option<String>) {
+        if self.messages.is_empty() {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to compact yet".into(),
+            });
+            return;
+        }
+        let messages = self.messages.clone();
+        let request = self.active_request();
+        let config = self.settings.compaction.clone();
+        let workspace = self.tools.workspace().root().to_path_buf();
+        let work = move || {
+            use crate::compact::preview::{Preview, preview};
+            preview(&messages, &request, &config, &workspace, &Preview::Compact { focus })
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(events) => self.emit(AgentEvent::Preview { events }),
+            Err(error) => self.emit(AgentEvent::Error {
+                message: format!("the preview failed: {error}"),
+            }),
+        }
+    }
+
+    /// `/undo`: the history as it was before the newest stage that changed it.
+    pub(super) fn undo_newest(&mut self) {
+        let Some(event) = self.stage_log.last() else {
+            self.emit(AgentEvent::Notice {
+                message: "nothing to undo: no compaction changed this conversation".into(),
+            });
+            return;
+        };
+        let stage = event.stage;
+        let mode = self.settings.compaction.estimate;
+        match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
+            Ok(restored) => {
+                let chars_before = self.sizes.total();
+                self.journal(Record::Undo {
+                    stage,
+                    messages: restored.clone(),
+                });
+                self.sync_journal();
+                self.stage_log.pop();
+                self.sizes = Sizes::of(&restored, mode);
+                self.messages = restored;
+                self.ledger.changed(self.sizes.total());
+                self.emit(AgentEvent::Undone {
+                    stage,
+                    chars_before,
+                    chars_after: self.sizes.total(),
+                });
+                self.emit_context();
+            }
+            Err(error) => self.emit(AgentEvent::Error {
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    /// `/context`'s exact refresh: the provider counts the request as it is now.
+    pub(super) async fn count_exactly(&mut self) {
+        match self.provider.count_tokens(&self.model_request()).await {
+            Ok(Some(tokens)) => {
+                let note = self.ledger.counted(tokens, self.sizes.total());
+                self.apply_limit(note);
+                self.emit_context();
+            }
+            Ok(None) => self.emit(AgentEvent::Notice {
+                message: format!(
+                    "the {} provider offers no exact token count; the figure is the last call's",
+                    self.provider.kind()
+                ),
+            }),
+            Err(error) => self.emit(AgentEvent::Error {
+                message: format!("counting tokens failed: {error}"),
+            }),
+        }
+    }
+
+    /// `/permissions`: list the approvals, or revoke one by its number.
+    pub(super) fn permissions(&mut self, revoke: Option<usize>) {
+        if let Some(number) = revoke {
+            let message = match number.checked_sub(1).and_then(|index| self.approvals.revoke(index)) {
+                Some(approval) => format!("revoked: {approval}"),
+                None => format!("there is no approval number {number}"),
+            };
+            self.emit(AgentEvent::Notice { message });
+        }
+        let list = self.approvals.list();
+        let message = if list.is_empty() {
+            "no approvals in this session".to_string()
+        } else {
+            let lines: Vec<String> = list
+                .iter()
+                .enumerate()
+                .map(|(at, approval)| format!("{}. {approval}", at + 1))
+                .collect();
+            format!(
+                "approved for this session (/permissions revoke N):\n{}",
+                lines.join("\n")
+            )
+        };
+        self.emit(AgentEvent::Notice { message });
+    }
+}

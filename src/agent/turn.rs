@@ -1,0 +1,191 @@
+//! One turn: the model calls of a request, each after `prepare`, with pairing checked
+//! before anything is sent, until the model stops calling tools.
+
+use super::tool_runner::CompactRequest;
+use super::*;
+
+impl Agent {
+    /// The newest user prompt (tool results travel as user messages too).
+    pub(super) fn active_request(&self) -> String {
+        crate::commands::compact::newest_request(&self.messages)
+    }
+
+    pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
+        self.emit(AgentEvent::TurnStarted {
+            request: request.clone(),
+        });
+        self.append(Message::user_text(request.clone()));
+        let outcome = self.steps(&request, ops).await;
+        self.sync_journal();
+        self.emit(AgentEvent::TurnDone { outcome });
+    }
+
+    pub(super) async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> TurnOutcome {
+        let mut reactive_used = false;
+        let mut step = 0;
+        while step < self.settings.max_steps {
+            step += 1;
+            self.prepare_history(request, ops).await;
+            let response = match self.call_model(ops).await {
+                Ok(response) => response,
+                Err(CallFailed::Interrupted) => return TurnOutcome::Cancelled,
+                Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
+                    reactive_used = true;
+                    step -= 1;
+                    tracing::warn!(%message, "prompt refused as too long; compacting reactively");
+                    let request = request.to_string();
+                    let target = overflow.map(|overflow| self.fitting_estimate(overflow));
+                    let events = self
+                        .on_history(move |messages, sizes, config, store, summariser| {
+                            let events = reactive_compact(messages, &request, target, config, store, summariser);
+                            *sizes = Sizes::of(messages, config.estimate);
+                            events
+                        })
+                        .await;
+                    if events.iter().all(|e| e.replaced == 0) {
+                        self.emit(AgentEvent::Error {
+                            message: format!(
+                                "The prompt is too long and reactive compaction could not shrink it: {message}"
+                            ),
+                        });
+                        return TurnOutcome::Failed;
+                    }
+                    continue;
+                }
+                Err(CallFailed::Provider(error)) => {
+                    self.emit(AgentEvent::Error {
+                        message: error.to_string(),
+                    });
+                    return TurnOutcome::Failed;
+                }
+            };
+            let mut content = response.content;
+            let calls = checked_calls(&mut content);
+            if content.is_empty() {
+                content.push(ContentBlock::text("(no response)"));
+            }
+            let message = Message::blocks(Role::Assistant, content);
+            self.emit(AgentEvent::AssistantMessage {
+                message: message.clone(),
+            });
+            self.append(message);
+            if calls.is_empty() {
+                return TurnOutcome::Completed;
+            }
+            let batch = self.run_tools(calls, ops).await;
+            self.append(Message::blocks(Role::User, batch.results));
+            self.sync_journal();
+            if batch.cancelled {
+                return TurnOutcome::Cancelled;
+            }
+            if let Some(CompactRequest { focus }) = batch.compact {
+                self.compact_now(CompactionRequester::Model, focus, request.to_string())
+                    .await;
+            }
+        }
+        self.emit(AgentEvent::Error {
+            message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
+        });
+        TurnOutcome::Failed
+    }
+
+    /// The request the history makes now.
+    pub(super) fn model_request(&self) -> ModelRequest {
+        ModelRequest {
+            system: self.settings.system_prompt.clone(),
+            tools: ToolBox::specs(),
+            messages: self.messages.clone(),
+            max_tokens: self.settings.max_tokens,
+        }
+    }
+
+    /// One model call.
+    pub(super) async fn call_model(
+        &mut self,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Result<crate::provider::ModelResponse, CallFailed> {
+        self.guard_pairing();
+        let request = self.model_request();
+        let (sink, mut deltas) = unbounded_channel();
+        let events = self.events.clone();
+        let forward = tokio::spawn(async move {
+            while let Some(delta) = deltas.recv().await {
+                let event = match delta {
+                    StreamEvent::Text(text) => AgentEvent::TextDelta { text },
+                    StreamEvent::Thinking(text) => AgentEvent::ThinkingDelta { text },
+                    StreamEvent::ToolUseStarted { .. } => continue,
+                    StreamEvent::Retrying {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    } => AgentEvent::StreamReset {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    },
+                };
+                let _ = events.send(event);
+            }
+        });
+        let provider = self.provider.clone();
+        let inspect = || self.breakdown();
+        let result = unless_interrupted(ops, &self.events, &inspect, provider.complete(&request, &sink)).await;
+        drop(sink);
+        let _ = forward.await;
+        match result {
+            Err(Interrupted::Quit) => {
+                self.quit = true;
+                Err(CallFailed::Interrupted)
+            }
+            Err(Interrupted::Cancel) => Err(CallFailed::Interrupted),
+            Ok(Err(error)) => Err(CallFailed::Provider(error)),
+            Ok(Ok(response)) => {
+                let usage = response.usage;
+                let (mut point, note) =
+                    self.ledger
+                        .called(self.sizes.total(), self.messages.len(), usage.prompt_tokens());
+                self.ledger.cache(
+                    &mut point,
+                    usage.cache_read_input_tokens,
+                    usage.cache_creation_input_tokens,
+                );
+                self.journal(Record::Call(point.clone()));
+                self.apply_limit(note);
+                self.emit(AgentEvent::ModelCall {
+                    point,
+                    usage: response.usage,
+                });
+                self.emit_context();
+                Ok(response)
+            }
+        }
+    }
+
+    /// Nothing invalid is ever sent: a bug that broke pairing fails loudly in debug
+    /// builds; in release the history is mended, journaled and the user told.
+    pub(super) fn guard_pairing(&mut self) {
+        let Err(problem) = check_pairing(&self.messages) else {
+            return;
+        };
+        debug_assert!(false, "history about to be sent is invalid: {problem:?}");
+        let notes = repair(&mut self.messages);
+        tracing::error!(?problem, ?notes, "repaired an invalid history before a model call");
+        self.journal(Record::Repair {
+            messages: self.messages.clone(),
+            notes: notes.clone(),
+        });
+        self.sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
+        for note in notes {
+            self.emit(AgentEvent::Notice {
+                message: format!("mended the history before sending it: {note}"),
+            });
+        }
+    }
+}
+
+/// Why a model call gave no response.
+pub(super) enum CallFailed {
+    /// The user cancelled the turn or quit.
+    Interrupted,
+    Provider(ProviderError),
+}
