@@ -27,7 +27,11 @@ fn provider(api: &MockApi, caching: bool) -> AnthropicProvider {
     .unwrap()
 }
 
-fn request() -> ModelRequest {
+/// The one-message history every request here sends.
+static README_REQUEST: std::sync::LazyLock<Vec<Message>> =
+    std::sync::LazyLock::new(|| vec![Message::user_text("Read the README")]);
+
+fn request() -> ModelRequest<'static> {
     ModelRequest {
         system: "You are a test.".into(),
         tools: vec![ToolSpec {
@@ -35,7 +39,7 @@ fn request() -> ModelRequest {
             description: "Read a file".into(),
             input_schema: json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}),
         }],
-        messages: vec![Message::user_text("Read the README")],
+        messages: &README_REQUEST,
         max_tokens: 1024,
     }
 }

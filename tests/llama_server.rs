@@ -89,18 +89,19 @@ fn retry() -> RetryPolicy {
     }
 }
 
-fn request(prompt: String) -> ModelRequest {
+fn request(messages: &[Message]) -> ModelRequest<'_> {
     ModelRequest {
         system: "You are a helpful assistant. Answer briefly.".into(),
         tools: ToolBox::specs(),
-        messages: vec![Message::user_text(prompt)],
+        messages,
         max_tokens: 24,
     }
 }
 
 async fn ask(provider: &dyn Provider, prompt: String) -> Result<scratchpad::provider::ModelResponse, ProviderError> {
     let (sink, _deltas) = tokio::sync::mpsc::unbounded_channel();
-    provider.complete(&request(prompt), &sink).await
+    let messages = [Message::user_text(prompt)];
+    provider.complete(&request(&messages), &sink).await
 }
 
 fn providers(url: &str) -> (AnthropicProvider, OpenAiProvider) {
@@ -164,7 +165,7 @@ async fn the_window_is_found_at_props_and_tokens_are_counted_exactly() {
         assert_eq!(window.tokens, 2048, "{}", provider.kind());
     }
     let counted = anthropic
-        .count_tokens(&request("Say hello.".into()))
+        .count_tokens(&request(&[Message::user_text("Say hello.")]))
         .await
         .expect("count_tokens answers")
         .expect("llama.cpp offers counting");

@@ -90,11 +90,11 @@ impl Agent {
     }
 
     /// The request the history makes now.
-    pub(super) fn model_request(&self) -> ModelRequest {
+    pub(super) fn model_request(&self) -> ModelRequest<'_> {
         ModelRequest {
             system: self.settings.system_prompt.clone(),
             tools: ToolBox::specs(),
-            messages: self.messages.clone(),
+            messages: &self.messages,
             max_tokens: self.settings.max_tokens,
         }
     }

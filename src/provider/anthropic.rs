@@ -55,7 +55,7 @@ impl AnthropicProvider {
     }
 
     /// The exact JSON body sent for `request`.
-    pub fn request_body(&self, request: &ModelRequest) -> Value {
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
         let caching = self.config.prompt_caching;
         let mut body = serde_json::Map::new();
         body.insert("model".into(), json!(self.config.model));
@@ -140,7 +140,7 @@ impl Provider for AnthropicProvider {
 
     /// `/v1/messages/count_tokens` (Anthropic's API and llama.cpp's): the exact prompt
     /// size of the history as it is.
-    fn count_tokens<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
         Box::pin(async move {
             let mut body = self.request_body(request);
             if let Value::Object(map) = &mut body {
@@ -162,7 +162,7 @@ impl Provider for AnthropicProvider {
 
     fn complete<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
@@ -501,7 +501,7 @@ mod tests {
                 description: "run".into(),
                 input_schema: json!({"type": "object"}),
             }],
-            messages: vec![crate::message::Message::user_text("hi")],
+            messages: &[crate::message::Message::user_text("hi")],
             max_tokens: 100,
         };
         let body = AnthropicProvider::new(config.clone()).unwrap().request_body(&request);

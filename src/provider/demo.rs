@@ -75,7 +75,7 @@ impl DemoProvider {
         }
     }
 
-    fn respond(&self, request: &ModelRequest) -> (String, Vec<ContentBlock>) {
+    fn respond(&self, request: &ModelRequest<'_>) -> (String, Vec<ContentBlock>) {
         let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let last = request.messages.last();
         if last.is_some_and(|m| matches!(classify(m), MessageKind::UserPrompt(_))) {
@@ -225,7 +225,7 @@ fn demo_count(chars: usize) -> u64 {
 
 /// Characters of the request as the wire would carry it: the system prompt, then the
 /// tools and the messages as compact JSON.
-fn request_chars(request: &ModelRequest) -> usize {
+fn request_chars(request: &ModelRequest<'_>) -> usize {
     use crate::compact::estimate::json_chars;
     request.system.chars().count() + json_chars(&request.tools) + json_chars(&request.messages)
 }
@@ -245,7 +245,7 @@ impl Provider for DemoProvider {
 
     fn complete<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
@@ -300,7 +300,7 @@ mod tests {
         let demo = DemoProvider::new(Duration::ZERO);
         let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
         let request = ModelRequest {
-            messages: vec![Message::user_text("survey")],
+            messages: &[Message::user_text("survey")],
             ..ModelRequest::default()
         };
         let first = demo.complete(&request, &sink).await.unwrap();
@@ -319,7 +319,7 @@ mod tests {
         let request = ModelRequest {
             system: "s".repeat(400),
             tools: crate::tools::ToolBox::specs(),
-            messages: vec![Message::user_text("survey")],
+            messages: &[Message::user_text("survey")],
             max_tokens: 100,
         };
         let tools = serde_json::to_string(&request.tools).unwrap().chars().count();

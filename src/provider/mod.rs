@@ -29,11 +29,12 @@ pub struct ToolSpec {
     pub input_schema: Value,
 }
 
+/// One request to the model. It borrows the history: a call copies nothing of it.
 #[derive(Clone, Debug, Default)]
-pub struct ModelRequest {
+pub struct ModelRequest<'m> {
     pub system: String,
     pub tools: Vec<ToolSpec>,
-    pub messages: Vec<Message>,
+    pub messages: &'m [Message],
     pub max_tokens: u32,
 }
 
@@ -100,7 +101,7 @@ pub trait Provider: Send + Sync {
     /// Stream one response (with retries where the error allows them).
     fn complete<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
 
@@ -111,7 +112,7 @@ pub trait Provider: Send + Sync {
 
     /// The exact prompt tokens of `request`, where the provider offers a counting
     /// endpoint; `None` when it does not.
-    fn count_tokens<'a>(&'a self, request: &'a ModelRequest) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
         let _ = request;
         Box::pin(async { Ok(None) })
     }
@@ -125,13 +126,14 @@ pub trait Provider: Send + Sync {
     /// summary instructions as system prompt and no tools.
     fn summarise<'a>(&'a self, request: &'a SummaryRequest<'a>) -> BoxFuture<'a, Result<String, ProviderError>> {
         Box::pin(async move {
+            let messages = [Message::user_text(format!(
+                "{SUMMARY_REMINDER}\n\n<history>\n{}\n</history>",
+                request.history_text
+            ))];
             let model_request = ModelRequest {
                 system: request.instructions.clone(),
                 tools: Vec::new(),
-                messages: vec![Message::user_text(format!(
-                    "{SUMMARY_REMINDER}\n\n<history>\n{}\n</history>",
-                    request.history_text
-                ))],
+                messages: &messages,
                 max_tokens: 4_096,
             };
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();

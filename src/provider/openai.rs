@@ -43,12 +43,12 @@ impl OpenAiProvider {
         })
     }
 
-    pub fn request_body(&self, request: &ModelRequest) -> Value {
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
         let mut messages = Vec::new();
         if !request.system.is_empty() {
             messages.push(json!({"role": "system", "content": request.system}));
         }
-        for message in &request.messages {
+        for message in request.messages {
             to_openai(message, &mut messages);
         }
         let mut body = json!({
@@ -258,7 +258,7 @@ impl Provider for OpenAiProvider {
 
     fn complete<'a>(
         &'a self,
-        request: &'a ModelRequest,
+        request: &'a ModelRequest<'a>,
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
@@ -285,7 +285,7 @@ mod tests {
         let request = ModelRequest {
             system: "sys".into(),
             tools: vec![],
-            messages: vec![
+            messages: &[
                 Message::user_text("go"),
                 Message::blocks(
                     Role::Assistant,
