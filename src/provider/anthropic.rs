@@ -75,7 +75,7 @@ impl AnthropicProvider {
             }
             body.insert("tools".into(), tools);
         }
-        let mut messages = serde_json::to_value(&request.messages).unwrap_or_else(|_| json!([]));
+        let mut messages = serde_json::to_value(request.messages).unwrap_or_else(|_| json!([]));
         if caching && let Some(last) = messages.as_array_mut().and_then(|m| m.last_mut()) {
             mark_cache_breakpoint(last);
         }
