@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::compact::StageEvent;
 use crate::message::Message;
-use crate::provider::Usage;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -324,7 +323,7 @@ pub enum AgentEvent {
     },
     /// The answer to `Op::Inspect`.
     Breakdown {
-        breakdown: crate::context_map::ContextBreakdown,
+        breakdown: ContextBreakdown,
     },
     Error {
         message: String,
@@ -337,4 +336,140 @@ pub enum AgentEvent {
     TurnDone {
         outcome: TurnOutcome,
     },
+}
+
+/// Token counts as the API reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+}
+
+impl Usage {
+    /// Everything the prompt cost, cached or not.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+    }
+}
+
+/// What the context holds, by category: the data behind the `/context` view (made by
+/// `context_map::breakdown`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    SystemAndTools,
+    UserText,
+    AssistantText,
+    ToolUseInput,
+    ToolResult,
+    PersistedPreview,
+    ClearedReference,
+    ArchiveMarker,
+    CompactionSummary,
+    Other,
+    /// The JSON around the blocks (roles, brackets, separators), counted by the estimate.
+    Framing,
+    Free,
+}
+
+impl Category {
+    pub const ALL: [Category; 12] = [
+        Category::SystemAndTools,
+        Category::UserText,
+        Category::AssistantText,
+        Category::ToolUseInput,
+        Category::ToolResult,
+        Category::PersistedPreview,
+        Category::ClearedReference,
+        Category::ArchiveMarker,
+        Category::CompactionSummary,
+        Category::Other,
+        Category::Framing,
+        Category::Free,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Category::SystemAndTools => "system prompt + tools",
+            Category::UserText => "user text",
+            Category::AssistantText => "assistant text",
+            Category::ToolUseInput => "tool_use inputs",
+            Category::ToolResult => "tool results (whole)",
+            Category::PersistedPreview => "tool results (persisted preview)",
+            Category::ClearedReference => "tool results (cleared reference)",
+            Category::ArchiveMarker => "archive markers",
+            Category::CompactionSummary => "compaction summaries",
+            Category::Other => "other blocks",
+            Category::Framing => "message framing (JSON)",
+            Category::Free => "free to the limit",
+        }
+    }
+}
+
+/// One block of the context, for the largest-items list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub category: Category,
+    pub chars: usize,
+    /// 1-based message number, 0 for the system prompt and tools.
+    pub message: usize,
+    pub role: String,
+    pub preview: String,
+    /// Where the full text is, when this block was shortened.
+    pub saved_path: Option<String>,
+    /// The block's text (capped) for showing it.
+    pub text: String,
+    /// For a tool result: its call, to restore, pin or drop it from `/context`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// Pinned: stage 3 leaves it whole.
+    #[serde(default)]
+    pub pinned: bool,
+}
+
+/// What the context holds, counted exactly as the gauge counts: the message
+/// categories sum to the estimate, which the limit applies to; the system prompt and
+/// tools are the fixed part beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextBreakdown {
+    pub limit: usize,
+    /// The seed's estimate of the messages: the gauge's figure.
+    pub estimate: usize,
+    /// The system prompt and tools: the gauge's `+N fixed`.
+    pub fixed: usize,
+    /// Characters per category, in `Category::ALL` order (free space last).
+    pub totals: Vec<(Category, usize)>,
+    pub largest: Vec<Item>,
+    /// The pinned tool results, described (`read_file src/a.rs (result)`).
+    #[serde(default)]
+    pub pinned: Vec<String>,
+}
+
+impl Category {
+    /// Whether the limit counts this category (the fixed part and free space are not).
+    pub fn counts_against_limit(self) -> bool {
+        !matches!(self, Category::SystemAndTools | Category::Free)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The protocol is a leaf: besides the message model and the stage events it
+    /// names nothing else of ours, so UIs and the agent depend on it, not on each other.
+    #[test]
+    fn the_protocol_names_only_messages_and_stage_events() {
+        let source = include_str!("protocol.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        for (at, line) in code.lines().enumerate() {
+            for mention in line.match_indices("crate::").map(|(i, _)| &line[i..]) {
+                assert!(
+                    mention.starts_with("crate::message") || mention.starts_with("crate::compact"),
+                    "protocol.rs:{}: {line}",
+                    at + 1
+                );
+            }
+        }
+    }
 }

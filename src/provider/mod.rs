@@ -17,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::compact::{Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Message};
 
+pub use crate::protocol::Usage;
 pub use error::ProviderError;
 pub use retry::RetryPolicy;
 use sse::{SseDecoder, SseEvent};
@@ -36,22 +37,6 @@ pub struct ModelRequest<'m> {
     pub tools: Vec<ToolSpec>,
     pub messages: &'m [Message],
     pub max_tokens: u32,
-}
-
-/// Token counts as the API reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-}
-
-impl Usage {
-    /// Everything the prompt cost, cached or not.
-    pub fn prompt_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-    }
 }
 
 /// A complete assistant response.
