@@ -357,7 +357,9 @@ pub fn safe_file_stem(id: &str) -> String {
 /// `transcript_snip_compact_20261202-163748_0004711-0003.jsonl`: stage, UTC time,
 /// process and a per-process counter, so names are unique and sort by time. Fixed
 /// widths keep the length (and so the estimate of a marker naming it) stable.
-fn unique_transcript_name(stage: &str) -> String {
+/// A transcript's file name: the stage, the time, the process and a counter, so names
+/// sort by age and never collide.
+pub(crate) fn unique_transcript_name(stage: &str) -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());

@@ -60,7 +60,7 @@ fn simulate_prints_the_per_step_stage_table() {
     insta::assert_snapshot!("simulate_table", String::from_utf8(output.stdout).unwrap());
     assert!(
         !dir.path().join(".transcripts").exists(),
-        "simulate writes to a scratch folder"
+        "simulate keeps its files in memory"
     );
 }
 

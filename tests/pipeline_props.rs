@@ -12,7 +12,8 @@ use scratchpad::compact::snip_compact::snip_compact;
 use scratchpad::compact::tool_result_budget::tool_result_budget;
 use scratchpad::compact::undo::undo;
 use scratchpad::compact::{
-    CompactConfig, Context, EstimateMode, ExtractiveSummariser, Sizes, Stage, StageEvent, estimate_chars, prepare,
+    CompactConfig, Context, EstimateMode, ExtractiveSummariser, MemoryArchive, Sizes, Stage, StageEvent,
+    estimate_chars, prepare,
 };
 use scratchpad::message::{Content, ContentBlock, Message, Role, ToolResultContent};
 use scratchpad::store::Store;
@@ -338,8 +339,8 @@ fn check_receipt(before: &[Message], after: &[Message], event: &StageEvent) -> R
 
 /// Run the stages one by one as `prepare` does, checking each receipt.
 fn check_receipts(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::new(dir.path());
+    // The core's only I/O is its archive: in memory here, nothing touches the disk.
+    let store = MemoryArchive::new();
     let ctx = Context { config, store: &store };
     let mut messages = input;
     let mut sizes = Sizes::of(&messages, config.estimate);

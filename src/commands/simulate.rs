@@ -11,11 +11,11 @@ use serde::Serialize;
 use super::compact::CompactCommandError;
 use crate::cli::SimulateArgs;
 use crate::compact::markers::{MessageKind, classify};
+use crate::compact::{Archive, MemoryArchive};
 use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
 use crate::message::{Message, Role};
 use crate::protocol::CallPoint;
 use crate::session::{Record, read_journal};
-use crate::store::Store;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimStep {
@@ -58,7 +58,7 @@ pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> 
     Ok(messages)
 }
 
-pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &Store) -> Vec<SimStep> {
+pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archive) -> Vec<SimStep> {
     let mut history: Vec<Message> = Vec::new();
     let mut steps = Vec::new();
     let mut request = String::new();
@@ -137,9 +137,8 @@ pub fn run(
 ) -> Result<Vec<SimStep>, CompactCommandError> {
     config.validate().map_err(CompactCommandError::Config)?;
     let recorded = load_recording(&args.file)?;
-    // A private folder (mode 0700), removed when dropped.
-    let scratch = tempfile::Builder::new().prefix("scratchpad-simulate-").tempdir()?;
-    let store = Store::new(scratch.path()).without_fsync();
+    // Kept in memory: a simulation writes nothing.
+    let store = MemoryArchive::new();
     let steps = simulate(&recorded, config, &store);
     if args.json {
         for step in &steps {

@@ -4,11 +4,11 @@
 //! it. The same machinery serves the `compact` tool, `/compact` and reactive
 //! compaction (which keeps the newest messages verbatim).
 
+use super::Archive;
 use super::estimate::Sizes;
 use super::markers::{compacted_text, prefix_chars};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count};
 use crate::message::{Content, ContentBlock, Message, ToolResultContent};
-use crate::store::Store;
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
 Write a factual summary with these sections: Goal; Decisions made; Files read, created or changed (with paths); \
@@ -58,7 +58,7 @@ pub fn force_compact(
     focus: Option<&str>,
     requested_by: &str,
     config: &CompactConfig,
-    store: &Store,
+    store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
     let mut sizes = Sizes::of(messages, config.estimate);
@@ -266,6 +266,7 @@ fn render_block(block: &ContentBlock, out: &mut String) {
 mod tests {
     use super::*;
     use crate::compact::{ExtractiveSummariser, SummaryError};
+    use crate::store::Store;
 
     struct Fixed(&'static str);
     impl Summariser for Fixed {

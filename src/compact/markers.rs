@@ -3,8 +3,9 @@
 //! saving a preview as if it were the original), and [`classify`]: the one place that
 //! says what a message is. No other code matches marker text.
 
+use super::Archive;
 use crate::message::{Message, Role, ToolResultContent};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 
 const PERSISTED_OPEN: &str = "<persisted-output>\n";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
@@ -162,7 +163,7 @@ pub fn classify_result(content: &ToolResultContent) -> ResultKind<'_> {
 /// block, of the stated length and beginning with the preview. A tool whose output
 /// merely looks like one of our blocks is then saved as it is, so its own text is
 /// never lost behind someone else's file.
-pub fn saved_path(store: &Store, content: &ToolResultContent) -> Option<String> {
+pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<String> {
     let text = content.as_str()?;
     if let Some(path) = parse_cleared_reference(text) {
         // The reference is the whole text: nothing else would be lost by reusing it.
@@ -184,7 +185,7 @@ pub struct Saved {
 
 /// Make sure the full text of a result is on disk and say where: the path it already
 /// names if that is its original, else a new file holding the content as it stands.
-pub fn ensure_saved(store: &Store, tool_use_id: &str, content: &ToolResultContent) -> Result<Saved, StoreError> {
+pub fn ensure_saved(store: &dyn Archive, tool_use_id: &str, content: &ToolResultContent) -> Result<Saved, StoreError> {
     Ok(match saved_path(store, content) {
         Some(path) => Saved { path, written: false },
         None => Saved {
@@ -201,6 +202,7 @@ pub fn is_cleared(content: &ToolResultContent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     #[test]
     fn markers_parse_back() {

@@ -5,6 +5,7 @@
 //! length of their text as the seed ranks them) keep a short preview and a path, down
 //! to the same target.
 
+use super::Archive;
 use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
 use super::markers::{
@@ -158,7 +159,7 @@ pub fn drop_result(
 pub fn restore_result(
     messages: &mut [Message],
     sizes: &mut Sizes,
-    store: &crate::store::Store,
+    store: &dyn Archive,
     tool_use_id: &str,
 ) -> Result<usize, String> {
     let position = tool_result_positions(messages, messages.len())

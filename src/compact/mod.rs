@@ -10,6 +10,7 @@
 //!
 //! plus [`reactive_compact`] for when the API refuses a prompt as too long.
 
+pub mod archive;
 pub mod compact_history;
 mod durable;
 pub mod estimate;
@@ -29,7 +30,7 @@ pub mod undo;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::store::Store;
+pub use archive::{Archive, MemoryArchive};
 
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
@@ -397,5 +398,5 @@ pub trait Summariser {
 /// Shared by every stage: the thresholds and where files go.
 pub struct Context<'a> {
     pub config: &'a CompactConfig,
-    pub store: &'a Store,
+    pub store: &'a dyn Archive,
 }

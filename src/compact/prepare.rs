@@ -1,5 +1,6 @@
 //! `prepare`: runs before every model call, cheapest and most recoverable stage first.
 
+use super::Archive;
 use super::compact_history::compact_history;
 use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
@@ -7,7 +8,6 @@ use super::snip_compact::snip_compact;
 use super::tool_result_budget::tool_result_budget;
 use super::{CompactConfig, Context, StageEvent, Summariser, timed};
 use crate::message::Message;
-use crate::store::Store;
 
 #[derive(Debug)]
 pub struct Prepared {
@@ -30,7 +30,7 @@ pub fn prepare(
     messages: Vec<Message>,
     active_request: &str,
     config: &CompactConfig,
-    store: &Store,
+    store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
     let sizes = Sizes::of(&messages, config.estimate);
@@ -44,7 +44,7 @@ pub fn prepare_sized(
     sizes: Sizes,
     active_request: &str,
     config: &CompactConfig,
-    store: &Store,
+    store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
     let mut prepared = prepare_recoverable(messages, sizes, config, store);
@@ -67,7 +67,7 @@ pub fn prepare_recoverable(
     mut messages: Vec<Message>,
     mut sizes: Sizes,
     config: &CompactConfig,
-    store: &Store,
+    store: &dyn Archive,
 ) -> Prepared {
     let ctx = Context { config, store };
     let mut events = Vec::new();

@@ -5,13 +5,13 @@
 //! results whose calls were summarised away, and the history never grows: if nothing
 //! made it smaller, it is left exactly as it was and the caller reports the refusal.
 
+use super::Archive;
 use super::compact_history::{Summarise, summarise_prefix};
 use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::pairing::{tail_start_backward, tail_start_forward};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, short_count, timed};
 use crate::message::Message;
-use crate::store::Store;
 
 /// `target`: the estimate the server would take, from the size it reported converted
 /// with the measured characters per token; `None` when it did not say (then half the
@@ -22,7 +22,7 @@ pub fn reactive_compact(
     active_request: &str,
     target: Option<usize>,
     config: &CompactConfig,
-    store: &Store,
+    store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> Vec<StageEvent> {
     let mut sizes = Sizes::of(messages, config.estimate);
@@ -83,6 +83,7 @@ mod tests {
     use crate::compact::ExtractiveSummariser;
     use crate::compact::pairing::check_pairing;
     use crate::message::{ContentBlock, Role, ToolResultContent};
+    use crate::store::Store;
 
     fn tool_rounds(n: usize) -> Vec<Message> {
         let mut history = vec![Message::user_text("task")];

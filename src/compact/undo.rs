@@ -5,12 +5,12 @@
 //! from the receipt). Every piece is checked against the sizes the receipt recorded
 //! before anything is changed.
 
+use super::Archive;
 use super::estimate::EstimateMode;
 use super::markers::{ResultKind, classify_result};
 use super::pairing::blocks_mut;
 use super::{Stage, StageEvent};
 use crate::message::{ContentBlock, Message, ToolResultContent};
-use crate::store::Store;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum UndoError {
@@ -29,7 +29,7 @@ pub enum UndoError {
 pub fn undo(
     messages: &[Message],
     event: &StageEvent,
-    store: &Store,
+    store: &dyn Archive,
     mode: EstimateMode,
 ) -> Result<Vec<Message>, UndoError> {
     if event.replaced == 0 {
@@ -48,7 +48,7 @@ pub fn undo(
 fn from_transcript(
     messages: &[Message],
     event: &StageEvent,
-    store: &Store,
+    store: &dyn Archive,
     mode: EstimateMode,
 ) -> Result<Vec<Message>, UndoError> {
     let stage = event.stage;
@@ -95,7 +95,7 @@ fn from_transcript(
 fn from_saved_results(
     messages: &[Message],
     event: &StageEvent,
-    store: &Store,
+    store: &dyn Archive,
     mode: EstimateMode,
 ) -> Result<Vec<Message>, UndoError> {
     let stage = event.stage;
@@ -157,6 +157,7 @@ mod tests {
     use super::*;
     use crate::compact::{CompactConfig, ExtractiveSummariser, estimate_chars, prepare};
     use crate::message::Role;
+    use crate::store::Store;
 
     fn history(rounds: usize) -> Vec<Message> {
         let mut messages = vec![Message::user_text("read everything")];
