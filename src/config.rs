@@ -300,15 +300,25 @@ fn with_default_limit(text: &str) -> String {
         .collect()
 }
 
-/// The 1-based line where `key` is set, or 0 when the file does not set it.
+/// The 1-based line where `key` is set, found by the TOML parser's spans in whichever
+/// table holds it (every key name is used by one table only), so a key in a comment or
+/// a string never counts; 0 when the file does not set it.
 fn line_of(text: &str, key: &str) -> usize {
-    text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            line.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
+    fn find(table: &toml::de::DeTable<'_>, key: &str) -> Option<usize> {
+        table.iter().find_map(|(name, value)| {
+            if name.get_ref() == key {
+                return Some(name.span().start);
+            }
+            match value.get_ref() {
+                toml::de::DeValue::Table(inner) => find(inner, key),
+                _ => None,
+            }
         })
-        .map_or(0, |at| at + 1)
+    }
+    toml::de::DeTable::parse(text)
+        .ok()
+        .and_then(|document| find(document.get_ref(), key))
+        .map_or(0, |start| text[..start].matches('\n').count() + 1)
 }
 
 #[cfg(test)]
@@ -317,6 +327,18 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_toml(text, Path::new("config.toml"))
+    }
+
+    #[test]
+    fn an_error_names_the_line_the_parser_found_the_key_on() {
+        let text = "# context_char_limit = 1 is what a comment may say\n[provider]\nmodel = \"context_char_limit = 5\"\n\n[compaction]\ncontext_char_limit = 10\n";
+        let error = parse(text).unwrap_err().to_string();
+        assert!(
+            error.contains("line 6") && error.contains("context_char_limit"),
+            "{error}"
+        );
+        let retry = parse("[provider.retry]\nmax_attempts = 99\n").unwrap_err().to_string();
+        assert!(retry.contains("line 2: max_attempts"), "{retry}");
     }
 
     #[test]
