@@ -464,3 +464,38 @@ async fn context_pins_drops_and_restores_a_tool_result() {
     assert!(history.iter().any(|m| m.block_slice().iter().any(|b| matches!(b,
         ContentBlock::ToolResult { content, .. } if content.full_text() == output))));
 }
+
+/// The same agent over the OpenAI wire format: a tool call streamed in pieces, run,
+/// and its result sent back as a `tool` message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_turn_over_the_openai_wire_format() {
+    use common::{openai_reply, start_openai_agent};
+    let api = MockApi::start(vec![
+        openai_reply("Checking.", &[("call_1", "bash", json!({"command": "echo hi"}))]),
+        openai_reply("It says hi.", &[]),
+    ])
+    .await;
+    let mut agent = start_openai_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    agent.ops.send(Op::Submit { text: "run it".into() }).unwrap();
+    let done = until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert_eq!(
+        done,
+        AgentEvent::TurnDone {
+            outcome: TurnOutcome::Completed
+        }
+    );
+    let requests = api.requests();
+    assert!(requests.iter().all(|r| r.path == "/v1/chat/completions"));
+    let second = &requests[1].body["messages"];
+    let tool = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the result goes back as a tool message");
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert_eq!(tool["content"], "hi\n");
+    agent.ops.send(Op::Quit).unwrap();
+    let history = agent.task.await.unwrap();
+    assert_eq!(history.last().unwrap().text(), "It says hi.");
+}

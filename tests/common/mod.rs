@@ -99,6 +99,7 @@ impl MockApi {
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/chat/completions", post(chat_completions))
             .route("/props", axum::routing::get(llama_props))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -170,6 +171,52 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
                 .to_string(),
         }),
     }
+}
+
+/// The OpenAI-compatible endpoint shares the script: replies made with
+/// [`openai_reply`] speak its wire format.
+async fn chat_completions(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let reply = {
+        let mut script = script.lock().unwrap();
+        script.requests.push(Recorded {
+            path: "/v1/chat/completions".into(),
+            headers,
+            body,
+        });
+        script.replies.pop_front()
+    };
+    respond(reply.unwrap_or(Reply::Error {
+        status: 500,
+        headers: vec![],
+        body: json!({"error":{"message":"mock: no scripted reply left"}}).to_string(),
+    }))
+}
+
+/// A streamed chat completion in the OpenAI wire format: text deltas, tool calls with
+/// their arguments in two pieces, the finish reason, usage, `[DONE]`.
+pub fn openai_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String {
+    let chunk = |value: Value| format!("data: {value}\n\n");
+    let mut out = String::new();
+    for piece in text.split_inclusive(' ') {
+        out += &chunk(json!({"choices":[{"index":0,"delta":{"content":piece}}]}));
+    }
+    for (index, (id, name, input)) in calls.iter().enumerate() {
+        let arguments = input.to_string();
+        let middle = arguments.len() / 2;
+        out += &chunk(json!({"choices":[{"index":0,"delta":{"tool_calls":[
+            {"index":index,"id":id,"type":"function","function":{"name":name,"arguments":&arguments[..middle]}}]}}]}));
+        out += &chunk(json!({"choices":[{"index":0,"delta":{"tool_calls":[
+            {"index":index,"function":{"arguments":&arguments[middle..]}}]}}]}));
+    }
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    out += &chunk(json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]}));
+    out += &chunk(json!({"choices":[],"usage":{"prompt_tokens":900,"completion_tokens":12,"total_tokens":912}}));
+    out + "data: [DONE]\n\n"
+}
+
+pub fn openai_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
+    Reply::sse(openai_response_body(text, calls))
 }
 
 async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
@@ -464,6 +511,29 @@ pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettin
         api_key: "k".into(),
         model: "m".into(),
         prompt_caching: false,
+        retry: scratchpad::provider::RetryPolicy::default(),
+    })
+    .unwrap();
+    let tools = scratchpad::tools::ToolBox::new(
+        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        scratchpad::tools::ToolsConfig::default(),
+    );
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = scratchpad::agent::Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
+    let task = tokio::spawn(agent.run(ops_rx));
+    Running { ops, events, task, dir }
+}
+
+/// Start an agent with `settings` talking to `api` through the OpenAI-compatible
+/// provider (`/v1/chat/completions`), in a fresh workspace.
+pub async fn start_openai_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    use scratchpad::provider::openai::{OpenAiConfig, OpenAiProvider};
+    let dir = tempfile::tempdir().unwrap();
+    let provider = OpenAiProvider::new(OpenAiConfig {
+        base_url: format!("{}/v1", api.url),
+        api_key: None,
+        model: "local".into(),
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
