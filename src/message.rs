@@ -350,6 +350,14 @@ impl ToolResultContent {
     /// The result as text: the string itself, or its text blocks joined by newlines.
     /// Results holding non-text blocks (images) are rendered as their JSON so that
     /// saving them to disk keeps everything.
+    /// [`Self::full_text`] without a copy when the content is plain text.
+    pub fn text_cow(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            ToolResultContent::Text(text) => std::borrow::Cow::Borrowed(text),
+            ToolResultContent::Blocks(_) => std::borrow::Cow::Owned(self.full_text()),
+        }
+    }
+
     pub fn full_text(&self) -> String {
         match self {
             ToolResultContent::Text(text) => text.clone(),

@@ -8,7 +8,7 @@ use super::Archive;
 use super::estimate::Sizes;
 use super::markers::{compacted_text, prefix_chars};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count};
-use crate::message::{Content, ContentBlock, Message, ToolResultContent};
+use crate::message::Message;
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
 Write a factual summary with these sections: Goal; Decisions made; Files read, created or changed (with paths); \
@@ -214,52 +214,9 @@ pub fn render_capped(messages: &[Message], cap: usize) -> String {
     )
 }
 
+/// The history as the summariser reads it.
 pub fn render(messages: &[Message]) -> String {
-    let mut out = String::new();
-    for message in messages {
-        let role = match message.role {
-            crate::message::Role::User => "USER",
-            crate::message::Role::Assistant => "ASSISTANT",
-        };
-        out.push_str(role);
-        out.push_str(":\n");
-        match &message.content {
-            Content::Text(text) => out.push_str(text),
-            Content::Blocks(blocks) => {
-                for block in blocks {
-                    render_block(block, &mut out);
-                    out.push('\n');
-                }
-            }
-        }
-        out.push_str("\n\n");
-    }
-    out
-}
-
-fn render_block(block: &ContentBlock, out: &mut String) {
-    match block {
-        ContentBlock::Text { text, .. } => out.push_str(text),
-        ContentBlock::ToolUse { name, input, .. } => {
-            out.push_str(&format!("[tool call {name}] {input}"));
-        }
-        ContentBlock::ToolResult { content, is_error, .. } => {
-            let label = if *is_error == Some(true) {
-                "tool error"
-            } else {
-                "tool result"
-            };
-            out.push_str(&format!("[{label}] "));
-            match content {
-                ToolResultContent::Text(text) => out.push_str(text),
-                ToolResultContent::Blocks(_) => out.push_str(&content.full_text()),
-            }
-        }
-        ContentBlock::Unknown(value) => {
-            let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown");
-            out.push_str(&format!("[{kind} block]"));
-        }
-    }
+    super::render::to_text(messages)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod prepare;
 pub mod preview;
 pub mod reactive_compact;
 pub mod receipt;
+pub mod render;
 pub mod snip_compact;
 pub mod tool_result_budget;
 pub mod undo;

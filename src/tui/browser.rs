@@ -14,7 +14,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState}
 use super::hyperlinks::Hyperlink;
 use super::theme;
 use crate::compact::Stage;
-use crate::message::{Content, ContentBlock, Message, Role};
+use crate::compact::render::{Piece, pieces, role_name};
+use crate::message::{Message, Role};
 use crate::store::{TOOL_RESULTS_DIR, TRANSCRIPTS_DIR};
 
 /// Files larger than this are shown up to this size.
@@ -132,52 +133,33 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
             ));
             continue;
         };
-        let (role, colour) = match message.role {
-            Role::User => ("user", theme::ACCENT),
-            Role::Assistant => ("assistant", theme::SUCCESS_BRIGHT),
+        let colour = match message.role {
+            Role::User => theme::ACCENT,
+            Role::Assistant => theme::SUCCESS_BRIGHT,
         };
         out.push((
-            format!("── {} · {role} ──", n + 1),
+            format!("── {} · {} ──", n + 1, role_name(message.role)),
             Style::default().fg(colour).add_modifier(Modifier::BOLD),
         ));
-        match &message.content {
-            Content::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), Style::default()))),
-            Content::Blocks(blocks) => {
-                for block in blocks {
-                    match block {
-                        ContentBlock::Text { text, .. } => {
-                            out.extend(text.lines().map(|l| (l.to_string(), Style::default())))
-                        }
-                        ContentBlock::ToolUse { name, input, id, .. } => out.push((
-                            format!("⚙ {name} {input}  [{id}]"),
-                            Style::default().fg(theme::ATTENTION),
-                        )),
-                        ContentBlock::ToolResult {
-                            content,
-                            is_error,
-                            tool_use_id,
-                            ..
-                        } => {
-                            let text = content.full_text();
-                            let label = if *is_error == Some(true) { "error" } else { "result" };
-                            out.push((
-                                format!("↳ {label} for {tool_use_id} ({} chars)", text.chars().count()),
-                                Style::default().fg(theme::INFO),
-                            ));
-                            out.extend(
-                                text.lines()
-                                    .map(|l| (format!("  {l}"), Style::default().fg(theme::SOFT))),
-                            );
-                        }
-                        ContentBlock::Unknown(value) => out.push((
-                            format!(
-                                "[{} block]",
-                                value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown")
-                            ),
-                            Style::default().fg(theme::MUTED),
-                        )),
-                    }
+        for piece in pieces(&message) {
+            match piece {
+                Piece::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), Style::default()))),
+                Piece::Call { id, name, input } => out.push((
+                    format!("⚙ {name} {input}  [{id}]"),
+                    Style::default().fg(theme::ATTENTION),
+                )),
+                Piece::Result { id, text, error } => {
+                    let label = if error { "error" } else { "result" };
+                    out.push((
+                        format!("↳ {label} for {id} ({} chars)", text.chars().count()),
+                        Style::default().fg(theme::INFO),
+                    ));
+                    out.extend(
+                        text.lines()
+                            .map(|l| (format!("  {l}"), Style::default().fg(theme::SOFT))),
+                    );
                 }
+                Piece::Unknown(kind) => out.push((format!("[{kind} block]"), Style::default().fg(theme::MUTED))),
             }
         }
     }
