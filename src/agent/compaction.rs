@@ -21,20 +21,31 @@ impl Agent {
         let config = self.settings.compaction.clone();
         let store = self.store.clone();
         let mut summariser = self.summariser();
-        let original = messages.clone();
+        // The history moves to the blocking thread and back, uncopied: a panic there is
+        // caught, so the history always comes back (each stage changes it in steps that
+        // leave it valid).
         let joined = tokio::task::spawn_blocking(move || {
-            let events = work(&mut messages, &mut sizes, &config, &store, &mut summariser);
-            (messages, sizes, events)
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                work(&mut messages, &mut sizes, &config, &store, &mut summariser)
+            }));
+            (messages, sizes, outcome)
         })
         .await;
         match joined {
-            Ok((messages, sizes, events)) => {
-                self.messages = original;
+            Ok((messages, sizes, Ok(events))) => {
                 self.replace(messages, sizes, events.clone());
                 events
             }
+            Ok((messages, _, Err(_))) => {
+                self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
+                self.messages = messages;
+                self.emit(AgentEvent::Error {
+                    message: "compaction failed (a bug, logged); the history is kept".into(),
+                });
+                tracing::error!("a compaction stage panicked");
+                Vec::new()
+            }
             Err(error) => {
-                self.messages = original;
                 self.emit(AgentEvent::Error {
                     message: format!("compaction failed: {error}"),
                 });

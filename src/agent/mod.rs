@@ -278,11 +278,14 @@ impl Agent {
         self.emit_context();
     }
 
+    /// The history after a pipeline run, and what its stages did.
     fn replace(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) {
         if events.is_empty() {
+            self.messages = messages;
             return;
         }
         if events.iter().all(|e| e.replaced == 0) {
+            self.messages = messages;
             let estimate = self.sizes.total();
             self.ledger
                 .compacted(estimate, estimate, events.iter().map(|event| event.stage));
