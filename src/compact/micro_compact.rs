@@ -74,36 +74,50 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
             continue;
         }
         let what = describe_result(messages, position.0, id);
-        let Some((id, content)) = tool_result_mut(messages, position) else {
-            continue;
-        };
-        match ensure_saved(ctx.store, id, content) {
-            Ok(saved) => {
-                let before = sizes.measure(content);
-                let was = was_before(content);
-                let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
-                let after = sizes.measure(content);
-                sizes.adjust(position.0, before, after);
-                let receipt = Shrunk {
-                    message: position.0,
-                    what,
-                    before,
-                    after,
-                    was,
-                };
-                replaced.push(Replaced {
-                    message: position.0,
-                    block: position.1,
-                    original,
-                });
-                event.replaced += 1;
-                event.saved(receipt, id, saved);
-            }
-            Err(error) => event.errors.push(error.to_string()),
-        }
+        replaced.extend(clear(messages, sizes, ctx, position, what, &mut event));
     }
     settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
+}
+
+/// Save the result at `position` whole and leave a reference to it, with its item on
+/// the receipt; what to put back if the stage cannot be made durable.
+fn clear(
+    messages: &mut [Message],
+    sizes: &mut Sizes,
+    ctx: &Context<'_>,
+    position: (usize, usize),
+    what: String,
+    event: &mut StageEvent,
+) -> Option<Replaced> {
+    let (id, content) = tool_result_mut(messages, position)?;
+    match ensure_saved(ctx.store, id, content) {
+        Ok(saved) => {
+            let before = sizes.measure(content);
+            let was = was_before(content);
+            let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
+            let after = sizes.measure(content);
+            sizes.adjust(position.0, before, after);
+            let receipt = Shrunk {
+                message: position.0,
+                what,
+                before,
+                after,
+                was,
+            };
+            event.replaced += 1;
+            event.saved(receipt, id, saved);
+            Some(Replaced {
+                message: position.0,
+                block: position.1,
+                original,
+            })
+        }
+        Err(error) => {
+            event.errors.push(error.to_string());
+            None
+        }
+    }
 }
 
 /// `d` in `/context`: the result of `tool_use_id` goes to the archive now, as
@@ -125,32 +139,10 @@ pub fn drop_result(
     let what = describe_result(messages, position.0, id);
     let trigger = "dropped by the user from /context".to_string();
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
-    let (id, content) = tool_result_mut(messages, position)?;
-    match ensure_saved(ctx.store, id, content) {
-        Ok(saved) => {
-            let before = sizes.measure(content);
-            let was = was_before(content);
-            let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
-            let after = sizes.measure(content);
-            sizes.adjust(position.0, before, after);
-            let receipt = Shrunk {
-                message: position.0,
-                what,
-                before,
-                after,
-                was,
-            };
-            event.replaced = 1;
-            event.saved(receipt, id, saved);
-            let replaced = vec![Replaced {
-                message: position.0,
-                block: position.1,
-                original,
-            }];
-            settle(messages, sizes, ctx, &mut event, replaced);
-        }
-        Err(error) => event.errors.push(error.to_string()),
-    }
+    let replaced = clear(messages, sizes, ctx, position, what, &mut event)
+        .into_iter()
+        .collect();
+    settle(messages, sizes, ctx, &mut event, replaced);
     event.finish(messages.len(), sizes.total())
 }
 

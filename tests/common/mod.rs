@@ -505,7 +505,6 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
 /// a fresh workspace.
 pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
     use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
-    let dir = tempfile::tempdir().unwrap();
     let provider = AnthropicProvider::new(AnthropicConfig {
         base_url: api.url.clone(),
         api_key: "k".into(),
@@ -514,22 +513,13 @@ pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettin
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
-    let tools = scratchpad::tools::ToolBox::new(
-        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
-        scratchpad::tools::ToolsConfig::default(),
-    );
-    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent = scratchpad::agent::Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
-    let task = tokio::spawn(agent.run(ops_rx));
-    Running { ops, events, task, dir }
+    start_with(Arc::new(provider), settings)
 }
 
 /// Start an agent with `settings` talking to `api` through the OpenAI-compatible
 /// provider (`/v1/chat/completions`), in a fresh workspace.
 pub async fn start_openai_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
     use scratchpad::provider::openai::{OpenAiConfig, OpenAiProvider};
-    let dir = tempfile::tempdir().unwrap();
     let provider = OpenAiProvider::new(OpenAiConfig {
         base_url: format!("{}/v1", api.url),
         api_key: None,
@@ -537,13 +527,21 @@ pub async fn start_openai_agent(api: &MockApi, settings: scratchpad::agent::Agen
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
+    start_with(Arc::new(provider), settings)
+}
+
+fn start_with(
+    provider: Arc<dyn scratchpad::provider::Provider>,
+    settings: scratchpad::agent::AgentSettings,
+) -> Running {
+    let dir = tempfile::tempdir().unwrap();
     let tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
         scratchpad::tools::ToolsConfig::default(),
     );
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent = scratchpad::agent::Agent::new(Arc::new(provider), settings, tools, None, Vec::new(), events_tx);
+    let agent = scratchpad::agent::Agent::new(provider, settings, tools, None, Vec::new(), events_tx);
     let task = tokio::spawn(agent.run(ops_rx));
     Running { ops, events, task, dir }
 }
