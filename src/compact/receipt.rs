@@ -62,8 +62,10 @@ pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str) -> St
 
 /// One line for a whole message: what kind it is and how it starts.
 pub fn describe_message(message: &Message) -> String {
+    // Only the start of a long text matters: it is cut to one short line anyway.
+    let start = |text: &str| prefix_chars(text, 2 * WHAT_CHARS).to_string();
     let what = match classify(message) {
-        MessageKind::UserPrompt(text) => format!("request: {text}"),
+        MessageKind::UserPrompt(text) => format!("request: {}", start(&text)),
         MessageKind::ArchiveMarker { count, path } => format!("archive marker: {count} messages at {path}"),
         MessageKind::CompactedSummary { .. } => "earlier summary".to_string(),
         MessageKind::ToolResults => {
@@ -88,7 +90,18 @@ pub fn describe_message(message: &Message) -> String {
                     _ => None,
                 })
                 .collect();
-            let text = message.text();
+            let text = message
+                .block_slice()
+                .iter()
+                .find_map(|block| match block {
+                    ContentBlock::Text { text, .. } if !text.trim().is_empty() => Some(start(text)),
+                    _ => None,
+                })
+                .or_else(|| match &message.content {
+                    crate::message::Content::Text(text) => Some(start(text)),
+                    crate::message::Content::Blocks(_) => None,
+                })
+                .unwrap_or_default();
             match (text.trim().is_empty(), calls.is_empty()) {
                 (false, true) => format!("answer: {text}"),
                 (true, false) => format!("calls {}", calls.join("; ")),
