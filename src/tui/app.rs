@@ -221,9 +221,7 @@ impl App {
         if matches!(self.overlay, Overlay::None)
             && let Some(prompt) = self.state.lossy.clone()
         {
-            let deliberate = prompt
-                .shown_at
-                .is_some_and(|shown| shown.elapsed() >= modal::TYPE_AHEAD_GRACE);
+            let deliberate = modal::deliberate(prompt.shown_at);
             let answer = match key.code {
                 _ if !deliberate && key.code != KeyCode::Esc => None,
                 KeyCode::Char('c') | KeyCode::Enter => Some(true),
@@ -249,9 +247,7 @@ impl App {
             return;
         }
         if let Some(prompt) = self.state.permission.clone() {
-            let deliberate = prompt
-                .shown_at
-                .is_some_and(|shown| shown.elapsed() >= modal::TYPE_AHEAD_GRACE);
+            let deliberate = modal::deliberate(prompt.shown_at);
             let answer = match key.code {
                 _ if !deliberate && key.code != KeyCode::Esc => None,
                 KeyCode::Char('y') | KeyCode::Enter => Some(PermissionAnswer::AllowOnce),

@@ -28,6 +28,12 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// were meant for the prompt, not as an answer to a question nobody read yet.
 pub const TYPE_AHEAD_GRACE: Duration = Duration::from_millis(400);
 
+/// Whether a key pressed now answers a modal first drawn at `shown_at`: it was drawn,
+/// and the grace period is over.
+pub fn deliberate(shown_at: Option<std::time::Instant>) -> bool {
+    shown_at.is_some_and(|shown| shown.elapsed() >= TYPE_AHEAD_GRACE)
+}
+
 /// A key to press and what it does, as the modals show them.
 fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Span<'static>> {
     vec![
