@@ -9,7 +9,7 @@ use super::Archive;
 use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
 use super::markers::{
-    cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
+    Saved, cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
 };
 use super::pairing::blocks_mut;
 use super::receipt::{Shrunk, describe_result, was_before};
@@ -80,6 +80,47 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
     event.finish(messages.len(), sizes.total())
 }
 
+/// One tool result being replaced: where it is, what it was, and its size before and
+/// after (measured by the caller, which needed them already).
+struct Swap {
+    position: (usize, usize),
+    what: String,
+    sizes: (usize, usize),
+}
+
+impl Swap {
+    /// Put `replacement` in place, keep the size table in step and note the item on the
+    /// receipt; what to put back if the stage cannot be made durable.
+    fn apply(
+        self,
+        content: &mut ToolResultContent,
+        replacement: ToolResultContent,
+        id: &str,
+        saved: Saved,
+        sizes: &mut Sizes,
+        event: &mut StageEvent,
+    ) -> Replaced {
+        let (before, after) = self.sizes;
+        let was = was_before(content);
+        let original = std::mem::replace(content, replacement);
+        sizes.adjust(self.position.0, before, after);
+        let receipt = Shrunk {
+            message: self.position.0,
+            what: self.what,
+            before,
+            after,
+            was,
+        };
+        event.replaced += 1;
+        event.saved(receipt, id, saved);
+        Replaced {
+            message: self.position.0,
+            block: self.position.1,
+            original,
+        }
+    }
+}
+
 /// Save the result at `position` whole and leave a reference to it, with its item on
 /// the receipt; what to put back if the stage cannot be made durable.
 fn clear(
@@ -93,25 +134,14 @@ fn clear(
     let (id, content) = tool_result_mut(messages, position)?;
     match ensure_saved(ctx.store, id, content) {
         Ok(saved) => {
-            let before = sizes.measure(content);
-            let was = was_before(content);
-            let original = std::mem::replace(content, ToolResultContent::Text(cleared_reference(&saved.path)));
-            let after = sizes.measure(content);
-            sizes.adjust(position.0, before, after);
-            let receipt = Shrunk {
-                message: position.0,
+            let replacement = ToolResultContent::Text(cleared_reference(&saved.path));
+            let sizes_now = (sizes.measure(content), sizes.measure(&replacement));
+            let swap = Swap {
+                position,
                 what,
-                before,
-                after,
-                was,
+                sizes: sizes_now,
             };
-            event.replaced += 1;
-            event.saved(receipt, id, saved);
-            Some(Replaced {
-                message: position.0,
-                block: position.1,
-                original,
-            })
+            Some(swap.apply(content, replacement, id, saved, sizes, event))
         }
         Err(error) => {
             event.errors.push(error.to_string());
@@ -235,23 +265,12 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
                 let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, &preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
-                    let was = was_before(content);
-                    let original = std::mem::replace(content, replacement);
-                    sizes.adjust(position.0, before, after);
-                    let receipt = Shrunk {
-                        message: position.0,
+                    let swap = Swap {
+                        position,
                         what,
-                        before,
-                        after,
-                        was,
+                        sizes: (before, after),
                     };
-                    replaced.push(Replaced {
-                        message: position.0,
-                        block: position.1,
-                        original,
-                    });
-                    event.replaced += 1;
-                    event.saved(receipt, id, saved);
+                    replaced.push(swap.apply(content, replacement, id, saved, sizes, &mut event));
                 }
             }
             Err(error) => event.errors.push(error.to_string()),
