@@ -20,6 +20,24 @@ pub const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 /// The share of the window an automatic limit fills.
 pub const AUTO_WINDOW_PERCENT: u64 = 80;
 
+/// The smallest `max_tokens` a reply is given, however full the window.
+pub const MIN_REPLY_TOKENS: u64 = 256;
+
+/// The longest summary asked of a model.
+pub const SUMMARY_MAX_TOKENS: u64 = 4_096;
+
+/// The least history text a summary request carries.
+const MIN_SUMMARY_INPUT_CHARS: usize = 500;
+
+/// What a summary request may take of the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SummaryBudget {
+    /// Characters of history text (before `summary_input_chars` caps it further).
+    pub input_chars: usize,
+    /// The summary's `max_tokens`.
+    pub max_tokens: u32,
+}
+
 /// Below this share of what the window holds a configured limit earns a hint.
 const FAR_BELOW_PERCENT: usize = 25;
 
@@ -391,6 +409,33 @@ impl Ledger {
         }
     }
 
+    /// The reply's `max_tokens` for a request whose messages estimate `estimate`: as
+    /// configured, but no more than the window leaves after the prompt (its tokens
+    /// from the measured ratio, a twentieth more in reserve), and at least
+    /// [`MIN_REPLY_TOKENS`] (unless configured lower).
+    pub fn reply_tokens(&self, estimate: usize) -> u32 {
+        let prompt = (self.request_chars(estimate) as f64 / self.fit().chars_per_token).ceil() as u64;
+        let left = self.window.tokens.saturating_sub(prompt + prompt / 20);
+        let tokens = self.max_tokens.min(left.max(MIN_REPLY_TOKENS));
+        u32::try_from(tokens).unwrap_or(u32::MAX)
+    }
+
+    /// The summariser's own request sized to the window: its reply a quarter of the
+    /// window (at most [`SUMMARY_MAX_TOKENS`]), its history text what the automatic
+    /// share of the window leaves after that reply and `instructions_chars`.
+    pub fn summary_budget(&self, instructions_chars: usize) -> SummaryBudget {
+        let max_tokens = (self.window.tokens / 4).clamp(MIN_REPLY_TOKENS, SUMMARY_MAX_TOKENS);
+        let share = self.window.tokens * AUTO_WINDOW_PERCENT / 100;
+        let input_tokens = share.saturating_sub(max_tokens);
+        let input_chars = (input_tokens as f64 * self.fit().chars_per_token) as usize;
+        SummaryBudget {
+            input_chars: input_chars
+                .saturating_sub(instructions_chars)
+                .max(MIN_SUMMARY_INPUT_CHARS),
+            max_tokens: u32::try_from(max_tokens).unwrap_or(u32::MAX),
+        }
+    }
+
     /// `/clear`: a new conversation has measured nothing yet.
     pub fn clear(&mut self) {
         self.tokens = None;
@@ -547,5 +592,52 @@ mod tests {
         assert!(note.is_none(), "still automatic");
         assert_eq!(ledger.limit().chars, (16_000 - 1_000) * 3 - 1_000);
         assert_eq!(ledger.tokens().unwrap().window_tokens, 20_000);
+    }
+
+    #[test]
+    fn the_reply_gets_what_the_window_leaves_after_the_prompt() {
+        let small = |max_tokens| {
+            Ledger::new(
+                Window {
+                    tokens: 2_048,
+                    source: WindowSource::Configured,
+                },
+                1_000,
+                max_tokens,
+                LimitChoice::Configured,
+                2_000,
+            )
+        };
+        let mut tight = small(8_192);
+        // (1k fixed + 3k) / 4 chars per token = 1,000 tokens, plus a twentieth.
+        assert_eq!(tight.reply_tokens(3_000), 2_048 - 1_050);
+        // Measured at 2 chars per token the same prompt takes twice the tokens.
+        tight.called(3_000, 1, 2_000);
+        assert_eq!(tight.reply_tokens(3_000), u32::try_from(MIN_REPLY_TOKENS).unwrap());
+        assert_eq!(small(100).reply_tokens(10), 100, "a smaller setting stands");
+        assert_eq!(ledger(LimitChoice::Configured).reply_tokens(1_000), 1_000);
+    }
+
+    #[test]
+    fn the_summary_request_is_sized_to_the_window() {
+        let at = |tokens| {
+            Ledger::new(
+                Window {
+                    tokens,
+                    source: WindowSource::Configured,
+                },
+                1_000,
+                8_192,
+                LimitChoice::Configured,
+                50_000,
+            )
+        };
+        let small = at(2_048).summary_budget(1_000);
+        assert_eq!(small.max_tokens, 512);
+        assert_eq!(small.input_chars, (1_638 - 512) * 4 - 1_000);
+        let large = at(200_000).summary_budget(1_000);
+        assert_eq!(large.max_tokens, 4_096);
+        assert!(large.input_chars > 80_000, "the configured cap decides for large windows");
+        assert_eq!(at(512).summary_budget(5_000).input_chars, MIN_SUMMARY_INPUT_CHARS);
     }
 }

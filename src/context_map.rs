@@ -118,7 +118,7 @@ fn text_category(kind: &MessageKind) -> Category {
     match kind {
         MessageKind::CompactedSummary { .. } => Category::CompactionSummary,
         MessageKind::ArchiveMarker { .. } => Category::ArchiveMarker,
-        MessageKind::UserPrompt(_) | MessageKind::ToolResults => Category::UserText,
+        MessageKind::UserPrompt(_) | MessageKind::ToolResults | MessageKind::CutOffNote => Category::UserText,
         MessageKind::Assistant => Category::AssistantText,
     }
 }

@@ -63,7 +63,8 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             }
             let runtime = tokio::runtime::Runtime::new()?;
             let provider = launch::build_provider(&config, &env)?;
-            let mut model = ProviderSummariser::new(provider, runtime.handle().clone());
+            let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
+            let mut model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
             let mut stub = ExtractiveSummariser;
             let summariser: &mut dyn Summariser = if args.summary_stub { &mut stub } else { &mut model };
             commands::compact::run(

@@ -5,8 +5,27 @@
 use super::*;
 
 impl Agent {
+    /// What a summary request may take of the window: its reply and its history text.
+    fn summary_budget(&self) -> crate::accounting::SummaryBudget {
+        // The instructions, the reminder around the history and a focus.
+        let around = crate::compact::SUMMARY_INSTRUCTIONS.chars().count() + 400;
+        self.ledger.summary_budget(around)
+    }
+
     pub(super) fn summariser(&self) -> ProviderSummariser {
-        ProviderSummariser::new(self.provider.clone(), tokio::runtime::Handle::current())
+        ProviderSummariser::new(
+            self.provider.clone(),
+            tokio::runtime::Handle::current(),
+            self.summary_budget().max_tokens,
+        )
+    }
+
+    /// The pipeline's settings for a run now: the summary input capped to what the
+    /// window takes.
+    fn pipeline_config(&self) -> CompactConfig {
+        let mut config = self.settings.compaction.clone();
+        config.summary_input_chars = config.summary_input_chars.min(self.summary_budget().input_chars);
+        config
     }
 
     /// Run a pipeline function on a blocking thread with the history moved in and out.
@@ -18,7 +37,7 @@ impl Agent {
     {
         let mut messages = std::mem::take(&mut self.messages);
         let mut sizes = self.sizes.clone();
-        let config = self.settings.compaction.clone();
+        let config = self.pipeline_config();
         let store = self.store.clone();
         let mut summariser = self.summariser();
         // The history moves to the blocking thread and back, uncopied: a panic there is
@@ -28,15 +47,22 @@ impl Agent {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 work(&mut messages, &mut sizes, &config, &store, &mut summariser)
             }));
-            (messages, sizes, outcome)
+            (messages, sizes, outcome, summariser.take_notices())
         })
         .await;
+        if let Ok((_, _, _, notices)) = &joined {
+            for message in notices {
+                self.emit(AgentEvent::Notice {
+                    message: message.clone(),
+                });
+            }
+        }
         match joined {
-            Ok((messages, sizes, Ok(events))) => {
+            Ok((messages, sizes, Ok(events), _)) => {
                 self.replace(messages, sizes, events.clone());
                 events
             }
-            Ok((messages, _, Err(_))) => {
+            Ok((messages, _, Err(_), _)) => {
                 self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
                 self.messages = messages;
                 self.emit(AgentEvent::Error {

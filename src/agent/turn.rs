@@ -3,6 +3,8 @@
 
 use super::tool_runner::CompactRequest;
 use super::*;
+use crate::compact::markers::{MessageKind, classify, cut_off_note};
+use crate::provider::STOP_MAX_TOKENS;
 
 impl Agent {
     /// The newest user prompt (tool results travel as user messages too).
@@ -15,20 +17,58 @@ impl Agent {
             request: request.clone(),
         });
         self.append(Message::user_text(request.clone()));
-        let outcome = self.steps(&request, ops).await;
+        let outcome = match self.steps(&request, ops).await {
+            Ended::Completed => TurnOutcome::Completed,
+            Ended::Cancelled => TurnOutcome::Cancelled,
+            Ended::Failed(message) => {
+                self.emit(AgentEvent::Error {
+                    message: message.clone(),
+                });
+                self.close_failed_turn(&request, &message);
+                TurnOutcome::Failed
+            }
+        };
         self.sync_journal();
         self.emit(AgentEvent::TurnDone { outcome });
     }
 
-    pub(super) async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> TurnOutcome {
+    /// A failed request must not look answered: unanswered, it leaves the history (the
+    /// next request would otherwise carry it, and a prompt too long for the window
+    /// would make every later call fail too); after some work, the history says where
+    /// it stopped.
+    fn close_failed_turn(&mut self, request: &str, reason: &str) {
+        let Some(last) = self.messages.last() else { return };
+        match classify(last) {
+            MessageKind::UserPrompt(text) if text == request => {
+                self.messages.pop();
+                self.sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
+                self.journal(Record::Replace {
+                    messages: self.messages.clone(),
+                });
+                self.ledger.changed(self.sizes.total());
+                self.emit(AgentEvent::Notice {
+                    message: "the request got no answer, so it was taken out of the history; send it again when ready"
+                        .into(),
+                });
+                self.emit_context();
+            }
+            _ if last.role == Role::User => {
+                self.append(Message::assistant_text(crate::compact::markers::stopped_text(reason)));
+            }
+            _ => {}
+        }
+    }
+
+    async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Ended {
         let mut reactive_used = false;
         let mut step = 0;
         while step < self.settings.max_steps {
             step += 1;
             self.prepare_history(request, ops).await;
+            let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
-                Err(CallFailed::Interrupted) => return TurnOutcome::Cancelled,
+                Err(CallFailed::Interrupted) => return Ended::Cancelled,
                 Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
                     reactive_used = true;
                     step -= 1;
@@ -43,22 +83,16 @@ impl Agent {
                         })
                         .await;
                     if events.iter().all(|e| e.replaced == 0) {
-                        self.emit(AgentEvent::Error {
-                            message: format!(
-                                "The prompt is too long and reactive compaction could not shrink it: {message}"
-                            ),
-                        });
-                        return TurnOutcome::Failed;
+                        return Ended::Failed(format!(
+                            "The prompt is too long and reactive compaction could not shrink it: {message}"
+                        ));
                     }
                     continue;
                 }
-                Err(CallFailed::Provider(error)) => {
-                    self.emit(AgentEvent::Error {
-                        message: error.to_string(),
-                    });
-                    return TurnOutcome::Failed;
-                }
+                Err(CallFailed::Provider(error)) => return Ended::Failed(error.to_string()),
             };
+            let reached_max_tokens = response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS);
+            let cut_off = response.cut_off;
             let mut content = response.content;
             let calls = checked_calls(&mut content);
             if content.is_empty() {
@@ -69,24 +103,48 @@ impl Agent {
                 message: message.clone(),
             });
             self.append(message);
+            // Calls cut off by max_tokens are not run; the model reads why, after the
+            // results of the calls that were complete, and may try again smaller.
+            let cut_note = (!cut_off.is_empty()).then(|| {
+                let names: Vec<&str> = cut_off.iter().map(|call| call.name.as_str()).collect();
+                self.emit(AgentEvent::Notice {
+                    message: format!(
+                        "the response reached its max_tokens limit ({max_tokens}) inside a call to {}; \
+                         that call was not run and the model was asked to retry smaller",
+                        names.join(", ")
+                    ),
+                });
+                ContentBlock::text(cut_off_note(&cut_off, max_tokens))
+            });
             if calls.is_empty() {
-                return TurnOutcome::Completed;
+                let Some(note) = cut_note else {
+                    if reached_max_tokens {
+                        self.emit(AgentEvent::Notice {
+                            message: format!("the reply stopped at its max_tokens limit ({max_tokens} tokens)"),
+                        });
+                    }
+                    return Ended::Completed;
+                };
+                self.append(Message::blocks(Role::User, vec![note]));
+                continue;
             }
             let batch = self.run_tools(calls, ops).await;
-            self.append(Message::blocks(Role::User, batch.results));
+            let mut results = batch.results;
+            results.extend(cut_note);
+            self.append(Message::blocks(Role::User, results));
             self.sync_journal();
             if batch.cancelled {
-                return TurnOutcome::Cancelled;
+                return Ended::Cancelled;
             }
             if let Some(CompactRequest { focus }) = batch.compact {
                 self.compact_now(CompactionRequester::Model, focus, request.to_string())
                     .await;
             }
         }
-        self.emit(AgentEvent::Error {
-            message: format!("Stopped after {} model calls in one request.", self.settings.max_steps),
-        });
-        TurnOutcome::Failed
+        Ended::Failed(format!(
+            "Stopped after {} model calls in one request.",
+            self.settings.max_steps
+        ))
     }
 
     /// The request the history makes now.
@@ -95,8 +153,13 @@ impl Agent {
             system: self.settings.system_prompt.clone(),
             tools: ToolBox::specs(),
             messages: &self.messages,
-            max_tokens: self.settings.max_tokens,
+            max_tokens: self.reply_tokens(),
         }
+    }
+
+    /// `max_tokens` for a call with the history as it is: what the window leaves.
+    fn reply_tokens(&self) -> u32 {
+        self.ledger.reply_tokens(self.sizes.total())
     }
 
     /// One model call.
@@ -181,6 +244,15 @@ impl Agent {
             });
         }
     }
+}
+
+/// How the model calls of a request ended.
+enum Ended {
+    Completed,
+    /// The user cancelled the turn or quit.
+    Cancelled,
+    /// Why it failed, for the user and for the history.
+    Failed(String),
 }
 
 /// Why a model call gave no response.

@@ -53,7 +53,7 @@ pub fn newest_request(messages: &[Message]) -> String {
         .rev()
         .find_map(|message| match classify(message) {
             MessageKind::UserPrompt(text) => Some(text),
-            MessageKind::CompactedSummary { request } => Some(request),
+            MessageKind::CompactedSummary { request: Some(request) } => Some(request),
             _ => None,
         })
         .unwrap_or_default()
@@ -116,7 +116,7 @@ mod tests {
             Message::user_text(archive_marker(3, ".transcripts/t.jsonl")),
         ];
         assert_eq!(newest_request(&history), "first");
-        let compacted = vec![Message::user_text(compacted_text("the real\nrequest", "s", "p", 4))];
+        let compacted = vec![Message::user_text(compacted_text(Some("the real\nrequest"), "s", "p", 4))];
         assert_eq!(newest_request(&compacted), "the real\nrequest");
         assert_eq!(newest_request(&[]), "");
     }

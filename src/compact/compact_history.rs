@@ -6,7 +6,7 @@
 
 use super::Archive;
 use super::estimate::Sizes;
-use super::markers::{compacted_text, prefix_chars};
+use super::markers::{MessageKind, classify, compacted_text, prefix_chars};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count};
 use crate::message::Message;
 
@@ -132,8 +132,13 @@ pub(super) fn summarise_prefix(
             return event;
         }
     };
+    // A request the kept messages hold is referred to, not repeated: repeating it made
+    // reactive compaction of a short history grow the prompt.
+    let kept_request = messages[job.end..]
+        .iter()
+        .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
     let compacted = fitted_message(
-        job.active_request,
+        (!kept_request).then_some(job.active_request),
         &summary,
         &path,
         job.end,
@@ -155,14 +160,22 @@ pub(super) fn summarise_prefix(
 
 /// The `[Compacted]` message, with the summary (then the request) cut so that its JSON
 /// takes at most `budget` characters where that is possible at all.
-fn fitted_message(request: &str, summary: &str, path: &str, count: usize, budget: usize, sizes: &Sizes) -> Message {
-    let mut request_keep = request.chars().count();
+fn fitted_message(
+    request: Option<&str>,
+    summary: &str,
+    path: &str,
+    count: usize,
+    budget: usize,
+    sizes: &Sizes,
+) -> Message {
+    let mut request_keep = request.map_or(0, |request| request.chars().count());
     let mut summary_keep = summary.chars().count();
     let full_request = request_keep;
     let full_summary = summary_keep;
     loop {
+        let request_text = request.map(|request| cut(request, request_keep, full_request, path));
         let message = Message::user_text(compacted_text(
-            &cut(request, request_keep, full_request, path),
+            request_text.as_deref(),
             &cut(summary, summary_keep, full_summary, path),
             path,
             count,

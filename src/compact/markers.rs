@@ -11,6 +11,9 @@ const PERSISTED_OPEN: &str = "<persisted-output>\n";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
 const CLEARED_PREFIX: &str = "[Earlier tool result saved at ";
 pub const COMPACTED_TAG: &str = "[Compacted]";
+const REQUEST_KEPT_BELOW: &str = "(the newest user message after this summary, kept as it was)";
+const CUT_OFF_TAG: &str = "[Cut off]";
+const STOPPED_TAG: &str = "[Stopped]";
 
 /// The first `limit` characters of `text`.
 pub fn prefix_chars(text: &str, limit: usize) -> &str {
@@ -74,8 +77,11 @@ pub fn parse_archive_marker(text: &str) -> Option<(usize, &str)> {
     Some((count.parse().ok()?, path))
 }
 
-/// The `[Compacted]` message: the current request, the summary, the transcript.
-pub fn compacted_text(request: &str, summary: &str, path: &str, count: usize) -> String {
+/// The `[Compacted]` message: the current request, the summary, the transcript. The
+/// request is `None` when the messages kept after the summary hold it: it is then
+/// referred to rather than repeated.
+pub fn compacted_text(request: Option<&str>, summary: &str, path: &str, count: usize) -> String {
+    let request = request.unwrap_or(REQUEST_KEPT_BELOW);
     format!(
         "{COMPACTED_TAG} The earlier conversation was summarised to stay within the context limit.\n\n\
          Current user request:\n{request}\n\n\
@@ -84,12 +90,42 @@ pub fn compacted_text(request: &str, summary: &str, path: &str, count: usize) ->
     )
 }
 
-/// The request a `[Compacted]` message was made for.
-pub fn compacted_request(text: &str) -> Option<&str> {
+/// The request a `[Compacted]` message was made for; `Some(None)` when it refers to
+/// the request kept after it.
+pub fn compacted_request(text: &str) -> Option<Option<&str>> {
     let rest = text.strip_prefix(COMPACTED_TAG)?;
     let (_, rest) = rest.split_once("\n\nCurrent user request:\n")?;
     let (request, _) = rest.split_once("\n\nConversation summary (reference only; not instructions):\n")?;
-    Some(request)
+    Some((request != REQUEST_KEPT_BELOW).then_some(request))
+}
+
+/// A tool call the response's `max_tokens` cut off before its input was complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutCall {
+    pub name: String,
+    /// Characters of input that arrived before the cut.
+    pub received_chars: usize,
+}
+
+/// What the model reads in place of the calls it did not finish: they were not run,
+/// and why, so that it can try again smaller.
+pub fn cut_off_note(calls: &[CutCall], max_tokens: u32) -> String {
+    let named = calls
+        .iter()
+        .map(|call| format!("{} (after {} characters of input)", call.name, call.received_chars))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "{CUT_OFF_TAG} Your response reached its max_tokens limit ({max_tokens} tokens) in the middle of a tool call, \
+         so these calls were not run: {named}. Make the call again with a smaller input \
+         (for example, write a large file in several parts)."
+    )
+}
+
+/// The assistant's closing line of a request that failed after it had started working:
+/// the history says the request was not finished instead of looking answered.
+pub fn stopped_text(reason: &str) -> String {
+    format!("{STOPPED_TAG} This request was not finished: {reason}")
 }
 
 /// What a message is, for the pipeline, `/context`, session restore, the demo model and
@@ -105,10 +141,13 @@ pub enum MessageKind {
         count: usize,
         path: String,
     },
-    /// The `[Compacted]` summary, made while `request` was the current request.
+    /// The `[Compacted]` summary, made while `request` was the current request (`None`:
+    /// the request is the user message kept after it).
     CompactedSummary {
-        request: String,
+        request: Option<String>,
     },
+    /// The note that calls of the previous response were cut off by `max_tokens`.
+    CutOffNote,
     Assistant,
 }
 
@@ -128,8 +167,11 @@ pub fn classify(message: &Message) -> MessageKind {
     }
     if text.starts_with(COMPACTED_TAG) {
         return MessageKind::CompactedSummary {
-            request: compacted_request(&text).unwrap_or_default().to_string(),
+            request: compacted_request(&text).flatten().map(str::to_string),
         };
+    }
+    if text.starts_with(CUT_OFF_TAG) {
+        return MessageKind::CutOffNote;
     }
     MessageKind::UserPrompt(text)
 }
@@ -257,10 +299,24 @@ mod tests {
                 },
             ),
             (
-                Message::user_text(compacted_text("and add tests", "s", "p", 4)),
+                Message::user_text(compacted_text(Some("and add tests"), "s", "p", 4)),
                 MessageKind::CompactedSummary {
-                    request: "and add tests".into(),
+                    request: Some("and add tests".into()),
                 },
+            ),
+            (
+                Message::user_text(compacted_text(None, "s", "p", 4)),
+                MessageKind::CompactedSummary { request: None },
+            ),
+            (
+                Message::user_text(cut_off_note(
+                    &[CutCall {
+                        name: "write_file".into(),
+                        received_chars: 900,
+                    }],
+                    512,
+                )),
+                MessageKind::CutOffNote,
             ),
             (
                 Message::blocks(Role::User, vec![ContentBlock::tool_result("t", "out", false)]),

@@ -49,6 +49,7 @@ pub fn reactive_compact(
     if sizes.total() > goal {
         let wanted = messages.len().saturating_sub(config.reactive_keep_messages).max(1);
         let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
+        let end = fitted_tail_start(messages, &sizes, end, goal / 2);
         events.extend(timed(|| {
             [summarise_prefix(
                 messages,
@@ -77,16 +78,31 @@ pub fn reactive_compact(
     events
 }
 
+/// Where the kept tail starts once it takes at most `budget` characters, so that the
+/// summary has room under the goal: the newest messages are dropped from it one pair
+/// at a time (a small window keeps fewer than `reactive_keep_messages`). When even the
+/// newest message is too large, nothing is kept verbatim and it is summarised too.
+fn fitted_tail_start(messages: &[Message], sizes: &Sizes, mut start: usize, budget: usize) -> usize {
+    let tail = |start: usize| (start..messages.len()).map(|i| sizes.of_message(i)).sum::<usize>();
+    while start < messages.len() && tail(start) > budget {
+        start = tail_start_forward(messages, start + 1);
+    }
+    start
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compact::ExtractiveSummariser;
+    use crate::compact::markers::{MessageKind, classify};
     use crate::compact::pairing::check_pairing;
     use crate::message::{ContentBlock, Role, ToolResultContent};
     use crate::store::Store;
 
+    /// A long opening request, then `n` small tool rounds: the tail is small next to
+    /// the goal, so the count of kept messages decides.
     fn tool_rounds(n: usize) -> Vec<Message> {
-        let mut history = vec![Message::user_text("task")];
+        let mut history = vec![Message::user_text(format!("task {}", "background ".repeat(200)))];
         for i in 0..n {
             history.push(Message::blocks(
                 Role::Assistant,
@@ -193,5 +209,69 @@ mod tests {
                 .iter()
                 .any(|e| e.stage == Stage::FitToolResults && e.replaced >= 1)
         );
+    }
+
+    /// Three turns of about 2.5k characters: the history of a small window.
+    fn three_long_turns() -> (Vec<Message>, String) {
+        let current = format!("now the third: {}", "c".repeat(2_500));
+        let history = vec![
+            Message::user_text(format!("first: {}", "a".repeat(2_500))),
+            Message::assistant_text("done with the first"),
+            Message::user_text(format!("second: {}", "b".repeat(2_500))),
+            Message::assistant_text("done with the second"),
+            Message::user_text(current.clone()),
+        ];
+        (history, current)
+    }
+
+    fn occurrences(history: &[Message], text: &str) -> usize {
+        history.iter().map(|message| message.text().matches(text).count()).sum()
+    }
+
+    #[test]
+    fn the_request_kept_verbatim_is_not_repeated_in_the_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let (mut history, current) = three_long_turns();
+        let before = crate::compact::estimate_chars(&history);
+        let events = reactive_compact(
+            &mut history,
+            &current,
+            Some(6_000),
+            &CompactConfig::default(),
+            &store,
+            &mut ExtractiveSummariser,
+        );
+        let after = crate::compact::estimate_chars(&history);
+        assert!(after <= 6_000 && after < before, "{before} -> {after}: {events:?}");
+        assert_eq!(occurrences(&history, &current), 1, "{history:#?}");
+        assert_eq!(history.last().unwrap().text(), current);
+        assert_eq!(
+            classify(&history[0]),
+            MessageKind::CompactedSummary { request: None },
+            "the summary refers to the kept request"
+        );
+        assert_eq!(crate::commands::compact::newest_request(&history), current);
+    }
+
+    #[test]
+    fn a_small_window_keeps_fewer_messages_so_the_prompt_shrinks_to_the_goal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let (mut history, current) = three_long_turns();
+        let before = crate::compact::estimate_chars(&history);
+        let events = reactive_compact(
+            &mut history,
+            &current,
+            Some(3_000),
+            &CompactConfig::default(),
+            &store,
+            &mut ExtractiveSummariser,
+        );
+        let after = crate::compact::estimate_chars(&history);
+        assert!(after <= 3_000, "{before} -> {after}: {events:?}");
+        assert_eq!(history.len(), 1, "even the request was too large to keep whole");
+        assert!(occurrences(&history, "ccccc") > 0, "the request survives, cut to fit");
+        assert_eq!(check_pairing(&history), Ok(()));
     }
 }

@@ -68,6 +68,7 @@ pub fn describe_message(message: &Message) -> String {
         MessageKind::UserPrompt(text) => format!("request: {}", start(&text)),
         MessageKind::ArchiveMarker { count, path } => format!("archive marker: {count} messages at {path}"),
         MessageKind::CompactedSummary { .. } => "earlier summary".to_string(),
+        MessageKind::CutOffNote => "note: calls cut off by max_tokens".to_string(),
         MessageKind::ToolResults => {
             let ids: Vec<&str> = message
                 .block_slice()

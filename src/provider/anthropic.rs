@@ -9,7 +9,11 @@ use serde_json::{Value, json};
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::sse::SseEvent;
-use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage, http_client, read_events, send};
+use super::{
+    DeltaSink, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, StreamEvent, Usage, http_client, read_events,
+    send,
+};
+use crate::compact::markers::CutCall;
 use crate::message::ContentBlock;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -288,6 +292,8 @@ impl StreamAssembler {
 
     fn finish(&mut self) -> Result<ModelResponse, ProviderError> {
         let mut content = Vec::with_capacity(self.blocks.len());
+        let mut cut_off = Vec::new();
+        let truncated = self.stop_reason.as_deref() == Some(STOP_MAX_TOKENS);
         for (_, builder) in std::mem::take(&mut self.blocks) {
             content.push(match builder {
                 BlockBuilder::Text(text) => ContentBlock::Text {
@@ -303,9 +309,21 @@ impl StreamAssembler {
                     let input = if json.trim().is_empty() {
                         initial
                     } else {
-                        serde_json::from_str(&json).map_err(|error| {
-                            ProviderError::Protocol(format!("tool input for {name} is not valid JSON: {error}"))
-                        })?
+                        match serde_json::from_str(&json) {
+                            Ok(input) => input,
+                            Err(_) if truncated => {
+                                cut_off.push(CutCall {
+                                    name,
+                                    received_chars: json.chars().count(),
+                                });
+                                continue;
+                            }
+                            Err(error) => {
+                                return Err(ProviderError::Protocol(format!(
+                                    "tool input for {name} is not valid JSON: {error}"
+                                )));
+                            }
+                        }
                     };
                     ContentBlock::ToolUse {
                         id,
@@ -324,6 +342,7 @@ impl StreamAssembler {
             content,
             stop_reason: self.stop_reason.take(),
             usage: self.usage,
+            cut_off,
         })
     }
 }

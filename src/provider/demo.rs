@@ -278,11 +278,16 @@ impl Provider for DemoProvider {
                     output_tokens: demo_count(text.chars().count()),
                     ..Usage::default()
                 },
+                cut_off: Vec::new(),
             })
         })
     }
 
-    fn summarise<'a>(&'a self, request: &'a SummaryRequest<'a>) -> BoxFuture<'a, Result<String, ProviderError>> {
+    fn summarise<'a>(
+        &'a self,
+        request: &'a SummaryRequest<'a>,
+        _max_tokens: u32,
+    ) -> BoxFuture<'a, Result<String, ProviderError>> {
         Box::pin(async move {
             ExtractiveSummariser
                 .summarise(request)

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::compact::markers::CutCall;
 use crate::compact::{Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Message};
 
@@ -42,10 +43,17 @@ pub struct ModelRequest<'m> {
 /// A complete assistant response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelResponse {
+    /// The complete blocks: a tool call cut off by `max_tokens` is not among them.
     pub content: Vec<ContentBlock>,
     pub stop_reason: Option<String>,
     pub usage: Usage,
+    /// Tool calls `max_tokens` cut off before their input was complete.
+    pub cut_off: Vec<CutCall>,
 }
+
+/// The stop reason of a response that reached its `max_tokens` (OpenAI's `length` is
+/// reported as this too).
+pub const STOP_MAX_TOKENS: &str = "max_tokens";
 
 impl ModelResponse {
     pub fn text(&self) -> String {
@@ -107,9 +115,13 @@ pub trait Provider: Send + Sync {
         crate::protocol::TokenBasis::Reported
     }
 
-    /// The lossy summary for compaction. By default the model is asked, with the
-    /// summary instructions as system prompt and no tools.
-    fn summarise<'a>(&'a self, request: &'a SummaryRequest<'a>) -> BoxFuture<'a, Result<String, ProviderError>> {
+    /// The lossy summary for compaction, at most `max_tokens` long. By default the
+    /// model is asked, with the summary instructions as system prompt and no tools.
+    fn summarise<'a>(
+        &'a self,
+        request: &'a SummaryRequest<'a>,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<String, ProviderError>> {
         Box::pin(async move {
             let messages = [Message::user_text(format!(
                 "{SUMMARY_REMINDER}\n\n<history>\n{}\n</history>",
@@ -119,7 +131,7 @@ pub trait Provider: Send + Sync {
                 system: request.instructions.clone(),
                 tools: Vec::new(),
                 messages: &messages,
-                max_tokens: 4_096,
+                max_tokens,
             };
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
             let response = self.complete(&model_request, &sink).await?;
@@ -133,23 +145,81 @@ const SUMMARY_REMINDER: &str = "Summarise the history below as instructed. It is
 /// A provider as the pipeline's synchronous [`Summariser`]: it blocks on the model
 /// call, so it must run outside the async runtime (a blocking thread, or a plain
 /// thread holding a runtime handle).
+///
+/// When the server refuses the summary request itself as too long, its history text
+/// is cut to what the server said it takes and sent once more; refused again, the
+/// extractive summary stands in. Either way a notice says so.
 pub struct ProviderSummariser {
     provider: std::sync::Arc<dyn Provider>,
     runtime: tokio::runtime::Handle,
+    max_tokens: u32,
+    notices: Vec<String>,
 }
 
 impl ProviderSummariser {
-    pub fn new(provider: std::sync::Arc<dyn Provider>, runtime: tokio::runtime::Handle) -> Self {
-        ProviderSummariser { provider, runtime }
+    pub fn new(provider: std::sync::Arc<dyn Provider>, runtime: tokio::runtime::Handle, max_tokens: u32) -> Self {
+        ProviderSummariser {
+            provider,
+            runtime,
+            max_tokens,
+            notices: Vec::new(),
+        }
+    }
+
+    /// What happened that the user should know (a shrunk or replaced summary).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    fn ask(&self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
+        self.runtime.block_on(self.provider.summarise(request, self.max_tokens))
     }
 }
 
 impl Summariser for ProviderSummariser {
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
-        self.runtime
-            .block_on(self.provider.summarise(request))
-            .map_err(|error| SummaryError(error.to_string()))
+        let failed = |error: ProviderError| SummaryError(error.to_string());
+        let overflow = match self.ask(request) {
+            Err(ProviderError::ContextTooLong { overflow, .. }) => overflow,
+            other => return other.map_err(failed),
+        };
+        let sent = request.history_text.chars().count();
+        let cap = shrunk_summary_input(sent, overflow, self.max_tokens);
+        let smaller = SummaryRequest {
+            history_text: crate::compact::compact_history::render_capped(request.messages, cap),
+            ..request.clone()
+        };
+        match self.ask(&smaller) {
+            Ok(summary) => {
+                self.notices.push(format!(
+                    "the summary request was too long for the model's window; it was sent again with {} of {} characters of history",
+                    crate::compact::short_count(cap),
+                    crate::compact::short_count(sent)
+                ));
+                Ok(summary)
+            }
+            Err(ProviderError::ContextTooLong { .. }) => {
+                self.notices.push(
+                    "the summary request did not fit the model's window even when shrunk; \
+                     the extractive summary (requests, files, commands; no model) was used instead"
+                        .to_string(),
+                );
+                crate::compact::ExtractiveSummariser.summarise(request)
+            }
+            Err(error) => Err(failed(error)),
+        }
     }
+}
+
+/// The history text for a second summary request after the first was refused: scaled
+/// by what the server takes (its window less the summary's reply) over what it counted,
+/// with a fifth in reserve; a quarter of what was sent when the server gave no figures.
+fn shrunk_summary_input(sent_chars: usize, overflow: Option<error::TokenOverflow>, max_tokens: u32) -> usize {
+    let ratio = overflow.map_or(0.25, |overflow| {
+        let room = overflow.max_tokens.saturating_sub(u64::from(max_tokens));
+        (room as f64 / overflow.prompt_tokens.max(1) as f64).min(1.0) * 0.8
+    });
+    ((sent_chars as f64 * ratio) as usize).max(200)
 }
 
 /// The HTTP client for model APIs: a connect timeout and an idle timeout (the longest

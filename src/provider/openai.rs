@@ -8,7 +8,11 @@ use serde_json::{Value, json};
 
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
-use super::{DeltaSink, ModelRequest, ModelResponse, Provider, StreamEvent, Usage, http_client, read_events, send};
+use super::{
+    DeltaSink, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, StreamEvent, Usage, http_client, read_events,
+    send,
+};
+use crate::compact::markers::CutCall;
 use crate::message::{Content, ContentBlock, Message, Role};
 
 #[derive(Clone)]
@@ -201,13 +205,28 @@ impl ChatAssembler {
                 extra: Default::default(),
             });
         }
+        let truncated = self.finish_reason.as_deref() == Some("length");
+        let mut cut_off = Vec::new();
         for (index, call) in std::mem::take(&mut self.calls) {
             let input = if call.arguments.trim().is_empty() {
                 json!({})
             } else {
-                serde_json::from_str(&call.arguments).map_err(|error| {
-                    ProviderError::Protocol(format!("arguments of {} are not valid JSON: {error}", call.name))
-                })?
+                match serde_json::from_str(&call.arguments) {
+                    Ok(input) => input,
+                    Err(_) if truncated => {
+                        cut_off.push(CutCall {
+                            received_chars: call.arguments.chars().count(),
+                            name: call.name,
+                        });
+                        continue;
+                    }
+                    Err(error) => {
+                        return Err(ProviderError::Protocol(format!(
+                            "arguments of {} are not valid JSON: {error}",
+                            call.name
+                        )));
+                    }
+                }
             };
             let id = if call.id.is_empty() {
                 format!("call_{index}")
@@ -223,14 +242,15 @@ impl ChatAssembler {
         }
         let has_calls = content.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. }));
         let stop_reason = match self.finish_reason.take().as_deref() {
+            Some("length") => STOP_MAX_TOKENS,
             _ if has_calls => "tool_use",
-            Some("length") => "max_tokens",
             _ => "end_turn",
         };
         Ok(ModelResponse {
             content,
             stop_reason: Some(stop_reason.to_string()),
             usage: self.usage,
+            cut_off,
         })
     }
 }

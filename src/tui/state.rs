@@ -439,6 +439,11 @@ impl AppState {
                     self.push(ChatEntry::Assistant { text, streaming: false });
                 }
             }
+            MessageKind::CutOffNote => {
+                self.push(ChatEntry::Notice(
+                    "the model's call was cut off by max_tokens; it was asked to retry smaller".into(),
+                ));
+            }
             MessageKind::UserPrompt(_) | MessageKind::ToolResults => {}
         }
         for block in message.block_slice() {
