@@ -637,7 +637,10 @@ mod tests {
         assert_eq!(small.input_chars, (1_638 - 512) * 4 - 1_000);
         let large = at(200_000).summary_budget(1_000);
         assert_eq!(large.max_tokens, 4_096);
-        assert!(large.input_chars > 80_000, "the configured cap decides for large windows");
+        assert!(
+            large.input_chars > 80_000,
+            "the configured cap decides for large windows"
+        );
         assert_eq!(at(512).summary_budget(5_000).input_chars, MIN_SUMMARY_INPUT_CHARS);
     }
 }

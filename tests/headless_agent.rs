@@ -334,7 +334,11 @@ fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
     let restored = scratchpad::session::restore(&journal).unwrap();
     // The earlier work is kept (summarised, with its transcript); the request that got
     // no answer is not, so that the next request does not carry it unanswered.
-    assert!(restored.messages[0].text().starts_with("[Compacted]"), "{:?}", restored.messages);
+    assert!(
+        restored.messages[0].text().starts_with("[Compacted]"),
+        "{:?}",
+        restored.messages
+    );
     let everything: String = restored.messages.iter().map(Message::text).collect();
     assert!(!everything.contains("Do the thing"), "{everything}");
     assert!(stderr.contains("taken out of the history"), "{stderr}");

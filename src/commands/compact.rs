@@ -116,7 +116,12 @@ mod tests {
             Message::user_text(archive_marker(3, ".transcripts/t.jsonl")),
         ];
         assert_eq!(newest_request(&history), "first");
-        let compacted = vec![Message::user_text(compacted_text(Some("the real\nrequest"), "s", "p", 4))];
+        let compacted = vec![Message::user_text(compacted_text(
+            Some("the real\nrequest"),
+            "s",
+            "p",
+            4,
+        ))];
         assert_eq!(newest_request(&compacted), "the real\nrequest");
         assert_eq!(newest_request(&[]), "");
     }

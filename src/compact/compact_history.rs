@@ -158,8 +158,8 @@ pub(super) fn summarise_prefix(
     event
 }
 
-/// The `[Compacted]` message, with the summary (then the request) cut so that its JSON
-/// takes at most `budget` characters where that is possible at all.
+/// The `[Compacted]` message, with the longer of summary and request cut first so that
+/// its JSON takes at most `budget` characters where that is possible at all.
 fn fitted_message(
     request: Option<&str>,
     summary: &str,
@@ -184,11 +184,20 @@ fn fitted_message(
         if size <= budget || (request_keep == 0 && summary_keep == 0) {
             return message;
         }
+        // The longer of the two gives way first, so that a huge request cannot push
+        // the whole summary out (nor a huge summary the request); then both shrink.
         let excess = size - budget;
-        if summary_keep > 0 {
-            summary_keep = summary_keep.saturating_sub(excess);
+        let (longer, shorter) = if summary_keep >= request_keep {
+            (&mut summary_keep, request_keep)
         } else {
-            request_keep = request_keep.saturating_sub(excess);
+            (&mut request_keep, summary_keep)
+        };
+        if *longer > shorter {
+            *longer -= excess.min(*longer - shorter);
+        } else {
+            let half = excess.div_ceil(2);
+            summary_keep = summary_keep.saturating_sub(half);
+            request_keep = request_keep.saturating_sub(half);
         }
     }
 }

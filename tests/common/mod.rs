@@ -75,6 +75,8 @@ struct Script {
     requests: Vec<Recorded>,
     /// What `GET /props` answers, as llama.cpp's server does; 404 when `None`.
     props: Option<Value>,
+    /// Replies to summary requests, in order; once used up, a fixed summary.
+    summary_replies: VecDeque<Reply>,
 }
 
 #[derive(Clone)]
@@ -93,8 +95,8 @@ impl MockApi {
     pub async fn start_with_props(replies: Vec<Reply>, props: Option<Value>) -> Self {
         let script = Arc::new(Mutex::new(Script {
             replies: replies.into(),
-            requests: Vec::new(),
             props,
+            ..Script::default()
         }));
         let app = Router::new()
             .route("/v1/messages", post(messages))
@@ -138,6 +140,12 @@ impl MockApi {
         self.requests().into_iter().filter(|r| !r.is_summary()).collect()
     }
 
+    /// Answer the next summary requests with `replies` (refusals, say) before the
+    /// fixed summary.
+    pub fn script_summaries(&self, replies: Vec<Reply>) {
+        self.script.lock().unwrap().summary_replies.extend(replies);
+    }
+
     pub fn remaining(&self) -> usize {
         self.script.lock().unwrap().replies.len()
     }
@@ -155,9 +163,12 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
         let mut script = script.lock().unwrap();
         script.requests.push(recorded);
         if summary {
-            Some(Reply::sse(sse_text(
-                "Goal: the scripted task. Summary from the mock API.",
-            )))
+            Some(
+                script
+                    .summary_replies
+                    .pop_front()
+                    .unwrap_or_else(|| Reply::sse(sse_text("Goal: the scripted task. Summary from the mock API."))),
+            )
         } else {
             script.replies.pop_front()
         }
@@ -196,6 +207,16 @@ async fn chat_completions(State(script): State<Arc<Mutex<Script>>>, headers: Hea
 /// A streamed chat completion in the OpenAI wire format: text deltas, tool calls with
 /// their arguments in two pieces, the finish reason, usage, `[DONE]`.
 pub fn openai_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String {
+    openai_body(text, calls, None)
+}
+
+/// A chat completion that stopped at its length limit (`finish_reason: length`) in
+/// the middle of a last call (`id`, `name`, the arguments that arrived).
+pub fn openai_cut_off_reply(text: &str, calls: &[(&str, &str, Value)], cut: (&str, &str, &str)) -> Reply {
+    Reply::sse(openai_body(text, calls, Some(cut)))
+}
+
+fn openai_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &str, &str)>) -> String {
     let chunk = |value: Value| format!("data: {value}\n\n");
     let mut out = String::new();
     for piece in text.split_inclusive(' ') {
@@ -209,7 +230,15 @@ pub fn openai_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String
         out += &chunk(json!({"choices":[{"index":0,"delta":{"tool_calls":[
             {"index":index,"function":{"arguments":&arguments[middle..]}}]}}]}));
     }
-    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    if let Some((id, name, partial)) = cut {
+        out += &chunk(json!({"choices":[{"index":0,"delta":{"tool_calls":[
+            {"index":calls.len(),"id":id,"type":"function","function":{"name":name,"arguments":partial}}]}}]}));
+    }
+    let finish = match (cut, calls.is_empty()) {
+        (Some(_), _) => "length",
+        (None, true) => "stop",
+        (None, false) => "tool_calls",
+    };
     out += &chunk(json!({"choices":[{"index":0,"delta":{},"finish_reason":finish}]}));
     out += &chunk(json!({"choices":[],"usage":{"prompt_tokens":900,"completion_tokens":12,"total_tokens":912}}));
     out + "data: [DONE]\n\n"
@@ -307,6 +336,16 @@ fn event(name: &str, data: Value) -> String {
 
 /// A complete streamed response in the real event order: text, then tool calls.
 pub fn sse_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String {
+    sse_body(text, calls, None)
+}
+
+/// A response that reached `max_tokens` in the middle of a last call (`id`, `name`,
+/// the input JSON that arrived), after complete `calls`.
+pub fn sse_cut_off_reply(text: &str, calls: &[(&str, &str, Value)], cut: (&str, &str, &str)) -> Reply {
+    Reply::sse(sse_body(text, calls, Some(cut)))
+}
+
+fn sse_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &str, &str)>) -> String {
     let mut out = event(
         "message_start",
         json!({"type":"message_start","message":{"id":"msg_mock","type":"message","role":"assistant","content":[],
@@ -346,7 +385,22 @@ pub fn sse_response_body(text: &str, calls: &[(&str, &str, Value)]) -> String {
         out += &event("content_block_stop", json!({"type":"content_block_stop","index":index}));
         index += 1;
     }
-    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    if let Some((id, name, partial)) = cut {
+        out += &event(
+            "content_block_start",
+            json!({"type":"content_block_start","index":index,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
+        );
+        out += &event(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":index,"delta":{"type":"input_json_delta","partial_json":partial}}),
+        );
+        out += &event("content_block_stop", json!({"type":"content_block_stop","index":index}));
+    }
+    let stop = match (cut, calls.is_empty()) {
+        (Some(_), _) => "max_tokens",
+        (None, true) => "end_turn",
+        (None, false) => "tool_use",
+    };
     out += &event(
         "message_delta",
         json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},"usage":{"output_tokens":42}}),
@@ -373,6 +427,15 @@ pub fn error_reply(status: u16, body: Value) -> Reply {
         headers: vec![],
         body: body.to_string(),
     }
+}
+
+/// llama.cpp's refusal of a prompt over its window, with the counts it gives.
+pub fn llama_too_long(prompt_tokens: u64, window: u64) -> Reply {
+    error_reply(
+        400,
+        json!({"error":{"code":400,"type":"exceed_context_size_error","n_prompt_tokens":prompt_tokens,"n_ctx":window,
+            "message":format!("request ({prompt_tokens} tokens) exceeds the available context size ({window} tokens), try increasing it")}}),
+    )
 }
 
 pub fn prompt_too_long() -> Reply {

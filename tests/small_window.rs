@@ -1,0 +1,283 @@
+//! Small windows and cut-off replies (issue 15) against the mock API: a tool call cut
+//! off by `max_tokens`, `max_tokens` capped to what the window leaves, a summary
+//! request refused and then shrunk or replaced, and a session that can always send
+//! "hi" again after a refused request.
+
+mod common;
+
+use common::{
+    MockApi, Reply, Running, agent_settings, llama_too_long, messages_of, openai_cut_off_reply, openai_reply,
+    sse_cut_off_reply, start_agent, start_openai_agent, text_reply, until,
+};
+use scratchpad::agent::{AgentSettings, AskPolicy};
+use scratchpad::compact::pairing::check_pairing;
+use scratchpad::message::{ContentBlock, Role};
+use scratchpad::protocol::{AgentEvent, Op, TurnOutcome};
+use serde_json::{Value, json};
+
+/// llama.cpp's `/props` for a server started with `-c 2048`.
+fn props_2048() -> Option<Value> {
+    Some(json!({"default_generation_settings": {"n_ctx": 2048}}))
+}
+
+/// What a turn said, up to its end.
+struct Turn {
+    outcome: TurnOutcome,
+    notices: Vec<String>,
+    errors: Vec<String>,
+}
+
+async fn turn(agent: &mut Running, request: &str) -> Turn {
+    agent.ops.send(Op::Submit { text: request.into() }).unwrap();
+    let mut notices = Vec::new();
+    let mut errors = Vec::new();
+    loop {
+        match until(&mut agent.events, |e| {
+            matches!(
+                e,
+                AgentEvent::Notice { .. } | AgentEvent::Error { .. } | AgentEvent::TurnDone { .. }
+            )
+        })
+        .await
+        {
+            AgentEvent::Notice { message } => notices.push(message),
+            AgentEvent::Error { message } => errors.push(message),
+            AgentEvent::TurnDone { outcome } => {
+                return Turn {
+                    outcome,
+                    notices,
+                    errors,
+                };
+            }
+            _ => unreachable!("until returns only what it waited for"),
+        }
+    }
+}
+
+fn settings_for_a_small_window() -> AgentSettings {
+    AgentSettings {
+        max_tokens: 8_192,
+        ..agent_settings(AskPolicy::Approve)
+    }
+}
+
+const COMPLETE_CALLS: [(&str, &str); 2] = [("toolu_1", "echo one"), ("toolu_2", "echo two")];
+const CUT: (&str, &str, &str) = ("toolu_3", "write_file", r#"{"path": "big.txt", "content": "aaaa"#);
+
+fn complete_calls() -> Vec<(&'static str, &'static str, Value)> {
+    COMPLETE_CALLS
+        .iter()
+        .map(|&(id, command)| (id, "bash", json!({ "command": command })))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_cut_off_by_max_tokens_keeps_the_complete_calls_and_asks_to_retry_smaller() {
+    let api = MockApi::start(vec![
+        sse_cut_off_reply("Writing it.", &complete_calls(), CUT),
+        text_reply("I will write it in parts."),
+    ])
+    .await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    let done = turn(&mut agent, "write big.txt").await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    assert!(
+        done.notices
+            .iter()
+            .any(|n| n.contains("max_tokens") && n.contains("write_file")),
+        "{:?}",
+        done.notices
+    );
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 2, "the model was asked again");
+    let sent = messages_of(&turns[1]);
+    assert_eq!(check_pairing(&sent), Ok(()));
+    let calls: Vec<&str> = sent[1]
+        .block_slice()
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        ["toolu_1", "toolu_2"],
+        "the complete calls stay, the cut one is dropped"
+    );
+    let answer = sent[2].block_slice();
+    assert_eq!(answer.len(), 3, "two results and the note: {answer:?}");
+    assert!(
+        answer[..2]
+            .iter()
+            .all(|block| matches!(block, ContentBlock::ToolResult { .. })),
+        "{answer:?}"
+    );
+    let note = sent[2].text();
+    assert!(note.starts_with("[Cut off]"), "{note}");
+    assert!(note.contains("write_file") && note.contains("smaller"), "{note}");
+    assert_eq!(
+        scratchpad::commands::compact::newest_request(&sent),
+        "write big.txt",
+        "the note is not taken for the request"
+    );
+}
+
+#[tokio::test]
+async fn over_the_openai_wire_a_length_stop_inside_a_call_is_handled_the_same_way() {
+    let api = MockApi::start(vec![
+        openai_cut_off_reply("Writing it.", &complete_calls(), CUT),
+        openai_reply("I will write it in parts.", &[]),
+    ])
+    .await;
+    let mut agent = start_openai_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    let done = turn(&mut agent, "write big.txt").await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 2);
+    let messages = turns[1].body["messages"].as_array().unwrap().clone();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    let ids: Vec<&str> = assistant["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["toolu_1", "toolu_2"]);
+    let answered: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(answered, ["toolu_1", "toolu_2"]);
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert!(last["content"].to_string().contains("[Cut off]"), "{last}");
+}
+
+#[tokio::test]
+async fn a_response_that_is_only_a_cut_off_call_is_answered_with_the_note() {
+    let api = MockApi::start(vec![sse_cut_off_reply("", &[], CUT), text_reply("Smaller then.")]).await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    let done = turn(&mut agent, "write big.txt").await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    let sent = messages_of(&api.turn_requests()[1]);
+    assert_eq!(check_pairing(&sent), Ok(()));
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[2].role, Role::User);
+    assert!(sent[2].text().starts_with("[Cut off]"));
+}
+
+#[tokio::test]
+async fn max_tokens_is_capped_to_what_the_window_leaves_after_the_prompt() {
+    let api = MockApi::start_with_props(vec![text_reply("hello"), text_reply("hello again")], props_2048()).await;
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    assert_eq!(turn(&mut agent, "hi").await.outcome, TurnOutcome::Completed);
+    assert_eq!(turn(&mut agent, "and again").await.outcome, TurnOutcome::Completed);
+    for request in api.turn_requests() {
+        let max_tokens = request.body["max_tokens"].as_u64().unwrap();
+        // The request's own characters at the default 4 per token (the mock's 1,500
+        // reported tokens measure more per token, so the estimate errs on the safe side).
+        let prompt_chars = ["system", "tools", "messages"]
+            .iter()
+            .map(|key| request.body[key].to_string().chars().count())
+            .sum::<usize>() as u64;
+        assert!(max_tokens < 2_048, "{max_tokens} of a 2048-token window");
+        assert!(max_tokens >= 256, "{max_tokens}");
+        assert!(
+            max_tokens + prompt_chars / 5 <= 2_048,
+            "{max_tokens} + a {prompt_chars}-char prompt overfill the window"
+        );
+    }
+    // Without `/props` the configured 200k window leaves the setting as it is.
+    let without_window = MockApi::start(vec![text_reply("hello")]).await;
+    let mut roomy = start_agent(&without_window, settings_for_a_small_window()).await;
+    assert_eq!(turn(&mut roomy, "hi").await.outcome, TurnOutcome::Completed);
+    assert_eq!(without_window.turn_requests()[0].body["max_tokens"], 8_192);
+}
+
+/// The summariser's history text of a recorded summary request.
+fn summary_input(request: &common::Recorded) -> String {
+    messages_of(request)[0].text()
+}
+
+#[tokio::test]
+async fn a_refused_summary_request_is_sent_again_shrunk_to_what_the_server_takes() {
+    let api = MockApi::start_with_props(vec![text_reply("done")], props_2048()).await;
+    api.script_summaries(vec![llama_too_long(3_000, 2_048), text_reply("Goal: the long task.")]);
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    // Over the 2,000-char limit a 2k window allows: stage 4 summarises before the call.
+    let request = format!("the long task: {}", "word ".repeat(1_500));
+    let done = turn(&mut agent, &request).await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    let summaries: Vec<_> = api
+        .requests()
+        .into_iter()
+        .filter(common::Recorded::is_summary)
+        .collect();
+    assert_eq!(summaries.len(), 2);
+    let (first, second) = (summary_input(&summaries[0]), summary_input(&summaries[1]));
+    assert!(
+        second.len() < first.len() * 2 / 3,
+        "{} then {} chars",
+        first.len(),
+        second.len()
+    );
+    assert!(
+        summaries[0].body["max_tokens"].as_u64().unwrap() <= 512,
+        "a quarter of the window"
+    );
+    assert!(
+        done.notices.iter().any(|n| n.contains("sent again with")),
+        "{:?}",
+        done.notices
+    );
+    let sent = messages_of(&api.turn_requests()[0]);
+    assert!(sent[0].text().contains("Goal: the long task."), "{}", sent[0].text());
+}
+
+#[tokio::test]
+async fn a_summary_refused_twice_is_replaced_by_the_extractive_one_and_hi_still_works() {
+    let api = MockApi::start_with_props(vec![text_reply("done"), text_reply("hello")], props_2048()).await;
+    api.script_summaries(vec![llama_too_long(3_000, 2_048), llama_too_long(2_100, 2_048)]);
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    let request = format!("the long task: {}", "word ".repeat(1_500));
+    let done = turn(&mut agent, &request).await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    assert!(
+        done.notices.iter().any(|n| n.contains("extractive summary")),
+        "{:?}",
+        done.notices
+    );
+    let sent = messages_of(&api.turn_requests()[0]);
+    assert!(sent[0].text().starts_with("[Compacted]"));
+    let hi = turn(&mut agent, "hi").await;
+    assert_eq!(hi.outcome, TurnOutcome::Completed, "{:?}", hi.errors);
+}
+
+#[tokio::test]
+async fn after_a_request_the_window_cannot_take_the_session_can_still_send_hi() {
+    let replies: Vec<Reply> = vec![
+        llama_too_long(2_400, 2_048),
+        llama_too_long(2_100, 2_048),
+        text_reply("hello"),
+    ];
+    let api = MockApi::start_with_props(replies, props_2048()).await;
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    // Under the limit in characters, but far more tokens than characters.
+    let digits = "7 ".repeat(700);
+    let failed = turn(&mut agent, &digits).await;
+    assert_eq!(failed.outcome, TurnOutcome::Failed);
+    let hi = turn(&mut agent, "hi").await;
+    assert_eq!(hi.outcome, TurnOutcome::Completed, "{:?}", hi.errors);
+    let turns = api.turn_requests();
+    let sent = messages_of(turns.last().unwrap());
+    assert_eq!(check_pairing(&sent), Ok(()));
+    assert_eq!(sent.last().unwrap().text(), "hi");
+    let size = |request: &common::Recorded| request.body["messages"].to_string().len();
+    assert!(size(turns.last().unwrap()) < size(&turns[0]));
+    assert!(
+        sent.iter().all(|m| m.role != Role::User || m.text().len() < 1_000),
+        "the refused request is not carried whole: {sent:?}"
+    );
+}
