@@ -88,6 +88,29 @@ pub fn window_from_models(models: &Value, model: &str) -> Option<u64> {
     entry.get("max_model_len").and_then(Value::as_u64).filter(|&n| n > 0)
 }
 
+/// llama.cpp's `GET /props`: the model it serves (`model_alias`, which is the file's
+/// path unless the server was given `--alias`).
+pub fn model_from_props(props: &Value) -> Option<String> {
+    ["model_alias", "model_path"]
+        .iter()
+        .find_map(|key| props.get(key).and_then(Value::as_str))
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+}
+
+/// llama.cpp's `GET /props`: whether the chat template renders tool definitions.
+pub fn tools_from_props(props: &Value) -> Option<bool> {
+    props.get("chat_template_caps")?.get("supports_tools")?.as_bool()
+}
+
+/// An OpenAI-compatible `GET /v1/models`: the model, when exactly one is served.
+pub fn model_from_models(models: &Value) -> Option<String> {
+    match models.get("data")?.as_array()?.as_slice() {
+        [only] => only.get("id").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    }
+}
+
 /// The token figure for a call that reported `tokens` for `request_chars` characters.
 pub fn measured(tokens: u64, request_chars: usize, window: u64, basis: TokenBasis) -> TokenFigure {
     TokenFigure {
@@ -642,5 +665,19 @@ mod tests {
             "the configured cap decides for large windows"
         );
         assert_eq!(at(512).summary_budget(5_000).input_chars, MIN_SUMMARY_INPUT_CHARS);
+    }
+
+    #[test]
+    fn a_server_names_its_model_and_says_whether_its_template_renders_tools() {
+        let props = json!({"model_alias": "/m/SmolLM2.gguf", "model_path": "/m/SmolLM2.gguf",
+            "chat_template_caps": {"supports_tools": false}});
+        assert_eq!(model_from_props(&props).as_deref(), Some("/m/SmolLM2.gguf"));
+        assert_eq!(tools_from_props(&props), Some(false));
+        assert_eq!(tools_from_props(&json!({})), None);
+        assert_eq!(model_from_props(&json!({"model_alias": ""})), None);
+        let one = json!({"data": [{"id": "qwen"}]});
+        assert_eq!(model_from_models(&one).as_deref(), Some("qwen"));
+        let two = json!({"data": [{"id": "a"}, {"id": "b"}]});
+        assert_eq!(model_from_models(&two), None, "which one is in use is not said");
     }
 }

@@ -88,7 +88,7 @@ impl Default for UiSettings {
     }
 }
 
-pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_ANTHROPIC_MODEL: &str = crate::provider::anthropic::DEFAULT_MODEL;
 pub const DEFAULT_OPENAI_BASE_URL: &str = "http://127.0.0.1:8080/v1";
 
 #[derive(Debug, thiserror::Error)]

@@ -97,14 +97,15 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
             base_url: or(&settings.base_url, DEFAULT_BASE_URL),
             api_key: key.ok_or(LaunchError::MissingKey)?,
-            model: or(&settings.model, DEFAULT_ANTHROPIC_MODEL),
+            // Empty: the model a local server names, else the default.
+            model: settings.model.clone(),
             prompt_caching: settings.prompt_caching,
             retry: settings.retry.clone(),
         })?),
         ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
             base_url: or(&settings.base_url, DEFAULT_OPENAI_BASE_URL),
             api_key: env("OPENAI_API_KEY").filter(|k| !k.is_empty()),
-            model: or(&settings.model, "local"),
+            model: settings.model.clone(),
             retry: settings.retry.clone(),
         })?),
         ProviderKind::Demo | ProviderKind::Auto => {

@@ -159,8 +159,9 @@ async fn the_window_is_found_at_props_and_tokens_are_counted_exactly() {
     let (anthropic, openai) = providers(&server.url);
     for provider in [&anthropic as &dyn Provider, &openai] {
         let window = provider
-            .discover_window()
+            .discover()
             .await
+            .window
             .expect("llama-server states its window");
         assert_eq!(window.tokens, 2048, "{}", provider.kind());
     }

@@ -281,3 +281,60 @@ async fn after_a_request_the_window_cannot_take_the_session_can_still_send_hi() 
         "the refused request is not carried whole: {sent:?}"
     );
 }
+
+/// What the agent said when the session started, and the notices right after.
+async fn session_start(agent: &mut Running) -> (String, Vec<String>) {
+    let model = match until(&mut agent.events, |e| matches!(e, AgentEvent::SessionStarted { .. })).await {
+        AgentEvent::SessionStarted { model, .. } => model,
+        _ => unreachable!("until returns only what it waited for"),
+    };
+    let mut notices = Vec::new();
+    // The first gauge status follows the start notices.
+    loop {
+        match until(&mut agent.events, |e| {
+            matches!(e, AgentEvent::Notice { .. } | AgentEvent::Context { .. })
+        })
+        .await
+        {
+            AgentEvent::Notice { message } => notices.push(message),
+            _ => return (model, notices),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_local_server_names_its_model_and_says_when_its_template_drops_tools() {
+    let props = json!({
+        "default_generation_settings": {"n_ctx": 2048},
+        "model_alias": "/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "chat_template_caps": {"supports_tools": false},
+    });
+    let api = MockApi::start_with_props(vec![text_reply("hello")], Some(props.clone())).await;
+    let mut agent = common::start_agent_with_model(&api, settings_for_a_small_window(), "").await;
+    let (model, notices) = session_start(&mut agent).await;
+    assert_eq!(model, "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("does not render tools") && n.contains("--chat-template-file")),
+        "{notices:?}"
+    );
+    assert_eq!(turn(&mut agent, "hi").await.outcome, TurnOutcome::Completed);
+    assert_eq!(
+        api.turn_requests()[0].body["model"],
+        "/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "the served model is the one asked for"
+    );
+
+    // A configured model stands; a template that renders tools earns no notice.
+    let props = json!({
+        "default_generation_settings": {"n_ctx": 2048},
+        "model_alias": "served",
+        "chat_template_caps": {"supports_tools": true},
+    });
+    let api = MockApi::start_with_props(vec![], Some(props)).await;
+    let mut agent = common::start_agent_with_model(&api, settings_for_a_small_window(), "chosen").await;
+    let (model, notices) = session_start(&mut agent).await;
+    assert_eq!(model, "chosen");
+    assert!(notices.iter().all(|n| !n.contains("render tools")), "{notices:?}");
+}

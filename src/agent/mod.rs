@@ -60,6 +60,12 @@ pub struct AgentSettings {
 
 pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
 
+/// Said when the server reports that its chat template leaves tool definitions out.
+const TOOLS_NOT_RENDERED: &str = "the server's chat template does not render tools (llama.cpp reports supports_tools: false): \
+     the model never sees scratchpad's tools, so it cannot read, edit or run anything. \
+     Start llama-server with --jinja and a template that renders tools, e.g. \
+     --chat-template-file models/templates/Qwen-Qwen2.5-7B-Instruct.jinja";
+
 pub struct Agent {
     provider: Arc<dyn Provider>,
     settings: AgentSettings,
@@ -351,12 +357,18 @@ impl Agent {
 
     /// Serve ops until the channel closes or the user quits.
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
-        if let Some(window) = self.provider.discover_window().await {
+        let facts = self.provider.discover().await;
+        if let Some(window) = facts.window {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);
             self.apply_limit(None);
         }
         self.announce_session();
+        if facts.renders_tools == Some(false) {
+            self.emit(AgentEvent::Notice {
+                message: TOOLS_NOT_RENDERED.into(),
+            });
+        }
         if let SandboxState::Unavailable(reason) = self.tools.sandbox() {
             self.emit(AgentEvent::Notice {
                 message: format!(

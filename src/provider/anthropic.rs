@@ -10,13 +10,15 @@ use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::sse::SseEvent;
 use super::{
-    DeltaSink, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, StreamEvent, Usage, http_client, read_events,
-    send,
+    DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, ServerFacts, StreamEvent, Usage,
+    http_client, read_events, send,
 };
 use crate::compact::markers::CutCall;
 use crate::message::ContentBlock;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The model asked for when none is configured and the server names none.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 pub const API_VERSION: &str = "2023-06-01";
 
 #[derive(Clone)]
@@ -44,12 +46,15 @@ impl std::fmt::Debug for AnthropicConfig {
 pub struct AnthropicProvider {
     client: reqwest::Client,
     config: AnthropicConfig,
+    model: ModelName,
 }
 
 impl AnthropicProvider {
+    /// `config.model` empty: the model the server names, else [`DEFAULT_MODEL`].
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
             client: http_client(config.retry.idle_timeout())?,
+            model: ModelName::new(config.model.clone(), DEFAULT_MODEL),
             config,
         })
     }
@@ -62,7 +67,7 @@ impl AnthropicProvider {
     pub fn request_body(&self, request: &ModelRequest<'_>) -> Value {
         let caching = self.config.prompt_caching;
         let mut body = serde_json::Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(self.model.get()));
         body.insert("max_tokens".into(), json!(request.max_tokens));
         if !request.system.is_empty() {
             let system = if caching {
@@ -125,20 +130,22 @@ impl Provider for AnthropicProvider {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.model.get()
     }
 
-    /// Anthropic's own API states no window (the model table knows its models); a
-    /// compatible server elsewhere (llama.cpp) is asked.
-    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
+    /// Anthropic's own API states nothing about itself (the model table knows its
+    /// models); a compatible server elsewhere (llama.cpp) is asked.
+    fn discover(&self) -> BoxFuture<'_, ServerFacts> {
         Box::pin(async move {
             if self.config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL.trim_end_matches('/') {
-                return None;
+                return ServerFacts::default();
             }
-            super::probe_window(&self.client, &self.config.base_url, &self.config.model, |request| {
+            let facts = super::probe_server(&self.client, &self.config.base_url, self.model.get(), |request| {
                 request.header("x-api-key", &self.config.api_key)
             })
-            .await
+            .await;
+            self.model.learn(&facts);
+            facts
         })
     }
 

@@ -98,9 +98,11 @@ pub trait Provider: Send + Sync {
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>>;
 
-    /// The model's context window as the server states it, when it does.
-    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
-        Box::pin(async { None })
+    /// What the server states about itself (its window, the model it serves, whether
+    /// its template renders tools), asked once at the start. A provider whose model was
+    /// not configured names the served one from then on.
+    fn discover(&self) -> BoxFuture<'_, ServerFacts> {
+        Box::pin(async { ServerFacts::default() })
     }
 
     /// The exact prompt tokens of `request`, where the provider offers a counting
@@ -233,16 +235,60 @@ pub(crate) fn http_client(idle: std::time::Duration) -> Result<reqwest::Client, 
         .map_err(|error| ProviderError::Network(error.to_string()))
 }
 
-/// Ask a server how large its context window is: llama.cpp's `GET /props` at the
-/// server's root, then an OpenAI-compatible `GET /v1/models` (vLLM's `max_model_len`).
-/// `base_url` may end in `/v1`; `authorise` adds the provider's credentials. Each probe
-/// has a short timeout: a server without these endpoints costs at most a few seconds.
-pub(crate) async fn probe_window(
+/// What a server states about itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerFacts {
+    pub window: Option<crate::protocol::Window>,
+    /// The model it serves, when it names exactly one.
+    pub model: Option<String>,
+    /// Whether its chat template renders tool definitions (llama.cpp's
+    /// `chat_template_caps.supports_tools`); `None` when it does not say.
+    pub renders_tools: Option<bool>,
+}
+
+/// A provider's model id: the configured one, else the one the server says it serves,
+/// else the provider's default. Learnt once, so it can be read as `&str` after.
+pub(crate) struct ModelName {
+    configured: String,
+    served: std::sync::OnceLock<String>,
+    default: &'static str,
+}
+
+impl ModelName {
+    pub(crate) fn new(configured: String, default: &'static str) -> Self {
+        ModelName {
+            configured,
+            served: std::sync::OnceLock::new(),
+            default,
+        }
+    }
+
+    pub(crate) fn get(&self) -> &str {
+        if !self.configured.is_empty() {
+            return &self.configured;
+        }
+        self.served.get().map_or(self.default, String::as_str)
+    }
+
+    /// The server named its model: used unless one was configured.
+    pub(crate) fn learn(&self, facts: &ServerFacts) {
+        if let Some(model) = &facts.model {
+            let _ = self.served.set(model.clone());
+        }
+    }
+}
+
+/// Ask a server about itself: llama.cpp's `GET /props` at the server's root, then an
+/// OpenAI-compatible `GET /v1/models` (vLLM's `max_model_len`, the one model served)
+/// for what `/props` left out. `base_url` may end in `/v1`; `authorise` adds the
+/// provider's credentials. Each probe has a short timeout: a server without these
+/// endpoints costs at most a few seconds.
+pub(crate) async fn probe_server(
     client: &reqwest::Client,
     base_url: &str,
     model: &str,
     authorise: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
-) -> Option<crate::protocol::Window> {
+) -> ServerFacts {
     use crate::protocol::{Window, WindowSource};
     let trimmed = base_url.trim_end_matches('/');
     let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
@@ -256,25 +302,30 @@ pub(crate) async fn probe_window(
             response.json::<Value>().await.ok()
         }
     };
-    if let Some(tokens) = get("/props")
-        .await
-        .as_ref()
-        .and_then(crate::accounting::window_from_props)
-    {
-        return Some(Window {
-            tokens,
-            source: WindowSource::Server {
-                endpoint: "/props".into(),
-            },
-        });
-    }
-    let models = get("/v1/models").await?;
-    crate::accounting::window_from_models(&models, model).map(|tokens| Window {
+    let window = |tokens, endpoint: &str| Window {
         tokens,
         source: WindowSource::Server {
-            endpoint: "/v1/models".into(),
+            endpoint: endpoint.into(),
         },
-    })
+    };
+    let mut facts = ServerFacts::default();
+    if let Some(props) = get("/props").await {
+        facts.window = crate::accounting::window_from_props(&props).map(|tokens| window(tokens, "/props"));
+        facts.model = crate::accounting::model_from_props(&props);
+        facts.renders_tools = crate::accounting::tools_from_props(&props);
+    }
+    if (facts.window.is_none() || facts.model.is_none())
+        && let Some(models) = get("/v1/models").await
+    {
+        if facts.window.is_none() {
+            facts.window =
+                crate::accounting::window_from_models(&models, model).map(|tokens| window(tokens, "/v1/models"));
+        }
+        if facts.model.is_none() {
+            facts.model = crate::accounting::model_from_models(&models);
+        }
+    }
+    facts
 }
 
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);

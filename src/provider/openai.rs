@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::{
-    DeltaSink, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, StreamEvent, Usage, http_client, read_events,
-    send,
+    DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, ServerFacts, StreamEvent, Usage,
+    http_client, read_events, send,
 };
 use crate::compact::markers::CutCall;
 use crate::message::{Content, ContentBlock, Message, Role};
@@ -37,12 +37,18 @@ impl std::fmt::Debug for OpenAiConfig {
 pub struct OpenAiProvider {
     client: reqwest::Client,
     config: OpenAiConfig,
+    model: ModelName,
 }
 
+/// The model asked for when none is configured and the server names none.
+pub const DEFAULT_MODEL: &str = "local";
+
 impl OpenAiProvider {
+    /// `config.model` empty: the model the server names, else [`DEFAULT_MODEL`].
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
             client: http_client(config.retry.idle_timeout())?,
+            model: ModelName::new(config.model.clone(), DEFAULT_MODEL),
             config,
         })
     }
@@ -56,7 +62,7 @@ impl OpenAiProvider {
             to_openai(message, &mut messages);
         }
         let mut body = json!({
-            "model": self.config.model,
+            "model": self.model.get(),
             "messages": messages,
             "max_tokens": request.max_tokens,
             "stream": true,
@@ -261,19 +267,24 @@ impl Provider for OpenAiProvider {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        self.model.get()
     }
 
-    fn discover_window(&self) -> BoxFuture<'_, Option<crate::protocol::Window>> {
-        Box::pin(super::probe_window(
-            &self.client,
-            &self.config.base_url,
-            &self.config.model,
-            |request| match &self.config.api_key {
-                Some(key) => request.bearer_auth(key),
-                None => request,
-            },
-        ))
+    fn discover(&self) -> BoxFuture<'_, ServerFacts> {
+        Box::pin(async move {
+            let facts = super::probe_server(
+                &self.client,
+                &self.config.base_url,
+                self.model.get(),
+                |request| match &self.config.api_key {
+                    Some(key) => request.bearer_auth(key),
+                    None => request,
+                },
+            )
+            .await;
+            self.model.learn(&facts);
+            facts
+        })
     }
 
     fn complete<'a>(

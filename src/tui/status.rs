@@ -59,7 +59,10 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
         Span::raw(" · "),
         provider,
-        Span::styled(format!(" · {}", session.model), Style::default().fg(theme::SOFT)),
+        Span::styled(
+            format!(" · {}", model_label(&session.model)),
+            Style::default().fg(theme::SOFT),
+        ),
         Span::styled(
             session
                 .window
@@ -96,4 +99,24 @@ pub fn render_banner(frame: &mut Frame<'_>, area: Rect, message: &str) {
         Span::styled(" (Ctrl+D dismisses)", Style::default().fg(theme::MUTED)),
     ]);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// A model id as shown: llama.cpp names its model by the file's path, of which the
+/// file name says enough.
+fn model_label(model: &str) -> &str {
+    model
+        .rsplit(['/', '\\'])
+        .next()
+        .filter(|name| !name.is_empty())
+        .unwrap_or(model)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_model_path_is_shown_by_its_file_name() {
+        assert_eq!(super::model_label("/root/models/SmolLM2.gguf"), "SmolLM2.gguf");
+        assert_eq!(super::model_label("claude-sonnet-4-5"), "claude-sonnet-4-5");
+        assert_eq!(super::model_label("dir/"), "dir/");
+    }
 }

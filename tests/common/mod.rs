@@ -567,11 +567,16 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
 /// Start an agent with `settings` talking to `api` through the Anthropic provider, in
 /// a fresh workspace.
 pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    start_agent_with_model(api, settings, "m").await
+}
+
+/// [`start_agent`] with `model` configured (empty: the one the server names).
+pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::AgentSettings, model: &str) -> Running {
     use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
     let provider = AnthropicProvider::new(AnthropicConfig {
         base_url: api.url.clone(),
         api_key: "k".into(),
-        model: "m".into(),
+        model: model.into(),
         prompt_caching: false,
         retry: scratchpad::provider::RetryPolicy::default(),
     })
