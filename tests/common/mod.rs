@@ -489,13 +489,18 @@ impl Workspace {
 
     /// The binary's arguments and environment on `command`, which may be a wrapper
     /// that then runs the binary.
-    pub fn command_through(&self, mut command: Command, api: &MockApi, args: &[&str]) -> Command {
+    pub fn command_through(&self, command: Command, api: &MockApi, args: &[&str]) -> Command {
+        self.command_at(command, &api.url, args)
+    }
+
+    /// The binary's arguments and environment on `command`, talking to `base_url`.
+    pub fn command_at(&self, mut command: Command, base_url: &str, args: &[&str]) -> Command {
         command
             .args(["-C", self.path().to_str().unwrap()])
             .args(["--config", self.home.path().join("config.toml").to_str().unwrap()])
             .args(args)
             .env("ANTHROPIC_API_KEY", &self.key)
-            .env("ANTHROPIC_BASE_URL", &api.url)
+            .env("ANTHROPIC_BASE_URL", base_url)
             .env("SCRATCHPAD_LOG", self.home.path().join("log.txt"))
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path())
