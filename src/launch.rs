@@ -71,7 +71,11 @@ pub fn resolve_offline_limit(config: &mut Config) -> Option<String> {
         window_tokens: window,
         max_tokens: u64::from(config.provider.max_tokens),
         chars_per_token: crate::accounting::DEFAULT_CHARS_PER_TOKEN,
-        fixed_chars: crate::accounting::fixed_chars(SYSTEM_PROMPT, &ToolBox::specs(), config.compaction.estimate),
+        fixed_chars: crate::accounting::fixed_chars(
+            SYSTEM_PROMPT,
+            &ToolBox::specs_for(&config.tools),
+            config.compaction.estimate,
+        ),
     };
     let decision = crate::accounting::decide_limit(LimitChoice::Auto, config.compaction.context_char_limit, &fit);
     config.compaction.context_char_limit = decision.chars;

@@ -10,14 +10,14 @@ use scratchpad::agent::AskPolicy;
 use scratchpad::compact::{EstimateMode, Stage, estimate_chars};
 use scratchpad::context_map::ContextBreakdown;
 use scratchpad::protocol::{AgentEvent, CallPoint, ContextStatus, Op, TokenBasis, TokenFigure, Window, WindowSource};
-use scratchpad::tools::ToolBox;
+use scratchpad::tools::{ToolBox, ToolsConfig};
 use serde_json::json;
 
 /// The mock reports 1200 input + 300 cache-read tokens for every call.
 const REPORTED: u64 = 1_500;
 
 fn fixed() -> usize {
-    fixed_chars("test", &ToolBox::specs(), EstimateMode::Seed)
+    fixed_chars("test", &ToolBox::specs_for(&ToolsConfig::default()), EstimateMode::Seed)
 }
 
 async fn next_context(agent: &mut Running) -> ContextStatus {

@@ -23,7 +23,7 @@ use scratchpad::message::Message;
 use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use scratchpad::provider::openai::{OpenAiConfig, OpenAiProvider};
 use scratchpad::provider::{ModelRequest, Provider, ProviderError, RetryPolicy};
-use scratchpad::tools::ToolBox;
+use scratchpad::tools::{ToolBox, ToolsConfig};
 use serde_json::Value;
 
 const NEEDS_PEER: &str = "set SCRATCHPAD_LLAMA_SERVER, SCRATCHPAD_LLAMA_MODEL and SCRATCHPAD_LLAMA_TEMPLATE \
@@ -125,7 +125,7 @@ fn retry() -> RetryPolicy {
 fn request(messages: &[Message]) -> ModelRequest<'_> {
     ModelRequest {
         system: "You are a helpful assistant. Answer briefly.".into(),
-        tools: ToolBox::specs(),
+        tools: ToolBox::specs_for(&ToolsConfig::default()),
         messages,
         max_tokens: 24,
     }

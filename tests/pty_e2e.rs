@@ -65,7 +65,9 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     command.env("HOME", home.path());
     command.env("XDG_CONFIG_HOME", home.path());
     command.env("SCRATCHPAD_LOG", home.path().join("log.txt"));
-    command.env("SCRATCHPAD_DEMO_DELAY_MS", "0");
+    // A few milliseconds a word: the script still runs in seconds, but a turn lasts
+    // long enough for a request typed during it to be queued on any machine.
+    command.env("SCRATCHPAD_DEMO_DELAY_MS", "3");
     // Paths become OSC 8 hyperlinks (detection would find no known terminal here).
     command.env("FORCE_HYPERLINK", "1");
     command.env_remove("ANTHROPIC_API_KEY");

@@ -10,7 +10,7 @@ impl Agent {
         AgentEvent::Breakdown {
             breakdown: crate::context_map::breakdown(
                 &self.settings.system_prompt,
-                &ToolBox::specs(),
+                &self.tools.specs(),
                 &self.messages,
                 &self.settings.compaction,
             ),

@@ -188,7 +188,7 @@ impl Agent {
             tokens: settings.configured_window_tokens,
             source: WindowSource::Configured,
         });
-        let fixed = fixed_chars(&settings.system_prompt, &ToolBox::specs(), settings.compaction.estimate);
+        let fixed = fixed_chars(&settings.system_prompt, &tools.specs(), settings.compaction.estimate);
         let ledger = Ledger::new(
             window,
             fixed,

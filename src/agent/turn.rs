@@ -151,7 +151,7 @@ impl Agent {
     pub(super) fn model_request(&self) -> ModelRequest<'_> {
         ModelRequest {
             system: self.settings.system_prompt.clone(),
-            tools: ToolBox::specs(),
+            tools: self.tools.specs(),
             messages: &self.messages,
             max_tokens: self.reply_tokens(),
         }

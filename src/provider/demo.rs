@@ -323,7 +323,7 @@ mod tests {
         let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
         let request = ModelRequest {
             system: "s".repeat(400),
-            tools: crate::tools::ToolBox::specs(),
+            tools: crate::tools::ToolBox::specs_for(&crate::tools::ToolsConfig::default()),
             messages: &[Message::user_text("survey")],
             max_tokens: 100,
         };

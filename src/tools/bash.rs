@@ -15,8 +15,66 @@ use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 use tokio::time::Instant;
 
-use super::ToolOutput;
-use super::sandbox::{Sandbox, apply_in_child};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::permissions::{self, Verdict, judge_command};
+use super::sandbox::{Sandbox, SandboxState, apply_in_child};
+use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
+
+/// The longest timeout a call may ask for.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+pub(crate) struct Bash;
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct BashInput {
+    /// The command line.
+    command: String,
+    /// Timeout in seconds.
+    timeout_secs: Option<u64>,
+}
+
+impl Tool for Bash {
+    const NAME: &'static str = "bash";
+    type Input = BashInput;
+
+    fn description(config: &ToolsConfig) -> String {
+        format!(
+            "Run a shell command in the workspace (bash -c). stdout and stderr are merged. \
+             Default timeout {} s, at most {MAX_TIMEOUT_SECS} s.",
+            config.bash_timeout_secs
+        )
+    }
+
+    fn plan(input: BashInput, tools: &ToolBox) -> Plan {
+        let secs = input
+            .timeout_secs
+            .unwrap_or(tools.config.bash_timeout_secs)
+            .clamp(1, MAX_TIMEOUT_SECS);
+        let verdict = judge_command(&input.command, &tools.config.permissions, tools.workspace.root());
+        let unsandboxed = matches!(tools.sandbox(), SandboxState::Unavailable(_));
+        let read_only = permissions::is_read_only(&input.command);
+        let job = Job::Bash {
+            command: input.command,
+            timeout: Duration::from_secs(secs),
+        };
+        match verdict {
+            Verdict::Allow if unsandboxed && !read_only => Plan::Ask {
+                question: "No sandbox is available here and this command is not known to be read-only. Run it?".into(),
+                destructive: false,
+                job,
+            },
+            Verdict::Allow => Plan::Run(job),
+            Verdict::Ask { question, destructive } => Plan::Ask {
+                question,
+                destructive,
+                job,
+            },
+            Verdict::Deny(reason) => Plan::Refused(format!("Refused: {reason}.")),
+        }
+    }
+}
 
 /// How long output may still arrive after the command itself exited (from background
 /// children that inherited it) before we stop waiting.

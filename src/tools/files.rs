@@ -1,6 +1,6 @@
-//! read_file, write_file, edit_file. Paths arrive resolved and judged by the plan and
-//! are opened through [`Workspace::open`], which judges them again at open time and
-//! takes regular files only. These run on a blocking thread.
+//! The file access read_file, write_file and edit_file share. Paths arrive resolved and
+//! judged by the plan and are opened through [`Workspace::open`], which judges them
+//! again at open time and takes regular files only. These run on a blocking thread.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -12,12 +12,12 @@ use super::workspace::{Access, Workspace};
 /// through bash tools instead.
 const MAX_READ_BYTES: u64 = 20 * 1024 * 1024;
 
-fn looks_binary(bytes: &[u8]) -> bool {
+pub(super) fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
 }
 
 /// The whole file, at most [`MAX_READ_BYTES`].
-fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<Vec<u8>, ToolOutput> {
+pub(super) fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<Vec<u8>, ToolOutput> {
     let file = workspace
         .open(path, Access::Read)
         .map_err(|error| ToolOutput::error(format!("Cannot read {shown}: {error}")))?;
@@ -33,73 +33,20 @@ fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<Vec<u8
     Ok(bytes)
 }
 
-fn write_whole(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> Result<(), ToolOutput> {
+pub(super) fn write_whole(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> Result<(), ToolOutput> {
     workspace
         .open(path, Access::Write)
         .and_then(|mut file| file.write_all(content.as_bytes()).map_err(Into::into))
         .map_err(|error| ToolOutput::error(format!("Cannot write {shown}: {error}")))
 }
 
-pub fn read(workspace: &Workspace, path: &Path, shown: &str, offset: usize, limit: usize) -> ToolOutput {
-    let bytes = match read_capped(workspace, path, shown) {
-        Ok(bytes) => bytes,
-        Err(refused) => return refused,
-    };
-    if looks_binary(&bytes) {
-        return ToolOutput::ok(format!("{shown} is a binary file ({} bytes); not shown", bytes.len()));
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    if text.is_empty() {
-        return ToolOutput::ok(format!("{shown} is empty"));
-    }
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let start = offset.saturating_sub(1).min(lines.len());
-    let end = start.saturating_add(limit).min(lines.len());
-    let mut out: String = lines[start..end].concat();
-    if end < lines.len() {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!("... ({} more lines)", lines.len() - end));
-    }
-    ToolOutput::ok(out)
-}
-
-pub fn write(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> ToolOutput {
-    match write_whole(workspace, path, shown, content) {
-        Ok(()) => ToolOutput::ok(format!("Wrote {} bytes to {shown}", content.len())),
-        Err(refused) => refused,
-    }
-}
-
-pub fn edit(workspace: &Workspace, path: &Path, shown: &str, old: &str, new: &str) -> ToolOutput {
-    if old.is_empty() {
-        return ToolOutput::error("old_text is empty; use write_file to create a file");
-    }
-    let bytes = match read_capped(workspace, path, shown) {
-        Ok(bytes) => bytes,
-        Err(refused) => return refused,
-    };
-    let Ok(text) = String::from_utf8(bytes) else {
-        return ToolOutput::error(format!("{shown} is not UTF-8 text; edit_file will not change it"));
-    };
-    match text.matches(old).count() {
-        0 => ToolOutput::error(format!(
-            "old_text was not found in {shown}; read the file and copy the text exactly"
-        )),
-        1 => match write_whole(workspace, path, shown, &text.replacen(old, new, 1)) {
-            Ok(()) => ToolOutput::ok(format!("Edited {shown}: replaced 1 occurrence")),
-            Err(refused) => refused,
-        },
-        n => ToolOutput::error(format!(
-            "old_text occurs {n} times in {shown}; include more surrounding text so it is unique"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::edit_file::run as edit;
+    use crate::tools::read_file::run as read;
+    use crate::tools::workspace::Workspace;
+    use crate::tools::write_file::run as write;
 
     #[test]
     fn read_with_limits_binary_and_missing() {

@@ -8,11 +8,34 @@ use std::path::Path;
 
 use globset::GlobBuilder;
 use ignore::WalkBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::ToolOutput;
+use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 use crate::store::OWN_FOLDERS;
 
 const MAX_SHOWN: usize = 200;
+
+pub(crate) struct Glob;
+
+#[derive(Deserialize, JsonSchema)]
+pub(crate) struct GlobInput {
+    /// The pattern, relative to the workspace, e.g. `src/**/*.rs`.
+    pattern: String,
+}
+
+impl Tool for Glob {
+    const NAME: &'static str = "glob";
+    type Input = GlobInput;
+
+    fn description(_: &ToolsConfig) -> String {
+        format!("List workspace files matching a glob pattern (`**` matches any depth), sorted, at most {MAX_SHOWN}.")
+    }
+
+    fn plan(input: GlobInput, _: &ToolBox) -> Plan {
+        Plan::Run(Job::Glob { pattern: input.pattern })
+    }
+}
 
 pub fn glob(root: &Path, pattern: &str) -> ToolOutput {
     let pattern = pattern.trim().trim_start_matches("./");

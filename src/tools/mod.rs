@@ -1,30 +1,119 @@
-//! The agent's tools: bash, read_file, write_file, edit_file, glob and compact.
-//! A call is first *planned* (input parsed, permission judged) and then *run*, so the
-//! agent can ask the user between the two.
+//! The agent's tools: bash, read_file, write_file, edit_file, glob and compact, one
+//! file each. A call is first *planned* (input parsed, permission judged) and then
+//! *run*, so the agent can ask the user between the two. Each tool is one [`Tool`]:
+//! its name, its description, its input type (the schema the model reads is derived
+//! from it, so description, schema and parsing cannot drift) and its plan; its job
+//! runs in the same file.
 
 pub mod bash;
-pub mod files;
+pub mod compact;
+pub mod edit_file;
+mod files;
 pub mod glob;
 pub mod permissions;
+pub mod read_file;
 pub mod sandbox;
 pub mod shell_grammar;
 pub mod workspace;
+pub mod write_file;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::provider::ToolSpec;
 use bash::Shell;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use permissions::{PermissionConfig, Verdict, judge_command};
+use permissions::PermissionConfig;
 use sandbox::{Sandbox, SandboxConfig, SandboxState};
 use workspace::{Resolved, Workspace};
 
-pub const COMPACT_TOOL: &str = "compact";
-pub const COMPACT_ANSWER: &str = "Compaction requested after this tool batch.";
+pub use compact::COMPACT_ANSWER;
+pub const COMPACT_TOOL: &str = <compact::Compact as Tool>::NAME;
+
+/// One tool as the model sees it and as a call of it is planned.
+pub(crate) trait Tool {
+    /// The name the model calls it by.
+    const NAME: &'static str;
+    /// The call's input: parsed with serde, described by its JSON schema.
+    type Input: DeserializeOwned + JsonSchema;
+    /// What the model reads about the tool; limits are quoted from `config`.
+    fn description(config: &ToolsConfig) -> String;
+    /// Judge a parsed call: run it, ask first, refuse it, or say what is wrong.
+    fn plan(input: Self::Input, tools: &ToolBox) -> Plan;
+}
+
+/// A tool in the table: what the model reads, and how a call is planned.
+struct Registered {
+    name: &'static str,
+    spec: fn(&ToolsConfig) -> ToolSpec,
+    plan: fn(&ToolBox, &Value) -> Plan,
+}
+
+const fn register<T: Tool>() -> Registered {
+    Registered {
+        name: T::NAME,
+        spec: spec_of::<T>,
+        plan: plan_of::<T>,
+    }
+}
+
+/// Every tool, in the order the model sees them.
+const TOOLS: [Registered; 6] = [
+    register::<bash::Bash>(),
+    register::<read_file::ReadFile>(),
+    register::<write_file::WriteFile>(),
+    register::<edit_file::EditFile>(),
+    register::<glob::Glob>(),
+    register::<compact::Compact>(),
+];
+
+fn spec_of<T: Tool>(config: &ToolsConfig) -> ToolSpec {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|settings| settings.meta_schema = None);
+    let schema = settings.into_generator().into_root_schema_for::<T::Input>();
+    let mut schema = serde_json::to_value(schema).unwrap_or_default();
+    plain_schema(&mut schema);
+    ToolSpec {
+        name: T::NAME.into(),
+        description: T::description(config),
+        input_schema: schema,
+    }
+}
+
+/// The schema as the APIs take it: no `title`, no integer `format` annotations
+/// (`uint64`), which some servers' grammar builders reject, and an optional field
+/// simply not required rather than also offered as `null`.
+fn plain_schema(schema: &mut Value) {
+    if let Value::Object(map) = schema {
+        map.remove("title");
+        if let Some(Value::Array(types)) = map.get_mut("type") {
+            types.retain(|kind| kind != "null");
+            if let [only] = types.as_slice() {
+                let only = only.clone();
+                map.insert("type".into(), only);
+            }
+        }
+        if map
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"))
+        {
+            map.remove("format");
+        }
+        map.values_mut().for_each(plain_schema);
+    }
+}
+
+fn plan_of<T: Tool>(tools: &ToolBox, input: &Value) -> Plan {
+    match T::Input::deserialize(input) {
+        Ok(parsed) => T::plan(parsed, tools),
+        Err(error) => Plan::Invalid(format!("{}: {error}", T::NAME)),
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -196,152 +285,42 @@ impl ToolBox {
         &self.workspace
     }
 
-    pub fn specs() -> Vec<ToolSpec> {
-        let spec = |name: &str, description: &str, schema: Value| ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            input_schema: schema,
-        };
-        vec![
-            spec(
-                "bash",
-                "Run a shell command in the workspace (bash -c). stdout and stderr are merged. Default timeout 120 s.",
-                json!({"type":"object","properties":{
-                    "command":{"type":"string","description":"The command line"},
-                    "timeout_secs":{"type":"integer","description":"Timeout in seconds (max 600)"}},
-                    "required":["command"]}),
-            ),
-            spec(
-                "read_file",
-                "Read a text file in the workspace. Optional 1-based line offset and line limit.",
-                json!({"type":"object","properties":{
-                    "path":{"type":"string"},"offset":{"type":"integer"},"limit":{"type":"integer"}},
-                    "required":["path"]}),
-            ),
-            spec(
-                "write_file",
-                "Write a whole file in the workspace, creating parent folders.",
-                json!({"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},
-                    "required":["path","content"]}),
-            ),
-            spec(
-                "edit_file",
-                "Replace one exact occurrence of old_text with new_text in a file.",
-                json!({"type":"object","properties":{
-                    "path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},
-                    "required":["path","old_text","new_text"]}),
-            ),
-            spec(
-                "glob",
-                "List workspace files matching a glob pattern (`**` matches any depth), sorted, at most 200.",
-                json!({"type":"object","properties":{"pattern":{"type":"string"}},"required":["pattern"]}),
-            ),
-            spec(
-                COMPACT_TOOL,
-                "Summarise the conversation so far into one message to free context. Runs after the current tool batch.",
-                json!({"type":"object","properties":{"focus":{"type":"string","description":"What the summary should keep in detail"}}}),
-            ),
-        ]
+    /// Every tool as the model sees it, with the limits of `config`.
+    pub fn specs_for(config: &ToolsConfig) -> Vec<ToolSpec> {
+        TOOLS.iter().map(|tool| (tool.spec)(config)).collect()
+    }
+
+    /// Every tool as the model sees it.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        Self::specs_for(&self.config)
     }
 
     /// Parse and judge a call.
     pub fn plan(&self, name: &str, input: &Value) -> Plan {
-        let text = |key: &str| input.get(key).and_then(Value::as_str);
-        let number = |key: &str| input.get(key).and_then(Value::as_u64);
-        let missing = |key: &str| Plan::Invalid(format!("{name}: missing string field `{key}`"));
-        match name {
-            "bash" => {
-                let Some(command) = text("command") else {
-                    return missing("command");
-                };
-                let secs = number("timeout_secs")
-                    .unwrap_or(self.config.bash_timeout_secs)
-                    .clamp(1, 600);
-                let job = Job::Bash {
-                    command: command.to_string(),
-                    timeout: Duration::from_secs(secs),
-                };
-                match judge_command(command, &self.config.permissions, self.workspace.root()) {
-                    Verdict::Allow
-                        if matches!(self.sandbox(), SandboxState::Unavailable(_))
-                            && !permissions::is_read_only(command) =>
-                    {
-                        Plan::Ask {
-                            question:
-                                "No sandbox is available here and this command is not known to be read-only. Run it?"
-                                    .into(),
-                            destructive: false,
-                            job,
-                        }
-                    }
-                    Verdict::Allow => Plan::Run(job),
-                    Verdict::Ask { question, destructive } => Plan::Ask {
-                        question,
-                        destructive,
-                        job,
-                    },
-                    Verdict::Deny(reason) => Plan::Refused(format!("Refused: {reason}.")),
-                }
+        match TOOLS.iter().find(|tool| tool.name == name) {
+            Some(tool) => (tool.plan)(self, input),
+            None => Plan::Invalid(format!("Unknown tool `{name}`.")),
+        }
+    }
+
+    /// A call on a path: resolved in the workspace, and asked about first when it is
+    /// outside (unless the permissions allow that).
+    fn plan_path(&self, name: &str, raw: &str, job: impl FnOnce(PathBuf, String) -> Job) -> Plan {
+        let (path, outside) = match self.workspace.resolve(raw) {
+            Ok(Resolved::Inside(path)) => (path, false),
+            Ok(Resolved::Outside(path)) => (path, true),
+            Err(error) => return Plan::Invalid(format!("{name}: {error}")),
+        };
+        let shown = self.workspace.display(&path);
+        let job = job(path, shown.clone());
+        if outside && !self.config.permissions.allow_outside_workspace {
+            Plan::Ask {
+                question: format!("{name} wants `{shown}`, which is outside the workspace. Allow?"),
+                destructive: false,
+                job,
             }
-            "read_file" | "write_file" | "edit_file" => {
-                let Some(raw) = text("path") else {
-                    return missing("path");
-                };
-                let (path, outside) = match self.workspace.resolve(raw) {
-                    Ok(Resolved::Inside(path)) => (path, false),
-                    Ok(Resolved::Outside(path)) => (path, true),
-                    Err(error) => return Plan::Invalid(format!("{name}: {error}")),
-                };
-                let shown = self.workspace.display(&path);
-                let job = match name {
-                    "read_file" => Job::Read {
-                        path,
-                        shown: shown.clone(),
-                        offset: number("offset").unwrap_or(1).max(1) as usize,
-                        limit: number("limit").map_or(self.config.read_default_lines, |n| n as usize),
-                    },
-                    "write_file" => {
-                        let Some(content) = text("content") else {
-                            return missing("content");
-                        };
-                        Job::Write {
-                            path,
-                            shown: shown.clone(),
-                            content: content.to_string(),
-                        }
-                    }
-                    _ => {
-                        let (Some(old), Some(new)) = (text("old_text"), text("new_text")) else {
-                            return missing("old_text` and `new_text");
-                        };
-                        Job::Edit {
-                            path,
-                            shown: shown.clone(),
-                            old: old.to_string(),
-                            new: new.to_string(),
-                        }
-                    }
-                };
-                if outside && !self.config.permissions.allow_outside_workspace {
-                    Plan::Ask {
-                        question: format!("{name} wants `{shown}`, which is outside the workspace. Allow?"),
-                        destructive: false,
-                        job,
-                    }
-                } else {
-                    Plan::Run(job)
-                }
-            }
-            "glob" => match text("pattern") {
-                Some(pattern) => Plan::Run(Job::Glob {
-                    pattern: pattern.to_string(),
-                }),
-                None => missing("pattern"),
-            },
-            COMPACT_TOOL => Plan::Run(Job::Compact {
-                focus: text("focus").map(str::to_string),
-            }),
-            other => Plan::Invalid(format!("Unknown tool `{other}`.")),
+        } else {
+            Plan::Run(job)
         }
     }
 
@@ -362,14 +341,15 @@ impl ToolBox {
                 offset,
                 limit,
             } => {
-                self.blocking(move |ws| files::read(ws, &path, &shown, offset, limit))
+                self.blocking(move |ws| read_file::run(ws, &path, &shown, offset, limit))
                     .await
             }
             Job::Write { path, shown, content } => {
-                self.blocking(move |ws| files::write(ws, &path, &shown, &content)).await
+                self.blocking(move |ws| write_file::run(ws, &path, &shown, &content))
+                    .await
             }
             Job::Edit { path, shown, old, new } => {
-                self.blocking(move |ws| files::edit(ws, &path, &shown, &old, &new))
+                self.blocking(move |ws| edit_file::run(ws, &path, &shown, &old, &new))
                     .await
             }
             Job::Glob { pattern } => {
@@ -378,7 +358,7 @@ impl ToolBox {
                     .await
                     .unwrap_or_else(|error| ToolOutput::error(format!("glob failed: {error}")))
             }
-            Job::Compact { .. } => ToolOutput::ok(COMPACT_ANSWER),
+            Job::Compact { .. } => compact::run(),
         }
     }
 }
@@ -397,4 +377,72 @@ pub fn input_summary(name: &str, input: &Value) -> String {
         .map_or_else(|| input.to_string(), str::to_string);
     let flat = crate::compact::markers::flatten_whitespace(&text);
     crate::compact::markers::prefix_chars(&flat, 120).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_of_type(schema: &Value) -> Value {
+        match schema["type"].as_str() {
+            Some("integer") => Value::from(1),
+            _ => Value::from("a.txt"),
+        }
+    }
+
+    /// The schema the model reads and the parser that takes its calls come from one
+    /// type: a call with just the required fields parses, and each one left out is
+    /// named; descriptions quote the configured limits.
+    #[test]
+    fn each_schema_is_what_its_parser_takes() {
+        let config = ToolsConfig {
+            bash_timeout_secs: 42,
+            read_default_lines: 77,
+            ..ToolsConfig::default()
+        };
+        let specs = ToolBox::specs_for(&config);
+        let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["bash", "read_file", "write_file", "edit_file", "glob", COMPACT_TOOL]
+        );
+        assert!(specs[0].description.contains("Default timeout 42 s"));
+        assert!(specs[1].description.contains("the first 77 lines"));
+        let dir = tempfile::tempdir().unwrap();
+        let tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), config);
+        for spec in &specs {
+            let schema = &spec.input_schema;
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let call: serde_json::Map<String, Value> = required
+                .iter()
+                .map(|name| (name.to_string(), value_of_type(&schema["properties"][name])))
+                .collect();
+            let plan = tools.plan(&spec.name, &Value::Object(call.clone()));
+            assert!(!matches!(plan, Plan::Invalid(_)), "{}: {plan:?}", spec.name);
+            for name in &required {
+                let mut partial = call.clone();
+                partial.remove(*name);
+                match tools.plan(&spec.name, &Value::Object(partial)) {
+                    Plan::Invalid(message) => assert!(message.contains(name), "{message}"),
+                    other => panic!("{} without {name}: {other:?}", spec.name),
+                }
+            }
+            for (name, property) in schema["properties"].as_object().unwrap() {
+                assert!(property["description"].is_string(), "{}.{name} is described", spec.name);
+                assert_ne!(property["type"], Value::Null, "{}.{name}", spec.name);
+            }
+        }
+        assert!(matches!(
+            tools.plan("bash", &serde_json::json!({"command": "ls", "timeout_secs": "soon"})),
+            Plan::Invalid(message) if message.starts_with("bash: ")
+        ));
+        assert_eq!(
+            tools.plan("nope", &serde_json::json!({})),
+            Plan::Invalid("Unknown tool `nope`.".into())
+        );
+    }
 }

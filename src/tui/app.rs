@@ -481,6 +481,7 @@ impl App {
         }
         self.chat.follow();
         self.send(Op::Submit { text });
+        self.state.submitted();
     }
 
     /// Ctrl+C: the first press cancels the running turn (or clears the prompt); a

@@ -159,6 +159,12 @@ impl AppState {
         self.turn != TurnState::Idle
     }
 
+    /// A request was sent: busy from now, not only once the agent says the turn
+    /// started, so that a second request typed at once is queued instead of sent.
+    pub fn submitted(&mut self) {
+        self.turn = TurnState::Thinking;
+    }
+
     /// Add a chat entry. Its revision is new to the whole session, so a render cache
     /// keyed by (position, revision) never mistakes it for the entry that was there
     /// before (a streamed reply replaced after a retry).
