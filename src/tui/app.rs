@@ -14,6 +14,7 @@ use super::chat::ChatView;
 use super::chat::MarkerFocus;
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView, Thresholds};
+use super::disk::{Disk, DiskJob, Loaded};
 use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::state::{AppState, ChatEntry};
@@ -62,6 +63,8 @@ pub struct App {
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
+    /// Where listing and reading files runs (never on the UI thread in the app).
+    disk: Disk,
 }
 
 impl App {
@@ -82,17 +85,56 @@ impl App {
             tools_visible: true,
             context_return: None,
             ops,
+            disk: Disk::inline(workspace.clone()),
             workspace,
             config,
+        }
+    }
+
+    /// Read files on blocking threads; their results arrive through `results`, to be
+    /// handed to [`App::loaded`].
+    pub fn load_in_background(&mut self, results: UnboundedSender<Loaded>) {
+        self.disk = Disk::background(self.workspace.clone(), results);
+    }
+
+    /// Disk work came back: the browser shows it.
+    pub fn loaded(&mut self, loaded: Loaded) {
+        let Overlay::Browser(browser) = &mut self.overlay else {
+            return; // closed meanwhile
+        };
+        match loaded {
+            Loaded::Listing(entries) => browser.listed(entries),
+            Loaded::Opened { path, lines } => browser.opened(path, lines),
+        }
+    }
+
+    fn request(&mut self, job: DiskJob) {
+        self.disk.request(job);
+        for done in self.disk.take_done() {
+            self.loaded(done);
+        }
+    }
+
+    /// Show the browser and ask for its list (and the file it opens on).
+    fn browse(&mut self, browser: Browser) {
+        let opening = browser.opening().map(str::to_string);
+        self.overlay = Overlay::Browser(Box::new(browser));
+        self.request(DiskJob::List {
+            written_by: self.state.written_by.clone(),
+        });
+        if let Some(path) = opening {
+            self.request(DiskJob::Open { path });
         }
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         self.state.apply(event);
-        if wrote_files && let Overlay::Browser(browser) = &mut self.overlay {
+        if wrote_files && matches!(self.overlay, Overlay::Browser(_)) {
             // The list follows the turn: files written meanwhile appear at once.
-            browser.refresh(&self.workspace, &self.state.written_by);
+            self.request(DiskJob::List {
+                written_by: self.state.written_by.clone(),
+            });
         }
         if self.queued && !self.state.is_busy() {
             self.queued = false;
@@ -153,11 +195,7 @@ impl App {
 
     pub fn open_path(&mut self, path: &str) {
         self.context_return = None;
-        self.overlay = Overlay::Browser(Box::new(Browser::open_on(
-            &self.workspace,
-            &self.state.written_by,
-            path,
-        )));
+        self.browse(Browser::open_on(path));
     }
 
     fn open_context(&mut self) {
@@ -282,9 +320,13 @@ impl App {
                 return;
             }
             Overlay::Browser(browser) => {
-                if let BrowserAction::Close = browser.handle_key(key, &self.workspace) {
+                match browser.handle_key(key) {
+                    BrowserAction::Stay => {}
                     // Back where the file was opened from: /context, or the chat.
-                    self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
+                    BrowserAction::Close => {
+                        self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
+                    }
+                    BrowserAction::Open(path) => self.request(DiskJob::Open { path }),
                 }
                 return;
             }
@@ -299,11 +341,7 @@ impl App {
                     ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
                     ContextAction::OpenPath(path) => {
                         self.leave_context();
-                        self.overlay = Overlay::Browser(Box::new(Browser::open_on(
-                            &self.workspace,
-                            &self.state.written_by,
-                            &path,
-                        )));
+                        self.browse(Browser::open_on(&path));
                     }
                     ContextAction::ShowText { title, text } => {
                         self.leave_context();
@@ -311,10 +349,10 @@ impl App {
                             .lines()
                             .map(|l| (l.to_string(), ratatui::style::Style::default()))
                             .collect();
-                        let mut browser = Browser::new(&self.workspace, &self.state.written_by);
+                        let mut browser = Browser::new();
                         browser.viewer = Some(Viewer::from_lines(title, lines));
                         browser.opened_on_file = true;
-                        self.overlay = Overlay::Browser(Box::new(browser));
+                        self.browse(browser);
                     }
                 }
                 return;
@@ -324,7 +362,7 @@ impl App {
         match key.code {
             KeyCode::Char('t') if ctrl => {
                 self.context_return = None;
-                self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
+                self.browse(Browser::new());
                 return;
             }
             KeyCode::Char('x') if ctrl => {
@@ -519,7 +557,7 @@ impl App {
             SlashCommand::Context => self.open_context(),
             SlashCommand::Transcripts => {
                 self.context_return = None;
-                self.overlay = Overlay::Browser(Box::new(Browser::new(&self.workspace, &self.state.written_by)));
+                self.browse(Browser::new());
             }
             SlashCommand::Clear => self.send(Op::Clear),
             SlashCommand::Undo => self.send(Op::Undo),

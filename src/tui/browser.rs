@@ -51,11 +51,17 @@ pub struct Browser {
     pub opened_on_file: bool,
     /// Where the last frame drew each path of the list, for OSC 8 hyperlinks.
     pub hyperlinks: Vec<Hyperlink>,
+    /// The list is being read.
+    loading: bool,
+    /// A file being read for the viewer.
+    opening: Option<String>,
 }
 
 pub enum BrowserAction {
     Stay,
     Close,
+    /// Read this file (relative to the workspace) for the viewer.
+    Open(String),
 }
 
 fn origin_of(path: &str, written_by: &[(String, Stage)]) -> String {
@@ -166,24 +172,26 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
     out
 }
 
-impl Viewer {
-    pub fn open(workspace: &Path, relative: &str) -> Result<Viewer, String> {
-        let path: PathBuf = workspace.join(relative);
-        let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
-        let mut lines = if relative.ends_with(".jsonl") {
-            transcript_lines(&text)
-        } else {
-            text.lines().map(|l| (l.to_string(), Style::default())).collect()
-        };
-        if truncated {
-            lines.push((
-                format!("[… shown up to {MAX_VIEW_BYTES} bytes]"),
-                Style::default().fg(theme::MUTED),
-            ));
-        }
-        Ok(Viewer::from_lines(relative.to_string(), lines))
+/// A file of the workspace as the viewer shows it: a transcript's messages rendered,
+/// anything else as its lines (disk work: it runs off the UI thread).
+pub fn load_file(workspace: &Path, relative: &str) -> Result<Vec<(String, Style)>, String> {
+    let path: PathBuf = workspace.join(relative);
+    let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
+    let mut lines = if relative.ends_with(".jsonl") {
+        transcript_lines(&text)
+    } else {
+        text.lines().map(|l| (l.to_string(), Style::default())).collect()
+    };
+    if truncated {
+        lines.push((
+            format!("[… shown up to {MAX_VIEW_BYTES} bytes]"),
+            Style::default().fg(theme::MUTED),
+        ));
     }
+    Ok(lines)
+}
 
+impl Viewer {
     pub fn from_lines(title: String, lines: Vec<(String, Style)>) -> Viewer {
         let plain = lines.iter().map(|(l, _)| l.to_lowercase()).collect();
         Viewer {
@@ -364,41 +372,64 @@ fn path_tail(path: &str, width: usize) -> String {
 }
 
 impl Browser {
-    pub fn new(workspace: &Path, written_by: &[(String, Stage)]) -> Self {
+    /// The list, to be filled by [`Browser::listed`] once the disk answers.
+    pub fn new() -> Self {
         Browser {
-            entries: list_files(workspace, written_by),
+            entries: Vec::new(),
             selected: 0,
             viewer: None,
             error: None,
             opened_on_file: false,
             hyperlinks: Vec::new(),
+            loading: true,
+            opening: None,
         }
     }
 
-    /// List the files again (a stage wrote more), keeping the selected file selected.
-    pub fn refresh(&mut self, workspace: &Path, written_by: &[(String, Stage)]) {
-        let selected = self.entries.get(self.selected).map(|entry| entry.path.clone());
-        self.entries = list_files(workspace, written_by);
+    /// The browser opened straight on one file (from a marker or a saved path), which
+    /// shows once the disk answers.
+    pub fn open_on(path: &str) -> Self {
+        Browser {
+            opened_on_file: true,
+            opening: Some(path.to_string()),
+            ..Browser::new()
+        }
+    }
+
+    /// The files as listed now, keeping the selected file selected.
+    pub fn listed(&mut self, entries: Vec<FileEntry>) {
+        let selected = self
+            .opening
+            .clone()
+            .or_else(|| self.entries.get(self.selected).map(|entry| entry.path.clone()));
+        self.entries = entries;
+        self.loading = false;
         self.selected = selected
             .and_then(|path| self.entries.iter().position(|entry| entry.path == path))
             .unwrap_or(0);
     }
 
-    /// The browser opened straight on one file (from a marker or a saved path).
-    pub fn open_on(workspace: &Path, written_by: &[(String, Stage)], path: &str) -> Self {
-        let mut browser = Browser::new(workspace, written_by);
-        if let Some(at) = browser.entries.iter().position(|e| e.path == path) {
-            browser.selected = at;
-        }
-        match Viewer::open(workspace, path) {
-            Ok(viewer) => browser.viewer = Some(viewer),
-            Err(error) => browser.error = Some(error),
-        }
-        browser.opened_on_file = true;
-        browser
+    /// The file being read for the viewer, if any.
+    pub fn opening(&self) -> Option<&str> {
+        self.opening.as_deref()
     }
 
-    pub fn handle_key(&mut self, key: KeyEvent, workspace: &Path) -> BrowserAction {
+    /// A file the viewer asked for arrived (or could not be read).
+    pub fn opened(&mut self, path: String, lines: Result<Vec<(String, Style)>, String>) {
+        if self.opening.as_deref() != Some(path.as_str()) {
+            return; // asked for another file since
+        }
+        self.opening = None;
+        match lines {
+            Ok(lines) => {
+                self.viewer = Some(Viewer::from_lines(path, lines));
+                self.error = None;
+            }
+            Err(error) => self.error = Some(error),
+        }
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> BrowserAction {
         if let Some(viewer) = &mut self.viewer {
             if !viewer.handle_key(key) {
                 self.viewer = None;
@@ -416,13 +447,8 @@ impl Browser {
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
             KeyCode::Enter => {
                 if let Some(entry) = self.entries.get(self.selected) {
-                    match Viewer::open(workspace, &entry.path) {
-                        Ok(viewer) => {
-                            self.viewer = Some(viewer);
-                            self.error = None;
-                        }
-                        Err(error) => self.error = Some(error),
-                    }
+                    self.opening = Some(entry.path.clone());
+                    return BrowserAction::Open(entry.path.clone());
                 }
             }
             _ => {}
@@ -447,10 +473,13 @@ impl Browser {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.entries.is_empty() {
-            let text = self
-                .error
-                .clone()
-                .unwrap_or_else(|| "Nothing archived yet: compaction writes here when it shortens the context.".into());
+            let text = self.error.clone().unwrap_or_else(|| {
+                if self.loading {
+                    "Reading the archive…".into()
+                } else {
+                    "Nothing archived yet: compaction writes here when it shortens the context.".into()
+                }
+            });
             frame.render_widget(
                 Paragraph::new(Span::styled(text, Style::default().fg(theme::MUTED))),
                 inner,

@@ -1,12 +1,13 @@
-//! The full-screen app: one loop selecting over terminal input, agent events and a
-//! tick (only while something animates), redrawing only after a change, so an idle
-//! app uses no CPU.
+//! The full-screen app: one loop selecting over terminal input, agent events, disk
+//! work done off this thread, and a tick (only while something animates), redrawing
+//! only after a change, so an idle app uses no CPU.
 
 pub mod app;
 pub mod browser;
 pub mod chat;
 pub mod commands;
 pub mod context_view;
+pub mod disk;
 pub mod gauge;
 pub mod help;
 pub mod hyperlinks;
@@ -68,6 +69,8 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mut terminal = ratatui::init();
     enable_extras(mouse)?;
     let mut app = App::new(ops.clone(), workspace, config);
+    let (loaded_tx, mut loaded) = unbounded_channel();
+    app.load_in_background(loaded_tx);
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -105,6 +108,10 @@ pub async fn run(launch: Launch) -> io::Result<String> {
                 }
                 None => break Ok(()),
             },
+            Some(done) = loaded.recv() => {
+                app.loaded(done);
+                true
+            }
             _ = tick.tick(), if app.state.animating() => {
                 app.on_tick();
                 true

@@ -1,0 +1,130 @@
+//! The app's disk work, kept off the UI thread: listing `.transcripts/` and
+//! `.task_outputs/tool-results/`, and reading and rendering a file for the viewer. A
+//! job runs on a blocking thread and its result comes back through the app's loop as
+//! [`Loaded`]; tests run the same work at once ([`Disk::inline`]).
+
+use std::path::PathBuf;
+
+use ratatui::style::Style;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::browser::{FileEntry, list_files, load_file};
+use crate::compact::Stage;
+
+/// What the app asks of the disk.
+pub enum DiskJob {
+    /// The files of the archive, with what wrote each (for their origin).
+    List { written_by: Vec<(String, Stage)> },
+    /// One file, relative to the workspace, as the viewer's lines.
+    Open { path: String },
+}
+
+/// What came back.
+pub enum Loaded {
+    Listing(Vec<FileEntry>),
+    Opened {
+        path: String,
+        lines: Result<Vec<(String, Style)>, String>,
+    },
+}
+
+/// Where disk work runs.
+pub struct Disk {
+    workspace: PathBuf,
+    mode: Mode,
+}
+
+enum Mode {
+    /// On a blocking thread of the runtime; results through the app's loop.
+    Background(UnboundedSender<Loaded>),
+    /// At once, on the caller's thread (tests, benchmarks): results kept for
+    /// [`Disk::take_done`].
+    Inline(Vec<Loaded>),
+}
+
+impl Disk {
+    pub fn background(workspace: PathBuf, results: UnboundedSender<Loaded>) -> Self {
+        Disk {
+            workspace,
+            mode: Mode::Background(results),
+        }
+    }
+
+    pub fn inline(workspace: PathBuf) -> Self {
+        Disk {
+            workspace,
+            mode: Mode::Inline(Vec::new()),
+        }
+    }
+
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    pub fn request(&mut self, job: DiskJob) {
+        let workspace = self.workspace.clone();
+        let work = move || match job {
+            DiskJob::List { written_by } => Loaded::Listing(list_files(&workspace, &written_by)),
+            DiskJob::Open { path } => Loaded::Opened {
+                lines: load_file(&workspace, &path),
+                path,
+            },
+        };
+        match &mut self.mode {
+            Mode::Background(results) => {
+                let results = results.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = results.send(work());
+                });
+            }
+            Mode::Inline(done) => done.push(work()),
+        }
+    }
+
+    /// Results of inline work, to apply now.
+    pub fn take_done(&mut self) -> Vec<Loaded> {
+        match &mut self.mode {
+            Mode::Inline(done) => std::mem::take(done),
+            Mode::Background(_) => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn background_work_answers_through_the_channel() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(crate::store::TRANSCRIPTS_DIR)).unwrap();
+        let saved = format!("{}/transcript_snip_compact_1.jsonl", crate::store::TRANSCRIPTS_DIR);
+        std::fs::write(dir.path().join(&saved), "{\"role\":\"user\",\"content\":\"hello\"}\n").unwrap();
+        let (results, mut loaded) = tokio::sync::mpsc::unbounded_channel();
+        let mut disk = Disk::background(dir.path().to_path_buf(), results);
+        disk.request(DiskJob::List { written_by: Vec::new() });
+        disk.request(DiskJob::Open { path: saved.clone() });
+        assert!(disk.take_done().is_empty(), "nothing is done on the caller's thread");
+        let mut listed = None;
+        let mut opened = None;
+        for _ in 0..2 {
+            match loaded.recv().await.unwrap() {
+                Loaded::Listing(entries) => listed = Some(entries),
+                Loaded::Opened { path, lines } => opened = Some((path, lines)),
+            }
+        }
+        let entries = listed.unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].origin, "snip_compact");
+        let (path, lines) = opened.unwrap();
+        assert_eq!(path, saved);
+        assert!(lines.unwrap().iter().any(|(line, _)| line == "hello"));
+        disk.request(DiskJob::Open {
+            path: "missing.txt".into(),
+        });
+        match loaded.recv().await.unwrap() {
+            Loaded::Opened { lines, .. } => assert!(lines.unwrap_err().contains("cannot open missing.txt")),
+            Loaded::Listing(_) => panic!("asked to open"),
+        }
+    }
+}
