@@ -42,13 +42,45 @@ pub enum CallState {
     Done { status: ToolStatus, took: Duration },
 }
 
+/// Lines of a tool's output the app keeps (and the pane shows when a call expands).
+pub const OUTPUT_PREVIEW_LINES: usize = 12;
+
+/// Characters of each kept line.
+const OUTPUT_PREVIEW_LINE_CHARS: usize = 400;
+
+/// What the app keeps of a tool's output: its first lines, made safe for the
+/// terminal, and how long it was. The whole output is the agent's (and, once a stage
+/// saved it, on disk at the call's `saved_path`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputPreview {
+    pub head: Vec<String>,
+    pub lines: usize,
+    pub chars: usize,
+}
+
+impl OutputPreview {
+    pub fn of(output: &str) -> Self {
+        OutputPreview {
+            head: output
+                .lines()
+                .take(OUTPUT_PREVIEW_LINES)
+                .map(|line| {
+                    terminal_safe(crate::compact::markers::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned()
+                })
+                .collect(),
+            lines: output.lines().count(),
+            chars: output.chars().count(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub summary: String,
     pub state: CallState,
-    pub output: String,
+    pub output: OutputPreview,
     /// Set when a compaction stage saved this result's full text.
     pub saved_path: Option<String>,
     /// The turn that made the call (1 for the first request of the session).
@@ -308,7 +340,7 @@ impl AppState {
                     name,
                     summary: terminal_safe(&summary).into_owned(),
                     state: CallState::Running { since: Instant::now() },
-                    output: String::new(),
+                    output: OutputPreview::default(),
                     saved_path: None,
                     turn: self.turns,
                 });
@@ -320,7 +352,7 @@ impl AppState {
                         CallState::Done { took, .. } => took,
                     };
                     call.state = CallState::Done { status, took };
-                    call.output = terminal_safe(&output).into_owned();
+                    call.output = OutputPreview::of(&output);
                 }
                 self.turn = TurnState::Thinking;
             }
@@ -462,7 +494,7 @@ impl AppState {
                         status: ToolStatus::Ok,
                         took: Duration::ZERO,
                     },
-                    output: String::new(),
+                    output: OutputPreview::default(),
                     saved_path: None,
                     turn: self.turns,
                 }),
@@ -473,7 +505,7 @@ impl AppState {
                     ..
                 } => {
                     if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
-                        call.output = terminal_safe(&content.full_text()).into_owned();
+                        call.output = OutputPreview::of(&content.full_text());
                         if *is_error == Some(true) {
                             call.state = CallState::Done {
                                 status: ToolStatus::Error,
@@ -850,7 +882,7 @@ mod tests {
         assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
         assert!(matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages"));
         assert_eq!(state.tools.len(), 1);
-        assert_eq!(state.tools[0].output, "fn a() {}");
+        assert_eq!(state.tools[0].output.head, ["fn a() {}"]);
         assert_eq!(
             state.tools[0].saved_path.as_deref(),
             Some(".task_outputs/tool-results/toolu_1.txt")
@@ -880,5 +912,16 @@ mod tests {
         assert_eq!(state.chat[0], ChatEntry::User("task".into()));
         assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.contains("archived at .transcripts/t.jsonl")));
         assert_eq!(state.tools[0].summary, "*");
+    }
+
+    #[test]
+    fn the_app_keeps_a_preview_of_an_output_not_the_output() {
+        let long = (0..5_000).map(|n| format!("line {n}\n")).collect::<String>();
+        let preview = OutputPreview::of(&long);
+        assert_eq!(preview.head.len(), OUTPUT_PREVIEW_LINES);
+        assert_eq!((preview.lines, preview.chars), (5_000, long.chars().count()));
+        let wide = OutputPreview::of(&format!("\u{1b}]52;c;x\u{7}{}", "w".repeat(10_000)));
+        assert!(wide.head[0].chars().count() <= OUTPUT_PREVIEW_LINE_CHARS);
+        assert!(!wide.head[0].contains('\u{1b}'), "made safe for the terminal");
     }
 }

@@ -12,8 +12,6 @@ use super::status::SPINNER;
 use super::theme;
 use crate::protocol::ToolStatus;
 
-const EXPANDED_LINES: usize = 12;
-
 fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
     match &call.state {
         CallState::Running { since } => (
@@ -98,20 +96,20 @@ pub fn render(
                     Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED),
                 )));
             }
-            let total = call.output.lines().count();
-            for line in call.output.lines().take(EXPANDED_LINES) {
+            let total = call.output.lines;
+            for line in &call.output.head {
                 let shown = ellipsized(line, width.saturating_sub(4));
                 lines.push(Line::from(Span::styled(
                     format!("  │ {shown}"),
                     Style::default().fg(theme::MUTED),
                 )));
             }
-            if total > EXPANDED_LINES {
+            if total > call.output.head.len() {
                 lines.push(Line::from(Span::styled(
                     format!(
                         "  │ … {} more lines ({} chars)",
-                        total - EXPANDED_LINES,
-                        call.output.chars().count()
+                        total - call.output.head.len(),
+                        call.output.chars
                     ),
                     Style::default().fg(theme::MUTED),
                 )));
@@ -156,6 +154,7 @@ mod tests {
 
     use super::*;
     use crate::protocol::ToolStatus;
+    use crate::tui::state::OutputPreview;
 
     #[test]
     fn a_long_tool_name_is_cut_with_an_ellipsis() {
@@ -167,7 +166,7 @@ mod tests {
                 status: ToolStatus::Ok,
                 took: std::time::Duration::from_millis(300),
             },
-            output: String::new(),
+            output: OutputPreview::default(),
             saved_path: None,
             turn: 1,
         };
