@@ -371,6 +371,12 @@ fn path_tail(path: &str, width: usize) -> String {
     format!("…{tail}")
 }
 
+impl Default for Browser {
+    fn default() -> Self {
+        Browser::new()
+    }
+}
+
 impl Browser {
     /// The list, to be filled by [`Browser::listed`] once the disk answers.
     pub fn new() -> Self {
