@@ -2,7 +2,7 @@
 //! checked against the tables the app itself reads.
 
 use scratchpad::tui::commands::SlashCommand;
-use scratchpad::tui::help::{KEYS, VIEW_KEYS};
+use scratchpad::tui::keymap::{SCREEN, VIEWS};
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
@@ -26,7 +26,10 @@ fn table_after(text: &str, heading: &str) -> Vec<(String, String)> {
 #[test]
 fn the_readme_key_table_is_the_apps_key_table() {
     let documented = table_after(&readme(), "### Keys");
-    let known: Vec<(String, String)> = KEYS.iter().map(|(k, d)| (k.to_string(), d.to_string())).collect();
+    let known: Vec<(String, String)> = SCREEN
+        .iter()
+        .map(|row| (row.keys.to_string(), row.what.to_string()))
+        .collect();
     assert_eq!(documented, known);
 }
 
@@ -49,9 +52,12 @@ fn the_readme_lists_every_slash_command_and_no_other() {
 
 #[test]
 fn the_readme_lists_each_views_keys_as_the_help_does() {
-    for (view, keys) in VIEW_KEYS {
+    for (view, rows) in VIEWS {
         let documented = table_after(&readme(), &format!("#### {view}"));
-        let known: Vec<(String, String)> = keys.iter().map(|(k, d)| (k.to_string(), d.to_string())).collect();
+        let known: Vec<(String, String)> = rows
+            .iter()
+            .map(|row| (row.keys.to_string(), row.what.to_string()))
+            .collect();
         assert_eq!(documented, known, "{view}");
     }
 }

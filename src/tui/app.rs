@@ -17,6 +17,7 @@ use super::context_view::{ContextAction, ContextView, Thresholds};
 use super::disk::{Disk, DiskJob, Loaded};
 use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
+use super::keymap::{self, Action, View};
 use super::state::{AppState, ChatEntry};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
@@ -250,8 +251,8 @@ impl App {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') {
+        let screen = keymap::action(View::Screen, &key);
+        if screen == Some(Action::Interrupt) {
             self.interrupt();
             return;
         }
@@ -260,17 +261,17 @@ impl App {
             && let Some(prompt) = self.state.lossy.clone()
         {
             let deliberate = modal::deliberate(prompt.shown_at);
-            let answer = match key.code {
-                _ if !deliberate && key.code != KeyCode::Esc => None,
-                KeyCode::Char('c') | KeyCode::Enter => Some(true),
-                KeyCode::Char('n') => Some(false),
-                KeyCode::Char('x') => {
-                    self.open_context();
-                    None
-                }
-                KeyCode::Esc => {
+            let answer = match keymap::action(View::Summarise, &key) {
+                Some(Action::CancelTurn) => {
                     self.send(Op::Cancel);
                     self.state.lossy = None;
+                    None
+                }
+                _ if !deliberate => None,
+                Some(Action::CompactNow) => Some(true),
+                Some(Action::NotNow) => Some(false),
+                Some(Action::OpenContext) => {
+                    self.open_context();
                     None
                 }
                 _ => None,
@@ -286,16 +287,16 @@ impl App {
         }
         if let Some(prompt) = self.state.permission.clone() {
             let deliberate = modal::deliberate(prompt.shown_at);
-            let answer = match key.code {
-                _ if !deliberate && key.code != KeyCode::Esc => None,
-                KeyCode::Char('y') | KeyCode::Enter => Some(PermissionAnswer::AllowOnce),
-                KeyCode::Char('n') => Some(PermissionAnswer::Deny),
-                KeyCode::Char('a') if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
-                KeyCode::Esc => {
+            let answer = match keymap::action(View::Permission, &key) {
+                Some(Action::CancelTurn) => {
                     self.send(Op::Cancel);
                     self.state.permission = None;
                     None
                 }
+                _ if !deliberate => None,
+                Some(Action::AllowOnce) => Some(PermissionAnswer::AllowOnce),
+                Some(Action::Deny) => Some(PermissionAnswer::Deny),
+                Some(Action::AlwaysAllow) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
                 _ => None,
             };
             if let Some(answer) = answer {
@@ -309,12 +310,10 @@ impl App {
         }
         match &mut self.overlay {
             Overlay::Help(offset) => {
-                match key.code {
-                    KeyCode::Esc | KeyCode::Char('q') | KeyCode::F(1) | KeyCode::Char('?') => {
-                        self.overlay = Overlay::None;
-                    }
-                    KeyCode::Down | KeyCode::PageDown => *offset = (*offset + 1).min(help::line_count()),
-                    KeyCode::Up | KeyCode::PageUp => *offset = offset.saturating_sub(1),
+                match keymap::action(View::Help, &key) {
+                    Some(Action::Close) => self.overlay = Overlay::None,
+                    Some(Action::Next) => *offset = (*offset + 1).min(help::line_count()),
+                    Some(Action::Previous) => *offset = offset.saturating_sub(1),
                     _ => {}
                 }
                 return;
@@ -359,25 +358,25 @@ impl App {
             }
             Overlay::None => {}
         }
-        match key.code {
-            KeyCode::Char('t') if ctrl => {
+        match screen {
+            Some(Action::OpenBrowser) => {
                 self.context_return = None;
                 self.browse(Browser::new());
                 return;
             }
-            KeyCode::Char('x') if ctrl => {
+            Some(Action::OpenContext) => {
                 self.open_context();
                 return;
             }
-            KeyCode::Char('d') if ctrl => {
+            Some(Action::DismissBanner) => {
                 self.state.banner = None;
                 return;
             }
-            KeyCode::F(1) => {
+            Some(Action::Help) => {
                 self.overlay = Overlay::Help(0);
                 return;
             }
-            KeyCode::Esc => {
+            Some(Action::CancelOrBack) => {
                 if self.state.is_busy() {
                     self.send(Op::Cancel);
                 } else {
@@ -385,10 +384,10 @@ impl App {
                 }
                 return;
             }
-            KeyCode::PageUp => return self.chat.scroll(self.chat.page() as isize),
-            KeyCode::PageDown => return self.chat.scroll(-(self.chat.page() as isize)),
-            KeyCode::End if self.focus != Focus::Input || self.input.is_empty() => return self.chat.follow(),
-            KeyCode::Tab if self.input.completions().is_empty() => {
+            Some(Action::ScrollUp) => return self.chat.scroll(self.chat.page() as isize),
+            Some(Action::ScrollDown) => return self.chat.scroll(-(self.chat.page() as isize)),
+            Some(Action::Follow) if self.focus != Focus::Input || self.input.is_empty() => return self.chat.follow(),
+            Some(Action::CompleteOrCycleFocus) if self.input.completions().is_empty() => {
                 // A hidden tool pane (narrow terminal) is not a stop.
                 self.focus = match self.focus {
                     Focus::Input => Focus::Chat,
@@ -402,7 +401,8 @@ impl App {
             }
             _ => {}
         }
-        let undo_key = self.focus == Focus::Chat && self.selected_marker.is_some() && key.code == KeyCode::Char('u');
+        let chat_action = keymap::action(View::Chat, &key);
+        let undo_key = self.focus == Focus::Chat && self.selected_marker.is_some() && chat_action == Some(Action::Undo);
         let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
             && !undo_key
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
@@ -414,7 +414,7 @@ impl App {
             Focus::Chat => self.chat_key(key),
             Focus::Tools => self.tools_key(key),
             Focus::Input => {
-                if key.code == KeyCode::Char('?') && self.input.is_empty() && key.modifiers.is_empty() {
+                if keymap::action(View::Prompt, &key) == Some(Action::Help) && self.input.is_empty() {
                     self.overlay = Overlay::Help(0);
                     return;
                 }
@@ -428,31 +428,27 @@ impl App {
     fn chat_key(&mut self, key: KeyEvent) {
         let markers = self.marker_entries();
         let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
-        match key.code {
-            KeyCode::Char('u') => self.undo_selected(&markers),
-            KeyCode::Right => self.expanded_marker = self.selected_marker,
-            KeyCode::Left => self.expanded_marker = None,
-            KeyCode::Up => {
+        match keymap::action(View::Chat, &key) {
+            Some(Action::Undo) => self.undo_selected(&markers),
+            Some(Action::ShowReceipt) => self.expanded_marker = self.selected_marker,
+            Some(Action::HideReceipt) => self.expanded_marker = None,
+            Some(Action::Previous) => {
                 self.selected_marker = match position {
                     Some(p) => markers.get(p.saturating_sub(1)).copied(),
                     None => markers.last().copied(),
                 }
             }
-            KeyCode::Down => {
+            Some(Action::Next) => {
                 self.selected_marker = match position {
                     Some(p) => markers.get((p + 1).min(markers.len().saturating_sub(1))).copied(),
                     None => markers.last().copied(),
                 }
             }
-            KeyCode::Enter | KeyCode::Char('1'..='9') => {
-                let nth = match key.code {
-                    KeyCode::Char(c) => c.to_digit(10).map_or(0, |d| d as usize - 1),
-                    _ => 0,
-                };
+            Some(Action::Open(nth)) => {
                 let path = self
                     .selected_marker
                     .and_then(|m| self.state.chat.get(m))
-                    .and_then(|entry| entry.paths().get(nth).cloned());
+                    .and_then(|entry| entry.paths().get(usize::from(nth)).cloned());
                 if let Some(path) = path {
                     self.open_path(&path);
                 }
@@ -463,20 +459,20 @@ impl App {
 
     fn tools_key(&mut self, key: KeyEvent) {
         let count = self.state.tools.len();
-        match key.code {
-            KeyCode::Up => {
+        match keymap::action(View::Tools, &key) {
+            Some(Action::Previous) => {
                 self.selected_tool = Some(
                     self.selected_tool
                         .map_or(count.saturating_sub(1), |s| s.saturating_sub(1)),
                 );
             }
-            KeyCode::Down => {
+            Some(Action::Next) => {
                 self.selected_tool = Some(
                     self.selected_tool
                         .map_or(count.saturating_sub(1), |s| (s + 1).min(count.saturating_sub(1))),
                 );
             }
-            KeyCode::Enter => {
+            Some(Action::Open(_)) => {
                 if let Some(path) = self
                     .selected_tool
                     .and_then(|s| self.state.tools.get(s))

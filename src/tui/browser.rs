@@ -12,6 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 
 use super::hyperlinks::Hyperlink;
+use super::keymap::{self, Action, View};
 use super::theme;
 use crate::compact::Stage;
 use crate::compact::render::{Piece, pieces, role_name};
@@ -258,6 +259,7 @@ impl Viewer {
     }
 
     fn handle_key(&mut self, key: KeyEvent) -> bool {
+        // Typing a search query is text entry, not bindings.
         if let Some(typing) = &mut self.typing {
             match key.code {
                 KeyCode::Esc => self.typing = None,
@@ -282,26 +284,26 @@ impl Viewer {
             return true;
         }
         let max = self.max_scroll();
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return false,
-            KeyCode::Char('/') => self.typing = Some(String::new()),
-            KeyCode::Char('n') => {
+        match keymap::action(View::Viewer, &key) {
+            Some(Action::Close) => return false,
+            Some(Action::Search) => self.typing = Some(String::new()),
+            Some(Action::NextMatch) => {
                 self.find(true);
             }
-            KeyCode::Char('N') => {
+            Some(Action::PreviousMatch) => {
                 self.find(false);
             }
-            KeyCode::Char('b') => {
+            Some(Action::JumpBack) => {
                 if let Some(back) = self.previous.pop() {
                     self.scroll = back;
                 }
             }
-            KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(max),
-            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
-            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll = (self.scroll + self.page).min(max),
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(self.page),
-            KeyCode::Home | KeyCode::Char('g') => self.jump_to(0),
-            KeyCode::End | KeyCode::Char('G') => self.jump_to(max),
+            Some(Action::Next) => self.scroll = (self.scroll + 1).min(max),
+            Some(Action::Previous) => self.scroll = self.scroll.saturating_sub(1),
+            Some(Action::PageDown) => self.scroll = (self.scroll + self.page).min(max),
+            Some(Action::PageUp) => self.scroll = self.scroll.saturating_sub(self.page),
+            Some(Action::Top) => self.jump_to(0),
+            Some(Action::Bottom) => self.jump_to(max),
             _ => {}
         }
         true
@@ -445,13 +447,13 @@ impl Browser {
             }
             return BrowserAction::Stay;
         }
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return BrowserAction::Close,
-            KeyCode::Down | KeyCode::Char('j') => {
+        match keymap::action(View::Browser, &key) {
+            Some(Action::Close) => return BrowserAction::Close,
+            Some(Action::Next) => {
                 self.selected = (self.selected + 1).min(self.entries.len().saturating_sub(1));
             }
-            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Enter => {
+            Some(Action::Previous) => self.selected = self.selected.saturating_sub(1),
+            Some(Action::Open(_)) => {
                 if let Some(entry) = self.entries.get(self.selected) {
                     self.opening = Some(entry.path.clone());
                     return BrowserAction::Open(entry.path.clone());

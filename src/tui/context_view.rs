@@ -3,7 +3,7 @@
 //! timeline of the estimate at each model call with the limit and target lines and a
 //! mark where each stage fired.
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -12,6 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, Paragraph, Row, Table, TableState};
 
 use super::gauge::token_text;
+use super::keymap::{self, Action, View};
 use super::theme;
 use crate::compact::short_count;
 use crate::context_map::{Category, ContextBreakdown};
@@ -73,34 +74,34 @@ pub struct ContextView {
 impl ContextView {
     pub fn handle_key(&mut self, key: KeyEvent, breakdown: Option<&ContextBreakdown>) -> ContextAction {
         let items = breakdown.map_or(0, |b| b.largest.len());
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => ContextAction::Close,
-            KeyCode::Char('t') => ContextAction::CountTokens,
-            KeyCode::Char(letter @ ('r' | 'p' | 'd')) => {
+        match keymap::action(View::Context, &key) {
+            Some(Action::Close) => ContextAction::Close,
+            Some(Action::CountTokens) => ContextAction::CountTokens,
+            Some(action @ (Action::Restore | Action::Pin | Action::Drop)) => {
                 let Some(item) = breakdown.and_then(|b| b.largest.get(self.selected)) else {
                     return ContextAction::Stay;
                 };
                 let Some(id) = item.tool_use_id.clone() else {
                     return ContextAction::Stay;
                 };
-                match letter {
-                    'r' => ContextAction::Restore(id),
-                    'p' => ContextAction::Pin {
+                match action {
+                    Action::Restore => ContextAction::Restore(id),
+                    Action::Pin => ContextAction::Pin {
                         tool_use_id: id,
                         pinned: !item.pinned,
                     },
                     _ => ContextAction::Drop(id),
                 }
             }
-            KeyCode::Down | KeyCode::Char('j') => {
+            Some(Action::Next) => {
                 self.selected = (self.selected + 1).min(items.saturating_sub(1));
                 ContextAction::Stay
             }
-            KeyCode::Up | KeyCode::Char('k') => {
+            Some(Action::Previous) => {
                 self.selected = self.selected.saturating_sub(1);
                 ContextAction::Stay
             }
-            KeyCode::Enter => match breakdown.and_then(|b| b.largest.get(self.selected)) {
+            Some(Action::Open(_)) => match breakdown.and_then(|b| b.largest.get(self.selected)) {
                 Some(item) => match &item.saved_path {
                     Some(path) => ContextAction::OpenPath(path.clone()),
                     None => ContextAction::ShowText {

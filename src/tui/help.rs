@@ -7,94 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::commands::SlashCommand;
+use super::keymap;
 use super::markdown;
 use super::modal::centered;
 use super::theme;
-
-/// Every key of the main screen; the README's key table is checked against this.
-pub const KEYS: &[(&str, &str)] = &[
-    ("Enter", "send the request"),
-    ("Alt+Enter, Shift+Enter, Ctrl+J", "new line"),
-    (
-        "Up / Down",
-        "previous / next request (single-line prompt); move in the slash-command popup",
-    ),
-    (
-        "Tab",
-        "complete a slash command; otherwise cycle focus: prompt → chat markers → tool calls",
-    ),
-    (
-        "Esc",
-        "cancel the running turn (its command's process group is killed); close a view",
-    ),
-    ("Up / Down in the chat", "select a compaction marker"),
-    ("Enter, 1–9 in the chat", "open the selected marker's first / nth file"),
-    (
-        "Right / Left in the chat",
-        "show / hide the selected marker's receipt and whole summary",
-    ),
-    ("u in the chat", "undo the selected marker's compaction (the newest)"),
-    (
-        "Enter in tool calls",
-        "expand the newest call, open a saved output, or collapse",
-    ),
-    (
-        "PgUp / PgDn, mouse wheel",
-        "scroll the chat (End follows the stream again)",
-    ),
-    ("click on a link", "open that file in the browser"),
-    ("Ctrl+T", "transcript browser"),
-    ("Ctrl+X", "the /context view"),
-    ("Ctrl+D", "dismiss the error banner"),
-    ("?, F1", "help (on an empty prompt; ↑↓ scroll it in a small terminal)"),
-    (
-        "Ctrl+C",
-        "cancel the running turn or clear the prompt; twice within 2 s quits",
-    ),
-];
-
-/// The keys of each view, for the help and the README (checked against each other).
-pub const VIEW_KEYS: &[(&str, &[(&str, &str)])] = &[
-    (
-        "In the transcript browser",
-        &[
-            ("Up / Down, j / k", "select a file"),
-            ("Enter", "open it"),
-            ("Esc, q", "close the browser"),
-        ],
-    ),
-    (
-        "In the viewer",
-        &[
-            ("Up / Down, PgUp / PgDn, g / G", "scroll"),
-            ("/", "search"),
-            ("n / N", "next / previous match"),
-            ("b", "jump back to where the search started"),
-            ("Esc, q", "back to where it was opened (the list, the chat or /context)"),
-        ],
-    ),
-    (
-        "In /context",
-        &[
-            ("Up / Down", "select one of the largest items"),
-            ("Enter", "open it: its saved file, or its text"),
-            ("r", "put a shortened tool result back in full"),
-            ("p", "pin a tool result (stage 3 leaves it whole) or unpin it"),
-            ("d", "move a tool result to the archive now, with a receipt"),
-            ("t", "count the tokens exactly, where the provider can"),
-            ("Esc, q", "close"),
-        ],
-    ),
-    (
-        "In a permission question",
-        &[
-            ("y, Enter", "allow once"),
-            ("n", "deny"),
-            ("a", "always allow, where offered"),
-            ("Esc", "cancel the turn"),
-        ],
-    ),
-];
 
 /// The most lines the help can have (at its narrowest), bounding its scroll offset.
 pub fn line_count() -> u16 {
@@ -118,8 +34,8 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
             lines.extend(markdown::wrap(&text, width, key, &" ".repeat(KEY_COLUMN)));
         }
     };
-    for (key, what) in KEYS {
-        entry(&mut lines, key, what);
+    for row in keymap::SCREEN {
+        entry(&mut lines, row.keys, row.what);
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
@@ -127,14 +43,14 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
         let usage = format!("{} {}", command.name(), command.arguments());
         entry(&mut lines, usage.trim_end(), command.description());
     }
-    for (view, keys) in VIEW_KEYS {
+    for (view, rows) in keymap::VIEWS {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
             view.to_lowercase(),
             Style::default().fg(theme::ACCENT),
         )));
-        for (key, what) in *keys {
-            entry(&mut lines, key, what);
+        for row in *rows {
+            entry(&mut lines, row.keys, row.what);
         }
     }
     lines

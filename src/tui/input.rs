@@ -2,8 +2,9 @@
 //! (its own history is undo/redo) and a completion popup for slash commands.
 
 use super::commands::SlashCommand;
+use super::keymap::{self, Action, View};
 use super::theme;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -97,16 +98,14 @@ impl InputBox {
 
     pub fn handle_key(&mut self, key: KeyEvent) -> InputAction {
         let single_line = self.textarea.lines().len() == 1;
-        match key.code {
-            KeyCode::Enter if key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
-                self.textarea.insert_newline();
-            }
-            KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => self.textarea.insert_newline(),
+        let tab = keymap::action(View::Screen, &key) == Some(Action::CompleteOrCycleFocus);
+        match keymap::action(View::Prompt, &key) {
+            Some(Action::NewLine) => self.textarea.insert_newline(),
             // As in a shell: delete from the cursor to the start of the line.
-            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            Some(Action::DeleteToLineStart) => {
                 self.textarea.delete_line_by_head();
             }
-            KeyCode::Enter => {
+            Some(Action::Send) => {
                 let completions = self.completions();
                 if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
                     self.set_text(name);
@@ -123,20 +122,20 @@ impl InputBox {
                 self.clear();
                 return InputAction::Submit(text);
             }
-            KeyCode::Tab => {
+            _ if tab => {
                 let completions = self.completions();
                 if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
                     self.set_text(&format!("{name} "));
                     self.completion = 0;
                 }
             }
-            KeyCode::Up if !self.completions().is_empty() => {
+            Some(Action::Previous) if !self.completions().is_empty() => {
                 self.completion = self.completion.saturating_sub(1);
             }
-            KeyCode::Down if !self.completions().is_empty() => {
+            Some(Action::Next) if !self.completions().is_empty() => {
                 self.completion = (self.completion + 1).min(self.completions().len() - 1);
             }
-            KeyCode::Up if single_line && !self.history.is_empty() => {
+            Some(Action::Previous) if single_line && !self.history.is_empty() => {
                 let at = match self.browsing {
                     None => {
                         self.draft = self.text();
@@ -148,7 +147,7 @@ impl InputBox {
                 let text = self.history[at].clone();
                 self.set_text(&text);
             }
-            KeyCode::Down if single_line && self.browsing.is_some() => {
+            Some(Action::Next) if single_line && self.browsing.is_some() => {
                 let next = self.browsing.map_or(0, |at| at + 1);
                 if next >= self.history.len() {
                     self.browsing = None;

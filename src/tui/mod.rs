@@ -12,6 +12,7 @@ pub mod gauge;
 pub mod help;
 pub mod hyperlinks;
 pub mod input;
+pub mod keymap;
 pub mod markdown;
 pub mod modal;
 pub mod state;

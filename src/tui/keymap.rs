@@ -1,0 +1,508 @@
+//! Every key binding, in one table: which key does what where. The key handlers ask
+//! [`action`] what a key means in their view, and the help overlay and the README
+//! (checked by a test) list the same rows.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where a key is pressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// The prompt has the focus.
+    Prompt,
+    /// The main screen, wherever the focus is (before the focused part is asked).
+    Screen,
+    /// The chat has the focus (compaction markers).
+    Chat,
+    /// The tool-call pane has the focus.
+    Tools,
+    /// The transcript browser's list.
+    Browser,
+    /// A file open in the viewer.
+    Viewer,
+    /// The `/context` view.
+    Context,
+    /// The permission question.
+    Permission,
+    /// The question before an automatic summary (`compaction.confirm_lossy`).
+    Summarise,
+    /// The help overlay.
+    Help,
+}
+
+/// What a key does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Send,
+    NewLine,
+    DeleteToLineStart,
+    Previous,
+    Next,
+    CompleteOrCycleFocus,
+    CancelOrBack,
+    ScrollUp,
+    ScrollDown,
+    Follow,
+    OpenBrowser,
+    OpenContext,
+    DismissBanner,
+    Help,
+    Interrupt,
+    /// Open the selected item's `n`th file (0: the first), or the item itself.
+    Open(u8),
+    ShowReceipt,
+    HideReceipt,
+    Undo,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Search,
+    NextMatch,
+    PreviousMatch,
+    JumpBack,
+    Close,
+    Restore,
+    Pin,
+    Drop,
+    CountTokens,
+    AllowOnce,
+    Deny,
+    AlwaysAllow,
+    CancelTurn,
+    CompactNow,
+    NotNow,
+}
+
+/// A key with its modifiers. Letters match with or without Shift (the terminal
+/// reports `N` with Shift).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Key {
+    code: KeyCode,
+    modifiers: KeyModifiers,
+}
+
+const fn key(code: KeyCode) -> Key {
+    Key {
+        code,
+        modifiers: KeyModifiers::NONE,
+    }
+}
+
+const fn char(c: char) -> Key {
+    key(KeyCode::Char(c))
+}
+
+const fn ctrl(c: char) -> Key {
+    Key {
+        code: KeyCode::Char(c),
+        modifiers: KeyModifiers::CONTROL,
+    }
+}
+
+const fn with(code: KeyCode, modifiers: KeyModifiers) -> Key {
+    Key { code, modifiers }
+}
+
+impl Key {
+    fn matches(&self, event: &KeyEvent) -> bool {
+        let mut modifiers = event.modifiers;
+        if matches!(event.code, KeyCode::Char(_)) {
+            modifiers.remove(KeyModifiers::SHIFT);
+        }
+        self.code == event.code && self.modifiers == modifiers
+    }
+}
+
+/// One row of the help: how it names the keys, what they do, and the bindings.
+pub struct Row {
+    pub keys: &'static str,
+    pub what: &'static str,
+    pub bindings: &'static [(View, Key, Action)],
+}
+
+const fn row(keys: &'static str, what: &'static str, bindings: &'static [(View, Key, Action)]) -> Row {
+    Row { keys, what, bindings }
+}
+
+use Action as A;
+use View as V;
+
+/// The keys of the main screen.
+pub const SCREEN: &[Row] = &[
+    row(
+        "Enter",
+        "send the request",
+        &[(V::Prompt, key(KeyCode::Enter), A::Send)],
+    ),
+    row(
+        "Alt+Enter, Shift+Enter, Ctrl+J",
+        "new line",
+        &[
+            (V::Prompt, with(KeyCode::Enter, KeyModifiers::ALT), A::NewLine),
+            (V::Prompt, with(KeyCode::Enter, KeyModifiers::SHIFT), A::NewLine),
+            (V::Prompt, ctrl('j'), A::NewLine),
+        ],
+    ),
+    row(
+        "Ctrl+U",
+        "delete from the cursor to the start of the line",
+        &[(V::Prompt, ctrl('u'), A::DeleteToLineStart)],
+    ),
+    row(
+        "Up / Down",
+        "previous / next request (single-line prompt); move in the slash-command popup",
+        &[
+            (V::Prompt, key(KeyCode::Up), A::Previous),
+            (V::Prompt, key(KeyCode::Down), A::Next),
+        ],
+    ),
+    row(
+        "Tab",
+        "complete a slash command; otherwise cycle focus: prompt → chat markers → tool calls",
+        &[(V::Screen, key(KeyCode::Tab), A::CompleteOrCycleFocus)],
+    ),
+    row(
+        "Esc",
+        "cancel the running turn (its command's process group is killed); close a view",
+        &[(V::Screen, key(KeyCode::Esc), A::CancelOrBack)],
+    ),
+    row(
+        "Up / Down in the chat",
+        "select a compaction marker",
+        &[
+            (V::Chat, key(KeyCode::Up), A::Previous),
+            (V::Chat, key(KeyCode::Down), A::Next),
+        ],
+    ),
+    row(
+        "Enter, 1–9 in the chat",
+        "open the selected marker's first / nth file",
+        &[
+            (V::Chat, key(KeyCode::Enter), A::Open(0)),
+            (V::Chat, char('1'), A::Open(0)),
+            (V::Chat, char('2'), A::Open(1)),
+            (V::Chat, char('3'), A::Open(2)),
+            (V::Chat, char('4'), A::Open(3)),
+            (V::Chat, char('5'), A::Open(4)),
+            (V::Chat, char('6'), A::Open(5)),
+            (V::Chat, char('7'), A::Open(6)),
+            (V::Chat, char('8'), A::Open(7)),
+            (V::Chat, char('9'), A::Open(8)),
+        ],
+    ),
+    row(
+        "Right / Left in the chat",
+        "show / hide the selected marker's receipt and whole summary",
+        &[
+            (V::Chat, key(KeyCode::Right), A::ShowReceipt),
+            (V::Chat, key(KeyCode::Left), A::HideReceipt),
+        ],
+    ),
+    row(
+        "u in the chat",
+        "undo the selected marker's compaction (the newest)",
+        &[(V::Chat, char('u'), A::Undo)],
+    ),
+    row(
+        "Up / Down in tool calls",
+        "select a call",
+        &[
+            (V::Tools, key(KeyCode::Up), A::Previous),
+            (V::Tools, key(KeyCode::Down), A::Next),
+        ],
+    ),
+    row(
+        "Enter in tool calls",
+        "expand the newest call, open a saved output, or collapse",
+        &[(V::Tools, key(KeyCode::Enter), A::Open(0))],
+    ),
+    row(
+        "PgUp / PgDn, mouse wheel",
+        "scroll the chat (End follows the stream again)",
+        &[
+            (V::Screen, key(KeyCode::PageUp), A::ScrollUp),
+            (V::Screen, key(KeyCode::PageDown), A::ScrollDown),
+            (V::Screen, key(KeyCode::End), A::Follow),
+        ],
+    ),
+    row("click on a link", "open that file in the browser", &[]),
+    row(
+        "Ctrl+T",
+        "transcript browser",
+        &[(V::Screen, ctrl('t'), A::OpenBrowser)],
+    ),
+    row("Ctrl+X", "the /context view", &[(V::Screen, ctrl('x'), A::OpenContext)]),
+    row(
+        "Ctrl+D",
+        "dismiss the error banner",
+        &[(V::Screen, ctrl('d'), A::DismissBanner)],
+    ),
+    row(
+        "?, F1",
+        "help (on an empty prompt; ↑↓ scroll it in a small terminal)",
+        &[
+            (V::Prompt, char('?'), A::Help),
+            (V::Screen, key(KeyCode::F(1)), A::Help),
+        ],
+    ),
+    row(
+        "Ctrl+C",
+        "cancel the running turn or clear the prompt; twice within 2 s quits",
+        &[(V::Screen, ctrl('c'), A::Interrupt)],
+    ),
+];
+
+/// The keys of each view.
+pub const VIEWS: &[(&str, &[Row])] = &[
+    (
+        "In the transcript browser",
+        &[
+            row(
+                "Up / Down, j / k",
+                "select a file",
+                &[
+                    (V::Browser, key(KeyCode::Up), A::Previous),
+                    (V::Browser, key(KeyCode::Down), A::Next),
+                    (V::Browser, char('k'), A::Previous),
+                    (V::Browser, char('j'), A::Next),
+                ],
+            ),
+            row("Enter", "open it", &[(V::Browser, key(KeyCode::Enter), A::Open(0))]),
+            row(
+                "Esc, q",
+                "close the browser",
+                &[
+                    (V::Browser, key(KeyCode::Esc), A::Close),
+                    (V::Browser, char('q'), A::Close),
+                ],
+            ),
+        ],
+    ),
+    (
+        "In the viewer",
+        &[
+            row(
+                "Up / Down, PgUp / PgDn, g / G",
+                "scroll",
+                &[
+                    (V::Viewer, key(KeyCode::Up), A::Previous),
+                    (V::Viewer, key(KeyCode::Down), A::Next),
+                    (V::Viewer, char('k'), A::Previous),
+                    (V::Viewer, char('j'), A::Next),
+                    (V::Viewer, key(KeyCode::PageUp), A::PageUp),
+                    (V::Viewer, key(KeyCode::PageDown), A::PageDown),
+                    (V::Viewer, char(' '), A::PageDown),
+                    (V::Viewer, key(KeyCode::Home), A::Top),
+                    (V::Viewer, char('g'), A::Top),
+                    (V::Viewer, key(KeyCode::End), A::Bottom),
+                    (V::Viewer, char('G'), A::Bottom),
+                ],
+            ),
+            row("/", "search", &[(V::Viewer, char('/'), A::Search)]),
+            row(
+                "n / N",
+                "next / previous match",
+                &[
+                    (V::Viewer, char('n'), A::NextMatch),
+                    (V::Viewer, char('N'), A::PreviousMatch),
+                ],
+            ),
+            row(
+                "b",
+                "jump back to where the search started",
+                &[(V::Viewer, char('b'), A::JumpBack)],
+            ),
+            row(
+                "Esc, q",
+                "back to where it was opened (the list, the chat or /context)",
+                &[
+                    (V::Viewer, key(KeyCode::Esc), A::Close),
+                    (V::Viewer, char('q'), A::Close),
+                ],
+            ),
+        ],
+    ),
+    (
+        "In /context",
+        &[
+            row(
+                "Up / Down",
+                "select one of the largest items",
+                &[
+                    (V::Context, key(KeyCode::Up), A::Previous),
+                    (V::Context, key(KeyCode::Down), A::Next),
+                    (V::Context, char('k'), A::Previous),
+                    (V::Context, char('j'), A::Next),
+                ],
+            ),
+            row(
+                "Enter",
+                "open it: its saved file, or its text",
+                &[(V::Context, key(KeyCode::Enter), A::Open(0))],
+            ),
+            row(
+                "r",
+                "put a shortened tool result back in full",
+                &[(V::Context, char('r'), A::Restore)],
+            ),
+            row(
+                "p",
+                "pin a tool result (stage 3 leaves it whole) or unpin it",
+                &[(V::Context, char('p'), A::Pin)],
+            ),
+            row(
+                "d",
+                "move a tool result to the archive now, with a receipt",
+                &[(V::Context, char('d'), A::Drop)],
+            ),
+            row(
+                "t",
+                "count the tokens exactly, where the provider can",
+                &[(V::Context, char('t'), A::CountTokens)],
+            ),
+            row(
+                "Esc, q",
+                "close",
+                &[
+                    (V::Context, key(KeyCode::Esc), A::Close),
+                    (V::Context, char('q'), A::Close),
+                ],
+            ),
+        ],
+    ),
+    (
+        "In a permission question",
+        &[
+            row(
+                "y, Enter",
+                "allow once",
+                &[
+                    (V::Permission, char('y'), A::AllowOnce),
+                    (V::Permission, key(KeyCode::Enter), A::AllowOnce),
+                ],
+            ),
+            row("n", "deny", &[(V::Permission, char('n'), A::Deny)]),
+            row(
+                "a",
+                "always allow, where offered",
+                &[(V::Permission, char('a'), A::AlwaysAllow)],
+            ),
+            row(
+                "Esc",
+                "cancel the turn",
+                &[(V::Permission, key(KeyCode::Esc), A::CancelTurn)],
+            ),
+        ],
+    ),
+    (
+        "In the help",
+        &[
+            row(
+                "Up / Down, PgUp / PgDn",
+                "scroll",
+                &[
+                    (V::Help, key(KeyCode::Up), A::Previous),
+                    (V::Help, key(KeyCode::Down), A::Next),
+                    (V::Help, key(KeyCode::PageUp), A::Previous),
+                    (V::Help, key(KeyCode::PageDown), A::Next),
+                ],
+            ),
+            row(
+                "Esc, q, ?, F1",
+                "close",
+                &[
+                    (V::Help, key(KeyCode::Esc), A::Close),
+                    (V::Help, char('q'), A::Close),
+                    (V::Help, char('?'), A::Close),
+                    (V::Help, key(KeyCode::F(1)), A::Close),
+                ],
+            ),
+        ],
+    ),
+    (
+        "In the summarise question",
+        &[
+            row(
+                "c, Enter",
+                "compact now",
+                &[
+                    (V::Summarise, char('c'), A::CompactNow),
+                    (V::Summarise, key(KeyCode::Enter), A::CompactNow),
+                ],
+            ),
+            row(
+                "n",
+                "not now: the call goes over the limit",
+                &[(V::Summarise, char('n'), A::NotNow)],
+            ),
+            row(
+                "x",
+                "open /context first (the question waits)",
+                &[(V::Summarise, char('x'), A::OpenContext)],
+            ),
+            row(
+                "Esc",
+                "cancel the turn",
+                &[(V::Summarise, key(KeyCode::Esc), A::CancelTurn)],
+            ),
+        ],
+    ),
+];
+
+/// What `event` does in `view`, if anything.
+pub fn action(view: View, event: &KeyEvent) -> Option<Action> {
+    SCREEN
+        .iter()
+        .chain(VIEWS.iter().flat_map(|(_, rows)| rows.iter()))
+        .flat_map(|row| row.bindings.iter())
+        .find(|(at, key, _)| *at == view && key.matches(event))
+        .map(|&(_, _, action)| action)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, modifiers)
+    }
+
+    #[test]
+    fn a_key_means_what_the_table_says_in_its_view() {
+        let plain = |c| press(KeyCode::Char(c), KeyModifiers::NONE);
+        assert_eq!(action(View::Viewer, &plain('n')), Some(Action::NextMatch));
+        assert_eq!(
+            action(View::Viewer, &press(KeyCode::Char('N'), KeyModifiers::SHIFT)),
+            Some(Action::PreviousMatch)
+        );
+        assert_eq!(action(View::Chat, &plain('3')), Some(Action::Open(2)));
+        assert_eq!(action(View::Browser, &plain('n')), None);
+        assert_eq!(
+            action(View::Screen, &press(KeyCode::Char('t'), KeyModifiers::CONTROL)),
+            Some(Action::OpenBrowser)
+        );
+        assert_eq!(action(View::Screen, &plain('t')), None, "a letter is for the prompt");
+        assert_eq!(
+            action(View::Prompt, &press(KeyCode::Enter, KeyModifiers::ALT)),
+            Some(Action::NewLine)
+        );
+    }
+
+    /// No key means two things in one view.
+    #[test]
+    fn no_key_is_bound_twice_in_a_view() {
+        let all: Vec<&(View, Key, Action)> = SCREEN
+            .iter()
+            .chain(VIEWS.iter().flat_map(|(_, rows)| rows.iter()))
+            .flat_map(|row| row.bindings.iter())
+            .collect();
+        for (i, (view, key, first)) in all.iter().enumerate() {
+            for (other_view, other_key, second) in &all[i + 1..] {
+                assert!(
+                    !(view == other_view && key == other_key),
+                    "{key:?} in {view:?}: {first:?} and {second:?}"
+                );
+            }
+        }
+    }
+}
