@@ -16,10 +16,10 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
     let mut app = App::new(ops, std::env::temp_dir(), CompactConfig::default());
     for i in 0..messages {
         match i % 3 {
-            0 => app.apply(AgentEvent::TurnStarted {
+            0 => app.apply(AgentEvent::TurnStarted { turn: scratchpad::protocol::TurnId(1),
                 request: format!("request {i}: please look at module {i} and explain what it does"),
             }),
-            1 => app.apply(AgentEvent::AssistantMessage {
+            1 => app.apply(AgentEvent::AssistantMessage { turn: scratchpad::protocol::TurnId(1),
                 message: Message::assistant_text(format!(
                     "## Module {i}\n\nIt parses **input** and returns `tokens`.\n- first point about it\n- second point\n\n```rust\nfn item_{i}() {{}}\n```"
                 )),
@@ -68,6 +68,7 @@ fn bench_render(c: &mut Criterion) {
         b.iter(|| terminal.draw(|frame| app.render(frame)).expect("frame").area)
     });
     app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "stream please".into(),
     });
     let mut n = 0u64;
@@ -77,10 +78,14 @@ fn bench_render(c: &mut Criterion) {
             // Responses of a realistic length: finish one every 400 deltas (2 KB).
             if n.is_multiple_of(400) {
                 app.apply(AgentEvent::AssistantMessage {
+                    turn: scratchpad::protocol::TurnId(1),
                     message: Message::assistant_text("word ".repeat(400)),
                 });
             }
-            app.apply(AgentEvent::TextDelta { text: "word ".into() });
+            app.apply(AgentEvent::TextDelta {
+                turn: scratchpad::protocol::TurnId(1),
+                text: "word ".into(),
+            });
             let key = if n.is_multiple_of(2) {
                 KeyCode::Char('x')
             } else {

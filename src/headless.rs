@@ -47,7 +47,7 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
             writeln!(out)?;
         } else {
             match &event {
-                AgentEvent::TextDelta { text } => pending.push_str(text),
+                AgentEvent::TextDelta { text, .. } => pending.push_str(text),
                 AgentEvent::StreamReset { .. } => pending.clear(),
                 AgentEvent::AssistantMessage { .. } => {
                     writeln!(out, "{}", terminal_safe(&std::mem::take(&mut pending)))?;
@@ -63,12 +63,13 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
                 } => writeln!(stderr.lock(), "{name}: {}", terminal_safe(output))?,
                 AgentEvent::TurnDone {
                     outcome: TurnOutcome::Cancelled,
+                    ..
                 } => writeln!(stderr.lock(), "cancelled")?,
                 _ => {}
             }
         }
         out.flush()?;
-        if let AgentEvent::TurnDone { outcome: done } = event {
+        if let AgentEvent::TurnDone { outcome: done, .. } = event {
             outcome = done;
             let _ = ops.send(Op::Quit);
         }

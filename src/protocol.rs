@@ -247,30 +247,37 @@ pub enum AgentEvent {
         messages: Vec<Message>,
     },
     TurnStarted {
+        turn: TurnId,
         request: String,
     },
     TextDelta {
+        turn: TurnId,
         text: String,
     },
     ThinkingDelta {
+        turn: TurnId,
         text: String,
     },
     /// The streamed attempt failed and is being retried: discard its partial text.
     StreamReset {
+        turn: TurnId,
         attempt: u32,
         delay_ms: u64,
         reason: String,
     },
     /// An assistant message was added to the history.
     AssistantMessage {
+        turn: TurnId,
         message: Message,
     },
     ToolStarted {
+        turn: TurnId,
         id: String,
         name: String,
         summary: String,
     },
     ToolFinished {
+        turn: TurnId,
         id: String,
         name: String,
         status: ToolStatus,
@@ -278,6 +285,7 @@ pub enum AgentEvent {
         output: String,
     },
     PermissionRequest {
+        turn: TurnId,
         request_id: u64,
         tool: String,
         question: String,
@@ -334,9 +342,16 @@ pub enum AgentEvent {
         message: String,
     },
     TurnDone {
+        turn: TurnId,
         outcome: TurnOutcome,
     },
 }
+
+/// Which request of the session a turn-scoped event belongs to (1 for the first), so
+/// that nothing of one turn is taken for another's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TurnId(pub u64);
 
 /// Token counts as the API reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -39,6 +39,7 @@ async fn cancel_kills_a_long_bash_and_every_call_still_gets_a_result() {
     assert_eq!(
         done,
         AgentEvent::TurnDone {
+            turn: scratchpad::protocol::TurnId(1),
             outcome: TurnOutcome::Cancelled
         }
     );
@@ -93,7 +94,8 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
         matches!(
             e,
             AgentEvent::TurnDone {
-                outcome: TurnOutcome::Completed
+                outcome: TurnOutcome::Completed,
+                ..
             }
         )
     })
@@ -481,6 +483,7 @@ async fn a_tool_turn_over_the_openai_wire_format() {
     assert_eq!(
         done,
         AgentEvent::TurnDone {
+            turn: scratchpad::protocol::TurnId(1),
             outcome: TurnOutcome::Completed
         }
     );

@@ -42,7 +42,7 @@ async fn turn(agent: &mut Running, request: &str) -> Turn {
         {
             AgentEvent::Notice { message } => notices.push(message),
             AgentEvent::Error { message } => errors.push(message),
-            AgentEvent::TurnDone { outcome } => {
+            AgentEvent::TurnDone { outcome, .. } => {
                 return Turn {
                     outcome,
                     notices,

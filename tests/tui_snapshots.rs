@@ -96,34 +96,41 @@ fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&s
 
 fn conversation(app: &mut App) {
     app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "Find why the parser drops the last token and fix it".into(),
     });
     app.apply(AgentEvent::TextDelta {
+        turn: scratchpad::protocol::TurnId(1),
         text: "## Plan\n\n- read `src/parser.rs`\n- run the **tests**\n\n```rust\nfn parse() {}\n```\nLooking now."
             .into(),
     });
     app.apply(AgentEvent::AssistantMessage {
+        turn: scratchpad::protocol::TurnId(1),
         message: Message::assistant_text(
             "## Plan\n\n- read `src/parser.rs`\n- run the **tests**\n\n```rust\nfn parse() {}\n```\nLooking now.",
         ),
     });
     app.apply(AgentEvent::ToolStarted {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_01".into(),
         name: "read_file".into(),
         summary: "src/parser.rs".into(),
     });
     app.apply(AgentEvent::ToolFinished {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_01".into(),
         name: "read_file".into(),
         status: ToolStatus::Ok,
         output: "pub fn parse(input: &str) -> Vec<Token> {\n    let mut tokens = Vec::new();\n}\n".into(),
     });
     app.apply(AgentEvent::ToolStarted {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_02".into(),
         name: "bash".into(),
         summary: "rm -rf build".into(),
     });
     app.apply(AgentEvent::ToolFinished {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_02".into(),
         name: "bash".into(),
         status: ToolStatus::Refused,
@@ -144,6 +151,7 @@ fn streaming_markdown() {
     let mut s = screen();
     conversation(&mut s.app);
     s.app.apply(AgentEvent::TextDelta {
+        turn: scratchpad::protocol::TurnId(1),
         text: "The loop stops one token early because".into(),
     });
     insta::assert_snapshot!("streaming_120x40", draw(&mut s.app, 120, 40).backend());
@@ -156,6 +164,7 @@ fn tool_running() {
     let mut s = screen();
     conversation(&mut s.app);
     s.app.apply(AgentEvent::ToolStarted {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_03".into(),
         name: "bash".into(),
         summary: "cargo test --workspace".into(),
@@ -168,6 +177,7 @@ fn tool_running() {
 fn every_kind_of_compaction_marker() {
     let mut s = screen();
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "long task".into(),
     });
     s.app.apply(stage(
@@ -391,6 +401,7 @@ fn permission_modal() {
     let mut s = screen();
     conversation(&mut s.app);
     s.app.apply(AgentEvent::PermissionRequest {
+        turn: scratchpad::protocol::TurnId(1),
         request_id: 7,
         tool: "bash".into(),
         question: "`rm -rf build` deletes files. Run it?".into(),
@@ -401,6 +412,7 @@ fn permission_modal() {
     insta::assert_snapshot!("modal_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("modal_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.apply(AgentEvent::PermissionRequest {
+        turn: scratchpad::protocol::TurnId(1),
         request_id: 8,
         tool: "bash".into(),
         question: "The command matches the ask pattern `cargo`. Run it?".into(),
@@ -414,6 +426,7 @@ fn permission_modal() {
 fn the_modal_ignores_keys_typed_before_and_just_after_it_appeared() {
     let mut s = screen();
     s.app.apply(AgentEvent::PermissionRequest {
+        turn: scratchpad::protocol::TurnId(1),
         request_id: 3,
         tool: "read_file".into(),
         question: "read_file wants `/etc/shadow`, which is outside the workspace. Allow?".into(),
@@ -540,6 +553,7 @@ fn context_view_and_timeline() {
         },
     });
     s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
     });
     s.app
@@ -590,17 +604,23 @@ fn scrolled_up_the_view_stays_put_while_the_stream_grows() {
     let mut s = screen();
     for i in 0..30 {
         s.app.apply(AgentEvent::TurnStarted {
+            turn: scratchpad::protocol::TurnId(1),
             request: format!("request {i}"),
         });
         s.app.apply(AgentEvent::TurnDone {
+            turn: scratchpad::protocol::TurnId(1),
             outcome: TurnOutcome::Completed,
         });
     }
     draw(&mut s.app, 120, 40);
     s.app.handle_key(key(KeyCode::PageUp));
     let before = draw(&mut s.app, 120, 40).backend().to_string();
-    s.app.apply(AgentEvent::TurnStarted { request: "more".into() });
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "more".into(),
+    });
     s.app.apply(AgentEvent::TextDelta {
+        turn: scratchpad::protocol::TurnId(1),
         text: "line\n".repeat(10),
     });
     let after = draw(&mut s.app, 120, 40).backend().to_string();
@@ -624,6 +644,7 @@ fn small_terminal_screens() {
     let mut s = screen();
     conversation(&mut s.app);
     s.app.apply(AgentEvent::ToolStarted {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_03".into(),
         name: "bash".into(),
         summary: "cargo test --workspace".into(),
@@ -643,6 +664,7 @@ fn small_terminal_screens() {
 fn a_multi_line_request_keeps_its_lines() {
     let mut s = screen();
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "line one\nline two\n    fn indented() {}".into(),
     });
     insta::assert_snapshot!("multi_line_request_80x24", draw(&mut s.app, 80, 24).backend());
@@ -655,6 +677,7 @@ fn a_multi_line_request_keeps_its_lines() {
 fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     let mut s = screen();
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "first".into(),
     });
     for c in "second request".chars() {
@@ -665,6 +688,7 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     insta::assert_snapshot!("queued_80x24", draw(&mut s.app, 80, 24).backend());
     assert!(s._ops.try_recv().is_err(), "nothing is sent while the turn runs");
     s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
     });
     match s._ops.try_recv() {
@@ -692,6 +716,7 @@ fn an_unknown_command_keeps_its_text_and_says_why() {
 fn repeated_firings_fold_into_one_marker_that_expands() {
     let mut s = screen();
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "survey this workspace".into(),
     });
     for (n, text) in ["reading the first files", "reading more files", "and more"]
@@ -706,6 +731,7 @@ fn repeated_firings_fold_into_one_marker_that_expands() {
             &[".transcripts/transcript_snip_compact_20261202-120000_0000001-0001.jsonl"],
         ));
         s.app.apply(AgentEvent::AssistantMessage {
+            turn: scratchpad::protocol::TurnId(1),
             message: Message::assistant_text(*text),
         });
     }
@@ -827,13 +853,16 @@ fn the_tool_pane_follows_new_calls_and_separates_requests() {
     // A call selected earlier does not pin the pane once focus has moved on.
     s.app.selected_tool = Some(0);
     s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
     });
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "now run the tests".into(),
     });
     for n in 0..30 {
         s.app.apply(AgentEvent::ToolStarted {
+            turn: scratchpad::protocol::TurnId(1),
             id: format!("toolu_1{n:02}"),
             name: "bash".into(),
             summary: format!("cargo test case_{n}"),
@@ -852,12 +881,15 @@ fn screen_with_two_requests() -> Screen {
     let mut s = screen();
     conversation(&mut s.app);
     s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
     });
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "again".into(),
     });
     s.app.apply(AgentEvent::ToolStarted {
+        turn: scratchpad::protocol::TurnId(1),
         id: "toolu_9".into(),
         name: "glob".into(),
         summary: "**/*.rs".into(),
@@ -1034,6 +1066,7 @@ fn a_preview_lists_what_compact_would_do() {
 fn the_summarise_question_shows_what_it_would_summarise() {
     let mut s = screen();
     s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
         request: "go on".into(),
     });
     let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 2, 61_000, 1_200, &[]) else {

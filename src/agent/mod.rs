@@ -24,8 +24,8 @@ use crate::compact::{
 };
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{
-    AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnOutcome, Window,
-    WindowSource,
+    AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnId, TurnOutcome,
+    Window, WindowSource,
 };
 use crate::provider::error::TokenOverflow;
 use crate::provider::{ModelRequest, Provider, ProviderError, ProviderSummariser, StreamEvent};
@@ -80,6 +80,8 @@ pub struct Agent {
     events: UnboundedSender<AgentEvent>,
     approvals: Approvals,
     next_request_id: u64,
+    /// The running (or last) turn: its events carry it.
+    turn: TurnId,
     quit: bool,
     /// Shown once the session starts (what restoring it mended).
     notices: Vec<String>,
@@ -211,6 +213,7 @@ impl Agent {
             events,
             approvals: Approvals::default(),
             next_request_id: 1,
+            turn: TurnId::default(),
             quit: false,
             notices: Vec::new(),
             past: Vec::new(),

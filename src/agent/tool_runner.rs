@@ -19,6 +19,7 @@ impl Agent {
         } in calls
         {
             self.emit(AgentEvent::ToolStarted {
+                turn: self.turn,
                 id: id.clone(),
                 name: name.clone(),
                 summary: input_summary(&name, &input),
@@ -60,6 +61,7 @@ impl Agent {
                 }
             };
             self.emit(AgentEvent::ToolFinished {
+                turn: self.turn,
                 id: id.clone(),
                 name,
                 status,
@@ -131,6 +133,7 @@ impl Agent {
         let request_id = self.next_request_id;
         self.next_request_id += 1;
         self.emit(AgentEvent::PermissionRequest {
+            turn: self.turn,
             request_id,
             tool: tool.to_string(),
             question: question.to_string(),

@@ -13,7 +13,9 @@ impl Agent {
     }
 
     pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
+        self.turn = TurnId(self.turn.0 + 1);
         self.emit(AgentEvent::TurnStarted {
+            turn: self.turn,
             request: request.clone(),
         });
         self.append(Message::user_text(request.clone()));
@@ -29,7 +31,10 @@ impl Agent {
             }
         };
         self.sync_journal();
-        self.emit(AgentEvent::TurnDone { outcome });
+        self.emit(AgentEvent::TurnDone {
+            turn: self.turn,
+            outcome,
+        });
     }
 
     /// A failed request must not look answered: unanswered, it leaves the history (the
@@ -100,6 +105,7 @@ impl Agent {
             }
             let message = Message::blocks(Role::Assistant, content);
             self.emit(AgentEvent::AssistantMessage {
+                turn: self.turn,
                 message: message.clone(),
             });
             self.append(message);
@@ -171,17 +177,19 @@ impl Agent {
         let request = self.model_request();
         let (sink, mut deltas) = unbounded_channel();
         let events = self.events.clone();
+        let turn = self.turn;
         let forward = tokio::spawn(async move {
             while let Some(delta) = deltas.recv().await {
                 let event = match delta {
-                    StreamEvent::Text(text) => AgentEvent::TextDelta { text },
-                    StreamEvent::Thinking(text) => AgentEvent::ThinkingDelta { text },
+                    StreamEvent::Text(text) => AgentEvent::TextDelta { turn, text },
+                    StreamEvent::Thinking(text) => AgentEvent::ThinkingDelta { turn, text },
                     StreamEvent::ToolUseStarted { .. } => continue,
                     StreamEvent::Retrying {
                         attempt,
                         delay_ms,
                         reason,
                     } => AgentEvent::StreamReset {
+                        turn,
                         attempt,
                         delay_ms,
                         reason,

@@ -7,7 +7,7 @@ use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
-use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnOutcome, Window};
+use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnId, TurnOutcome, Window};
 use crate::provider::Usage;
 use crate::terminal_text::terminal_safe;
 
@@ -152,6 +152,8 @@ pub struct AppState {
     pub turn: TurnState,
     /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
     in_turn: bool,
+    /// The newest turn the agent started: streamed text of any other is stale.
+    current_turn: Option<TurnId>,
     /// Requests started so far, numbering the tool calls' turns.
     pub turns: usize,
     pub banner: Option<String>,
@@ -175,6 +177,7 @@ impl Default for AppState {
             session: SessionInfo::default(),
             turn: TurnState::Idle,
             in_turn: false,
+            current_turn: None,
             turns: 0,
             banner: None,
             permission: None,
@@ -246,6 +249,16 @@ impl AppState {
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
+        if let AgentEvent::TextDelta { turn, .. }
+        | AgentEvent::ThinkingDelta { turn, .. }
+        | AgentEvent::StreamReset { turn, .. } = &event
+            && self
+                .current_turn
+                .is_some_and(|current| current != *turn || !self.in_turn)
+        {
+            // Streamed after its turn ended (or of an earlier turn): nothing to show.
+            return;
+        }
         match event {
             AgentEvent::SessionStarted {
                 session_id,
@@ -272,14 +285,15 @@ impl AppState {
             }
             AgentEvent::History { messages } => self.load_history(&messages),
             AgentEvent::Replay { past } => self.replay(past),
-            AgentEvent::TurnStarted { request } => {
+            AgentEvent::TurnStarted { turn, request } => {
+                self.current_turn = Some(turn);
                 self.turns += 1;
                 self.push(ChatEntry::User(request));
                 self.turn = TurnState::Thinking;
                 self.in_turn = true;
                 self.banner = None;
             }
-            AgentEvent::TextDelta { text } => {
+            AgentEvent::TextDelta { text, .. } => {
                 if matches!(self.turn, TurnState::Retrying { .. }) {
                     self.turn = TurnState::Thinking;
                 }
@@ -302,6 +316,7 @@ impl AppState {
                 attempt,
                 delay_ms,
                 reason,
+                ..
             } => {
                 if matches!(self.chat.last(), Some(ChatEntry::Assistant { streaming: true, .. })) {
                     self.chat.pop();
@@ -318,7 +333,7 @@ impl AppState {
                     reason,
                 };
             }
-            AgentEvent::AssistantMessage { message } => {
+            AgentEvent::AssistantMessage { message, .. } => {
                 let text = terminal_safe(&message.text()).into_owned();
                 match self.chat.last_mut() {
                     Some(ChatEntry::Assistant {
@@ -333,7 +348,7 @@ impl AppState {
                     _ => {}
                 }
             }
-            AgentEvent::ToolStarted { id, name, summary } => {
+            AgentEvent::ToolStarted { id, name, summary, .. } => {
                 self.turn = TurnState::RunningTool(name.clone());
                 self.tools.push(ToolCall {
                     id,
@@ -362,6 +377,7 @@ impl AppState {
                 question,
                 subject,
                 always,
+                ..
             } => {
                 self.permission = Some(PermissionPrompt {
                     request_id,
@@ -436,7 +452,7 @@ impl AppState {
                 }
                 self.banner = Some(message);
             }
-            AgentEvent::TurnDone { outcome } => {
+            AgentEvent::TurnDone { outcome, .. } => {
                 self.turn = TurnState::Idle;
                 self.in_turn = false;
                 self.permission = None;
@@ -641,25 +657,39 @@ mod tests {
         let mut state = AppState::default();
         let events = vec![
             AgentEvent::TurnStarted {
+                turn: crate::protocol::TurnId(1),
                 request: "survey".into(),
             },
-            AgentEvent::TextDelta { text: "Look".into() },
+            AgentEvent::TextDelta {
+                turn: crate::protocol::TurnId(1),
+                text: "Look".into(),
+            },
             AgentEvent::StreamReset {
+                turn: crate::protocol::TurnId(1),
                 attempt: 1,
                 delay_ms: 1000,
                 reason: "overloaded".into(),
             },
-            AgentEvent::TextDelta { text: "Let me ".into() },
-            AgentEvent::TextDelta { text: "look.".into() },
+            AgentEvent::TextDelta {
+                turn: crate::protocol::TurnId(1),
+                text: "Let me ".into(),
+            },
+            AgentEvent::TextDelta {
+                turn: crate::protocol::TurnId(1),
+                text: "look.".into(),
+            },
             AgentEvent::AssistantMessage {
+                turn: crate::protocol::TurnId(1),
                 message: Message::assistant_text("Let me look."),
             },
             AgentEvent::ToolStarted {
+                turn: crate::protocol::TurnId(1),
                 id: "toolu_1".into(),
                 name: "bash".into(),
                 summary: "seq 1 100000".into(),
             },
             AgentEvent::ToolFinished {
+                turn: crate::protocol::TurnId(1),
                 id: "toolu_1".into(),
                 name: "bash".into(),
                 status: ToolStatus::Ok,
@@ -696,6 +726,7 @@ mod tests {
                 },
             },
             AgentEvent::TurnDone {
+                turn: crate::protocol::TurnId(1),
                 outcome: TurnOutcome::Completed,
             },
         ];
@@ -746,10 +777,17 @@ mod tests {
     #[test]
     fn a_reply_replaced_after_a_retry_gets_a_revision_never_seen_at_its_place() {
         let mut state = AppState::default();
-        state.apply(AgentEvent::TurnStarted { request: "go".into() });
-        state.apply(AgentEvent::TextDelta { text: "HALF".into() });
+        state.apply(AgentEvent::TurnStarted {
+            turn: crate::protocol::TurnId(1),
+            request: "go".into(),
+        });
+        state.apply(AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
+            text: "HALF".into(),
+        });
         let (at, stale) = (state.chat.len() - 1, state.revisions[state.chat.len() - 1]);
         state.apply(AgentEvent::StreamReset {
+            turn: crate::protocol::TurnId(1),
             attempt: 1,
             delay_ms: 1_000,
             reason: "overloaded".into(),
@@ -760,6 +798,7 @@ mod tests {
             "the render cache must not reuse the partial text"
         );
         state.apply(AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
             text: "clean\u{1b}]52;c;aGk=\u{7} text\u{1b}[2J".into(),
         });
         assert!(matches!(state.chat.last(), Some(ChatEntry::Assistant { text, .. }) if text == "clean text"));
@@ -768,8 +807,12 @@ mod tests {
     #[test]
     fn a_retry_shows_as_retrying_until_text_flows_and_a_compaction_clears_a_stale_banner() {
         let mut state = AppState::default();
-        state.apply(AgentEvent::TurnStarted { request: "go".into() });
+        state.apply(AgentEvent::TurnStarted {
+            turn: crate::protocol::TurnId(1),
+            request: "go".into(),
+        });
         state.apply(AgentEvent::StreamReset {
+            turn: crate::protocol::TurnId(1),
             attempt: 1,
             delay_ms: 1_100,
             reason: "overloaded".into(),
@@ -779,7 +822,10 @@ mod tests {
             label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"),
             "{label}"
         );
-        state.apply(AgentEvent::TextDelta { text: "ok".into() });
+        state.apply(AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
+            text: "ok".into(),
+        });
         assert_eq!(state.turn, TurnState::Thinking);
         state.apply(AgentEvent::Error {
             message: "the prompt is too long".into(),
@@ -795,12 +841,14 @@ mod tests {
     fn firings_of_one_stage_in_one_turn_fold_into_one_marker() {
         let mut state = AppState::default();
         state.apply(AgentEvent::TurnStarted {
+            turn: crate::protocol::TurnId(1),
             request: "survey".into(),
         });
         state.apply(AgentEvent::Compaction {
             event: stage_event(Stage::SnipCompact, &[".transcripts/a.jsonl"]),
         });
         state.apply(AgentEvent::AssistantMessage {
+            turn: crate::protocol::TurnId(1),
             message: Message::assistant_text("reading on"),
         });
         state.apply(AgentEvent::Compaction {
@@ -823,7 +871,10 @@ mod tests {
         state.apply(AgentEvent::Compaction {
             event: stage_event(Stage::MicroCompact, &[]),
         });
-        state.apply(AgentEvent::TurnStarted { request: "next".into() });
+        state.apply(AgentEvent::TurnStarted {
+            turn: crate::protocol::TurnId(1),
+            request: "next".into(),
+        });
         state.apply(AgentEvent::Compaction {
             event: stage_event(Stage::MicroCompact, &[]),
         });
@@ -923,5 +974,48 @@ mod tests {
         let wide = OutputPreview::of(&format!("\u{1b}]52;c;x\u{7}{}", "w".repeat(10_000)));
         assert!(wide.head[0].chars().count() <= OUTPUT_PREVIEW_LINE_CHARS);
         assert!(!wide.head[0].contains('\u{1b}'), "made safe for the terminal");
+    }
+
+    #[test]
+    fn text_streamed_outside_its_turn_is_not_shown() {
+        let mut state = AppState::default();
+        let turn = |n| TurnId(n);
+        state.apply(AgentEvent::TurnStarted {
+            turn: turn(1),
+            request: "first".into(),
+        });
+        state.apply(AgentEvent::TextDelta {
+            turn: turn(1),
+            text: "one".into(),
+        });
+        state.apply(AgentEvent::TurnDone {
+            turn: turn(1),
+            outcome: TurnOutcome::Cancelled,
+        });
+        state.apply(AgentEvent::TextDelta {
+            turn: turn(1),
+            text: " late".into(),
+        });
+        state.apply(AgentEvent::TurnStarted {
+            turn: turn(2),
+            request: "second".into(),
+        });
+        state.apply(AgentEvent::TextDelta {
+            turn: turn(1),
+            text: "stale".into(),
+        });
+        state.apply(AgentEvent::TextDelta {
+            turn: turn(2),
+            text: "two".into(),
+        });
+        let texts: Vec<&str> = state
+            .chat
+            .iter()
+            .filter_map(|entry| match entry {
+                ChatEntry::Assistant { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["one", "two"]);
     }
 }
