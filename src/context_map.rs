@@ -4,7 +4,8 @@ use crate::accounting::fixed_chars;
 use crate::compact::CompactConfig;
 use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
 use crate::compact::receipt::describe_result;
-use crate::message::{Content, ContentBlock, Message, Role};
+use crate::compact::render::{piece, role_name};
+use crate::message::{Content, ContentBlock, Message};
 use crate::provider::ToolSpec;
 
 pub use crate::protocol::{Category, ContextBreakdown, Item};
@@ -27,10 +28,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
     }];
     let mut pinned = Vec::new();
     for (at, message) in messages.iter().enumerate() {
-        let role = match message.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
+        let role = role_name(message.role);
         let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>, id: Option<&str>| {
             items.push(Item {
                 category,
@@ -50,15 +48,13 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
             Content::Blocks(blocks) => {
                 for block in blocks {
                     let chars = mode.count(block);
+                    let text = piece(block).text().into_owned();
                     match block {
-                        ContentBlock::Text { text, .. } => push(text_category(&kind), chars, text, None, None),
-                        ContentBlock::ToolUse { name, input, .. } => {
-                            push(Category::ToolUseInput, chars, &format!("{name} {input}"), None, None)
-                        }
+                        ContentBlock::Text { .. } => push(text_category(&kind), chars, &text, None, None),
+                        ContentBlock::ToolUse { .. } => push(Category::ToolUseInput, chars, &text, None, None),
                         ContentBlock::ToolResult {
                             tool_use_id, content, ..
                         } => {
-                            let text = content.full_text();
                             let id = Some(tool_use_id.as_str());
                             match classify_result(content) {
                                 ResultKind::Persisted(block) => push(
@@ -132,7 +128,7 @@ fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::compact::markers::{archive_marker, cleared_reference, persisted_output};
-    use crate::message::ToolResultContent;
+    use crate::message::{Role, ToolResultContent};
 
     #[test]
     fn categorises_every_kind_of_block() {

@@ -37,26 +37,39 @@ pub fn role_name(role: Role) -> &'static str {
 pub fn pieces(message: &Message) -> Vec<Piece<'_>> {
     match &message.content {
         Content::Text(text) => vec![Piece::Text(text)],
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text { text, .. } => Piece::Text(text),
-                ContentBlock::ToolUse { id, name, input, .. } => Piece::Call { id, name, input },
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    content,
-                    is_error,
-                    ..
-                } => Piece::Result {
-                    id: tool_use_id,
-                    text: content.text_cow(),
-                    error: *is_error == Some(true),
-                },
-                ContentBlock::Unknown(value) => {
-                    Piece::Unknown(value.get("type").and_then(Value::as_str).unwrap_or("unknown"))
-                }
-            })
-            .collect(),
+        Content::Blocks(blocks) => blocks.iter().map(piece).collect(),
+    }
+}
+
+/// One block as a piece.
+pub fn piece(block: &ContentBlock) -> Piece<'_> {
+    match block {
+        ContentBlock::Text { text, .. } => Piece::Text(text),
+        ContentBlock::ToolUse { id, name, input, .. } => Piece::Call { id, name, input },
+        ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+            ..
+        } => Piece::Result {
+            id: tool_use_id,
+            text: content.text_cow(),
+            error: *is_error == Some(true),
+        },
+        ContentBlock::Unknown(value) => Piece::Unknown(value.get("type").and_then(Value::as_str).unwrap_or("unknown")),
+    }
+}
+
+impl Piece<'_> {
+    /// The piece's text on its own: a call as its name and input, a block we do not
+    /// model as its type.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            Piece::Text(text) => Cow::Borrowed(text),
+            Piece::Call { name, input, .. } => Cow::Owned(format!("{name} {input}")),
+            Piece::Result { text, .. } => Cow::Borrowed(text),
+            Piece::Unknown(kind) => Cow::Owned(format!("[{kind} block]")),
+        }
     }
 }
 
