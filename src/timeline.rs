@@ -23,15 +23,6 @@ pub fn stage_colour(stage: Stage) -> RGBColor {
     }
 }
 
-const STAGES: [Stage; 6] = [
-    Stage::ToolResultBudget,
-    Stage::SnipCompact,
-    Stage::MicroCompact,
-    Stage::FitToolResults,
-    Stage::CompactHistory,
-    Stage::ReactiveCompact,
-];
-
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw the timeline: {0}")]
 pub struct PlotError(String);
@@ -90,7 +81,7 @@ fn draw(out: &mut String, points: &[CallPoint], config: &CompactConfig) -> Resul
         .draw_series(LineSeries::new(saw, BLACK.stroke_width(2)))?
         .label("estimate (before → after prepare)")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLACK.stroke_width(2)));
-    for stage in STAGES {
+    for stage in Stage::all() {
         let colour = stage_colour(stage);
         let marks: Vec<(f64, f64)> = points
             .iter()

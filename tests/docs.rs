@@ -46,7 +46,7 @@ fn the_readme_lists_every_slash_command_and_no_other() {
                 .to_string()
         })
         .collect();
-    let known: Vec<String> = SlashCommand::ALL.iter().map(|c| c.name().to_string()).collect();
+    let known: Vec<String> = SlashCommand::all().map(|c| c.name().to_string()).collect();
     assert_eq!(documented, known);
 }
 

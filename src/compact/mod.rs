@@ -155,8 +155,9 @@ impl CompactConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Stage {
     ToolResultBudget,
     SnipCompact,
@@ -167,15 +168,14 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// As the lesson names it (`snip_compact`), as serialised.
     pub fn name(self) -> &'static str {
-        match self {
-            Stage::ToolResultBudget => "tool_result_budget",
-            Stage::SnipCompact => "snip_compact",
-            Stage::MicroCompact => "micro_compact",
-            Stage::FitToolResults => "fit_tool_results",
-            Stage::CompactHistory => "compact_history",
-            Stage::ReactiveCompact => "reactive_compact",
-        }
+        self.into()
+    }
+
+    /// Every stage, in pipeline order.
+    pub fn all() -> impl Iterator<Item = Stage> {
+        <Stage as strum::IntoEnumIterator>::iter()
     }
 }
 

@@ -70,19 +70,11 @@ fn origin_of(path: &str, written_by: &[(String, Stage)]) -> String {
         return stage.name().to_string();
     }
     if let Some(name) = path.strip_prefix(&format!("{TRANSCRIPTS_DIR}/transcript_")) {
-        for stage in [
-            "tool_result_budget",
-            "snip_compact",
-            "micro_compact",
-            "fit_tool_results",
-            "compact_history",
-            "reactive_compact",
-        ] {
-            if name.starts_with(stage) {
-                return stage.to_string();
-            }
-        }
-        return "transcript".into();
+        return Stage::all()
+            .map(Stage::name)
+            .find(|stage| name.starts_with(stage))
+            .unwrap_or("transcript")
+            .to_string();
     }
     "tool result".into()
 }

@@ -1,45 +1,37 @@
 //! The slash commands: one enum read by the completion popup, the handler, the help
 //! overlay and (checked by a test) the README.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr, strum::EnumString)]
 pub enum SlashCommand {
+    #[strum(to_string = "/compact")]
     Compact,
+    #[strum(to_string = "/undo")]
     Undo,
+    #[strum(to_string = "/context")]
     Context,
+    #[strum(to_string = "/transcripts")]
     Transcripts,
+    #[strum(to_string = "/clear")]
     Clear,
+    #[strum(to_string = "/permissions")]
     Permissions,
+    #[strum(to_string = "/model")]
     Model,
+    #[strum(to_string = "/help")]
     Help,
+    #[strum(to_string = "/quit", serialize = "/exit")]
     Quit,
 }
 
 impl SlashCommand {
-    pub const ALL: [SlashCommand; 9] = [
-        SlashCommand::Compact,
-        SlashCommand::Undo,
-        SlashCommand::Context,
-        SlashCommand::Transcripts,
-        SlashCommand::Clear,
-        SlashCommand::Permissions,
-        SlashCommand::Model,
-        SlashCommand::Help,
-        SlashCommand::Quit,
-    ];
+    /// Every command, in the order the popup, the help and the README list them.
+    pub fn all() -> impl Iterator<Item = SlashCommand> {
+        <SlashCommand as strum::IntoEnumIterator>::iter()
+    }
 
     /// As typed, with its slash.
     pub fn name(self) -> &'static str {
-        match self {
-            SlashCommand::Compact => "/compact",
-            SlashCommand::Undo => "/undo",
-            SlashCommand::Context => "/context",
-            SlashCommand::Transcripts => "/transcripts",
-            SlashCommand::Clear => "/clear",
-            SlashCommand::Permissions => "/permissions",
-            SlashCommand::Model => "/model",
-            SlashCommand::Help => "/help",
-            SlashCommand::Quit => "/quit",
-        }
+        self.into()
     }
 
     /// What may follow the name.
@@ -75,13 +67,14 @@ impl SlashCommand {
     /// `text` as a command and its arguments: `None` when it is no slash command,
     /// `Some(Err(name))` for an unknown one.
     pub fn parse(text: &str) -> Option<Result<(SlashCommand, &str), &str>> {
-        let command = text.trim().strip_prefix('/')?;
+        let text = text.trim();
+        let command = text.strip_prefix('/')?;
         let (name, rest) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
-        let found = SlashCommand::ALL
-            .into_iter()
-            .find(|c| &c.name()[1..] == name)
-            .or_else(|| (name == "exit").then_some(SlashCommand::Quit));
-        Some(found.map(|c| (c, rest.trim())).ok_or(name))
+        let typed = &text[..name.len() + 1];
+        match typed.parse::<SlashCommand>() {
+            Ok(found) => Some(Ok((found, rest.trim()))),
+            Err(_) => Some(Err(name)),
+        }
     }
 }
 
@@ -91,7 +84,7 @@ mod tests {
 
     #[test]
     fn names_parse_back_and_unknown_ones_are_named() {
-        for command in SlashCommand::ALL {
+        for command in SlashCommand::all() {
             assert_eq!(SlashCommand::parse(command.name()), Some(Ok((command, ""))));
         }
         assert_eq!(

@@ -39,7 +39,7 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
     }
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
-    for command in SlashCommand::ALL {
+    for command in SlashCommand::all() {
         let usage = format!("{} {}", command.name(), command.arguments());
         entry(&mut lines, usage.trim_end(), command.description());
     }

@@ -89,8 +89,7 @@ impl InputBox {
         if !text.starts_with('/') || text.contains(' ') || text.contains('\n') {
             return Vec::new();
         }
-        SlashCommand::ALL
-            .into_iter()
+        SlashCommand::all()
             .map(|command| (command.name(), command.description()))
             .filter(|(name, _)| name.starts_with(&text) && *name != text)
             .collect()
