@@ -24,7 +24,7 @@ pub struct Config {
 }
 
 /// The value that asks for an automatic limit, in the config file and on the command line.
-pub const AUTO_LIMIT: &str = "auto";
+pub(crate) const AUTO_LIMIT: &str = "auto";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -88,8 +88,8 @@ impl Default for UiSettings {
     }
 }
 
-pub const DEFAULT_ANTHROPIC_MODEL: &str = crate::provider::anthropic::DEFAULT_MODEL;
-pub const DEFAULT_OPENAI_BASE_URL: &str = "http://127.0.0.1:8080/v1";
+pub(crate) const DEFAULT_ANTHROPIC_MODEL: &str = crate::provider::anthropic::DEFAULT_MODEL;
+pub(crate) const DEFAULT_OPENAI_BASE_URL: &str = "http://127.0.0.1:8080/v1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -109,12 +109,12 @@ pub enum ConfigError {
 
 /// The user's config file: `$XDG_CONFIG_HOME/scratchpad/config.toml` or the platform's
 /// equivalent.
-pub fn default_config_path() -> Option<PathBuf> {
+pub(crate) fn default_config_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "scratchpad").map(|dirs| dirs.config_dir().join("config.toml"))
 }
 
 /// Where logs go: the platform's data dir (`~/.local/share/scratchpad/scratchpad.log`).
-pub fn default_log_path() -> PathBuf {
+pub(crate) fn default_log_path() -> PathBuf {
     directories::ProjectDirs::from("", "", "scratchpad")
         .map(|dirs| dirs.data_dir().join("scratchpad.log"))
         .unwrap_or_else(|| std::env::temp_dir().join("scratchpad.log"))

@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! scratchpad: a terminal coding agent that keeps its context bounded and visible.
 
 pub mod accounting;
@@ -5,7 +6,7 @@ pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod compact;
-pub mod config;
+mod config;
 pub mod context_map;
 pub mod headless;
 pub mod launch;
@@ -15,8 +16,8 @@ pub mod protocol;
 pub mod provider;
 pub mod session;
 pub mod store;
-pub mod terminal_text;
-pub mod time;
-pub mod timeline;
+mod terminal_text;
+mod time;
+mod timeline;
 pub mod tools;
 pub mod tui;

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 /// `text` without escape sequences and control characters (newline and tab stay).
-pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
     let clean = |c: char| !c.is_control() || c == '\n' || c == '\t';
     if text.chars().all(clean) {
         return Cow::Borrowed(text);

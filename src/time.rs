@@ -12,12 +12,12 @@ fn formatted(unix: u64, format: &str) -> String {
 }
 
 /// `20261202-163748` for the given Unix time.
-pub fn compact_stamp(unix: u64) -> String {
+pub(crate) fn compact_stamp(unix: u64) -> String {
     formatted(unix, "%Y%m%d-%H%M%S")
 }
 
 /// `2026-12-02 16:37` for the given Unix time.
-pub fn short_stamp(unix: u64) -> String {
+pub(crate) fn short_stamp(unix: u64) -> String {
     formatted(unix, "%Y-%m-%d %H:%M")
 }
 

@@ -12,7 +12,7 @@ const WIDTH: u32 = 900;
 const HEIGHT: u32 = 420;
 
 /// Each stage's colour in the chart, as RGB.
-pub fn stage_colour(stage: Stage) -> RGBColor {
+pub(crate) fn stage_colour(stage: Stage) -> RGBColor {
     match stage {
         Stage::ToolResultBudget => RGBColor(0x1f, 0x77, 0xb4),
         Stage::SnipCompact => RGBColor(0x94, 0x67, 0xbd),
@@ -25,10 +25,10 @@ pub fn stage_colour(stage: Stage) -> RGBColor {
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot draw the timeline: {0}")]
-pub struct PlotError(String);
+pub(crate) struct PlotError(String);
 
 /// The chart as an SVG document.
-pub fn svg(points: &[CallPoint], config: &CompactConfig) -> Result<String, PlotError> {
+pub(crate) fn svg(points: &[CallPoint], config: &CompactConfig) -> Result<String, PlotError> {
     let mut out = String::new();
     draw(&mut out, points, config).map_err(|error| PlotError(error.to_string()))?;
     Ok(out)

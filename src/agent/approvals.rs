@@ -8,7 +8,7 @@ use crate::tools::Job;
 use crate::tools::shell_grammar;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Approval {
+pub(super) enum Approval {
     /// Commands that are one simple command beginning with these words.
     CommandPrefix(Vec<String>),
     /// One file tool on one path.
@@ -35,7 +35,7 @@ fn single_command(command: &str) -> Option<Vec<String>> {
 }
 
 /// What "always" would approve for this job: offered in the modal by name.
-pub fn rule_for(tool: &str, job: &Job) -> Option<Approval> {
+pub(super) fn rule_for(tool: &str, job: &Job) -> Option<Approval> {
     match job {
         Job::Bash { command, .. } => {
             let words = single_command(command)?;
@@ -56,19 +56,19 @@ pub fn rule_for(tool: &str, job: &Job) -> Option<Approval> {
 
 /// The approvals of this session.
 #[derive(Debug, Default)]
-pub struct Approvals {
+pub(super) struct Approvals {
     granted: Vec<Approval>,
 }
 
 impl Approvals {
-    pub fn grant(&mut self, approval: Approval) {
+    pub(super) fn grant(&mut self, approval: Approval) {
         if !self.granted.contains(&approval) {
             self.granted.push(approval);
         }
     }
 
     /// Whether an earlier "always" covers this (non-destructive) job.
-    pub fn covers(&self, tool: &str, job: &Job) -> bool {
+    pub(super) fn covers(&self, tool: &str, job: &Job) -> bool {
         self.granted.iter().any(|approval| match (approval, job) {
             (Approval::CommandPrefix(prefix), Job::Bash { command, .. }) => {
                 single_command(command).is_some_and(|words| words.starts_with(prefix))
@@ -78,16 +78,16 @@ impl Approvals {
         })
     }
 
-    pub fn list(&self) -> &[Approval] {
+    pub(super) fn list(&self) -> &[Approval] {
         &self.granted
     }
 
     /// Revoke the `index`-th approval (0-based); `None` if there is none.
-    pub fn revoke(&mut self, index: usize) -> Option<Approval> {
+    pub(super) fn revoke(&mut self, index: usize) -> Option<Approval> {
         (index < self.granted.len()).then(|| self.granted.remove(index))
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.granted.clear();
     }
 }
