@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Sizes, estimate_chars, prepare_sized};
-use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
+use scratchpad::history::{Call, History};
+use scratchpad::message::Message;
 use scratchpad::store::Store;
 
 struct Counting;
@@ -37,38 +38,25 @@ static ALLOCATOR: Counting = Counting;
 /// A user request, then rounds of an assistant call and a ~4 KB tool result, with a
 /// short text exchange every fifth round: about 2 KB a message on average.
 fn synthetic_history(messages: usize) -> Vec<Message> {
-    let mut history = vec![Message::user_text(
-        "Refactor the storage layer and keep the tests green.",
-    )];
+    let mut history = History::new().request("Refactor the storage layer and keep the tests green.");
+    let mut count = 1;
     let mut round = 0;
-    while history.len() < messages {
-        if round % 5 == 4 {
-            history.push(Message::assistant_text(format!("Progress note {round}: ").repeat(8)));
-            history.push(Message::user_text("continue"));
+    while count < messages {
+        history = if round % 5 == 4 {
+            history
+                .answer(format!("Progress note {round}: ").repeat(8))
+                .request("continue")
         } else {
-            let id = format!("toolu_{round:06}");
-            history.push(Message::blocks(
-                Role::Assistant,
-                vec![ContentBlock::ToolUse {
-                    id: id.clone(),
-                    name: "read_file".into(),
-                    input: serde_json::json!({"path": format!("src/module_{round}.rs")}),
-                    extra: Default::default(),
-                }],
-            ));
-            let body = format!("fn item_{round}() {{ /* line of source ✓ */ }}\n").repeat(90);
-            history.push(Message::blocks(
-                Role::User,
-                vec![ContentBlock::ToolResult {
-                    tool_use_id: id,
-                    content: ToolResultContent::Text(body),
-                    is_error: None,
-                    extra: Default::default(),
-                }],
-            ));
-        }
+            history.round(Call::new(
+                "read_file",
+                serde_json::json!({"path": format!("src/module_{round}.rs")}),
+                format!("fn item_{round}() {{ /* line of source ✓ */ }}\n").repeat(90),
+            ))
+        };
+        count += 2;
         round += 1;
     }
+    let mut history = history.build();
     history.truncate(messages);
     history
 }
@@ -76,35 +64,21 @@ fn synthetic_history(messages: usize) -> Vec<Message> {
 /// A request, then 24 rounds of 32 parallel calls and their ~10 KB results: 49
 /// messages of about 8 M characters.
 fn wide_history() -> Vec<Message> {
-    let mut history = vec![Message::user_text("Read every module and summarise the API.")];
+    let mut history = History::new().request("Read every module and summarise the API.");
     for round in 0..24 {
-        let ids: Vec<String> = (0..32).map(|call| format!("toolu_{round:02}_{call:02}")).collect();
-        history.push(Message::blocks(
-            Role::Assistant,
-            ids.iter()
-                .map(|id| {
-                    ContentBlock::tool_use(
-                        id.clone(),
-                        "read_file",
-                        serde_json::json!({"path": format!("src/{id}.rs")}),
-                    )
-                })
-                .collect(),
-        ));
-        history.push(Message::blocks(
-            Role::User,
-            ids.iter()
-                .map(|id| {
-                    ContentBlock::tool_result(
-                        id.clone(),
-                        format!("// {id}: a line of source text ✓\n").repeat(260),
-                        false,
-                    )
-                })
-                .collect(),
-        ));
+        let calls = (0..32)
+            .map(|call| {
+                let name = format!("module_{round:02}_{call:02}");
+                Call::new(
+                    "read_file",
+                    serde_json::json!({"path": format!("src/{name}.rs")}),
+                    format!("// {name}: a line of source text ✓\n").repeat(260),
+                )
+            })
+            .collect();
+        history = history.batch(calls);
     }
-    history
+    history.build()
 }
 
 /// A store in a folder of its own under `root`: every iteration writes its files anew

@@ -9,6 +9,7 @@ pub mod compact;
 mod config;
 pub mod context_map;
 pub mod headless;
+pub mod history;
 pub mod launch;
 pub mod logging;
 pub mod message;

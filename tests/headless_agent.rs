@@ -150,15 +150,16 @@ fn write_earlier_session(workspace: &Path, turns: usize, chars: usize) {
     use scratchpad::session::Record;
     let dir = workspace.join(scratchpad::session::SESSIONS_DIR);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut text = String::new();
+    let mut history = scratchpad::history::History::new();
     for turn in 0..turns {
-        for message in [
-            Message::user_text(format!("question {turn}: {}", "q".repeat(chars))),
-            Message::assistant_text(format!("answer {turn}: {}", "a".repeat(chars))),
-        ] {
-            text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
-            text.push('\n');
-        }
+        history = history
+            .request(format!("question {turn}: {}", "q".repeat(chars)))
+            .answer(format!("answer {turn}: {}", "a".repeat(chars)));
+    }
+    let mut text = String::new();
+    for message in history.build() {
+        text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
+        text.push('\n');
     }
     std::fs::write(dir.join("20260101-000000-1.jsonl"), text).unwrap();
 }

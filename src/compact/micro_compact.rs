@@ -286,37 +286,24 @@ mod tests {
     use crate::compact::CompactConfig;
     use crate::compact::estimate::estimate_chars;
     use crate::compact::markers::parse_cleared_reference;
+    use crate::history::{Call, History};
     use crate::store::Store;
 
     /// A user prompt, then `n` call/result rounds with results of `size` chars, then
     /// optionally a final assistant text (making every result seen).
     fn rounds(sizes_of_results: &[usize], all_seen: bool) -> Vec<Message> {
-        let mut history = vec![Message::user_text("go")];
+        let mut history = History::new().request("go");
         for (i, &n) in sizes_of_results.iter().enumerate() {
-            history.push(Message::blocks(
-                Role::Assistant,
-                vec![ContentBlock::ToolUse {
-                    id: format!("t{i}"),
-                    name: "read_file".into(),
-                    input: serde_json::json!({"path": format!("f{i}")}),
-                    extra: Default::default(),
-                }],
-            ));
-            history.push(Message::blocks(
-                Role::User,
-                vec![ContentBlock::ToolResult {
-                    tool_use_id: format!("t{i}"),
-                    content: ToolResultContent::Text("x".repeat(n)),
-                    is_error: None,
-                    extra: Default::default(),
-                }],
+            history = history.round(Call::new(
+                "read_file",
+                serde_json::json!({"path": format!("f{i}")}),
+                "x".repeat(n),
             ));
         }
         if all_seen {
-            history.push(Message::assistant_text("seen"));
-            history.push(Message::user_text("next"));
+            history = history.answer("seen").request("next");
         }
-        history
+        history.build()
     }
 
     fn result(history: &[Message], i: usize) -> String {

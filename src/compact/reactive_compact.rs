@@ -96,34 +96,17 @@ mod tests {
     use crate::compact::ExtractiveSummariser;
     use crate::compact::markers::{MessageKind, classify};
     use crate::compact::pairing::check_pairing;
-    use crate::message::{ContentBlock, Role, ToolResultContent};
+    use crate::history::History;
+    use crate::message::{ContentBlock, Role};
     use crate::store::Store;
 
     /// A long opening request, then `n` small tool rounds: the tail is small next to
     /// the goal, so the count of kept messages decides.
     fn tool_rounds(n: usize) -> Vec<Message> {
-        let mut history = vec![Message::user_text(format!("task {}", "background ".repeat(200)))];
-        for i in 0..n {
-            history.push(Message::blocks(
-                Role::Assistant,
-                vec![ContentBlock::ToolUse {
-                    id: format!("t{i}"),
-                    name: "bash".into(),
-                    input: serde_json::json!({"command": "ls"}),
-                    extra: Default::default(),
-                }],
-            ));
-            history.push(Message::blocks(
-                Role::User,
-                vec![ContentBlock::ToolResult {
-                    tool_use_id: format!("t{i}"),
-                    content: ToolResultContent::Text("out".into()),
-                    is_error: None,
-                    extra: Default::default(),
-                }],
-            ));
-        }
-        history
+        History::new()
+            .request(format!("task {}", "background ".repeat(200)))
+            .rounds(n, "bash", &serde_json::json!({"command": "ls"}), |_| "out".into())
+            .build()
     }
 
     #[test]

@@ -50,15 +50,7 @@ mod tests {
     use crate::store::Store;
 
     fn chat(n: usize) -> Vec<Message> {
-        (0..n)
-            .map(|i| {
-                if i % 2 == 0 {
-                    Message::user_text(format!("u{i}"))
-                } else {
-                    Message::assistant_text(format!("a{i}"))
-                }
-            })
-            .collect()
+        crate::history::History::new().chat(n).build()
     }
 
     fn run(history: &mut Vec<Message>, dir: &std::path::Path) -> Option<StageEvent> {

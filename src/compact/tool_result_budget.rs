@@ -93,34 +93,22 @@ mod tests {
     use crate::compact::CompactConfig;
     use crate::compact::estimate::estimate_chars;
     use crate::compact::markers::parse_persisted_output;
+    use crate::history::{Call, History};
     use crate::store::Store;
 
     fn batch(sizes: &[usize]) -> Vec<Message> {
         let calls = sizes
             .iter()
             .enumerate()
-            .map(|(i, _)| ContentBlock::ToolUse {
-                id: format!("t{i}"),
-                name: "bash".into(),
-                input: serde_json::json!({}),
-                extra: Default::default(),
+            .map(|(i, &n)| {
+                Call::new(
+                    "bash",
+                    serde_json::json!({}),
+                    char::from(b'a' + i as u8).to_string().repeat(n),
+                )
             })
             .collect();
-        let results = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| ContentBlock::ToolResult {
-                tool_use_id: format!("t{i}"),
-                content: ToolResultContent::Text(char::from(b'a' + i as u8).to_string().repeat(n)),
-                is_error: None,
-                extra: Default::default(),
-            })
-            .collect();
-        vec![
-            Message::user_text("go"),
-            Message::blocks(Role::Assistant, calls),
-            Message::blocks(Role::User, results),
-        ]
+        History::new().request("go").batch(calls).build()
     }
 
     fn run(history: &mut [Message], dir: &std::path::Path) -> Option<StageEvent> {

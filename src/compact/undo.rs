@@ -156,30 +156,20 @@ fn from_saved_results(
 mod tests {
     use super::*;
     use crate::compact::{CompactConfig, ExtractiveSummariser, estimate_chars, prepare};
-    use crate::message::Role;
+    use crate::history::{Call, History};
+
     use crate::store::Store;
 
     fn history(rounds: usize) -> Vec<Message> {
-        let mut messages = vec![Message::user_text("read everything")];
+        let mut history = History::new().request("read everything");
         for i in 0..rounds {
-            messages.push(Message::blocks(
-                Role::Assistant,
-                vec![ContentBlock::tool_use(
-                    format!("t{i}"),
-                    "read_file",
-                    serde_json::json!({"path": format!("f{i}.rs")}),
-                )],
-            ));
-            messages.push(Message::blocks(
-                Role::User,
-                vec![ContentBlock::tool_result(
-                    format!("t{i}"),
-                    format!("line {i}\n").repeat(800),
-                    false,
-                )],
+            history = history.round(Call::new(
+                "read_file",
+                serde_json::json!({"path": format!("f{i}.rs")}),
+                format!("line {i}\n").repeat(800),
             ));
         }
-        messages
+        history.build()
     }
 
     /// Undo each stage `prepare` ran, newest first, and get the input back exactly.
