@@ -274,21 +274,14 @@ fn start_proxy(upstream: &str) -> (String, Arc<Mutex<Vec<Exchange>>>) {
         log: Arc::default(),
     };
     let log = proxy.log.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let app = axum::Router::new().fallback(forward).with_state(proxy);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(format!("http://{}", listener.local_addr().unwrap())).unwrap();
-            axum::serve(listener, app).await.ok();
-        });
+    let url = common::on_own_runtime(move || async move {
+        let app = axum::Router::new().fallback(forward).with_state(proxy);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+        url
     });
-    (rx.recv().expect("proxy started"), log)
+    (url, log)
 }
 
 async fn forward(State(proxy): State<Proxy>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {

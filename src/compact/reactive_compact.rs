@@ -211,8 +211,9 @@ mod tests {
         history.iter().map(|message| message.text().matches(text).count()).sum()
     }
 
-    #[test]
-    fn the_request_kept_verbatim_is_not_repeated_in_the_summary() {
+    /// The three long turns compacted reactively towards `target`, which the history
+    /// then meets: the history after, and the current request.
+    fn three_long_turns_compacted(target: usize) -> (Vec<Message>, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let (mut history, current) = three_long_turns();
@@ -220,13 +221,19 @@ mod tests {
         let events = reactive_compact(
             &mut history,
             &current,
-            Some(6_000),
+            Some(target),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
         );
         let after = crate::compact::estimate_chars(&history);
-        assert!(after <= 6_000 && after < before, "{before} -> {after}: {events:?}");
+        assert!(after <= target && after < before, "{before} -> {after}: {events:?}");
+        (history, current)
+    }
+
+    #[test]
+    fn the_request_kept_verbatim_is_not_repeated_in_the_summary() {
+        let (history, current) = three_long_turns_compacted(6_000);
         assert_eq!(occurrences(&history, &current), 1, "{history:#?}");
         assert_eq!(history.last().unwrap().text(), current);
         assert_eq!(
@@ -239,20 +246,7 @@ mod tests {
 
     #[test]
     fn a_small_window_keeps_fewer_messages_so_the_prompt_shrinks_to_the_goal() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path());
-        let (mut history, current) = three_long_turns();
-        let before = crate::compact::estimate_chars(&history);
-        let events = reactive_compact(
-            &mut history,
-            &current,
-            Some(3_000),
-            &CompactConfig::default(),
-            &store,
-            &mut ExtractiveSummariser,
-        );
-        let after = crate::compact::estimate_chars(&history);
-        assert!(after <= 3_000, "{before} -> {after}: {events:?}");
+        let (history, _) = three_long_turns_compacted(3_000);
         assert_eq!(history.len(), 1, "even the request was too large to keep whole");
         assert!(occurrences(&history, "ccccc") > 0, "the request survives, cut to fit");
         assert_eq!(check_pairing(&history), Ok(()));

@@ -979,35 +979,30 @@ mod tests {
     #[test]
     fn text_streamed_outside_its_turn_is_not_shown() {
         let mut state = AppState::default();
-        let turn = |n| TurnId(n);
-        state.apply(AgentEvent::TurnStarted {
-            turn: turn(1),
-            request: "first".into(),
-        });
-        state.apply(AgentEvent::TextDelta {
-            turn: turn(1),
-            text: "one".into(),
-        });
-        state.apply(AgentEvent::TurnDone {
-            turn: turn(1),
-            outcome: TurnOutcome::Cancelled,
-        });
-        state.apply(AgentEvent::TextDelta {
-            turn: turn(1),
-            text: " late".into(),
-        });
-        state.apply(AgentEvent::TurnStarted {
-            turn: turn(2),
-            request: "second".into(),
-        });
-        state.apply(AgentEvent::TextDelta {
-            turn: turn(1),
-            text: "stale".into(),
-        });
-        state.apply(AgentEvent::TextDelta {
-            turn: turn(2),
-            text: "two".into(),
-        });
+        let delta = |turn, text: &str| AgentEvent::TextDelta {
+            turn: TurnId(turn),
+            text: text.into(),
+        };
+        for event in [
+            AgentEvent::TurnStarted {
+                turn: TurnId(1),
+                request: "first".into(),
+            },
+            delta(1, "one"),
+            AgentEvent::TurnDone {
+                turn: TurnId(1),
+                outcome: TurnOutcome::Cancelled,
+            },
+            delta(1, " late"),
+            AgentEvent::TurnStarted {
+                turn: TurnId(2),
+                request: "second".into(),
+            },
+            delta(1, "stale"),
+            delta(2, "two"),
+        ] {
+            state.apply(event);
+        }
         let texts: Vec<&str> = state
             .chat
             .iter()

@@ -116,19 +116,7 @@ impl MockApi {
 
     /// Start on a runtime of its own thread, for tests that drive the binary.
     pub fn start_in_thread(replies: Vec<Reply>) -> Self {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                tx.send(MockApi::start(replies).await).unwrap();
-                std::future::pending::<()>().await;
-            });
-        });
-        rx.recv().expect("mock server started")
+        on_own_runtime(move || MockApi::start(replies))
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -149,6 +137,28 @@ impl MockApi {
     pub fn remaining(&self) -> usize {
         self.script.lock().unwrap().replies.len()
     }
+}
+
+/// Run `start` on a runtime of its own thread, which then keeps serving whatever it
+/// spawned (a mock or a proxy) while the test drives a binary synchronously.
+pub fn on_own_runtime<T, F>(start: impl FnOnce() -> F + Send + 'static) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            tx.send(start().await).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("started on its own runtime")
 }
 
 async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
