@@ -26,22 +26,10 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
             }),
             _ => app.apply(AgentEvent::Compaction {
                 event: StageEvent {
-                    stage: Stage::MicroCompact,
-                    messages_before: 50,
-                    messages_after: 50,
-                    chars_before: 61_000,
                     chars_after: 39_000,
                     paths: vec![format!(".task_outputs/tool-results/toolu_{i}.txt")],
-                    archived: None,
-                    saved: Vec::new(),
                     replaced: 1,
-                    errors: Vec::new(),
-                    trigger: String::new(),
-                    took_ms: 0,
-                    items: Vec::new(),
-                    summary: None,
-                    loss: None,
-                    cache_rewritten: None,
+                    ..StageEvent::start(Stage::MicroCompact, 50, 61_000, String::new())
                 },
             }),
         }

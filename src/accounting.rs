@@ -385,8 +385,7 @@ impl Ledger {
             request_chars: Some(request_chars),
             input_tokens: (prompt_tokens > 0).then_some(prompt_tokens),
             stages: std::mem::take(&mut self.stages),
-            cache_read: None,
-            cache_rewritten: None,
+            ..CallPoint::default()
         };
         let note = (prompt_tokens > 0).then(|| {
             self.tokens = Some(measured(

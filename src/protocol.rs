@@ -119,7 +119,7 @@ pub enum Past {
 
 /// One model call as the timeline shows it: the estimate before the compaction that
 /// preceded it and the estimate sent, so a compaction is a vertical drop.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallPoint {
     /// The estimate before the stages of `stages` ran (absent in older journals).
     #[serde(default, skip_serializing_if = "Option::is_none")]

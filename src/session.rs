@@ -449,14 +449,11 @@ mod tests {
             .unwrap();
         journal
             .append(&Record::Call(CallPoint {
-                before: None,
                 estimate: 40,
                 messages: 1,
                 request_chars: Some(100),
                 input_tokens: Some(10),
-                stages: Vec::new(),
-                cache_read: None,
-                cache_rewritten: None,
+                ..CallPoint::default()
             }))
             .unwrap();
         journal
@@ -516,14 +513,10 @@ mod tests {
             Record::Append { message: call("t1") },
             Record::Append { message: result("t1") },
             Record::Call(CallPoint {
-                before: None,
                 estimate: 300,
                 messages: 3,
-                request_chars: None,
                 input_tokens: Some(90),
-                stages: Vec::new(),
-                cache_read: None,
-                cache_rewritten: None,
+                ..CallPoint::default()
             }),
             Record::Replace {
                 messages: vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")],

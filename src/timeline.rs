@@ -116,24 +116,16 @@ mod tests {
         let config = CompactConfig::default();
         let points = vec![
             CallPoint {
-                before: None,
                 estimate: 20_000,
                 messages: 3,
-                request_chars: None,
-                input_tokens: None,
-                stages: Vec::new(),
-                cache_read: None,
-                cache_rewritten: None,
+                ..CallPoint::default()
             },
             CallPoint {
                 before: Some(61_000),
                 estimate: 39_000,
                 messages: 9,
-                request_chars: None,
-                input_tokens: None,
                 stages: vec![Stage::MicroCompact],
-                cache_read: None,
-                cache_rewritten: None,
+                ..CallPoint::default()
             },
         ];
         let svg = svg(&points, &config).unwrap();

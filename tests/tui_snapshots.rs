@@ -74,22 +74,11 @@ fn key(code: KeyCode) -> KeyEvent {
 fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&str]) -> AgentEvent {
     AgentEvent::Compaction {
         event: StageEvent {
-            stage,
-            messages_before: 60,
             messages_after: 49,
-            chars_before: before,
             chars_after: after,
             paths: paths.iter().map(|p| p.to_string()).collect(),
-            archived: None,
-            saved: Vec::new(),
             replaced,
-            errors: Vec::new(),
-            trigger: String::new(),
-            took_ms: 0,
-            items: Vec::new(),
-            summary: None,
-            loss: None,
-            cache_rewritten: None,
+            ..StageEvent::start(stage, 60, before, String::new())
         },
     }
 }
@@ -231,22 +220,8 @@ fn every_kind_of_compaction_marker() {
     ));
     s.app.apply(AgentEvent::Compaction {
         event: StageEvent {
-            stage: Stage::SnipCompact,
-            messages_before: 51,
-            messages_after: 51,
-            chars_before: 40_000,
-            chars_after: 40_000,
-            paths: Vec::new(),
-            archived: None,
-            saved: Vec::new(),
-            replaced: 0,
             errors: vec!["cannot write .transcripts/x: No space left on device (os error 28)".into()],
-            trigger: String::new(),
-            took_ms: 0,
-            items: Vec::new(),
-            summary: None,
-            loss: None,
-            cache_rewritten: None,
+            ..StageEvent::start(Stage::SnipCompact, 51, 40_000, String::new())
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());

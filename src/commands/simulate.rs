@@ -155,11 +155,8 @@ pub fn run(
                 before: Some(s.before),
                 estimate: s.after,
                 messages: s.messages_after,
-                request_chars: None,
-                input_tokens: None,
                 stages: s.stages.iter().map(|(stage, _)| *stage).collect(),
-                cache_read: None,
-                cache_rewritten: None,
+                ..CallPoint::default()
             })
             .collect();
         let svg = crate::timeline::svg(&points, config).map_err(std::io::Error::other)?;

@@ -258,7 +258,10 @@ pub struct ReceiptItem {
 }
 
 impl StageEvent {
-    fn start(stage: Stage, messages: usize, chars: usize, trigger: String) -> Self {
+    /// A stage starting on a history of `messages` messages and `chars` characters: it
+    /// has changed nothing yet. Tests build the events a UI shows from this, naming only
+    /// the fields they care about.
+    pub fn start(stage: Stage, messages: usize, chars: usize, trigger: String) -> Self {
         StageEvent {
             stage,
             messages_before: messages,

@@ -623,13 +623,9 @@ mod tests {
 
     fn stage_event(stage: Stage, paths: &[&str]) -> StageEvent {
         StageEvent {
-            stage,
-            messages_before: 60,
             messages_after: 49,
-            chars_before: 84_100,
             chars_after: 41_900,
             paths: paths.iter().map(|p| p.to_string()).collect(),
-            archived: None,
             saved: paths
                 .iter()
                 .filter_map(|path| {
@@ -641,13 +637,7 @@ mod tests {
                 })
                 .collect(),
             replaced: 12,
-            errors: Vec::new(),
-            trigger: String::new(),
-            took_ms: 0,
-            items: Vec::new(),
-            summary: None,
-            loss: None,
-            cache_rewritten: None,
+            ..StageEvent::start(stage, 60, 84_100, String::new())
         }
     }
 
@@ -717,8 +707,7 @@ mod tests {
                     request_chars: Some(44_300),
                     input_tokens: Some(10_000),
                     stages: vec![Stage::ToolResultBudget],
-                    cache_read: None,
-                    cache_rewritten: None,
+                    ..CallPoint::default()
                 },
                 usage: Usage {
                     input_tokens: 10_000,
@@ -916,11 +905,9 @@ mod tests {
                         before: Some(1_400),
                         estimate: 900,
                         messages: 4,
-                        request_chars: None,
                         input_tokens: Some(300),
                         stages: vec![Stage::MicroCompact],
-                        cache_read: None,
-                        cache_rewritten: None,
+                        ..CallPoint::default()
                     },
                 },
                 Past::Message {
