@@ -37,6 +37,7 @@ pub(crate) struct BashInput {
 
 impl Tool for Bash {
     const NAME: &'static str = "bash";
+    const SUMMARY_FIELD: &'static str = "command";
     type Input = BashInput;
 
     fn description(config: &ToolsConfig) -> String {

@@ -19,6 +19,7 @@ pub(crate) struct CompactInput {
 
 impl Tool for Compact {
     const NAME: &'static str = "compact";
+    const SUMMARY_FIELD: &'static str = "focus";
     type Input = CompactInput;
 
     fn description(_: &ToolsConfig) -> String {

@@ -23,6 +23,7 @@ pub(crate) struct EditFileInput {
 
 impl Tool for EditFile {
     const NAME: &'static str = "edit_file";
+    const SUMMARY_FIELD: &'static str = "path";
     type Input = EditFileInput;
 
     fn description(_: &ToolsConfig) -> String {

@@ -26,6 +26,7 @@ pub(crate) struct GlobInput {
 
 impl Tool for Glob {
     const NAME: &'static str = "glob";
+    const SUMMARY_FIELD: &'static str = "pattern";
     type Input = GlobInput;
 
     fn description(_: &ToolsConfig) -> String {

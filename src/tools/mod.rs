@@ -39,6 +39,9 @@ pub const COMPACT_TOOL: &str = <compact::Compact as Tool>::NAME;
 pub(crate) trait Tool {
     /// The name the model calls it by.
     const NAME: &'static str;
+    /// The input field that says what a call is about in one line (the tool pane,
+    /// receipts).
+    const SUMMARY_FIELD: &'static str;
     /// The call's input: parsed with serde, described by its JSON schema.
     type Input: DeserializeOwned + JsonSchema;
     /// What the model reads about the tool; limits are quoted from `config`.
@@ -50,6 +53,7 @@ pub(crate) trait Tool {
 /// A tool in the table: what the model reads, and how a call is planned.
 struct Registered {
     name: &'static str,
+    summary_field: &'static str,
     spec: fn(&ToolsConfig) -> ToolSpec,
     plan: fn(&ToolBox, &Value) -> Plan,
 }
@@ -57,6 +61,7 @@ struct Registered {
 const fn register<T: Tool>() -> Registered {
     Registered {
         name: T::NAME,
+        summary_field: T::SUMMARY_FIELD,
         spec: spec_of::<T>,
         plan: plan_of::<T>,
     }
@@ -363,16 +368,13 @@ impl ToolBox {
     }
 }
 
-/// A short one-line description of a call's input, for the tool pane.
+/// A short one-line description of a call's input, for the tool pane: its tool's
+/// summary field, or the whole input for a tool we do not know or a call without it.
 pub fn input_summary(name: &str, input: &Value) -> String {
-    let key = match name {
-        "bash" => "command",
-        "glob" => "pattern",
-        COMPACT_TOOL => "focus",
-        _ => "path",
-    };
-    let text = input
-        .get(key)
+    let text = TOOLS
+        .iter()
+        .find(|tool| tool.name == name)
+        .and_then(|tool| input.get(tool.summary_field))
         .and_then(Value::as_str)
         .map_or_else(|| input.to_string(), str::to_string);
     let flat = crate::compact::markers::flatten_whitespace(&text);
@@ -388,6 +390,22 @@ mod tests {
             Some("integer") => Value::from(1),
             _ => Value::from("a.txt"),
         }
+    }
+
+    /// Each tool's one-line summary is a field its schema has, so it cannot drift.
+    #[test]
+    fn each_summary_field_is_in_its_schema() {
+        for (tool, spec) in TOOLS.iter().zip(ToolBox::specs_for(&ToolsConfig::default())) {
+            assert!(
+                spec.input_schema["properties"].get(tool.summary_field).is_some(),
+                "{}.{}",
+                tool.name,
+                tool.summary_field
+            );
+        }
+        let call = serde_json::json!({"command": "cargo  test\n--quiet", "timeout_secs": 5});
+        assert_eq!(input_summary("bash", &call), "cargo test --quiet");
+        assert_eq!(input_summary("grep", &serde_json::json!({"q": "x"})), r#"{"q":"x"}"#);
     }
 
     /// The schema the model reads and the parser that takes its calls come from one

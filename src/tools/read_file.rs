@@ -23,6 +23,7 @@ pub(crate) struct ReadFileInput {
 
 impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
+    const SUMMARY_FIELD: &'static str = "path";
     type Input = ReadFileInput;
 
     fn description(config: &ToolsConfig) -> String {

@@ -21,6 +21,7 @@ pub(crate) struct WriteFileInput {
 
 impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
+    const SUMMARY_FIELD: &'static str = "path";
     type Input = WriteFileInput;
 
     fn description(_: &ToolsConfig) -> String {
