@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::markers::prefix_chars;
+use super::markers::one_line;
 use super::markers::{MessageKind, classify};
 use super::{Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Role};
@@ -98,15 +98,6 @@ fn push_list(out: &mut String, title: &str, items: &[String]) {
     }
     for item in shown {
         out.push_str(&format!("- {item}\n"));
-    }
-}
-
-fn one_line(text: &str, limit: usize) -> String {
-    let flat = crate::compact::markers::flatten_whitespace(text);
-    if flat.chars().count() > limit {
-        format!("{}…", prefix_chars(&flat, limit))
-    } else {
-        flat
     }
 }
 

@@ -28,6 +28,17 @@ pub fn flatten_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `text` flattened to one line, its first `keep` characters followed by `…` when it
+/// is longer than that.
+pub fn one_line(text: &str, keep: usize) -> String {
+    let flat = flatten_whitespace(text);
+    if flat.chars().count() > keep {
+        format!("{}…", prefix_chars(&flat, keep))
+    } else {
+        flat
+    }
+}
+
 /// A `<persisted-output>` block: the path of the full text and a preview of it.
 pub fn persisted_output(path: &str, original_chars: usize, preview: &str) -> String {
     let shown = preview.chars().count();
@@ -245,6 +256,13 @@ pub fn is_cleared(content: &ToolResultContent) -> bool {
 mod tests {
     use super::*;
     use crate::store::Store;
+
+    #[test]
+    fn one_line_flattens_and_marks_what_it_cut() {
+        assert_eq!(one_line("cargo  test\n --quiet", 20), "cargo test --quiet");
+        assert_eq!(one_line("éèê ab", 3), "éèê…");
+        assert_eq!(one_line("abc", 3), "abc");
+    }
 
     #[test]
     fn markers_parse_back() {

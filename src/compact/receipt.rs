@@ -4,7 +4,7 @@
 
 use super::ReceiptItem;
 use super::estimate::Sizes;
-use super::markers::{MessageKind, classify, flatten_whitespace, prefix_chars};
+use super::markers::{MessageKind, classify, one_line, prefix_chars};
 use crate::message::{ContentBlock, Message, Role};
 
 /// The longest description of an item.
@@ -57,7 +57,7 @@ pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str) -> St
         })
     });
     let what = call.unwrap_or_else(|| format!("tool call {tool_use_id}"));
-    format!("{} (result)", one_line(&what))
+    format!("{} (result)", one_line(&what, WHAT_CHARS - 1))
 }
 
 /// One line for a whole message: what kind it is and how it starts.
@@ -110,7 +110,7 @@ pub fn describe_message(message: &Message) -> String {
             }
         }
     };
-    one_line(&what)
+    one_line(&what, WHAT_CHARS - 1)
 }
 
 /// Every message of `messages[range]` as an item that left the context; its full text
@@ -128,15 +128,6 @@ pub fn left(messages: &[Message], sizes: &Sizes, range: std::ops::Range<usize>, 
             was: None,
         })
         .collect()
-}
-
-fn one_line(text: &str) -> String {
-    let flat = flatten_whitespace(text);
-    if flat.chars().count() > WHAT_CHARS {
-        format!("{}…", prefix_chars(&flat, WHAT_CHARS - 1))
-    } else {
-        flat
-    }
 }
 
 #[cfg(test)]
