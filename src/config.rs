@@ -204,7 +204,12 @@ impl Config {
             }
         }
         if let Err(message) = self.tools.hidden_env_matcher() {
-            return Err(("hide_env", message));
+            let key = if message.starts_with("pass_env") {
+                "pass_env"
+            } else {
+                "hide_env"
+            };
+            return Err((key, message));
         }
         Ok(())
     }

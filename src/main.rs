@@ -139,10 +139,12 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
 /// user cannot read its memory or environment either.
 fn scrub_secrets_from_environment() {
     let hidden = scratchpad::tools::ToolsConfig::default().hidden_env_matcher();
-    let names: Vec<String> = std::env::vars_os()
-        .filter_map(|(key, _)| key.into_string().ok())
-        .filter(|key| hidden.as_ref().is_ok_and(|set| set.is_match(key)))
+    let withheld: Vec<(String, String)> = std::env::vars()
+        .filter(|(key, _)| hidden.as_ref().is_ok_and(|set| set.hides(key)))
         .collect();
+    let names: Vec<String> = withheld.iter().map(|(key, _)| key.clone()).collect();
+    // Kept aside for the variables a user hands to commands on purpose (`pass_env`).
+    scratchpad::tools::withhold(withheld);
     for name in names {
         let Ok(c_name) = CString::new(name.as_str()) else {
             continue;

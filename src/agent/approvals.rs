@@ -102,6 +102,7 @@ mod tests {
         Job::Bash {
             command: command.into(),
             timeout: Duration::from_secs(1),
+            git_writable: false,
         }
     }
 

@@ -372,12 +372,22 @@ impl Agent {
                 message: TOOLS_NOT_RENDERED.into(),
             });
         }
-        if let SandboxState::Unavailable(reason) = self.tools.sandbox() {
-            self.emit(AgentEvent::Notice {
+        match self.tools.sandbox() {
+            SandboxState::Unavailable(reason) => self.emit(AgentEvent::Notice {
                 message: format!(
                     "No sandbox for commands: {reason}. Every command not known to be read-only will ask first."
                 ),
-            });
+            }),
+            SandboxState::Partial { missing, .. } => {
+                let missing: Vec<String> = missing.iter().map(|(layer, why)| format!("{layer} ({why})")).collect();
+                self.emit(AgentEvent::Notice {
+                    message: format!(
+                        "The sandbox is incomplete here: no {}. Every command not known to be read-only will ask first.",
+                        missing.join(", no ")
+                    ),
+                });
+            }
+            SandboxState::Enforced { .. } | SandboxState::Off => {}
         }
         if !self.past.is_empty() {
             let past = std::mem::take(&mut self.past);

@@ -5,12 +5,11 @@
 //! lossily.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use globset::GlobSet;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 use tokio::time::Instant;
@@ -19,8 +18,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::permissions::{self, Verdict, judge_command};
-use super::sandbox::{Sandbox, SandboxState, apply_in_child};
-use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
+use super::sandbox::Sandbox;
+use super::{HiddenEnv, Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
@@ -54,15 +53,27 @@ impl Tool for Bash {
             .unwrap_or(tools.config.bash_timeout_secs)
             .clamp(1, MAX_TIMEOUT_SECS);
         let verdict = judge_command(&input.command, &tools.config.permissions, tools.workspace.root());
-        let unsandboxed = matches!(tools.sandbox(), SandboxState::Unavailable(_));
+        let unsandboxed = tools.sandbox().asks_for_commands();
         let read_only = permissions::is_read_only(&input.command);
+        let git_writable = permissions::writes_git(&input.command);
         let job = Job::Bash {
             command: input.command,
             timeout: Duration::from_secs(secs),
+            git_writable,
         };
         match verdict {
             Verdict::Allow if unsandboxed && !read_only => Plan::Ask {
-                question: "No sandbox is available here and this command is not known to be read-only. Run it?".into(),
+                question: format!(
+                    "The sandbox here is incomplete ({}) and this command is not known to be read-only. Run it?",
+                    tools.sandbox().label()
+                ),
+                destructive: false,
+                job,
+            },
+            Verdict::Allow if git_writable => Plan::Ask {
+                question: "The command writes the repository's .git (its history, hooks and config), which \
+                           commands may not change unasked. Run it with .git writable?"
+                    .into(),
                 destructive: false,
                 job,
             },
@@ -156,8 +167,8 @@ pub struct Shell {
     pub cwd: PathBuf,
     /// Bytes of output kept in memory.
     pub cap: usize,
-    /// Environment variables the command never sees (API keys).
-    pub hide_env: GlobSet,
+    /// Environment variables the command never sees (keys, tokens, agent sockets).
+    pub hide_env: HiddenEnv,
     pub sandbox: Sandbox,
 }
 
@@ -166,13 +177,15 @@ impl Shell {
     fn hidden_variables(&self) -> Vec<OsString> {
         std::env::vars_os()
             .map(|(key, _)| key)
-            .filter(|key| self.hide_env.is_match(Path::new(key)))
+            .filter(|key| self.hide_env.hides(&key.to_string_lossy()))
             .collect()
     }
 
-    pub async fn run(&self, command: &str, timeout: Duration) -> ToolOutput {
-        let ruleset = match self.sandbox.ruleset_for_command() {
-            Ok(ruleset) => ruleset,
+    /// Run `command`; with `git_writable` (approved by the user) the repository's
+    /// `.git` is not bound read-only.
+    pub async fn run(&self, command: &str, timeout: Duration, git_writable: bool) -> ToolOutput {
+        let confinement = match self.sandbox.for_command(git_writable) {
+            Ok(confinement) => confinement,
             Err(error) => return ToolOutput::error(format!("Not run: {error}")),
         };
         let mut process = Command::new("bash");
@@ -183,24 +196,41 @@ impl Shell {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .process_group(0)
             .kill_on_drop(true);
         for key in self.hidden_variables() {
             process.env_remove(key);
         }
-        if let Some(ruleset) = &ruleset {
-            let ruleset = ruleset.try_clone().map_err(|error| error.to_string());
-            let Ok(ruleset) = ruleset else {
-                return ToolOutput::error("Not run: cannot pass the sandbox to the command");
-            };
-            // SAFETY: the closure only makes system calls (no allocation, no locks), as
-            // required between fork and exec.
-            unsafe {
-                process.pre_exec(move || apply_in_child(&ruleset));
+        for (key, value) in self.hide_env.passed() {
+            process.env(key, value);
+        }
+        let sandboxed = confinement.is_some();
+        match confinement {
+            Some(confinement) => {
+                let mut setup = confinement.into_pre_exec();
+                // SAFETY: the closure only makes system calls on memory prepared before
+                // the fork (no allocation, no locks), as required between fork and exec.
+                unsafe {
+                    process.pre_exec(move || setup());
+                }
             }
+            // Its own session even unsandboxed (the group the guard kills), and no
+            // controlling terminal to type into.
+            // SAFETY: setsid and prctl are system calls, allowed between fork and exec.
+            None => unsafe {
+                process.pre_exec(|| {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                    Ok(())
+                });
+            },
         }
         let mut child = match process.spawn() {
             Ok(child) => child,
+            Err(error) if sandboxed => {
+                return ToolOutput::error(format!("Not run: bash could not start in its sandbox ({error})."));
+            }
             Err(error) => return ToolOutput::error(format!("could not start bash: {error}")),
         };
         let _guard = GroupGuard(child.id().map(|pid| pid as i32));
@@ -281,14 +311,17 @@ enum Ending {
 mod tests {
     use super::*;
     use crate::tools::sandbox::{SandboxConfig, SandboxMode, SandboxState};
+    use std::path::Path;
 
     fn shell(cwd: &Path, mode: SandboxMode) -> Shell {
-        let mut hide = globset::GlobSetBuilder::new();
-        hide.add(globset::Glob::new("SCRATCHPAD_TEST_SECRET*").unwrap());
+        let config = ToolsConfig {
+            hide_env: vec!["SCRATCHPAD_TEST_SECRET*".into()],
+            ..ToolsConfig::default()
+        };
         Shell {
             cwd: cwd.to_path_buf(),
             cap: 1_000,
-            hide_env: hide.build().unwrap(),
+            hide_env: config.hidden_env_matcher().unwrap(),
             sandbox: Sandbox::new(
                 SandboxConfig {
                     mode,
@@ -301,7 +334,7 @@ mod tests {
 
     async fn sh(command: &str) -> ToolOutput {
         shell(&std::env::temp_dir(), SandboxMode::Off)
-            .run(command, Duration::from_secs(10))
+            .run(command, Duration::from_secs(10), false)
             .await
     }
 
@@ -329,7 +362,7 @@ mod tests {
         let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
         let started = std::time::Instant::now();
         let out = shell(dir.path(), SandboxMode::Off)
-            .run(&format!("echo before; {command}"), Duration::from_millis(300))
+            .run(&format!("echo before; {command}"), Duration::from_millis(300), false)
             .await;
         assert!(out.is_error && out.text.contains("Timed out"));
         assert!(
@@ -346,7 +379,7 @@ mod tests {
     async fn a_background_child_holding_the_output_does_not_turn_into_a_timeout() {
         let started = std::time::Instant::now();
         let out = shell(&std::env::temp_dir(), SandboxMode::Off)
-            .run("echo done; sleep 30 &", Duration::from_secs(20))
+            .run("echo done; sleep 30 &", Duration::from_secs(20), false)
             .await;
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         assert!(out.text.starts_with("done\n"), "{}", out.text);
@@ -376,16 +409,17 @@ mod tests {
             },
             workspace.path(),
         );
-        if let SandboxState::Unavailable(reason) = offline.sandbox.state() {
-            eprintln!("skipped: Landlock is not available here ({reason})");
-            return;
-        }
+        assert!(
+            matches!(offline.sandbox.state(), SandboxState::Enforced { .. }),
+            "this test needs every sandbox layer: {:?}",
+            offline.sandbox.state().details()
+        );
         let online = shell(workspace.path(), SandboxMode::WorkspaceWrite);
         assert_eq!(
-            online.run(&connect, Duration::from_secs(10)).await,
+            online.run(&connect, Duration::from_secs(10), false).await,
             ToolOutput::ok("connected\n")
         );
-        let refused = offline.run(&connect, Duration::from_secs(10)).await;
+        let refused = offline.run(&connect, Duration::from_secs(10), false).await;
         assert!(
             refused.is_error && !refused.text.contains("connected"),
             "{}",

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::provider::ToolSpec;
 use bash::Shell;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use permissions::PermissionConfig;
 use sandbox::{Sandbox, SandboxConfig, SandboxState};
 use workspace::{Resolved, Workspace};
@@ -129,8 +129,11 @@ pub struct ToolsConfig {
     pub output_cap_bytes: usize,
     /// Lines read_file shows when the call gives no limit.
     pub read_default_lines: usize,
-    /// Environment variables (glob patterns) that commands never see.
+    /// Environment variables (glob patterns, case-insensitive) that commands never see.
     pub hide_env: Vec<String>,
+    /// Variables `hide_env` matches that are handed to commands all the same, on
+    /// purpose (glob patterns; never our own keys).
+    pub pass_env: Vec<String>,
     pub permissions: PermissionConfig,
     pub sandbox: SandboxConfig,
 }
@@ -138,25 +141,85 @@ pub struct ToolsConfig {
 /// The secrets scratchpad itself reads; always hidden from commands.
 pub const ALWAYS_HIDDEN_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
 
-impl ToolsConfig {
-    /// `hide_env` plus [`ALWAYS_HIDDEN_ENV`] as one matcher; a bad pattern is named.
-    pub fn hidden_env_matcher(&self) -> Result<GlobSet, String> {
-        env_matcher(
-            ALWAYS_HIDDEN_ENV
-                .iter()
-                .copied()
-                .chain(self.hide_env.iter().map(String::as_str)),
-        )
+/// The variables hidden by default, after the Codex CLI's convention: any name with
+/// one of these words, cloud credentials, database URLs, and the sockets of the
+/// user's ssh-agent and tmux (a way out of the sandbox).
+pub const DEFAULT_HIDDEN_ENV: &[&str] = &[
+    "*KEY*",
+    "*SECRET*",
+    "*TOKEN*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*DSN*",
+    "AWS_*",
+    "DATABASE_URL",
+    "SSH_AUTH_SOCK",
+    "TMUX",
+];
+
+/// The hidden variables taken out of scratchpad's own environment at start (so that
+/// not even `/proc/<pid>/environ` shows them), kept for `pass_env`.
+static WITHHELD: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Keep the variables taken out of the environment (once, at start).
+pub fn withhold(variables: Vec<(String, String)>) {
+    let _ = WITHHELD.set(variables);
+}
+
+/// Which variables of scratchpad's environment commands never see.
+#[derive(Clone, Debug)]
+pub struct HiddenEnv {
+    hide: GlobSet,
+    pass: GlobSet,
+}
+
+impl HiddenEnv {
+    /// Whether commands must not see `name`: our own keys always, the rest when
+    /// `hide_env` matches and `pass_env` does not.
+    pub fn hides(&self, name: &str) -> bool {
+        ALWAYS_HIDDEN_ENV.contains(&name) || (self.hide.is_match(name) && !self.pass.is_match(name))
+    }
+
+    /// The withheld variables a command gets all the same: those `pass_env` names.
+    pub fn passed(&self) -> impl Iterator<Item = &'static (String, String)> {
+        let pass = self.pass.clone();
+        WITHHELD
+            .get()
+            .into_iter()
+            .flatten()
+            .filter(move |(name, _)| !ALWAYS_HIDDEN_ENV.contains(&name.as_str()) && pass.is_match(name))
+    }
+
+    /// Only our own keys: should a bad pattern get past validation.
+    fn ours_only() -> Self {
+        HiddenEnv {
+            hide: GlobSet::empty(),
+            pass: GlobSet::empty(),
+        }
     }
 }
 
-fn env_matcher<'a>(patterns: impl Iterator<Item = &'a str>) -> Result<GlobSet, String> {
+impl ToolsConfig {
+    /// `hide_env` and `pass_env` as one matcher; a bad pattern is named.
+    pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, String> {
+        Ok(HiddenEnv {
+            hide: env_matcher("hide_env", &self.hide_env)?,
+            pass: env_matcher("pass_env", &self.pass_env)?,
+        })
+    }
+}
+
+fn env_matcher(key: &str, patterns: &[String]) -> Result<GlobSet, String> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
-        let glob = Glob::new(pattern).map_err(|error| format!("hide_env pattern `{pattern}`: {error}"))?;
+        let glob = globset::GlobBuilder::new(pattern)
+            .case_insensitive(true)
+            .build()
+            .map_err(|error| format!("{key} pattern `{pattern}`: {error}"))?;
         builder.add(glob);
     }
-    builder.build().map_err(|error| format!("hide_env: {error}"))
+    builder.build().map_err(|error| format!("{key}: {error}"))
 }
 
 impl Default for ToolsConfig {
@@ -165,7 +228,8 @@ impl Default for ToolsConfig {
             bash_timeout_secs: 120,
             output_cap_bytes: 1_000_000,
             read_default_lines: 2_000,
-            hide_env: vec!["*_API_KEY".into(), "*_SECRET_KEY".into(), "*_AUTH_TOKEN".into()],
+            hide_env: DEFAULT_HIDDEN_ENV.iter().map(|pattern| pattern.to_string()).collect(),
+            pass_env: Vec::new(),
             permissions: PermissionConfig::default(),
             sandbox: SandboxConfig::default(),
         }
@@ -200,6 +264,8 @@ pub enum Job {
     Bash {
         command: String,
         timeout: Duration,
+        /// Approved to write the repository's `.git` (otherwise bound read-only).
+        git_writable: bool,
     },
     Read {
         path: PathBuf,
@@ -268,10 +334,7 @@ impl ToolBox {
             cwd: workspace.root().to_path_buf(),
             cap: config.output_cap_bytes,
             // Should a bad pattern get past validation, our own keys stay hidden.
-            hide_env: config
-                .hidden_env_matcher()
-                .or_else(|_| env_matcher(ALWAYS_HIDDEN_ENV.iter().copied()))
-                .unwrap_or_else(|_| GlobSet::empty()),
+            hide_env: config.hidden_env_matcher().unwrap_or_else(|_| HiddenEnv::ours_only()),
             sandbox: Sandbox::new(config.sandbox.clone(), workspace.root()),
         };
         ToolBox {
@@ -339,7 +402,11 @@ impl ToolBox {
 
     pub async fn run(&self, job: Job) -> ToolOutput {
         match job {
-            Job::Bash { command, timeout } => self.shell.run(&command, timeout).await,
+            Job::Bash {
+                command,
+                timeout,
+                git_writable,
+            } => self.shell.run(&command, timeout, git_writable).await,
             Job::Read {
                 path,
                 shown,

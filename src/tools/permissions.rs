@@ -200,10 +200,7 @@ pub fn is_read_only(command: &str) -> bool {
         let words = literal_words(words);
         let writes = |flags: &[&str]| words.iter().any(|w| flags.iter().any(|f| w.starts_with(f)));
         match program_name(first) {
-            "git" => matches!(
-                words.get(1).copied(),
-                Some("status" | "diff" | "log" | "show" | "branch")
-            ),
+            "git" => git_reads_only(&words),
             "find" => !writes(&["-exec", "-execdir", "-delete", "-ok", "-fprint", "-fls"]),
             "sed" => !writes(&["-i", "--in-place"]),
             "awk" => !words
@@ -216,9 +213,79 @@ pub fn is_read_only(command: &str) -> bool {
     })
 }
 
+/// Whether a command may write a repository's `.git`: any `git` in it that is not
+/// known to only read (`git commit`, `git add`, `git config x y`, …). Such a command
+/// is a question, and runs with `.git` writable only once approved.
+pub fn writes_git(command: &str) -> bool {
+    let parsed = shell_grammar::parse(command);
+    parsed.commands.iter().any(|words| {
+        matches!(words.first(), Some(Some(first)) if program_name(first) == "git")
+            && !git_reads_only(&literal_words(words))
+    })
+}
+
+/// `git` with a subcommand that only reads the repository (`words[0]` is `git`).
+/// Global options that point git elsewhere or set config make it not known.
+fn git_reads_only(words: &[&str]) -> bool {
+    let Some(subcommand) = words.get(1).copied() else {
+        return true;
+    };
+    let rest = &words[2..];
+    let only_flags = |allowed: &[&str]| rest.iter().all(|word| allowed.contains(word));
+    match subcommand {
+        "status" | "diff" | "log" | "show" | "blame" | "grep" | "ls-files" | "ls-tree" | "rev-parse" | "rev-list"
+        | "describe" | "shortlog" | "cat-file" | "show-ref" | "for-each-ref" | "name-rev" | "merge-base"
+        | "whatchanged" | "help" | "version" | "--version" | "--help" => true,
+        "branch" => only_flags(&[
+            "-a",
+            "-r",
+            "-v",
+            "-vv",
+            "--all",
+            "--list",
+            "--show-current",
+            "--no-color",
+        ]),
+        "remote" => only_flags(&["-v", "--verbose", "show", "get-url", "origin"]),
+        "tag" => only_flags(&["-l", "--list"]),
+        "stash" | "worktree" => rest.first().is_some_and(|word| *word == "list"),
+        "config" => rest
+            .first()
+            .is_some_and(|word| matches!(*word, "--get" | "--list" | "-l" | "--get-all" | "--get-regexp")),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_writes_are_told_from_reads() {
+        for read in [
+            "git status",
+            "git log --oneline | head",
+            "git diff HEAD~1",
+            "git branch",
+            "git config --get user.name",
+            "git stash list",
+            "ls",
+        ] {
+            assert!(!writes_git(read), "{read}");
+        }
+        for write in [
+            "git commit -m x",
+            "git add .",
+            "cd sub && git checkout main",
+            "git config core.hooksPath /tmp/h",
+            "git branch -D old",
+            "git -c core.fsmonitor=x status",
+            "git stash",
+            "git init",
+        ] {
+            assert!(writes_git(write), "{write}");
+        }
+    }
 
     fn verdict(command: &str) -> Verdict {
         judge_command(command, &PermissionConfig::default(), Path::new("/work/project"))

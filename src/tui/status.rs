@@ -76,7 +76,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::raw(" · "),
         Span::styled(
             session.sandbox.clone(),
-            if session.sandbox == SandboxState::Enforced.label() {
+            if SandboxState::is_full_label(&session.sandbox) {
                 Style::default().fg(theme::SUCCESS)
             } else {
                 Style::default().fg(theme::ATTENTION)

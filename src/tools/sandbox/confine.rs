@@ -1,0 +1,373 @@
+//! Applying the sandbox in the child, between fork and exec. Everything the child
+//! needs (paths, map lines, the Landlock ruleset, the seccomp programs, descriptors)
+//! is prepared in the parent, so the child only makes system calls: no allocation and
+//! no locks, as that moment requires.
+//!
+//! The order matters: a new session first (no controlling terminal); then the user,
+//! mount (and network) namespace and its mounts, which need the capabilities the new
+//! user namespace gives; then the working folder again (it may lie under a folder the
+//! mounts covered); then `no_new_privs`, Landlock, dropping every capability, and last
+//! seccomp, which refuses the mount calls made before it.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use seccompiler::BpfProgram;
+
+use super::c_path;
+
+/// The Landlock ABI this kernel speaks; 0 or less when it has none.
+pub(super) fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: no ruleset, size 0.
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    }
+}
+
+/// The namespace part: what to mount where.
+pub(crate) struct MountPlan {
+    network: bool,
+    uid_map: CString,
+    gid_map: CString,
+    /// The folder bound over `/tmp` (none when the workspace is `/tmp` itself).
+    private_tmp: Option<CString>,
+    /// The workspace again, when `/tmp` covers it: bound into its place inside the
+    /// private folder (made by the parent) before that folder covers `/tmp`.
+    rebind: Option<(CString, CString)>,
+    /// Folders covered by an empty tmpfs: the user's runtime folder (agent sockets).
+    cover_folders: Vec<CString>,
+    /// Sockets covered by `/dev/null` (ssh-agent, tmux, docker) outside `/tmp`.
+    cover_files: Vec<CString>,
+    /// Folders bound read-only, with the flags their mount already has (a user
+    /// namespace may not clear them).
+    read_only: Vec<(CString, libc::c_ulong)>,
+}
+
+const TMP: &str = "/tmp";
+
+impl MountPlan {
+    pub(super) fn new(
+        private_tmp: &Path,
+        workspace: &Path,
+        read_only: &[PathBuf],
+        network_namespace: bool,
+    ) -> Result<Self, String> {
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).map_err(|error| error.to_string());
+        let relative = workspace.strip_prefix(TMP).ok();
+        let rebind = match relative {
+            Some(relative) if relative.as_os_str().is_empty() => None,
+            Some(relative) => {
+                let place = private_tmp.join(relative);
+                std::fs::create_dir_all(&place).map_err(|error| format!("cannot prepare the private /tmp: {error}"))?;
+                Some((c_path(workspace)?, c_path(&place)?))
+            }
+            None => None,
+        };
+        let covers_tmp = relative.is_none_or(|relative| !relative.as_os_str().is_empty());
+        let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+        let cover_folders = runtime
+            .into_iter()
+            .chain([PathBuf::from("/run/user")])
+            .filter(|folder| folder.is_dir() && !folder.starts_with(TMP))
+            .map(|folder| c_path(&folder))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tmux_socket = std::env::var("TMUX")
+            .ok()
+            .and_then(|value| value.split(',').next().map(PathBuf::from));
+        let ssh_socket = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from);
+        let cover_files = [ssh_socket, tmux_socket]
+            .into_iter()
+            .flatten()
+            .chain(["/run/docker.sock", "/var/run/docker.sock"].map(PathBuf::from))
+            .filter(|socket| !socket.starts_with(TMP) && !socket.is_dir() && socket.exists())
+            .filter(|socket| !under_any(socket, runtime_folders()))
+            .map(|socket| c_path(&socket))
+            .collect::<Result<Vec<_>, _>>()?;
+        let read_only = read_only
+            .iter()
+            .filter(|folder| folder.is_dir())
+            .map(|folder| Ok((c_path(folder)?, mount_flags(folder)?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(MountPlan {
+            network: network_namespace,
+            uid_map: line(uid)?,
+            gid_map: line(gid)?,
+            private_tmp: covers_tmp.then(|| c_path(private_tmp)).transpose()?,
+            rebind,
+            cover_folders,
+            cover_files,
+            read_only,
+        })
+    }
+
+    /// In the child: the namespaces, then the mounts.
+    fn apply(&self) -> io::Result<()> {
+        let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS;
+        if self.network {
+            flags |= libc::CLONE_NEWNET;
+        }
+        // SAFETY: every pointer below is to a NUL-terminated string or buffer owned by
+        // `self`, which outlives the calls.
+        unsafe {
+            check(libc::unshare(flags))?;
+            write_file(c"/proc/self/setgroups", c"deny")?;
+            write_file(c"/proc/self/uid_map", &self.uid_map)?;
+            write_file(c"/proc/self/gid_map", &self.gid_map)?;
+            // Nothing mounted here may show in the parent's namespace.
+            mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
+            if let Some((workspace, place)) = &self.rebind {
+                mount(Some(workspace), place, None, libc::MS_BIND | libc::MS_REC)?;
+            }
+            if let Some(private_tmp) = &self.private_tmp {
+                mount(Some(private_tmp), c"/tmp", None, libc::MS_BIND | libc::MS_REC)?;
+            }
+            for folder in &self.cover_folders {
+                mount(Some(c"tmpfs"), folder, Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV)?;
+            }
+            for socket in &self.cover_files {
+                mount(Some(c"/dev/null"), socket, None, libc::MS_BIND)?;
+            }
+            for (folder, kept) in &self.read_only {
+                mount(Some(folder), folder, None, libc::MS_BIND | libc::MS_REC)?;
+                mount(
+                    None,
+                    folder,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn runtime_folders() -> Vec<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("/run/user")])
+        .collect()
+}
+
+fn under_any(path: &Path, folders: Vec<PathBuf>) -> bool {
+    folders.iter().any(|folder| path.starts_with(folder))
+}
+
+/// The flags of the mount holding `folder` that a bind inside a user namespace must
+/// keep (`statfs`'s `ST_*` bits, as `MS_*`).
+fn mount_flags(folder: &Path) -> Result<libc::c_ulong, String> {
+    let path = c_path(folder)?;
+    // SAFETY: statvfs writes into the zeroed struct; the path is NUL-terminated.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(format!(
+            "cannot read the mount of {}: {}",
+            folder.display(),
+            io::Error::last_os_error()
+        ));
+    }
+    let have = stats.f_flag as libc::c_ulong;
+    let pairs: [(libc::c_ulong, libc::c_ulong); 6] = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    Ok(pairs
+        .iter()
+        .filter(|(st, _)| have & st != 0)
+        .fold(0, |flags, (_, ms)| flags | ms))
+}
+
+/// Everything one command's child applies to itself.
+pub(crate) struct Confinement {
+    ruleset: OwnedFd,
+    mounts: Option<MountPlan>,
+    filters: Vec<BpfProgram>,
+    cwd: CString,
+    /// Our pid, to tell whether we died before the parent-death signal was set.
+    parent: libc::pid_t,
+}
+
+impl Confinement {
+    pub(super) fn new(ruleset: OwnedFd, mounts: Option<MountPlan>, filters: Vec<BpfProgram>, cwd: CString) -> Self {
+        Confinement {
+            ruleset,
+            mounts,
+            filters,
+            cwd,
+            // SAFETY: getpid cannot fail.
+            parent: unsafe { libc::getpid() },
+        }
+    }
+
+    /// The closure to run between fork and exec (`pre_exec`).
+    pub(crate) fn into_pre_exec(self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+        move || self.apply()
+    }
+
+    fn apply(&self) -> io::Result<()> {
+        // SAFETY: plain system calls on memory owned by `self`.
+        unsafe {
+            // No controlling terminal: nothing can be pushed into the user's input.
+            check(libc::setsid())?;
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
+            if libc::getppid() != self.parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+        if let Some(mounts) = &self.mounts {
+            mounts.apply()?;
+        }
+        // SAFETY: as above; the ruleset descriptor stays open for the call.
+        unsafe {
+            check(libc::chdir(self.cwd.as_ptr()))?;
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            if libc::syscall(libc::SYS_landlock_restrict_self, self.ruleset.as_raw_fd(), 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            drop_capabilities()?;
+        }
+        for filter in &self.filters {
+            seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
+        }
+        Ok(())
+    }
+}
+
+/// Leave no capability behind, in any set, so not even root keeps one across exec.
+///
+/// # Safety
+/// Between fork and exec: system calls only.
+unsafe fn drop_capabilities() -> io::Result<()> {
+    const LAST_CAP: libc::c_ulong = 63;
+    for cap in 0..=LAST_CAP {
+        // Fails for numbers the kernel does not know (EINVAL), and without
+        // CAP_SETPCAP (not root and no namespace): there is nothing to drop then.
+        // SAFETY: a prctl on this process.
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let none = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads the two structs, which live for the call.
+    check(unsafe { libc::syscall(libc::SYS_capset, &header, none.as_ptr()) } as libc::c_int)?;
+    Ok(())
+}
+
+fn check(result: libc::c_int) -> io::Result<()> {
+    if result < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// # Safety
+/// Between fork and exec: system calls only.
+unsafe fn write_file(path: &std::ffi::CStr, text: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: NUL-terminated path and a buffer of the given length.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        check(fd)?;
+        let bytes = text.to_bytes();
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        if written != bytes.len() as isize {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// # Safety
+/// Between fork and exec: system calls only.
+unsafe fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    kind: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+) -> io::Result<()> {
+    let pointer = |text: Option<&std::ffi::CStr>| text.map_or(std::ptr::null(), std::ffi::CStr::as_ptr);
+    // SAFETY: NUL-terminated strings or null, as mount(2) takes them.
+    check(unsafe { libc::mount(pointer(source), target.as_ptr(), pointer(kind), flags, std::ptr::null()) })
+}
+
+/// A path's bytes, for the tests' messages.
+#[cfg(test)]
+fn shown(path: &CString) -> String {
+    String::from_utf8_lossy(path.as_bytes()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workspace_under_tmp_is_bound_back_into_the_private_tmp() {
+        let workspace = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+        let private = tempfile::tempdir().unwrap();
+        let plan = MountPlan::new(private.path(), workspace.path(), &[], false).unwrap();
+        let (source, place) = plan.rebind.as_ref().expect("rebound");
+        assert_eq!(shown(source), workspace.path().display().to_string());
+        let relative = workspace.path().strip_prefix(TMP).unwrap();
+        assert_eq!(shown(place), private.path().join(relative).display().to_string());
+        assert!(private.path().join(relative).is_dir(), "made by the parent");
+        let elsewhere = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let plan = MountPlan::new(private.path(), elsewhere.path(), &[], false).unwrap();
+        assert!(plan.rebind.is_none(), "{}", elsewhere.path().display());
+    }
+
+    #[test]
+    fn read_only_folders_keep_their_mount_flags_and_missing_ones_are_skipped() {
+        let workspace = tempfile::tempdir().unwrap();
+        let private = tempfile::tempdir().unwrap();
+        let git = workspace.path().join(".git");
+        std::fs::create_dir(&git).unwrap();
+        let plan = MountPlan::new(
+            private.path(),
+            workspace.path(),
+            &[git.clone(), workspace.path().join("missing")],
+            false,
+        )
+        .unwrap();
+        assert_eq!(plan.read_only.len(), 1);
+        assert_eq!(shown(&plan.read_only[0].0), git.display().to_string());
+        assert_eq!(plan.read_only[0].1 & libc::MS_RDONLY, 0, "read-only is added, not kept");
+    }
+}

@@ -1,0 +1,112 @@
+//! The seccomp layer: what Landlock cannot say. Compiled once per command in the
+//! parent with `seccompiler` (rust-vmm's BPF compiler, the one the Codex CLI's Linux
+//! sandbox uses), installed last in the child. Everything not named is allowed; the
+//! calls named fail with `EPERM`, except `clone3`, which fails with `ENOSYS` so the C
+//! library falls back to `clone`, whose flags a filter can read.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
+
+/// `ioctl` requests that push input into a terminal or act on the console.
+const TERMINAL_INJECTION: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
+/// `clone` flags that make a new namespace.
+const NEW_NAMESPACE: [i32; 7] = [
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWCGROUP,
+];
+
+/// Calls refused whatever their arguments.
+const REFUSED: &[libc::c_long] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_bpf,
+    libc::SYS_userfaultfd,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+];
+
+fn arch() -> Result<TargetArch, String> {
+    std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| format!("seccomp: no filter for {}", std::env::consts::ARCH))
+}
+
+fn condition(arg: u8, operator: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, operator, value).map_err(|error| error.to_string())
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|error| error.to_string())
+}
+
+/// A rule per value: the call is refused when its argument `arg`, under `mask`,
+/// equals any of them.
+fn any_of(arg: u8, mask: u64, values: &[u64]) -> Result<Vec<SeccompRule>, String> {
+    values
+        .iter()
+        .map(|value| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(mask), *value)?]))
+        .collect()
+}
+
+/// The two programs to install, in order.
+pub(super) fn filters() -> Result<Vec<BpfProgram>, String> {
+    let device_kinds = [libc::S_IFCHR as u64, libc::S_IFBLK as u64];
+    let mut refused: BTreeMap<i64, Vec<SeccompRule>> = REFUSED.iter().map(|call| (*call, Vec::new())).collect();
+    refused.insert(libc::SYS_ioctl, any_of(1, u64::from(u32::MAX), &TERMINAL_INJECTION)?);
+    #[cfg(target_arch = "x86_64")]
+    refused.insert(libc::SYS_mknod, any_of(1, libc::S_IFMT as u64, &device_kinds)?);
+    refused.insert(libc::SYS_mknodat, any_of(2, libc::S_IFMT as u64, &device_kinds)?);
+    let namespace_flags: Vec<u64> = NEW_NAMESPACE.iter().map(|flag| *flag as u64).collect();
+    let clone_rules = namespace_flags
+        .iter()
+        .map(|flag| rule(vec![condition(0, SeccompCmpOp::MaskedEq(*flag), *flag)?]))
+        .collect::<Result<Vec<_>, _>>()?;
+    refused.insert(libc::SYS_clone, clone_rules);
+    let compile = |rules, errno: i32| -> Result<BpfProgram, String> {
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch()?)
+            .map_err(|error| format!("seccomp: {error}"))?;
+        filter
+            .try_into()
+            .map_err(|error: seccompiler::BackendError| format!("seccomp: {error}"))
+    };
+    let clone3: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_clone3, Vec::new())].into();
+    Ok(vec![compile(refused, libc::EPERM)?, compile(clone3, libc::ENOSYS)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_programs_compile_for_this_machine() {
+        let programs = filters().unwrap();
+        assert_eq!(programs.len(), 2);
+        assert!(programs.iter().all(|program| !program.is_empty()));
+    }
+}
