@@ -77,7 +77,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    /// The session id (see .scratchpad/sessions/); default: the newest.
+    /// The session id (see `scratchpad --resume` errors or the sessions folder); default: the newest.
     #[arg(long)]
     pub session: Option<String>,
 }

@@ -149,7 +149,8 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         (Some(_), _) | (None, true) => Some(None),
         (None, false) => None,
     };
-    let (journal, history, past, notices) = match resume {
+    let migrated = session::migrate_legacy(workspace.root())?;
+    let (journal, history, past, mut notices) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
             let restored = session::restore(&path)?;
@@ -166,12 +167,17 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             (journal, restored.messages, restored.past, restored.repairs)
         }
         None => (
-            Journal::create(workspace.root(), provider.kind(), provider.model())?,
+            Journal::create(
+                &session::sessions_dir(workspace.root()),
+                provider.kind(),
+                provider.model(),
+            )?,
             Vec::new(),
             Vec::new(),
             Vec::new(),
         ),
     };
+    notices.extend(migrated);
     Ok(Launch {
         config,
         provider,

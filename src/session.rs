@@ -1,6 +1,8 @@
 //! The session journal: every message appended to the history, every compaction that
-//! replaced it, and the estimate after each model call, as JSON lines under
-//! `.scratchpad/sessions/`. Replaying it restores the exact history.
+//! replaced it, and the estimate after each model call, as JSON lines in the platform
+//! data folder ([`sessions_dir`]: outside the workspace, out of the model's reach).
+//! Replaying it restores the exact history. One process writes a session at a time:
+//! its lock is held while the journal is open.
 //!
 //! A crash may cut the last line (kill -9 mid-write, a full disk): reopening moves
 //! the torn bytes to a side file and truncates the journal to its last complete line,
@@ -19,9 +21,81 @@ use crate::compact::StageEvent;
 use crate::compact::pairing::repair;
 use crate::message::Message;
 use crate::protocol::{CallPoint, Past};
-use crate::store::create_own_folder;
+use crate::store::create_private_dir;
 
-pub const SESSIONS_DIR: &str = ".scratchpad/sessions";
+/// Where journals were kept before they moved out of the workspace (out of the
+/// model's reach); found there, they are moved on the first start.
+pub const LEGACY_SESSIONS_DIR: &str = ".scratchpad/sessions";
+
+/// The folder of this workspace's journals: in the platform data folder, outside the
+/// workspace, where no command or file tool can write, one folder per workspace (its
+/// name and a hash of its path).
+pub fn sessions_dir(workspace: &Path) -> PathBuf {
+    let root = directories::ProjectDirs::from("", "", "scratchpad")
+        .map(|dirs| dirs.data_dir().to_path_buf())
+        .unwrap_or_else(|| workspace.join(".scratchpad"));
+    sessions_dir_under(&root, workspace)
+}
+
+/// [`sessions_dir`] under a given data folder.
+pub fn sessions_dir_under(data_root: &Path, workspace: &Path) -> PathBuf {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let real = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    let hash = sha2::Sha256::digest(real.as_os_str().as_bytes());
+    let hex: String = hash[..6].iter().map(|byte| format!("{byte:02x}")).collect();
+    let name = real
+        .file_name()
+        .map(|name| crate::store::safe_file_stem(&name.to_string_lossy()))
+        .unwrap_or_else(|| "root".into());
+    data_root.join("sessions").join(format!("{name}-{hex}"))
+}
+
+/// Move journals left in the workspace's `.scratchpad/sessions/` by an earlier
+/// version to [`sessions_dir`]; a line for the user when any moved.
+pub fn migrate_legacy(workspace: &Path) -> Result<Option<String>, SessionError> {
+    let legacy = workspace.join(LEGACY_SESSIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&legacy) else {
+        return Ok(None);
+    };
+    let target = sessions_dir(workspace);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SessionError::Io { path, source }
+    };
+    crate::store::create_private_dir(&target).map_err(io(&target))?;
+    let mut moved = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let from = entry.path();
+        let is_journal = from
+            .extension()
+            .is_some_and(|extension| extension == "jsonl" || extension == "torn");
+        // Only regular files: a link planted there is not followed.
+        if !is_journal || !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            continue;
+        }
+        let to = target.join(entry.file_name());
+        if to.exists() {
+            continue;
+        }
+        if std::fs::rename(&from, &to).is_err() {
+            // Another filesystem: copy, flush, then remove the old one.
+            std::fs::copy(&from, &to)
+                .and_then(|_| File::open(&to)?.sync_all())
+                .and_then(|()| std::fs::remove_file(&from))
+                .map_err(io(&from))?;
+        }
+        moved += 1;
+    }
+    let _ = std::fs::remove_dir(&legacy);
+    let _ = std::fs::remove_dir(workspace.join(".scratchpad"));
+    Ok((moved > 0).then(|| {
+        format!(
+            "Moved {moved} session journal(s) from {LEGACY_SESSIONS_DIR}/ to {}, out of the model's reach.",
+            target.display()
+        )
+    }))
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -73,6 +147,8 @@ pub enum SessionError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{0} is not a regular file")]
     NotAFile(PathBuf),
+    #[error("session {id} is open in another scratchpad (pid {pid}); start a new session, or wait until that one ends")]
+    Locked { id: String, pid: String },
     #[error("session journal {path} is larger than {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
 }
@@ -95,16 +171,54 @@ pub struct Journal {
     file: File,
     /// Length of the journal up to its last complete record.
     len: u64,
+    /// The session's lock, held for as long as the journal is open.
+    _lock: File,
+}
+
+/// Where a journal's lock is: `<id>.lock` beside it, holding the holder's pid.
+fn lock_path(journal: &Path) -> PathBuf {
+    journal.with_extension("lock")
+}
+
+/// Take the session's advisory lock (`flock` on its lock file, released by the
+/// kernel when the process ends, however it ends), or say which process holds it.
+fn lock_session(journal: &Path, id: &str) -> Result<File, SessionError> {
+    use std::os::fd::AsRawFd;
+    let path = lock_path(journal);
+    let io = |source| SessionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut file = options.open(&path).map_err(io)?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(SessionError::Locked {
+            id: id.to_string(),
+            pid: holder.trim().to_string(),
+        });
+    }
+    file.set_len(0).map_err(io)?;
+    write!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(file)
 }
 
 impl Journal {
-    pub fn create(workspace: &Path, provider: &str, model: &str) -> Result<Self, SessionError> {
-        let dir = workspace.join(SESSIONS_DIR);
+    /// A new journal in `dir` (a workspace's [`sessions_dir`]), locked for this process.
+    pub fn create(dir: &Path, provider: &str, model: &str) -> Result<Self, SessionError> {
+        let dir = dir.to_path_buf();
         let io = |source| SessionError::Io {
             path: dir.clone(),
             source,
         };
-        create_own_folder(workspace, SESSIONS_DIR).map_err(io)?;
+        create_private_dir(&dir).map_err(io)?;
         let created_unix = unix_now();
         let base = format!("{}-{}", crate::time::compact_stamp(created_unix), std::process::id());
         // Two sessions of one process in the same second (a `/clear`) get new names:
@@ -121,7 +235,14 @@ impl Journal {
             })
             .unwrap_or_else(|| Err(std::io::ErrorKind::AlreadyExists.into()))
             .map_err(io)?;
-        let mut journal = Journal { file, id, path, len: 0 };
+        let lock = lock_session(&path, &id)?;
+        let mut journal = Journal {
+            file,
+            id,
+            path,
+            len: 0,
+            _lock: lock,
+        };
         journal.append(&Record::Meta {
             version: 1,
             provider: provider.into(),
@@ -138,6 +259,12 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // Before anything is read or cut: a second writer would interleave records.
+        let lock = lock_session(path, &id)?;
         let mut file = open_regular(path, OpenOptions::new().read(true).append(true))?;
         let (len, torn) = complete_length(&mut file).map_err(io)?;
         if !torn.is_empty() {
@@ -155,15 +282,12 @@ impl Journal {
             file.set_len(len).map_err(io)?;
             file.sync_data().map_err(io)?;
         }
-        let id = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
         Ok(Journal {
             id,
             path: path.to_path_buf(),
             file,
             len,
+            _lock: lock,
         })
     }
 
@@ -406,8 +530,17 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
 
 /// The journal with `id`, or the newest one when `id` is `None`.
 pub fn find(workspace: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
-    let dir = workspace.join(SESSIONS_DIR);
+    find_in(&sessions_dir(workspace), id)
+}
+
+/// [`find`] in a given folder of journals.
+pub fn find_in(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
+    let dir = dir.to_path_buf();
     if let Some(id) = id {
+        let id = id.trim_end_matches(".jsonl");
+        if crate::store::safe_file_stem(id) != id {
+            return Err(SessionError::NotFound(id.to_string()));
+        }
         let path = dir.join(format!("{}.jsonl", id.trim_end_matches(".jsonl")));
         return if path.is_file() {
             Ok(path)

@@ -18,6 +18,9 @@ use crate::message::Message;
 pub const TRANSCRIPTS_DIR: &str = ".transcripts";
 pub const TOOL_RESULTS_DIR: &str = ".task_outputs/tool-results";
 
+/// The archive's folders in a workspace: read-only to every command and file tool.
+pub const ARCHIVE_FOLDERS: [&str; 2] = [TRANSCRIPTS_DIR, ".task_outputs"];
+
 /// The folders scratchpad keeps in a workspace: journals, transcripts, saved outputs.
 /// Each gets a `.gitignore` of `*` when created, and `glob` never lists them.
 pub const OWN_FOLDERS: &[&str] = &[".scratchpad", ".transcripts", ".task_outputs"];

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -146,9 +146,9 @@ fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
 }
 
 /// A journal of an earlier conversation of `turns` exchanges of `chars` characters each.
-fn write_earlier_session(workspace: &Path, turns: usize, chars: usize) {
+fn write_earlier_session(workspace: &Workspace, turns: usize, chars: usize) {
     use scratchpad::session::Record;
-    let dir = workspace.join(scratchpad::session::SESSIONS_DIR);
+    let dir = workspace.sessions_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let mut history = scratchpad::history::History::new();
     for turn in 0..turns {
@@ -212,7 +212,7 @@ fn a_journal_append_that_fails_is_cut_back_and_the_journal_stays_whole() {
         stderr.contains("session journal"),
         "the failed append is reported: {stderr}"
     );
-    let journal = newest_journal(workspace.path());
+    let journal = newest_journal(&workspace);
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.ends_with('\n'), "no partial line is left behind");
     for line in text.lines() {
@@ -261,7 +261,7 @@ fn a_refusal_that_nothing_can_shrink_is_reported_at_once() {
 #[test]
 fn prompt_too_long_compacts_reactively_and_retries_once() {
     let workspace = Workspace::new();
-    write_earlier_session(workspace.path(), 6, 2_000);
+    write_earlier_session(&workspace, 6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing", "--events", "jsonl"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -324,14 +324,14 @@ fn a_refusal_of_a_short_history_with_large_results_persists_them_instead_of_summ
 #[test]
 fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
     let workspace = Workspace::new();
-    write_earlier_session(workspace.path(), 6, 2_000);
+    write_earlier_session(&workspace, 6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("unused")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("prompt is too long"), "{stderr}");
     assert_eq!(api.turn_requests().len(), 2);
-    let journal = newest_journal(workspace.path());
+    let journal = newest_journal(&workspace);
     let restored = scratchpad::session::restore(&journal).unwrap();
     // The earlier work is kept (summarised, with its transcript); the request that got
     // no answer is not, so that the next request does not carry it unanswered.
@@ -386,8 +386,8 @@ fn path_escapes_are_refused_headless_without_yes() {
     assert!(workspace.path().join("f0.rs").exists());
 }
 
-fn newest_journal(workspace: &Path) -> PathBuf {
-    scratchpad::session::find(workspace, None).expect("a session journal")
+fn newest_journal(workspace: &Workspace) -> PathBuf {
+    workspace.newest_journal().expect("a session journal")
 }
 
 #[test]
@@ -404,8 +404,8 @@ fn a_session_killed_while_a_tool_runs_resumes_with_an_interrupted_result() {
         .spawn()
         .unwrap();
     let journal_has_call = || {
-        scratchpad::session::find(workspace.path(), None)
-            .ok()
+        workspace
+            .newest_journal()
             .and_then(|path| std::fs::read_to_string(path).ok())
             .is_some_and(|text| text.contains("toolu_s1"))
     };
@@ -527,7 +527,7 @@ fn ctrl_c_cancels_a_long_bash_and_kills_its_process_group() {
         !marker.exists(),
         "the command's background child was killed with its group"
     );
-    let restored = scratchpad::session::restore(&newest_journal(workspace.path())).unwrap();
+    let restored = scratchpad::session::restore(&newest_journal(&workspace)).unwrap();
     assert_eq!(
         tool_results(&restored.messages),
         vec!["Cancelled by the user while running; the process was killed."]
@@ -545,7 +545,7 @@ fn without_a_terminal_the_app_says_so_in_one_line_and_leaves_no_journal() {
         "scratchpad needs a terminal; use -p REQUEST for headless\n"
     );
     assert!(
-        !workspace.path().join(".scratchpad").exists(),
+        !workspace.sessions_dir().exists() && !workspace.path().join(".scratchpad").exists(),
         "no session journal is created"
     );
 }
@@ -586,7 +586,7 @@ fn sigint_in_print_mode_says_cancelled() {
 #[test]
 fn undo_after_resume_restores_the_history_from_before_the_compaction() {
     let workspace = Workspace::new();
-    write_earlier_session(workspace.path(), 6, 2_000);
+    write_earlier_session(&workspace, 6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now"), text_reply("next done")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -633,7 +633,7 @@ fn undo_after_resume_restores_the_history_from_before_the_compaction() {
 fn a_pinned_result_survives_resume_and_stage_three_leaves_it_whole() {
     use scratchpad::session::Record;
     let workspace = Workspace::new();
-    let dir = workspace.path().join(scratchpad::session::SESSIONS_DIR);
+    let dir = workspace.sessions_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let mut records = vec![Record::Append {
         message: Message::user_text("read both"),

@@ -434,12 +434,12 @@ impl Agent {
         self.stage_log.clear();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
-        if self.journal.is_some() {
-            match Journal::create(
-                self.tools.workspace().root(),
-                self.provider.kind(),
-                self.provider.model(),
-            ) {
+        let folder = self
+            .journal
+            .as_ref()
+            .and_then(|journal| journal.path().parent().map(std::path::Path::to_path_buf));
+        if let Some(folder) = folder {
+            match Journal::create(&folder, self.provider.kind(), self.provider.model()) {
                 Ok(journal) => {
                     self.journal = Some(journal);
                     self.announce_session();

@@ -44,10 +44,17 @@ pub fn run(workspace: &Workspace, path: &Path, shown: &str, old: &str, new: &str
     if old.is_empty() {
         return ToolOutput::error("old_text is empty; use write_file to create a file");
     }
-    let bytes = match read_capped(workspace, path, shown) {
-        Ok(bytes) => bytes,
+    let (bytes, now) = match read_capped(workspace, path, shown) {
+        Ok(read) => read,
         Err(refused) => return refused,
     };
+    // The file as the model knew it: changed since (another process appended lines)
+    // and the edit would be made to text the model never saw.
+    if workspace.last_seen(path).is_some_and(|seen| seen != now) {
+        return ToolOutput::error(format!(
+            "{shown} changed since you last read it (someone else wrote it); read it again, then edit"
+        ));
+    }
     let Ok(text) = String::from_utf8(bytes) else {
         return ToolOutput::error(format!("{shown} is not UTF-8 text; edit_file will not change it"));
     };
@@ -55,7 +62,7 @@ pub fn run(workspace: &Workspace, path: &Path, shown: &str, old: &str, new: &str
         0 => ToolOutput::error(format!(
             "old_text was not found in {shown}; read the file and copy the text exactly"
         )),
-        1 => match write_whole(workspace, path, shown, &text.replacen(old, new, 1)) {
+        1 => match write_whole(workspace, path, shown, &text.replacen(old, new, 1), Some(now)) {
             Ok(()) => ToolOutput::ok(format!("Edited {shown}: replaced 1 occurrence")),
             Err(refused) => refused,
         },

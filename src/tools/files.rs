@@ -2,11 +2,11 @@
 //! judged by the plan and are opened through [`Workspace::open`], which judges them
 //! again at open time and takes regular files only. These run on a blocking thread.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use super::ToolOutput;
-use super::workspace::{Access, Workspace};
+use super::workspace::{Access, Stamp, Workspace};
 
 /// Files larger than this are not read whole; the model is told to use offset/limit
 /// through bash tools instead.
@@ -16,28 +16,38 @@ pub(super) fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
 }
 
-/// The whole file, at most [`MAX_READ_BYTES`].
-pub(super) fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<Vec<u8>, ToolOutput> {
-    let file = workspace
-        .open(path, Access::Read)
-        .map_err(|error| ToolOutput::error(format!("Cannot read {shown}: {error}")))?;
+/// The whole file, at most [`MAX_READ_BYTES`], and what it was when read.
+pub(super) fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<(Vec<u8>, Stamp), ToolOutput> {
+    let cannot = |error: &dyn std::fmt::Display| ToolOutput::error(format!("Cannot read {shown}: {error}"));
+    let file = workspace.open(path, Access::Read).map_err(|error| cannot(&error))?;
     let mut bytes = Vec::new();
-    file.take(MAX_READ_BYTES + 1)
+    (&file)
+        .take(MAX_READ_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|error| ToolOutput::error(format!("Cannot read {shown}: {error}")))?;
+        .map_err(|error| cannot(&error))?;
     if bytes.len() as u64 > MAX_READ_BYTES {
         return Err(ToolOutput::error(format!(
             "{shown} is larger than {MAX_READ_BYTES} bytes, too large to read whole; use bash (head, sed -n) for parts"
         )));
     }
-    Ok(bytes)
+    let stamp = Stamp::of(&file, &bytes).map_err(|error| cannot(&error))?;
+    Ok((bytes, stamp))
 }
 
-pub(super) fn write_whole(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> Result<(), ToolOutput> {
-    workspace
-        .open(path, Access::Write)
-        .and_then(|mut file| file.write_all(content.as_bytes()).map_err(Into::into))
-        .map_err(|error| ToolOutput::error(format!("Cannot write {shown}: {error}")))
+/// Replace the file whole (never half-written); with `expected`, only if it is still
+/// as it was read. The model then knows the file as written.
+pub(super) fn write_whole(
+    workspace: &Workspace,
+    path: &Path,
+    shown: &str,
+    content: &str,
+    expected: Option<Stamp>,
+) -> Result<(), ToolOutput> {
+    let stamp = workspace
+        .replace(path, content.as_bytes(), expected)
+        .map_err(|error| ToolOutput::error(format!("Cannot write {shown}: {error}")))?;
+    workspace.saw(path, stamp);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub mod shell_grammar;
 pub mod workspace;
 pub mod write_file;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -335,7 +335,14 @@ impl ToolBox {
             cap: config.output_cap_bytes,
             // Should a bad pattern get past validation, our own keys stay hidden.
             hide_env: config.hidden_env_matcher().unwrap_or_else(|_| HiddenEnv::ours_only()),
-            sandbox: Sandbox::new(config.sandbox.clone(), workspace.root()),
+            sandbox: {
+                let mut sandbox = Sandbox::new(config.sandbox.clone(), workspace.root());
+                for folder in crate::store::ARCHIVE_FOLDERS {
+                    sandbox.protect(workspace.root().join(folder));
+                }
+                sandbox.protect(crate::session::sessions_dir(workspace.root()));
+                sandbox
+            },
         };
         ToolBox {
             workspace,
@@ -380,7 +387,27 @@ impl ToolBox {
             Err(error) => return Plan::Invalid(format!("{name}: {error}")),
         };
         let shown = self.workspace.display(&path);
+        let writes = name != <read_file::ReadFile as Tool>::NAME;
+        if writes && let Some(folder) = self.archive_folder(&path) {
+            return Plan::Refused(format!(
+                "Refused: `{folder}/` is scratchpad's archive (what compaction saved), read-only to tools."
+            ));
+        }
+        let into_git = writes
+            && sandbox::git_folders(self.workspace.root())
+                .iter()
+                .any(|git| path.starts_with(git));
         let job = job(path, shown.clone());
+        if into_git {
+            return Plan::Ask {
+                question: format!(
+                    "{name} wants `{shown}`, inside the repository's .git (its hooks and config run outside \
+                     the sandbox). Allow?"
+                ),
+                destructive: true,
+                job,
+            };
+        }
         if outside && !self.config.permissions.allow_outside_workspace {
             Plan::Ask {
                 question: format!("{name} wants `{shown}`, which is outside the workspace. Allow?"),
@@ -390,6 +417,14 @@ impl ToolBox {
         } else {
             Plan::Run(job)
         }
+    }
+
+    /// The archive folder `path` lies in (or is), if any.
+    fn archive_folder(&self, path: &Path) -> Option<&'static str> {
+        crate::store::ARCHIVE_FOLDERS
+            .iter()
+            .copied()
+            .find(|folder| path.starts_with(self.workspace.root().join(folder)))
     }
 
     /// File work on a blocking thread, so a slow disk never stalls the agent.

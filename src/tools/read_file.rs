@@ -50,7 +50,10 @@ impl Tool for ReadFile {
 
 pub fn run(workspace: &Workspace, path: &Path, shown: &str, offset: usize, limit: usize) -> ToolOutput {
     let bytes = match read_capped(workspace, path, shown) {
-        Ok(bytes) => bytes,
+        Ok((bytes, stamp)) => {
+            workspace.saw(path, stamp);
+            bytes
+        }
         Err(refused) => return refused,
     };
     if looks_binary(&bytes) {

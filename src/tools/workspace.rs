@@ -8,7 +8,7 @@
 //! FIFO, a device or a socket is refused instead of hanging the agent.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
@@ -29,6 +29,29 @@ pub enum PathError {
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    /// Each file as the model last saw it (read or wrote it), so an edit of a file
+    /// someone changed since is refused instead of overwriting their lines.
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<PathBuf, Stamp>>>,
+}
+
+/// What a file was when it was read: size, modification time and content hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    hash: [u8; 32],
+}
+
+impl Stamp {
+    pub fn of(file: &File, bytes: &[u8]) -> io::Result<Self> {
+        use sha2::Digest;
+        let metadata = file.metadata()?;
+        Ok(Stamp {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            hash: sha2::Sha256::digest(bytes).into(),
+        })
+    }
 }
 
 impl Workspace {
@@ -36,7 +59,25 @@ impl Workspace {
     pub fn new(root: &Path) -> std::io::Result<Self> {
         Ok(Workspace {
             root: root.canonicalize()?,
+            seen: Default::default(),
         })
+    }
+
+    /// Remember `path` as the model now knows it.
+    pub fn saw(&self, path: &Path, stamp: Stamp) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(path.to_path_buf(), stamp);
+    }
+
+    /// `path` as the model last knew it, if it read or wrote it.
+    pub fn last_seen(&self, path: &Path) -> Option<Stamp> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(path)
+            .copied()
     }
 
     pub fn root(&self) -> &Path {
@@ -74,14 +115,14 @@ impl Workspace {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
     Read,
-    /// Create if missing (with its folders), then truncate.
-    Write,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("it leads outside the workspace through a link; refused")]
     Escapes,
+    #[error("it changed since it was read (someone else wrote it); read it again, then edit")]
+    Changed,
     #[error("it is not a regular file but a {0}; only regular files are read or written")]
     NotRegular(&'static str),
     #[error("{0}")]
@@ -100,7 +141,6 @@ impl Workspace {
                 let mut options = std::fs::OpenOptions::new();
                 match access {
                     Access::Read => options.read(true),
-                    Access::Write => options.write(true).create(true),
                 };
                 options
                     .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -124,10 +164,107 @@ impl Workspace {
             };
             return Err(OpenError::NotRegular(name));
         }
-        if access == Access::Write {
-            file.set_len(0)?;
-        }
         Ok(file)
+    }
+
+    /// Replace `path` whole with `content`, never half: the text goes to a temporary
+    /// file in the same folder, is flushed, and is renamed over the original (whose
+    /// mode is kept). A full disk leaves the original as it was. With `expected`, the
+    /// file must still be as it was read (checked just before the rename).
+    pub fn replace(&self, path: &Path, content: &[u8], expected: Option<Stamp>) -> Result<Stamp, OpenError> {
+        use std::os::unix::ffi::OsStrExt;
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(OpenError::NotRegular("directory"));
+        };
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        let folder = match parent.strip_prefix(&self.root) {
+            Ok(relative) => {
+                let root = File::open(&self.root)?;
+                if !relative.as_os_str().is_empty() {
+                    make_folders_beneath(&root, relative)?;
+                }
+                File::from(openat2_beneath(&root, relative, flags, 0)?)
+            }
+            Err(_) => File::open(parent)?,
+        };
+        let c_name = std::ffi::CString::new(name.as_bytes()).map_err(io::Error::other)?;
+        // The original, if any: a regular file (never a link) whose mode we keep.
+        // SAFETY: a zeroed stat is valid; fstatat fills it.
+        let mut original: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor, NUL-terminated name, a pointer to `original`.
+        let exists = unsafe {
+            libc::fstatat(
+                folder.as_raw_fd(),
+                c_name.as_ptr(),
+                &mut original,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        } == 0;
+        if exists && original.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(OpenError::NotRegular("special file or link"));
+        }
+        let temp_name = format!(
+            ".{}.scratchpad-{}-{}.tmp",
+            name.to_string_lossy(),
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let c_temp = std::ffi::CString::new(temp_name).map_err(io::Error::other)?;
+        // SAFETY: valid descriptor and NUL-terminated name.
+        let fd = unsafe {
+            libc::openat(
+                folder.as_raw_fd(),
+                c_temp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o666,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error().into());
+        }
+        // SAFETY: a new descriptor nothing else owns.
+        let mut temp = unsafe { File::from_raw_fd(fd) };
+        let remove_temp = || {
+            // SAFETY: valid descriptor and NUL-terminated name.
+            unsafe { libc::unlinkat(folder.as_raw_fd(), c_temp.as_ptr(), 0) };
+        };
+        let written = (|| -> Result<Stamp, OpenError> {
+            use std::io::Write;
+            if exists {
+                use std::os::unix::fs::PermissionsExt;
+                temp.set_permissions(std::fs::Permissions::from_mode(original.st_mode & 0o7777))?;
+                // Keep the owner where we may (root editing another user's file).
+                // SAFETY: a valid descriptor; failure leaves our own ownership.
+                unsafe { libc::fchown(temp.as_raw_fd(), original.st_uid, original.st_gid) };
+            }
+            temp.write_all(content)?;
+            temp.sync_all()?;
+            if let Some(expected) = expected {
+                let now = self.open(path, Access::Read)?;
+                let mut bytes = Vec::new();
+                (&now).read_to_end(&mut bytes)?;
+                if Stamp::of(&now, &bytes)? != expected {
+                    return Err(OpenError::Changed);
+                }
+            }
+            Ok(Stamp::of(&temp, content)?)
+        })();
+        let stamp = match written {
+            Ok(stamp) => stamp,
+            Err(error) => {
+                remove_temp();
+                return Err(error);
+            }
+        };
+        // SAFETY: valid descriptors and NUL-terminated names in the same folder.
+        if unsafe { libc::renameat(folder.as_raw_fd(), c_temp.as_ptr(), folder.as_raw_fd(), c_name.as_ptr()) } != 0 {
+            let error = io::Error::last_os_error();
+            remove_temp();
+            return Err(error.into());
+        }
+        // The rename itself durable: the folder flushed.
+        let _ = folder.sync_all();
+        Ok(stamp)
     }
 
     fn open_beneath(&self, relative: &Path, access: Access) -> Result<File, OpenError> {
@@ -135,12 +272,6 @@ impl Workspace {
         let flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
         let fd = match access {
             Access::Read => openat2_beneath(&root, relative, flags | libc::O_RDONLY, 0)?,
-            Access::Write => {
-                if let Some(parent) = relative.parent() {
-                    make_folders_beneath(&root, parent)?;
-                }
-                openat2_beneath(&root, relative, flags | libc::O_WRONLY | libc::O_CREAT, 0o666)?
-            }
         };
         Ok(File::from(fd))
     }
@@ -220,6 +351,8 @@ fn make_folders_beneath(dir: &File, path: &Path) -> Result<(), OpenError> {
     }
     Ok(())
 }
+
+static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Remove `.` and fold `..` without touching the disk.
 pub(crate) fn lexical_normal(path: &Path) -> PathBuf {
@@ -320,21 +453,51 @@ mod tests {
             ws.open(&fifo, Access::Read),
             Err(OpenError::NotRegular("FIFO"))
         ));
-        assert!(matches!(ws.open(&fifo, Access::Write), Err(OpenError::NotRegular(_))));
-        // Judged inside, then swapped for a link out before the open.
+        assert!(matches!(ws.replace(&fifo, b"x", None), Err(OpenError::NotRegular(_))));
+        // Judged inside, then swapped for a link out before the write.
         let planned = ws.root().join("swap.txt");
         std::os::unix::fs::symlink(outside.path().join("planted.txt"), &planned).unwrap();
-        assert!(matches!(ws.open(&planned, Access::Write), Err(OpenError::Escapes)));
+        assert!(matches!(
+            ws.replace(&planned, b"x", None),
+            Err(OpenError::NotRegular(_))
+        ));
         assert!(!outside.path().join("planted.txt").exists());
         let deep = ws.root().join("a/b/c.txt");
-        use std::io::Write;
-        ws.open(&deep, Access::Write).unwrap().write_all(b"hi").unwrap();
+        ws.replace(&deep, b"hi", None).unwrap();
         assert_eq!(std::fs::read_to_string(&deep).unwrap(), "hi");
         std::os::unix::fs::symlink(outside.path(), ws.root().join("out")).unwrap();
         assert!(matches!(
-            ws.open(&ws.root().join("out/x/y.txt"), Access::Write),
+            ws.replace(&ws.root().join("out/x/y.txt"), b"x", None),
             Err(OpenError::Escapes)
         ));
         assert!(!outside.path().join("x").exists(), "no folder was made outside");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_stale_one_is_left_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        let script = ws.root().join("run.sh");
+        std::fs::write(&script, "echo one\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
+        let file = ws.open(&script, Access::Read).unwrap();
+        let read = Stamp::of(&file, b"echo one\n").unwrap();
+        ws.replace(&script, b"echo two\n", Some(read)).unwrap();
+        assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo two\n");
+        assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o7777, 0o751);
+        // Someone appends after our read: the edit is refused and their line stays.
+        std::fs::write(&script, "echo two\necho theirs\n").unwrap();
+        assert!(matches!(
+            ws.replace(&script, b"echo three\n", Some(read)),
+            Err(OpenError::Changed)
+        ));
+        assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo two\necho theirs\n");
+        let leftovers: Vec<_> = std::fs::read_dir(ws.root())
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }

@@ -38,7 +38,7 @@ impl Tool for WriteFile {
 }
 
 pub fn run(workspace: &Workspace, path: &Path, shown: &str, content: &str) -> ToolOutput {
-    match write_whole(workspace, path, shown, content) {
+    match write_whole(workspace, path, shown, content, None) {
         Ok(()) => ToolOutput::ok(format!("Wrote {} bytes to {shown}", content.len())),
         Err(refused) => refused,
     }

@@ -514,9 +514,20 @@ impl Workspace {
             .env("SCRATCHPAD_LOG", self.home.path().join("log.txt"))
             .env("HOME", self.home.path())
             .env("XDG_CONFIG_HOME", self.home.path())
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
             .env_remove("MODEL_ID")
             .stdin(Stdio::null());
         command
+    }
+
+    /// Where the binary keeps this workspace's session journals.
+    pub fn sessions_dir(&self) -> std::path::PathBuf {
+        scratchpad::session::sessions_dir_under(&self.home.path().join("data/scratchpad"), self.path())
+    }
+
+    /// The newest session journal of this workspace.
+    pub fn newest_journal(&self) -> Option<std::path::PathBuf> {
+        scratchpad::session::find_in(&self.sessions_dir(), None).ok()
     }
 
     pub fn run(&self, api: &MockApi, args: &[&str]) -> Output {

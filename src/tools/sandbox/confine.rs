@@ -125,6 +125,17 @@ impl MountPlan {
             write_file(c"/proc/self/gid_map", &self.gid_map)?;
             // Nothing mounted here may show in the parent's namespace.
             mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
+            // Read-only first, on the real paths: the workspace's own (`.git`, the
+            // archive) are carried along when it is bound into the private /tmp.
+            for (folder, kept) in &self.read_only {
+                mount(Some(folder), folder, None, libc::MS_BIND | libc::MS_REC)?;
+                mount(
+                    None,
+                    folder,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
+                )?;
+            }
             if let Some((workspace, place)) = &self.rebind {
                 mount(Some(workspace), place, None, libc::MS_BIND | libc::MS_REC)?;
             }
@@ -136,15 +147,6 @@ impl MountPlan {
             }
             for socket in &self.cover_files {
                 mount(Some(c"/dev/null"), socket, None, libc::MS_BIND)?;
-            }
-            for (folder, kept) in &self.read_only {
-                mount(Some(folder), folder, None, libc::MS_BIND | libc::MS_REC)?;
-                mount(
-                    None,
-                    folder,
-                    None,
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept,
-                )?;
             }
         }
         Ok(())

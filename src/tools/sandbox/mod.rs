@@ -354,6 +354,9 @@ impl Sandbox {
             writable.push(tmp.path().to_path_buf());
         }
         let ruleset = self.ruleset(writable)?;
+        for folder in &self.protected {
+            ensure_own_folder(folder)?;
+        }
         let mut read_only = self.protected.clone();
         if !git_writable {
             read_only.extend(git_folders(&self.workspace));
@@ -459,6 +462,20 @@ pub fn git_folders(workspace: &Path) -> Vec<PathBuf> {
         }
     }
     folders
+}
+
+/// A folder of ours exists, as a real folder, before a command runs: one the model
+/// made first, or swapped for a link, could hold what it planted.
+fn ensure_own_folder(folder: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(folder) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "{} is not scratchpad's folder (a link or a file stands there); move it away",
+            folder.display()
+        )),
+        Err(_) => crate::store::create_private_dir(folder)
+            .map_err(|error| format!("cannot create {}: {error}", folder.display())),
+    }
 }
 
 fn c_path(path: &Path) -> Result<CString, String> {

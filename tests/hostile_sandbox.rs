@@ -1,0 +1,277 @@
+//! Ways out of the sandbox, each tried by a scripted model through the real binary,
+//! approved with `--yes` (so the permission checks are out of the way and only the
+//! sandbox stands): typing into the user's terminal, device nodes, `.git`, UNIX sockets
+//! under `/tmp`, signals to processes outside. Every layer is live on these machines;
+//! a kernel without one fails here rather than passing quietly.
+
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{MockApi, Workspace, messages_of, text_reply, tool_reply, tool_results};
+use scratchpad::tools::sandbox::{Sandbox, SandboxConfig, SandboxState};
+use serde_json::{Value, json};
+
+fn assert_every_layer(workspace: &Workspace) {
+    let sandbox = Sandbox::new(SandboxConfig::default(), workspace.path());
+    assert!(
+        matches!(sandbox.state(), SandboxState::Enforced { .. }),
+        "these tests need every sandbox layer: {:?}",
+        sandbox.state().details()
+    );
+}
+
+fn bash(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
+    (id, "bash", json!({ "command": command.into() }))
+}
+
+/// The results the model got for `calls`, run headless with `extra` arguments.
+fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &[&str]) -> Vec<String> {
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
+    let mut args = vec!["-p", "Go"];
+    args.extend_from_slice(extra);
+    let output = workspace.run(&api, &args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let turns = api.turn_requests();
+    let results = tool_results(&messages_of(&turns[1]));
+    assert_eq!(results.len(), calls.len());
+    results
+}
+
+/// The binary in a pseudo-terminal of its own (its controlling terminal), as a user
+/// runs it; returns what the model got back and everything the terminal showed.
+fn results_in_a_terminal(workspace: &Workspace, calls: &[(&str, &str, Value)]) -> (Vec<String>, String) {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
+    let std_command = workspace.command(&api, &["-p", "Go", "--yes"]);
+    let mut command = CommandBuilder::new(std_command.get_program());
+    command.args(std_command.get_args());
+    for (key, value) in std_command.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        }
+    }
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 100,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut child = pair.slave.spawn_command(command).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = shown.clone();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buffer[..n]);
+        }
+    });
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the binary hung");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let turns = api.turn_requests();
+    let results = tool_results(&messages_of(&turns[1]));
+    let shown = String::from_utf8_lossy(&shown.lock().unwrap()).into_owned();
+    (results, shown)
+}
+
+#[test]
+fn a_command_cannot_type_into_the_users_terminal() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let script = r#"
+import fcntl, os, termios
+for path in ["/dev/tty", "/proc/%d/fd/0" % os.getppid()]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY)
+        for byte in b"echo PWNED\n":
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([byte]))
+        print("INJECTED through", path)
+    except OSError as error:
+        print("refused", path, error.errno)
+"#;
+    std::fs::write(workspace.path().join("inject.py"), script).unwrap();
+    let (results, shown) = results_in_a_terminal(&workspace, &[bash("t1", "python3 inject.py")]);
+    assert!(!results[0].contains("INJECTED"), "{}", results[0]);
+    assert!(results[0].contains("refused /dev/tty"), "{}", results[0]);
+    assert!(!shown.contains("PWNED"), "the terminal received typed input: {shown}");
+}
+
+#[test]
+fn device_nodes_cannot_be_made_and_outside_processes_cannot_be_signalled() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let mut outsider = Command::new("sleep").arg("30").spawn().unwrap();
+    let results = results_of(
+        &workspace,
+        &[
+            bash("m1", "mknod disk b 8 0 && echo made-block"),
+            bash("m2", "mknod tty c 4 1 && echo made-char"),
+            bash("m3", "mkfifo fifo && echo made-fifo"),
+            bash("k1", format!("kill -TERM {} && echo signalled", outsider.id())),
+        ],
+        &["--yes"],
+    );
+    assert!(!results[0].contains("made-block"), "{}", results[0]);
+    assert!(!results[1].contains("made-char"), "{}", results[1]);
+    assert!(!workspace.path().join("disk").exists() && !workspace.path().join("tty").exists());
+    assert!(results[2].contains("made-fifo"), "FIFOs stay allowed: {}", results[2]);
+    assert!(!results[3].contains("signalled"), "{}", results[3]);
+    assert!(
+        outsider.try_wait().unwrap().is_none(),
+        "the process outside was signalled"
+    );
+    outsider.kill().unwrap();
+    let _ = outsider.wait();
+}
+
+fn git_init(dir: &Path) {
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn git_hooks_and_config_cannot_be_planted_unasked() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    git_init(workspace.path());
+    let config_before = std::fs::read(workspace.path().join(".git/config")).unwrap();
+    let results = results_of(
+        &workspace,
+        &[
+            bash(
+                "g1",
+                "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit && echo planted",
+            ),
+            bash(
+                "g2",
+                "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config && echo planted",
+            ),
+            (
+                "g3",
+                "write_file",
+                json!({"path": ".git/hooks/post-checkout", "content": "x"}),
+            ),
+            bash("g4", "git config core.hooksPath hooks"),
+        ],
+        &[],
+    );
+    assert!(!results[0].contains("planted"), "{}", results[0]);
+    assert!(results[0].contains("Read-only file system"), "{}", results[0]);
+    assert!(!results[1].contains("planted"), "{}", results[1]);
+    assert!(!workspace.path().join(".git/hooks/pre-commit").exists());
+    assert!(!workspace.path().join(".git/hooks/post-checkout").exists());
+    assert!(
+        results[2].starts_with("Refused"),
+        "write_file into .git is asked: {}",
+        results[2]
+    );
+    assert!(
+        results[3].starts_with("Refused") && results[3].contains(".git"),
+        "a git write is a question naming .git: {}",
+        results[3]
+    );
+    assert_eq!(
+        std::fs::read(workspace.path().join(".git/config")).unwrap(),
+        config_before
+    );
+    // Approved, a git command that writes the repository works.
+    let approved = results_of(
+        &workspace,
+        &[bash("g5", "git config user.name Approved && echo set")],
+        &["--yes"],
+    );
+    assert!(approved[0].contains("set"), "{}", approved[0]);
+    let config = std::fs::read_to_string(workspace.path().join(".git/config")).unwrap();
+    assert!(config.contains("Approved"), "{config}");
+}
+
+#[test]
+fn unix_sockets_under_tmp_are_out_of_reach() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let outside = tempfile::Builder::new().prefix("agent-").tempdir_in("/tmp").unwrap();
+    let socket = outside.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let connect = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+        socket.display()
+    );
+    let abstract_name = format!("scratchpad-test-{}", std::process::id());
+    let abstract_listener = {
+        use std::os::linux::net::SocketAddrExt;
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&address).unwrap()
+    };
+    abstract_listener.set_nonblocking(true).unwrap();
+    let connect_abstract = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{abstract_name}'); print('connected')\""
+    );
+    let results = results_of(
+        &workspace,
+        &[
+            bash("u1", connect),
+            bash("u2", connect_abstract),
+            bash("u3", "echo ok > /tmp/mine && cat /tmp/mine"),
+        ],
+        &["--yes"],
+    );
+    assert!(!results[0].contains("connected"), "{}", results[0]);
+    assert!(!results[1].contains("connected"), "{}", results[1]);
+    assert!(
+        listener.accept().is_err() && abstract_listener.accept().is_err(),
+        "nothing connected"
+    );
+    assert_eq!(results[2], "ok\n", "the private /tmp is writable");
+    assert!(!Path::new("/tmp/mine").exists() || std::fs::read_to_string("/tmp/mine").unwrap() != "ok\n");
+}
+
+#[test]
+fn the_agents_sockets_and_credentials_are_not_handed_to_commands() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Looking.", &[bash("e1", "env | sort")]),
+        text_reply("Done."),
+    ]);
+    let mut command = workspace.command(&api, &["-p", "Go"]);
+    for (name, value) in [
+        ("AWS_SECRET_ACCESS_KEY", "aws-secret-1"),
+        ("GITHUB_TOKEN", "ghp-secret-2"),
+        ("HF_TOKEN", "hf-secret-3"),
+        ("DATABASE_URL", "postgres://u:secret-4@db/x"),
+        ("SSH_AUTH_SOCK", "/tmp/ssh-x/agent.1"),
+        ("TMUX", "/tmp/tmux-0/default,1,0"),
+        ("MY_PASSWORD", "secret-5"),
+        ("SCRATCHPAD_VISIBLE", "visible-6"),
+    ] {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let env = &tool_results(&messages_of(&api.turn_requests()[1]))[0];
+    for secret in [
+        "secret-1", "secret-2", "secret-3", "secret-4", "ssh-x", "tmux-0", "secret-5",
+    ] {
+        assert!(!env.contains(secret), "{secret} reached the command:\n{env}");
+    }
+    assert!(env.contains("visible-6"), "{env}");
+}
