@@ -105,6 +105,36 @@ pub enum ConfigError {
     },
     #[error("invalid setting: {0}")]
     Value(String),
+    #[error(
+        "config file {path} can be changed by {who}, so it is not used (it sets the sandbox and the permissions); fix with: chmod go-w {path}"
+    )]
+    Writable { path: PathBuf, who: &'static str },
+}
+
+/// Refuse a config file others can change, as ssh refuses such a file: it decides
+/// the sandbox, the permissions and which commands run unasked. The file must belong
+/// to this user (or root) and be writable by neither its group nor others.
+fn check_owner_only(path: &Path) -> Result<(), ConfigError> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let who = if metadata.uid() != me && metadata.uid() != 0 {
+        "another user (its owner)"
+    } else if metadata.mode() & 0o002 != 0 {
+        "anyone"
+    } else if metadata.mode() & 0o020 != 0 {
+        "its group"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::Writable {
+        path: path.to_path_buf(),
+        who,
+    })
 }
 
 /// The user's config file: `$XDG_CONFIG_HOME/scratchpad/config.toml` or the platform's
@@ -161,6 +191,7 @@ impl Config {
         let Some(chosen) = chosen else {
             return Ok((Config::default(), None));
         };
+        check_owner_only(&chosen)?;
         let text = std::fs::read_to_string(&chosen).map_err(|source| ConfigError::Read {
             path: chosen.clone(),
             source,
@@ -515,6 +546,22 @@ demo_word_delay_ms = 0
             let error = parse(text).expect_err(text).to_string();
             assert!(error.contains(key), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn a_config_file_others_can_change_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[tools.sandbox]\nmode = \"off\"\n").unwrap();
+        for (mode, who) in [(0o666, "anyone"), (0o620, "its group")] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let error = Config::load(Some(&path)).unwrap_err().to_string();
+            assert!(error.contains(who) && error.contains("chmod go-w"), "{error}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (config, _) = Config::load(Some(&path)).unwrap();
+        assert_eq!(config.tools.sandbox.mode, crate::tools::sandbox::SandboxMode::Off);
     }
 
     #[test]

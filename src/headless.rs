@@ -1,6 +1,7 @@
 //! `scratchpad -p "request"`: one request without the UI. Each finished assistant
 //! message goes to stdout, stripped of terminal escape sequences (or, with `--events jsonl`, every agent event as a JSON line); the exit
-//! status says whether the turn completed. Ctrl+C (SIGINT) cancels the turn.
+//! status says whether the turn completed. Ctrl+C (SIGINT), SIGTERM and SIGHUP cancel
+//! the turn.
 
 use std::io::Write;
 
@@ -25,6 +26,8 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
     // is killed and every call still gets its result before we exit.
     let interrupt = tokio::signal::ctrl_c();
     tokio::pin!(interrupt);
+    let terminated = crate::signals::termination();
+    tokio::pin!(terminated);
     let mut interrupted = false;
     // Streamed text waits here until its message is complete: a retried stream then
     // never leaves half a message on stdout.
@@ -36,6 +39,12 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
                 None => break,
             },
             _ = &mut interrupt, if !interrupted => {
+                interrupted = true;
+                let _ = ops.send(Op::Cancel);
+                continue;
+            }
+            // SIGTERM or SIGHUP: the same, and the turn's end then ends the run.
+            _ = &mut terminated, if !interrupted => {
                 interrupted = true;
                 let _ = ops.send(Op::Cancel);
                 continue;

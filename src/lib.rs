@@ -16,6 +16,7 @@ pub mod message;
 pub mod protocol;
 pub mod provider;
 pub mod session;
+mod signals;
 pub mod store;
 mod terminal_text;
 mod time;

@@ -612,9 +612,16 @@ mod tests {
                 .count(),
             1
         );
-        assert_eq!(find(dir.path(), None).unwrap(), path);
-        assert_eq!(find(dir.path(), Some(journal.id())).unwrap(), path);
-        assert!(matches!(find(dir.path(), Some("nope")), Err(SessionError::NotFound(_))));
+        assert_eq!(find_in(dir.path(), None).unwrap(), path);
+        assert_eq!(find_in(dir.path(), Some(journal.id())).unwrap(), path);
+        assert!(matches!(
+            find_in(dir.path(), Some("nope")),
+            Err(SessionError::NotFound(_))
+        ));
+        assert!(matches!(
+            find_in(dir.path(), Some("../x")),
+            Err(SessionError::NotFound(_))
+        ));
     }
 
     use crate::compact::pairing::check_pairing;

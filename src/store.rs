@@ -120,6 +120,9 @@ impl Store {
     /// overwritten. Durable only after the next [`Store::sync`].
     pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
         let dir = self.tool_results_dir();
+        if !self.dry_run {
+            refuse_links(&self.workspace, TOOL_RESULTS_DIR).map_err(|source| self.write_error(&dir, source))?;
+        }
         let safe = safe_file_stem(tool_use_id);
         let mut n = 1;
         let mut made_folder = false;
@@ -221,6 +224,8 @@ impl Store {
             return None;
         }
         [TRANSCRIPTS_DIR, TOOL_RESULTS_DIR].iter().find_map(|dir| {
+            // A store folder that is a link holds nothing of ours.
+            refuse_links(&self.workspace, dir).ok()?;
             let root = self.workspace.join(dir).canonicalize().ok()?;
             let relative = resolved.strip_prefix(&root).ok()?;
             let clean = relative.components().all(|c| matches!(c, Component::Normal(_)));
@@ -310,6 +315,7 @@ static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64
 /// never shows our journals and archives as untracked files.
 pub fn create_own_folder(workspace: &Path, relative: &str) -> io::Result<PathBuf> {
     let dir = workspace.join(relative);
+    refuse_links(workspace, relative)?;
     create_private_dir(&dir)?;
     if let Some(top) = Path::new(relative).components().next()
         && OWN_FOLDERS
@@ -324,6 +330,27 @@ pub fn create_own_folder(workspace: &Path, relative: &str) -> io::Result<PathBuf
         }
     }
     Ok(dir)
+}
+
+/// Our folders are never followed through a link: one swapped in (by a command, before
+/// the sandbox made them read-only) would make us write elsewhere.
+fn refuse_links(workspace: &Path, relative: &str) -> io::Result<()> {
+    let mut path = workspace.to_path_buf();
+    for part in Path::new(relative).components() {
+        path.push(part);
+        match fs::symlink_metadata(&path) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                return Err(io::Error::other(format!(
+                    "{} is a link, not scratchpad's folder; nothing is written through it (move it away)",
+                    path.strip_prefix(workspace).unwrap_or(&path).display()
+                )));
+            }
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
@@ -443,15 +470,24 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn a_store_folder_that_is_a_link_still_holds_trusted_files() {
+    fn a_store_folder_swapped_for_a_link_is_refused_and_nothing_is_written_through_it() {
         let elsewhere = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".task_outputs")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(".transcripts")).unwrap();
         let store = Store::new(dir.path());
-        let saved = store.save_tool_result("t1", "full text").unwrap();
-        store.sync().unwrap();
-        assert_eq!(store.trusted_path(&saved).as_deref(), Some(saved.as_str()));
-        assert_eq!(store.read_saved(&saved), Some((saved.clone(), "full text".to_string())));
+        let error = store.save_tool_result("t1", "full text").unwrap_err().to_string();
+        assert!(error.contains(".task_outputs is a link"), "{error}");
+        let error = store.write_transcript("snip_compact", &[]).unwrap_err().to_string();
+        assert!(error.contains(".transcripts is a link"), "{error}");
+        assert_eq!(
+            fs::read_dir(elsewhere.path()).unwrap().count(),
+            0,
+            "nothing written outside"
+        );
+        fs::create_dir_all(elsewhere.path().join("tool-results")).unwrap();
+        fs::write(elsewhere.path().join("tool-results/t1.txt"), "planted").unwrap();
+        assert_eq!(store.trusted_path(".task_outputs/tool-results/t1.txt"), None);
     }
 
     #[test]

@@ -478,6 +478,18 @@ fn a_session_killed_mid_turn_resumes_with_its_history() {
 
 #[test]
 fn ctrl_c_cancels_a_long_bash_and_kills_its_process_group() {
+    a_signal_cancels_a_long_bash_and_kills_its_process_group(libc::SIGINT);
+}
+
+/// A kill or a closed terminal ends the turn as Ctrl+C does: the command dies with its
+/// group and its result is journaled.
+#[test]
+fn sigterm_and_sighup_end_the_turn_as_ctrl_c_does() {
+    a_signal_cancels_a_long_bash_and_kills_its_process_group(libc::SIGTERM);
+    a_signal_cancels_a_long_bash_and_kills_its_process_group(libc::SIGHUP);
+}
+
+fn a_signal_cancels_a_long_bash_and_kills_its_process_group(signal: i32) {
     use std::io::BufRead;
     let workspace = Workspace::new();
     let marker = workspace.path().join("survived");
@@ -505,7 +517,7 @@ fn ctrl_c_cancels_a_long_bash_and_kills_its_process_group() {
     let started = Instant::now();
     // SAFETY: sending a signal to our own child process.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
     seen.extend(lines.map_while(Result::ok));
     let status = child.wait().unwrap();

@@ -180,10 +180,12 @@ impl Workspace {
         let folder = match parent.strip_prefix(&self.root) {
             Ok(relative) => {
                 let root = File::open(&self.root)?;
-                if !relative.as_os_str().is_empty() {
+                if relative.as_os_str().is_empty() {
+                    File::from(openat2_beneath(&root, Path::new("."), flags, 0)?)
+                } else {
                     make_folders_beneath(&root, relative)?;
+                    File::from(openat2_beneath(&root, relative, flags, 0)?)
                 }
-                File::from(openat2_beneath(&root, relative, flags, 0)?)
             }
             Err(_) => File::open(parent)?,
         };

@@ -76,6 +76,8 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut redraw = true;
+    let terminated = crate::signals::termination();
+    tokio::pin!(terminated);
     let result = loop {
         if redraw {
             if let Err(error) = terminal.draw(|frame| app.render(frame)) {
@@ -116,6 +118,12 @@ pub async fn run(launch: Launch) -> io::Result<String> {
             _ = tick.tick(), if app.state.animating() => {
                 app.on_tick();
                 true
+            }
+            // SIGTERM or SIGHUP (the terminal closed): end the turn as Ctrl+C does,
+            // then quit; the agent journals every result before it stops.
+            _ = &mut terminated => {
+                let _ = ops.send(Op::Cancel);
+                break Ok(());
             }
         };
     };
