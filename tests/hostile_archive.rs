@@ -1,0 +1,215 @@
+//! The archive and the user's files against a hostile model and a second writer:
+//! the store folders read-only to commands and file tools, a store folder swapped for
+//! a link, two instances on one session, an edit of a file someone changed since it
+//! was read, and an edit on a full disk.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{MockApi, Workspace, messages_of, text_reply, tool_reply, tool_results};
+use serde_json::{Value, json};
+
+fn bash(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
+    (id, "bash", json!({ "command": command.into() }))
+}
+
+fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &[&str]) -> Vec<String> {
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
+    let mut args = vec!["-p", "Go"];
+    args.extend_from_slice(extra);
+    let output = workspace.run(&api, &args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results = tool_results(&messages_of(&api.turn_requests()[1]));
+    assert_eq!(results.len(), calls.len());
+    results
+}
+
+#[test]
+fn the_archive_is_read_only_to_commands_and_file_tools() {
+    let workspace = Workspace::new();
+    let saved = workspace.path().join(".task_outputs/tool-results");
+    std::fs::create_dir_all(&saved).unwrap();
+    std::fs::write(saved.join("toolu_old.txt"), "the original output").unwrap();
+    std::fs::create_dir_all(workspace.path().join(".transcripts")).unwrap();
+    let transcript = workspace.path().join(".transcripts/transcript_snip_compact_1.jsonl");
+    std::fs::write(&transcript, "{\"role\":\"user\",\"content\":\"hi\"}\n").unwrap();
+    let results = results_of(
+        &workspace,
+        &[
+            bash(
+                "a1",
+                "echo forged > .task_outputs/tool-results/toolu_old.txt; echo done",
+            ),
+            bash("a2", ": > .transcripts/transcript_snip_compact_1.jsonl; echo done"),
+            bash(
+                "a3",
+                "echo '{}' > .transcripts/planted.jsonl; rm -rf .transcripts; echo done",
+            ),
+            (
+                "a4",
+                "write_file",
+                json!({"path": ".task_outputs/tool-results/toolu_old.txt", "content": "forged"}),
+            ),
+            (
+                "a5",
+                "edit_file",
+                json!({"path": ".transcripts/transcript_snip_compact_1.jsonl", "old_text": "hi", "new_text": "rm -rf ~"}),
+            ),
+        ],
+        &["--yes"],
+    );
+    for result in &results[..3] {
+        assert!(result.contains("Read-only file system"), "{result}");
+    }
+    assert!(results[3].starts_with("Refused: `.task_outputs/`"), "{}", results[3]);
+    assert!(results[4].starts_with("Refused: `.transcripts/`"), "{}", results[4]);
+    assert_eq!(
+        std::fs::read_to_string(saved.join("toolu_old.txt")).unwrap(),
+        "the original output"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&transcript).unwrap(),
+        "{\"role\":\"user\",\"content\":\"hi\"}\n"
+    );
+    assert!(!workspace.path().join(".transcripts/planted.jsonl").exists());
+    let journals = workspace.sessions_dir();
+    assert!(
+        !journals.starts_with(workspace.path()),
+        "journals live outside the workspace"
+    );
+    assert!(workspace.newest_journal().is_some());
+}
+
+#[test]
+fn a_store_folder_swapped_for_a_link_stops_commands_and_is_never_written_through() {
+    let workspace = Workspace::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), workspace.path().join(".transcripts")).unwrap();
+    let results = results_of(&workspace, &[bash("l1", "echo ran")], &["--yes"]);
+    assert!(
+        results[0].starts_with("Not run:") && results[0].contains(".transcripts"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Waiting.", &[bash("w1", "sleep 3; echo slept")]),
+        text_reply("First done."),
+        text_reply("Later done."),
+    ]);
+    let mut first = workspace
+        .command(&api, &["-p", "wait"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while api.turn_requests().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the first instance never called"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = workspace.run(&api, &["--continue", "-p", "me too"]);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(
+        stderr.contains("is open in another scratchpad") && stderr.contains(&format!("pid {}", first.id())),
+        "{stderr}"
+    );
+    assert!(first.wait().unwrap().success());
+    // Once the first has ended, the session can be continued.
+    let third = workspace.run(&api, &["--continue", "-p", "now"]);
+    assert!(third.status.success(), "{}", String::from_utf8_lossy(&third.stderr));
+}
+
+#[test]
+fn an_edit_of_a_file_changed_since_it_was_read_is_refused_and_their_lines_stay() {
+    let workspace = Workspace::new();
+    let results = results_of(
+        &workspace,
+        &[
+            ("r1", "read_file", json!({"path": "f0.rs"})),
+            bash("b1", "echo '// appended by someone else' >> f0.rs"),
+            (
+                "e1",
+                "edit_file",
+                json!({"path": "f0.rs", "old_text": "file 0 line 0:", "new_text": "file zero line 0:"}),
+            ),
+        ],
+        &["--yes"],
+    );
+    assert!(results[2].contains("changed since you last read it"), "{}", results[2]);
+    let text = std::fs::read_to_string(workspace.path().join("f0.rs")).unwrap();
+    assert!(text.ends_with("// appended by someone else\n") && text.contains("file 0 line 0:"));
+}
+
+/// A tmpfs of 256 KiB mounted for one test and unmounted after, even on a panic.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "this test mounts a small tmpfs, which needs root");
+        SmallDisk(dir)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn an_edit_on_a_full_disk_leaves_the_file_byte_for_byte() {
+    let disk = SmallDisk::mount();
+    let file = disk.0.path().join("big.rs");
+    let original: String = (0..2_000)
+        .map(|line| format!("// line {line:05} of the file\n"))
+        .collect();
+    std::fs::write(&file, &original).unwrap();
+    // Fill the rest of the disk.
+    let filler = disk.0.path().join("filler");
+    let mut chunk = vec![b'x'; 4096];
+    {
+        use std::io::Write;
+        let mut out = std::fs::File::create(&filler).unwrap();
+        while out.write_all(&chunk).is_ok() {}
+        chunk.clear();
+    }
+    let workspace = scratchpad::tools::workspace::Workspace::new(disk.0.path()).unwrap();
+    let tools = scratchpad::tools::ToolBox::new(workspace, scratchpad::tools::ToolsConfig::default());
+    let grown = "// line 01000 of the file, now much longer".repeat(200);
+    let plan = tools.plan(
+        "edit_file",
+        &json!({"path": "big.rs", "old_text": "// line 01000 of the file", "new_text": grown}),
+    );
+    let scratchpad::tools::Plan::Run(job) = plan else {
+        panic!("{plan:?}")
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let output = runtime.block_on(tools.run(job));
+    assert!(output.is_error, "{}", output.text);
+    assert!(output.text.contains("No space left"), "{}", output.text);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "not one line lost");
+    let leftovers: Vec<_> = std::fs::read_dir(disk.0.path())
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
