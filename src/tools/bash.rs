@@ -206,11 +206,11 @@ impl Shell {
         let sandboxed = confinement.is_some();
         match confinement {
             Some(confinement) => {
-                let mut setup = confinement.into_pre_exec();
+                let setup = confinement.into_pre_exec();
                 // SAFETY: the closure only makes system calls on memory prepared before
                 // the fork (no allocation, no locks), as required between fork and exec.
                 unsafe {
-                    process.pre_exec(move || setup());
+                    process.pre_exec(setup);
                 }
             }
             // Its own session even unsandboxed (the group the guard kills), and no

@@ -312,11 +312,11 @@ impl Sandbox {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
-        let mut setup = confinement.into_pre_exec();
+        let setup = confinement.into_pre_exec();
         // SAFETY: the closure only makes system calls on memory prepared before the
         // fork (no allocation, no locks), as required between fork and exec.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut probe, move || setup());
+            std::os::unix::process::CommandExt::pre_exec(&mut probe, setup);
         }
         match probe.status() {
             Ok(status) if status.success() => Ok(()),

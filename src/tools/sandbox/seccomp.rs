@@ -10,7 +10,9 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
-/// `ioctl` requests that push input into a terminal or act on the console.
+/// `ioctl` requests that push input into a terminal or act on the console (their type
+/// differs between targets, hence the casts).
+#[allow(clippy::unnecessary_cast)]
 const TERMINAL_INJECTION: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
 
 /// `clone` flags that make a new namespace.
