@@ -8,23 +8,8 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Workspace, messages_of, text_reply, tool_reply, tool_results};
-use serde_json::{Value, json};
-
-fn bash(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
-    (id, "bash", json!({ "command": command.into() }))
-}
-
-fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &[&str]) -> Vec<String> {
-    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
-    let mut args = vec!["-p", "Go"];
-    args.extend_from_slice(extra);
-    let output = workspace.run(&api, &args);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let results = tool_results(&messages_of(&api.turn_requests()[1]));
-    assert_eq!(results.len(), calls.len());
-    results
-}
+use common::{MockApi, Workspace, bash_call, results_of, text_reply, tool_reply};
+use serde_json::json;
 
 #[test]
 fn the_archive_is_read_only_to_commands_and_file_tools() {
@@ -38,12 +23,12 @@ fn the_archive_is_read_only_to_commands_and_file_tools() {
     let results = results_of(
         &workspace,
         &[
-            bash(
+            bash_call(
                 "a1",
                 "echo forged > .task_outputs/tool-results/toolu_old.txt; echo done",
             ),
-            bash("a2", ": > .transcripts/transcript_snip_compact_1.jsonl; echo done"),
-            bash(
+            bash_call("a2", ": > .transcripts/transcript_snip_compact_1.jsonl; echo done"),
+            bash_call(
                 "a3",
                 "echo '{}' > .transcripts/planted.jsonl; rm -rf .transcripts; echo done",
             ),
@@ -87,7 +72,7 @@ fn a_store_folder_swapped_for_a_link_stops_commands_and_is_never_written_through
     let workspace = Workspace::new();
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), workspace.path().join(".transcripts")).unwrap();
-    let results = results_of(&workspace, &[bash("l1", "echo ran")], &["--yes"]);
+    let results = results_of(&workspace, &[bash_call("l1", "echo ran")], &["--yes"]);
     assert!(
         results[0].starts_with("Not run:") && results[0].contains(".transcripts"),
         "{}",
@@ -100,7 +85,7 @@ fn a_store_folder_swapped_for_a_link_stops_commands_and_is_never_written_through
 fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
     let workspace = Workspace::new();
     let api = MockApi::start_in_thread(vec![
-        tool_reply("Waiting.", &[bash("w1", "sleep 3; echo slept")]),
+        tool_reply("Waiting.", &[bash_call("w1", "sleep 3; echo slept")]),
         text_reply("First done."),
         text_reply("Later done."),
     ]);
@@ -138,7 +123,7 @@ fn an_edit_of_a_file_changed_since_it_was_read_is_refused_and_their_lines_stay()
         &workspace,
         &[
             ("r1", "read_file", json!({"path": "f0.rs"})),
-            bash("b1", "echo '// appended by someone else' >> f0.rs"),
+            bash_call("b1", "echo '// appended by someone else' >> f0.rs"),
             (
                 "e1",
                 "edit_file",

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Workspace, messages_of, text_reply, tool_reply, tool_results};
+use common::{MockApi, Workspace, bash_call, messages_of, results_of, text_reply, tool_reply, tool_results};
 use scratchpad::tools::sandbox::{Sandbox, SandboxConfig, SandboxState};
 use serde_json::{Value, json};
 
@@ -22,23 +22,6 @@ fn assert_every_layer(workspace: &Workspace) {
         "these tests need every sandbox layer: {:?}",
         sandbox.state().details()
     );
-}
-
-fn bash(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
-    (id, "bash", json!({ "command": command.into() }))
-}
-
-/// The results the model got for `calls`, run headless with `extra` arguments.
-fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &[&str]) -> Vec<String> {
-    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
-    let mut args = vec!["-p", "Go"];
-    args.extend_from_slice(extra);
-    let output = workspace.run(&api, &args);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let turns = api.turn_requests();
-    let results = tool_results(&messages_of(&turns[1]));
-    assert_eq!(results.len(), calls.len());
-    results
 }
 
 /// The binary in a pseudo-terminal of its own (its controlling terminal), as a user
@@ -105,7 +88,7 @@ for path in ["/dev/tty", "/proc/%d/fd/0" % os.getppid()]:
         print("refused", path, error.errno)
 "#;
     std::fs::write(workspace.path().join("inject.py"), script).unwrap();
-    let (results, shown) = results_in_a_terminal(&workspace, &[bash("t1", "python3 inject.py")]);
+    let (results, shown) = results_in_a_terminal(&workspace, &[bash_call("t1", "python3 inject.py")]);
     assert!(!results[0].contains("INJECTED"), "{}", results[0]);
     assert!(results[0].contains("refused /dev/tty"), "{}", results[0]);
     assert!(!shown.contains("PWNED"), "the terminal received typed input: {shown}");
@@ -119,10 +102,10 @@ fn device_nodes_cannot_be_made_and_outside_processes_cannot_be_signalled() {
     let results = results_of(
         &workspace,
         &[
-            bash("m1", "mknod disk b 8 0 && echo made-block"),
-            bash("m2", "mknod tty c 4 1 && echo made-char"),
-            bash("m3", "mkfifo fifo && echo made-fifo"),
-            bash("k1", format!("kill -TERM {} && echo signalled", outsider.id())),
+            bash_call("m1", "mknod disk b 8 0 && echo made-block"),
+            bash_call("m2", "mknod tty c 4 1 && echo made-char"),
+            bash_call("m3", "mkfifo fifo && echo made-fifo"),
+            bash_call("k1", format!("kill -TERM {} && echo signalled", outsider.id())),
         ],
         &["--yes"],
     );
@@ -157,11 +140,11 @@ fn git_hooks_and_config_cannot_be_planted_unasked() {
     let results = results_of(
         &workspace,
         &[
-            bash(
+            bash_call(
                 "g1",
                 "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit && echo planted",
             ),
-            bash(
+            bash_call(
                 "g2",
                 "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config && echo planted",
             ),
@@ -170,7 +153,7 @@ fn git_hooks_and_config_cannot_be_planted_unasked() {
                 "write_file",
                 json!({"path": ".git/hooks/post-checkout", "content": "x"}),
             ),
-            bash("g4", "git config core.hooksPath hooks"),
+            bash_call("g4", "git config core.hooksPath hooks"),
         ],
         &[],
     );
@@ -196,7 +179,7 @@ fn git_hooks_and_config_cannot_be_planted_unasked() {
     // Approved, a git command that writes the repository works.
     let approved = results_of(
         &workspace,
-        &[bash("g5", "git config user.name Approved && echo set")],
+        &[bash_call("g5", "git config user.name Approved && echo set")],
         &["--yes"],
     );
     assert!(approved[0].contains("set"), "{}", approved[0]);
@@ -229,9 +212,9 @@ fn unix_sockets_under_tmp_are_out_of_reach() {
     let results = results_of(
         &workspace,
         &[
-            bash("u1", connect),
-            bash("u2", connect_abstract),
-            bash("u3", "echo ok > /tmp/mine && cat /tmp/mine"),
+            bash_call("u1", connect),
+            bash_call("u2", connect_abstract),
+            bash_call("u3", "echo ok > /tmp/mine && cat /tmp/mine"),
         ],
         &["--yes"],
     );
@@ -249,7 +232,7 @@ fn unix_sockets_under_tmp_are_out_of_reach() {
 fn the_agents_sockets_and_credentials_are_not_handed_to_commands() {
     let workspace = Workspace::new();
     let api = MockApi::start_in_thread(vec![
-        tool_reply("Looking.", &[bash("e1", "env | sort")]),
+        tool_reply("Looking.", &[bash_call("e1", "env | sort")]),
         text_reply("Done."),
     ]);
     let mut command = workspace.command(&api, &["-p", "Go"]);

@@ -656,3 +656,21 @@ pub async fn until(
     .await
     .expect("event in time")
 }
+
+/// A scripted `bash` call.
+pub fn bash_call(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
+    (id, "bash", serde_json::json!({ "command": command.into() }))
+}
+
+/// What the model got back for `calls` (one scripted response, then a final text),
+/// run headless with `extra` arguments; the run must succeed.
+pub fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &[&str]) -> Vec<String> {
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", calls), text_reply("Done.")]);
+    let mut args = vec!["-p", "Go"];
+    args.extend_from_slice(extra);
+    let output = workspace.run(&api, &args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results = tool_results(&messages_of(&api.turn_requests()[1]));
+    assert_eq!(results.len(), calls.len(), "every call got exactly one result");
+    results
+}
