@@ -233,6 +233,9 @@ pub enum AgentEvent {
         workspace: String,
         /// What confines commands, e.g. `sandbox: workspace-write`.
         sandbox: String,
+        /// Each layer of the sandbox, active or missing and what it stops (`/model`).
+        #[serde(default)]
+        sandbox_layers: Vec<String>,
         /// The model's context window, found or configured.
         window: Window,
         /// How the limit was chosen, when there is something to say about it.

@@ -35,6 +35,7 @@ fn screen() -> Screen {
         model: "claude-sonnet-4-5".into(),
         workspace: "/home/dev/project".into(),
         sandbox: "sandbox: workspace-write".into(),
+        sandbox_layers: Vec::new(),
         window: Window {
             tokens: 200_000,
             source: WindowSource::ModelTable {

@@ -581,6 +581,10 @@ impl App {
                         crate::compact::short_count(status.limit)
                     ));
                 }
+                text.push_str(&format!(" · {}", info.sandbox));
+                if !info.sandbox_layers.is_empty() {
+                    text.push_str(&format!(" ({})", info.sandbox_layers.join("; ")));
+                }
                 self.note(text);
             }
             SlashCommand::Help => self.overlay = Overlay::Help(0),

@@ -133,6 +133,8 @@ pub struct SessionInfo {
     pub model: String,
     pub workspace: String,
     pub sandbox: String,
+    /// Each sandbox layer and what it stops, for `/model`.
+    pub sandbox_layers: Vec<String>,
     pub window: Option<Window>,
     /// How the limit was chosen, when the agent had something to say about it.
     pub limit_note: Option<String>,
@@ -266,6 +268,7 @@ impl AppState {
                 model,
                 workspace,
                 sandbox,
+                sandbox_layers,
                 window,
                 limit_note,
             } => {
@@ -279,6 +282,7 @@ impl AppState {
                     model,
                     workspace,
                     sandbox,
+                    sandbox_layers,
                     window: Some(window),
                     limit_note,
                 };
