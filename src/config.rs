@@ -143,10 +143,16 @@ pub(crate) fn default_config_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "scratchpad").map(|dirs| dirs.config_dir().join("config.toml"))
 }
 
+/// The platform's data folder for scratchpad (`~/.local/share/scratchpad`): the log
+/// and the session journals.
+pub(crate) fn data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "scratchpad").map(|dirs| dirs.data_dir().to_path_buf())
+}
+
 /// Where logs go: the platform's data dir (`~/.local/share/scratchpad/scratchpad.log`).
 pub(crate) fn default_log_path() -> PathBuf {
-    directories::ProjectDirs::from("", "", "scratchpad")
-        .map(|dirs| dirs.data_dir().join("scratchpad.log"))
+    data_dir()
+        .map(|dir| dir.join("scratchpad.log"))
         .unwrap_or_else(|| std::env::temp_dir().join("scratchpad.log"))
 }
 
@@ -234,14 +240,7 @@ impl Config {
                 ));
             }
         }
-        if let Err(message) = self.tools.hidden_env_matcher() {
-            let key = if message.starts_with("pass_env") {
-                "pass_env"
-            } else {
-                "hide_env"
-            };
-            return Err((key, message));
-        }
+        self.tools.hidden_env_matcher()?;
         Ok(())
     }
 }

@@ -31,9 +31,7 @@ pub const LEGACY_SESSIONS_DIR: &str = ".scratchpad/sessions";
 /// workspace, where no command or file tool can write, one folder per workspace (its
 /// name and a hash of its path).
 pub fn sessions_dir(workspace: &Path) -> PathBuf {
-    let root = directories::ProjectDirs::from("", "", "scratchpad")
-        .map(|dirs| dirs.data_dir().to_path_buf())
-        .unwrap_or_else(|| workspace.join(".scratchpad"));
+    let root = crate::config::data_dir().unwrap_or_else(|| workspace.join(".scratchpad"));
     sessions_dir_under(&root, workspace)
 }
 

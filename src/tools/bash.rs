@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::permissions::{self, Verdict, judge_command};
-use super::sandbox::Sandbox;
+use super::sandbox::{Sandbox, own_session};
 use super::{HiddenEnv, Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 /// The longest timeout a call may ask for.
@@ -213,18 +213,17 @@ impl Shell {
                     process.pre_exec(setup);
                 }
             }
-            // Its own session even unsandboxed (the group the guard kills), and no
+            // Its own session even unsandboxed: the group the guard kills, and no
             // controlling terminal to type into.
-            // SAFETY: setsid and prctl are system calls, allowed between fork and exec.
-            None => unsafe {
-                process.pre_exec(|| {
-                    if libc::setsid() < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                    Ok(())
-                });
-            },
+            None => {
+                // SAFETY: getpid cannot fail.
+                let parent = unsafe { libc::getpid() };
+                // SAFETY: the closure only makes system calls, as required between
+                // fork and exec.
+                unsafe {
+                    process.pre_exec(move || own_session(parent));
+                }
+            }
         }
         let mut child = match process.spawn() {
             Ok(child) => child,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::files::{read_capped, write_whole};
 use super::workspace::Workspace;
-use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
+use super::{Job, PathAccess, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 pub(crate) struct EditFile;
 
@@ -31,7 +31,7 @@ impl Tool for EditFile {
     }
 
     fn plan(input: EditFileInput, tools: &ToolBox) -> Plan {
-        tools.plan_path(Self::NAME, &input.path, |path, shown| Job::Edit {
+        tools.plan_path(Self::NAME, &input.path, PathAccess::Write, |path, shown| Job::Edit {
             path,
             shown,
             old: input.old_text,

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::ToolOutput;
-use super::workspace::{Access, Stamp, Workspace};
+use super::workspace::{Stamp, Workspace};
 
 /// Files larger than this are not read whole; the model is told to use offset/limit
 /// through bash tools instead.
@@ -19,7 +19,7 @@ pub(super) fn looks_binary(bytes: &[u8]) -> bool {
 /// The whole file, at most [`MAX_READ_BYTES`], and what it was when read.
 pub(super) fn read_capped(workspace: &Workspace, path: &Path, shown: &str) -> Result<(Vec<u8>, Stamp), ToolOutput> {
     let cannot = |error: &dyn std::fmt::Display| ToolOutput::error(format!("Cannot read {shown}: {error}"));
-    let file = workspace.open(path, Access::Read).map_err(|error| cannot(&error))?;
+    let file = workspace.open(path).map_err(|error| cannot(&error))?;
     let mut bytes = Vec::new();
     (&file)
         .take(MAX_READ_BYTES + 1)

@@ -201,8 +201,9 @@ impl HiddenEnv {
 }
 
 impl ToolsConfig {
-    /// `hide_env` and `pass_env` as one matcher; a bad pattern is named.
-    pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, String> {
+    /// `hide_env` and `pass_env` as one matcher; a bad pattern is named, with the key
+    /// it is under.
+    pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, (&'static str, String)> {
         Ok(HiddenEnv {
             hide: env_matcher("hide_env", &self.hide_env)?,
             pass: env_matcher("pass_env", &self.pass_env)?,
@@ -210,16 +211,16 @@ impl ToolsConfig {
     }
 }
 
-fn env_matcher(key: &str, patterns: &[String]) -> Result<GlobSet, String> {
+fn env_matcher(key: &'static str, patterns: &[String]) -> Result<GlobSet, (&'static str, String)> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = globset::GlobBuilder::new(pattern)
             .case_insensitive(true)
             .build()
-            .map_err(|error| format!("{key} pattern `{pattern}`: {error}"))?;
+            .map_err(|error| (key, format!("{key} pattern `{pattern}`: {error}")))?;
         builder.add(glob);
     }
-    builder.build().map_err(|error| format!("{key}: {error}"))
+    builder.build().map_err(|error| (key, format!("{key}: {error}")))
 }
 
 impl Default for ToolsConfig {
@@ -320,6 +321,14 @@ pub enum Plan {
     Invalid(String),
 }
 
+/// What a file tool does with its path: writes are refused in the archive and asked
+/// about in `.git`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathAccess {
+    Read,
+    Write,
+}
+
 #[derive(Clone, Debug)]
 pub struct ToolBox {
     workspace: Workspace,
@@ -380,14 +389,14 @@ impl ToolBox {
 
     /// A call on a path: resolved in the workspace, and asked about first when it is
     /// outside (unless the permissions allow that).
-    fn plan_path(&self, name: &str, raw: &str, job: impl FnOnce(PathBuf, String) -> Job) -> Plan {
+    fn plan_path(&self, name: &str, raw: &str, access: PathAccess, job: impl FnOnce(PathBuf, String) -> Job) -> Plan {
         let (path, outside) = match self.workspace.resolve(raw) {
             Ok(Resolved::Inside(path)) => (path, false),
             Ok(Resolved::Outside(path)) => (path, true),
             Err(error) => return Plan::Invalid(format!("{name}: {error}")),
         };
         let shown = self.workspace.display(&path);
-        let writes = name != <read_file::ReadFile as Tool>::NAME;
+        let writes = access == PathAccess::Write;
         if writes && let Some(folder) = self.archive_folder(&path) {
             return Plan::Refused(format!(
                 "Refused: `{folder}/` is scratchpad's archive (what compaction saved), read-only to tools."

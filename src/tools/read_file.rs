@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::files::{looks_binary, read_capped};
 use super::workspace::Workspace;
-use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
+use super::{Job, PathAccess, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 pub(crate) struct ReadFile;
 
@@ -39,7 +39,7 @@ impl Tool for ReadFile {
         let limit = input.limit.map_or(tools.config.read_default_lines, |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         });
-        tools.plan_path(Self::NAME, &input.path, |path, shown| Job::Read {
+        tools.plan_path(Self::NAME, &input.path, PathAccess::Read, |path, shown| Job::Read {
             path,
             shown,
             offset,

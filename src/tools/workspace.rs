@@ -112,11 +112,6 @@ impl Workspace {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    Read,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("it leads outside the workspace through a link; refused")]
@@ -130,19 +125,17 @@ pub enum OpenError {
 }
 
 impl Workspace {
-    /// Open `path` as judged by [`Workspace::resolve`]: an inside path is resolved
-    /// beneath the workspace by the kernel; an outside one (the user allowed it) is
-    /// opened without following a link in its last part.
-    pub fn open(&self, path: &Path, access: Access) -> Result<File, OpenError> {
+    /// Open `path` for reading, as judged by [`Workspace::resolve`]: an inside path is
+    /// resolved beneath the workspace by the kernel; an outside one (the user allowed
+    /// it) is opened without following a link in its last part. Writes go through
+    /// [`Workspace::replace`].
+    pub fn open(&self, path: &Path) -> Result<File, OpenError> {
         let file = match path.strip_prefix(&self.root) {
-            Ok(relative) => self.open_beneath(relative, access)?,
+            Ok(relative) => self.open_beneath(relative)?,
             Err(_) => {
                 use std::os::unix::fs::OpenOptionsExt;
-                let mut options = std::fs::OpenOptions::new();
-                match access {
-                    Access::Read => options.read(true),
-                };
-                options
+                std::fs::OpenOptions::new()
+                    .read(true)
                     .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
                     .open(path)
                     .map_err(open_error)?
@@ -242,7 +235,7 @@ impl Workspace {
             temp.write_all(content)?;
             temp.sync_all()?;
             if let Some(expected) = expected {
-                let now = self.open(path, Access::Read)?;
+                let now = self.open(path)?;
                 let mut bytes = Vec::new();
                 (&now).read_to_end(&mut bytes)?;
                 if Stamp::of(&now, &bytes)? != expected {
@@ -269,13 +262,10 @@ impl Workspace {
         Ok(stamp)
     }
 
-    fn open_beneath(&self, relative: &Path, access: Access) -> Result<File, OpenError> {
+    fn open_beneath(&self, relative: &Path) -> Result<File, OpenError> {
         let root = File::open(&self.root)?;
-        let flags = libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-        let fd = match access {
-            Access::Read => openat2_beneath(&root, relative, flags | libc::O_RDONLY, 0)?,
-        };
-        Ok(File::from(fd))
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+        Ok(File::from(openat2_beneath(&root, relative, flags, 0)?))
     }
 }
 
@@ -451,10 +441,7 @@ mod tests {
         let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
-        assert!(matches!(
-            ws.open(&fifo, Access::Read),
-            Err(OpenError::NotRegular("FIFO"))
-        ));
+        assert!(matches!(ws.open(&fifo), Err(OpenError::NotRegular("FIFO"))));
         assert!(matches!(ws.replace(&fifo, b"x", None), Err(OpenError::NotRegular(_))));
         // Judged inside, then swapped for a link out before the write.
         let planned = ws.root().join("swap.txt");
@@ -483,7 +470,7 @@ mod tests {
         let script = ws.root().join("run.sh");
         std::fs::write(&script, "echo one\n").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o751)).unwrap();
-        let file = ws.open(&script, Access::Read).unwrap();
+        let file = ws.open(&script).unwrap();
         let read = Stamp::of(&file, b"echo one\n").unwrap();
         ws.replace(&script, b"echo two\n", Some(read)).unwrap();
         assert_eq!(std::fs::read_to_string(&script).unwrap(), "echo two\n");

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::files::write_whole;
 use super::workspace::Workspace;
-use super::{Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
+use super::{Job, PathAccess, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 pub(crate) struct WriteFile;
 
@@ -29,7 +29,7 @@ impl Tool for WriteFile {
     }
 
     fn plan(input: WriteFileInput, tools: &ToolBox) -> Plan {
-        tools.plan_path(Self::NAME, &input.path, |path, shown| Job::Write {
+        tools.plan_path(Self::NAME, &input.path, PathAccess::Write, |path, shown| Job::Write {
             path,
             shown,
             content: input.content,

@@ -74,12 +74,16 @@ impl MountPlan {
             None => None,
         };
         let covers_tmp = relative.is_none_or(|relative| !relative.as_os_str().is_empty());
-        let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-        let cover_folders = runtime
+        // The user's runtime folders (their agent sockets), covered whole.
+        let runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
             .into_iter()
             .chain([PathBuf::from("/run/user")])
+            .collect();
+        let cover_folders = runtime
+            .iter()
             .filter(|folder| folder.is_dir() && !folder.starts_with(TMP))
-            .map(|folder| c_path(&folder))
+            .map(|folder| c_path(folder))
             .collect::<Result<Vec<_>, _>>()?;
         let tmux_socket = std::env::var("TMUX")
             .ok()
@@ -90,7 +94,7 @@ impl MountPlan {
             .flatten()
             .chain(["/run/docker.sock", "/var/run/docker.sock"].map(PathBuf::from))
             .filter(|socket| !socket.starts_with(TMP) && !socket.is_dir() && socket.exists())
-            .filter(|socket| !under_any(socket, runtime_folders()))
+            .filter(|socket| !runtime.iter().any(|folder| socket.starts_with(folder)))
             .map(|socket| c_path(&socket))
             .collect::<Result<Vec<_>, _>>()?;
         let read_only = read_only
@@ -153,18 +157,6 @@ impl MountPlan {
     }
 }
 
-fn runtime_folders() -> Vec<PathBuf> {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([PathBuf::from("/run/user")])
-        .collect()
-}
-
-fn under_any(path: &Path, folders: Vec<PathBuf>) -> bool {
-    folders.iter().any(|folder| path.starts_with(folder))
-}
-
 /// The flags of the mount holding `folder` that a bind inside a user namespace must
 /// keep (`statfs`'s `ST_*` bits, as `MS_*`).
 fn mount_flags(folder: &Path) -> Result<libc::c_ulong, String> {
@@ -221,15 +213,7 @@ impl Confinement {
     }
 
     fn apply(&self) -> io::Result<()> {
-        // SAFETY: plain system calls on memory owned by `self`.
-        unsafe {
-            // No controlling terminal: nothing can be pushed into the user's input.
-            check(libc::setsid())?;
-            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
-            if libc::getppid() != self.parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-        }
+        own_session(self.parent)?;
         if let Some(mounts) = &self.mounts {
             mounts.apply()?;
         }
@@ -247,6 +231,22 @@ impl Confinement {
         }
         Ok(())
     }
+}
+
+/// The first step in every command's child, sandboxed or not: a session of its own
+/// (its own process group, which is killed as one, and no controlling terminal, so
+/// nothing can be pushed into the user's input), killed if `parent` dies.
+/// Between fork and exec: system calls only.
+pub(crate) fn own_session(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: plain system calls.
+    unsafe {
+        check(libc::setsid())?;
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
+        if libc::getppid() != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    Ok(())
 }
 
 /// Leave no capability behind, in any set, so not even root keeps one across exec.

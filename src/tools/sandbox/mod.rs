@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use confine::Confinement;
+pub(crate) use confine::{Confinement, own_session};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -160,27 +160,33 @@ impl SandboxState {
 
     /// One line per layer, for `/model` and the start notice.
     pub fn details(&self) -> Vec<String> {
+        let active_lines = |active: &[Layer]| -> Vec<String> {
+            active
+                .iter()
+                .map(|layer| format!("{layer}: active (stops {})", layer.stops()))
+                .collect()
+        };
+        let extra_lines = |extra: &[String]| {
+            extra
+                .iter()
+                .map(|path| format!("also writable: {path}"))
+                .collect::<Vec<_>>()
+        };
         match self {
             SandboxState::Enforced { active, extra } => {
-                let mut lines: Vec<String> = active
-                    .iter()
-                    .map(|layer| format!("{layer}: active (stops {})", layer.stops()))
-                    .collect();
+                let mut lines = active_lines(active);
                 lines.push("new session: active (stops typing into your terminal)".into());
-                lines.extend(extra.iter().map(|path| format!("also writable: {path}")));
+                lines.extend(extra_lines(extra));
                 lines
             }
             SandboxState::Partial { active, missing, extra } => {
-                let mut lines: Vec<String> = active
-                    .iter()
-                    .map(|layer| format!("{layer}: active (stops {})", layer.stops()))
-                    .collect();
+                let mut lines = active_lines(active);
                 lines.extend(
                     missing
                         .iter()
                         .map(|(layer, why)| format!("{layer}: MISSING ({why}); not stopped: {}", layer.stops())),
                 );
-                lines.extend(extra.iter().map(|path| format!("also writable: {path}")));
+                lines.extend(extra_lines(extra));
                 lines
             }
             SandboxState::Off => vec!["off: commands run with your full rights".into()],
@@ -196,7 +202,8 @@ pub struct Sandbox {
     state: SandboxState,
     /// Layers this kernel lacks (probed, or named by [`Sandbox::without`]).
     missing: Vec<(Layer, String)>,
-    /// What stands in for `/tmp` inside the namespace, for the life of the sandbox.
+    /// What stands in for `/tmp` inside the namespace, for the life of the sandbox;
+    /// `None` without the namespaces layer.
     private_tmp: Option<Arc<tempfile::TempDir>>,
     /// Folders bound read-only for every command (the archive, the journals).
     protected: Vec<PathBuf>,
@@ -276,17 +283,17 @@ impl Sandbox {
     }
 
     /// Find which of the layers not yet known to be missing work here, each probed
-    /// with a real child together with those before it (the later ones off).
+    /// with a real child together with those before it (the later ones off). The
+    /// network namespace is made with the others, so without them it is missing too.
     fn probe_layers(&mut self) {
-        if !self.has(Layer::Namespaces) && self.wants(Layer::NetworkNamespace) && self.has(Layer::NetworkNamespace) {
-            self.missing
-                .push((Layer::NetworkNamespace, "needs the namespaces layer".into()));
-        }
         let pending: Vec<Layer> = [Layer::Namespaces, Layer::NetworkNamespace, Layer::Seccomp]
             .into_iter()
             .filter(|layer| self.wants(*layer) && self.has(*layer))
             .collect();
         for (at, layer) in pending.iter().enumerate() {
+            if *layer == Layer::NetworkNamespace && !self.has(Layer::Namespaces) {
+                continue;
+            }
             let known = self.missing.len();
             self.missing
                 .extend(pending[at + 1..].iter().map(|later| (*later, String::new())));
@@ -294,14 +301,15 @@ impl Sandbox {
             self.missing.truncate(known);
             if let Err(error) = probed {
                 if *layer == Layer::Namespaces {
+                    // Later probes (and commands) then run without them.
                     self.private_tmp = None;
-                    if self.wants(Layer::NetworkNamespace) {
-                        self.missing
-                            .push((Layer::NetworkNamespace, "needs the namespaces layer".into()));
-                    }
                 }
                 self.missing.push((*layer, error));
             }
+        }
+        if !self.has(Layer::Namespaces) && self.wants(Layer::NetworkNamespace) && self.has(Layer::NetworkNamespace) {
+            self.missing
+                .push((Layer::NetworkNamespace, "needs the namespaces layer".into()));
         }
     }
 
@@ -349,7 +357,8 @@ impl Sandbox {
 
     fn confinement(&self, git_writable: bool) -> Result<Confinement, String> {
         let mut writable = self.writable();
-        let namespaces = self.has(Layer::Namespaces).then_some(()).and(self.private_tmp.as_ref());
+        // There is a private /tmp exactly while the namespaces layer is in use.
+        let namespaces = self.private_tmp.as_ref();
         if let Some(tmp) = namespaces {
             writable.push(tmp.path().to_path_buf());
         }
