@@ -209,12 +209,15 @@ fn unix_sockets_under_tmp_are_out_of_reach() {
     let connect_abstract = format!(
         "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0{abstract_name}'); print('connected')\""
     );
+    // A name of its own, so that a file left by any earlier run cannot decide the result.
+    let private_file = format!("/tmp/scratchpad-private-tmp-{}", std::process::id());
+    let _ = std::fs::remove_file(&private_file);
     let results = results_of(
         &workspace,
         &[
             bash_call("u1", connect),
             bash_call("u2", connect_abstract),
-            bash_call("u3", "echo ok > /tmp/mine && cat /tmp/mine"),
+            bash_call("u3", format!("echo ok > {private_file} && cat {private_file}")),
         ],
         &["--yes"],
     );
@@ -225,7 +228,10 @@ fn unix_sockets_under_tmp_are_out_of_reach() {
         "nothing connected"
     );
     assert_eq!(results[2], "ok\n", "the private /tmp is writable");
-    assert!(!Path::new("/tmp/mine").exists() || std::fs::read_to_string("/tmp/mine").unwrap() != "ok\n");
+    assert!(
+        !Path::new(&private_file).exists(),
+        "the command's /tmp is not the host's"
+    );
 }
 
 #[test]
