@@ -153,8 +153,9 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
     let (journal, history, past, mut notices) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
-            let restored = session::restore(&path)?;
+            // Locked before it is read: nothing can append between the read and the lock.
             let mut journal = Journal::reopen(&path)?;
+            let restored = session::restore(&path)?;
             if !restored.repairs.is_empty() {
                 // Journal the mended history so every later resume starts from it.
                 journal.append(&session::Record::Repair {

@@ -129,8 +129,25 @@ pub enum Record {
     /// The newest compaction stage was undone: the history as it was before it.
     Undo {
         stage: crate::compact::Stage,
+        /// The id of the stage record undone: replayed, the undo applies only while
+        /// that stage is the newest, so a repeated record never undoes another one.
+        /// Empty in journals written before stages had ids.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        undid: String,
         messages: Vec<Message>,
     },
+}
+
+/// A new id for a stage record: the time, the process and a counter, unique among
+/// every session's records.
+pub fn new_stage_id() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "{}-{}-{}",
+        crate::time::compact_stamp(unix_now()),
+        std::process::id(),
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +162,9 @@ pub enum SessionError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{0} is not a regular file")]
     NotAFile(PathBuf),
-    #[error("session {id} is open in another scratchpad (pid {pid}); start a new session, or wait until that one ends")]
+    #[error(
+        "session {id} is open in another scratchpad (pid {pid}); start a new session, or look at it without changing it: scratchpad --resume {id} --read-only"
+    )]
     Locked { id: String, pid: String },
     #[error("session journal {path} is larger than {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
@@ -475,6 +494,12 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
     let text = read_journal(path)?;
     let mut restored = Restored::default();
     let mut stages_since_call = Vec::new();
+    // Ids of the stages in force (journaled, not undone), oldest first.
+    let mut live_stages: Vec<String> = Vec::new();
+    let mut seen_stages: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut previous_line: &[u8] = &[];
+    // Appended lines that carry tool ids: one seen again is the same record twice.
+    let mut tool_lines: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
     if let Some(torn) = text.torn() {
         restored.repairs.push(format!(
             "the last line of the journal ({} bytes) was cut by a crash and is left out",
@@ -482,15 +507,30 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
         ));
     }
     for (number, line) in text.lines() {
+        let repeated = line == previous_line;
+        previous_line = line;
         let Ok(record) = serde_json::from_slice::<Record>(line) else {
             restored
                 .repairs
                 .push(format!("line {number} of the journal is not a record and was skipped"));
             continue;
         };
+        if repeated && !matches!(record, Record::Call(_)) {
+            restored.repairs.push(format!(
+                "line {number} of the journal repeats the line before it and was skipped"
+            ));
+            continue;
+        }
         match record {
             Record::Meta { .. } => {}
             Record::Append { message } => {
+                let has_tool_ids = message.has_tool_use() || message.has_tool_result();
+                if has_tool_ids && !tool_lines.insert(line) {
+                    restored.repairs.push(format!(
+                        "line {number} of the journal repeats an earlier record of tool calls or results and was skipped"
+                    ));
+                    continue;
+                }
                 restored.past.push(Past::Message {
                     message: message.clone(),
                 });
@@ -504,11 +544,32 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                     restored.pins.remove(&tool_use_id);
                 }
             }
-            Record::Undo { stage, messages } => {
+            Record::Undo { stage, undid, messages } => {
+                if !undid.is_empty() {
+                    if live_stages.last() != Some(&undid) {
+                        restored.repairs.push(format!(
+                            "line {number} of the journal undoes stage {undid}, which is not the newest stage, and was skipped"
+                        ));
+                        continue;
+                    }
+                    live_stages.pop();
+                }
                 restored.messages = messages;
                 restored.past.push(Past::Undo { stage });
             }
             Record::Stage { event } => {
+                if !event.id.is_empty() {
+                    if !seen_stages.insert(event.id.clone()) {
+                        restored.repairs.push(format!(
+                            "line {number} of the journal repeats stage {} and was skipped",
+                            event.id
+                        ));
+                        continue;
+                    }
+                    if event.replaced > 0 {
+                        live_stages.push(event.id.clone());
+                    }
+                }
                 stages_since_call.push(event.stage);
                 restored.past.push(Past::Stage { event });
             }

@@ -8,10 +8,13 @@
 //! a file that is missing or half written, and a stage that saves 90 results pays for
 //! one round of flushes instead of 90. Files are private to the user (mode 0600).
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use sha2::Digest;
 
 use crate::message::Message;
 
@@ -33,6 +36,32 @@ pub enum StoreError {
     Serialise(#[from] serde_json::Error),
 }
 
+/// The SHA-256 of `bytes`, as lowercase hex: how receipts and journals name a file's
+/// content.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A file the archive keeps: its path relative to the workspace and the SHA-256 of
+/// its bytes, recorded when it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// The text of a kept file, read back and checked against its recorded hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedText {
+    pub path: String,
+    pub text: String,
+    pub sha256: String,
+}
+
 #[derive(Clone, Debug)]
 pub struct Store {
     workspace: PathBuf,
@@ -41,6 +70,9 @@ pub struct Store {
     dry_run: bool,
     /// Files renamed into place but not yet flushed to disk.
     unsynced: Arc<Mutex<Vec<PathBuf>>>,
+    /// The hash of every file this session's receipts record, by path: a file is read
+    /// back only while its bytes still have that hash.
+    digests: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Store {
@@ -50,7 +82,35 @@ impl Store {
             durable: true,
             dry_run: false,
             unsynced: Arc::default(),
+            digests: Arc::default(),
         }
+    }
+
+    /// Files a session's receipts recorded (read from its journal on resume), so they
+    /// can be read back, each only while it still has its recorded hash.
+    pub fn recognise<'a>(&self, kept: impl IntoIterator<Item = (&'a String, &'a String)>) {
+        let mut digests = self.lock_digests();
+        for (path, sha256) in kept {
+            digests.insert(path.clone(), sha256.clone());
+        }
+    }
+
+    /// The hash recorded for `path`, if any receipt of this session names it.
+    pub fn recorded_digest(&self, path: &str) -> Option<String> {
+        self.lock_digests().get(path).cloned()
+    }
+
+    fn remember(&self, path: &str, sha256: &str) -> Kept {
+        self.lock_digests().insert(path.to_string(), sha256.to_string());
+        Kept {
+            path: path.to_string(),
+            sha256: sha256.to_string(),
+        }
+    }
+
+    fn lock_digests(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        // A panic while holding the lock leaves a map that is still whole.
+        self.digests.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Skip the fsync before rename. Only for throwaway directories (benchmarks of the
@@ -82,43 +142,46 @@ impl Store {
     /// Write the whole history as JSONL (one message a line) and return its path
     /// relative to the workspace. The name carries the stage and the time, so names
     /// sort by age; a counter keeps names from one process unique.
-    pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
+    pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
+        let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
         if self.dry_run {
-            return Ok(format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage)));
+            let mut hasher = HashingWriter::new(io::sink());
+            write_jsonl(&mut hasher, messages).map_err(|source| self.write_error(Path::new(&path), source))?;
+            return Ok(self.remember(&path, &hasher.into_parts().1));
         }
-        let dir = create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
+        create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
             .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
-        let temp = self.temp_path(&dir, "transcript");
-        let write = |file: File| -> Result<(), StoreError> {
-            let mut writer = BufWriter::with_capacity(1 << 17, file);
-            for message in messages {
-                serde_json::to_writer(&mut writer, message)?;
-                writer
-                    .write_all(b"\n")
-                    .map_err(|source| self.write_error(&temp, source))?;
-            }
-            writer
+        let temp = self.temp_path(&self.transcripts_dir(), "transcript");
+        let write = |file: File| -> Result<String, StoreError> {
+            let mut writer = HashingWriter::new(BufWriter::with_capacity(1 << 17, file));
+            write_jsonl(&mut writer, messages).map_err(|source| self.write_error(&temp, source))?;
+            let (buffered, sha256) = writer.into_parts();
+            buffered
                 .into_inner()
                 .map_err(|error| self.write_error(&temp, error.into_error()))?;
-            Ok(())
+            Ok(sha256)
         };
         let file = self
             .create_private(&temp)
             .map_err(|source| self.write_error(&temp, source))?;
-        write(file).inspect_err(|_| {
+        let sha256 = write(file).inspect_err(|_| {
             let _ = fs::remove_file(&temp);
         })?;
-        let name = unique_transcript_name(stage);
-        self.commit(&temp, &dir.join(&name))?;
+        self.commit(&temp, &self.workspace.join(&path))?;
         // One file per stage: durable at once, before the stage replaces anything.
         self.sync()?;
-        Ok(format!("{TRANSCRIPTS_DIR}/{name}"))
+        Ok(self.remember(&path, &sha256))
     }
 
     /// Save one tool result's full text under a name derived from its tool_use id.
     /// An existing file with the same content is reused; a different one is never
     /// overwritten. Durable only after the next [`Store::sync`].
-    pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
+    pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError> {
+        let path = self.save_tool_result_at(tool_use_id, text)?;
+        Ok(self.remember(&path, &sha256_hex(text.as_bytes())))
+    }
+
+    fn save_tool_result_at(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
         let dir = self.tool_results_dir();
         if !self.dry_run {
             refuse_links(&self.workspace, TOOL_RESULTS_DIR).map_err(|source| self.write_error(&dir, source))?;
@@ -233,11 +296,27 @@ impl Store {
         })
     }
 
-    /// The text of a file the store saved, when `path` is trusted.
-    pub fn read_saved(&self, path: &str) -> Option<(String, String)> {
-        let trusted = self.trusted_path(path)?;
-        let text = fs::read_to_string(self.workspace.join(&trusted)).ok()?;
-        Some((trusted, text))
+    /// The text of a file the store saved, when `path` is trusted and the file still
+    /// has the hash its receipt recorded; a file no receipt of this session names, or
+    /// one whose bytes changed, is not ours.
+    pub fn read_saved(&self, path: &str) -> Result<SavedText, UnverifiedFile> {
+        let trusted = self
+            .trusted_path(path)
+            .ok_or_else(|| UnverifiedFile::NotOurs(path.to_string()))?;
+        let recorded = self
+            .recorded_digest(&trusted)
+            .ok_or_else(|| UnverifiedFile::NoRecord(trusted.clone()))?;
+        let bytes = fs::read(self.workspace.join(&trusted)).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
+        let sha256 = sha256_hex(&bytes);
+        if sha256 != recorded {
+            return Err(UnverifiedFile::Changed(trusted));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| UnverifiedFile::Changed(trusted.clone()))?;
+        Ok(SavedText {
+            path: trusted,
+            text,
+            sha256,
+        })
     }
 
     /// A fresh temporary name in `dir` (which exists).
@@ -278,6 +357,61 @@ impl Store {
             path: path.strip_prefix(&self.workspace).unwrap_or(path).to_path_buf(),
             source,
         }
+    }
+}
+
+/// Why a saved file was not read back.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnverifiedFile {
+    #[error("{0} is missing or not one of scratchpad's files")]
+    NotOurs(String),
+    #[error("no receipt of this session records {0}, so its content cannot be checked")]
+    NoRecord(String),
+    #[error(
+        "{0} does not have the content its receipt recorded (its SHA-256 differs): it was changed after it was written"
+    )]
+    Changed(String),
+}
+
+/// Messages as JSON lines, as transcripts hold them.
+fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> {
+    for message in messages {
+        serde_json::to_writer(&mut *writer, message)?;
+        writer.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Passes bytes through and hashes them on the way: a transcript's hash costs no
+/// second pass over it.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: sha2::Sha256,
+}
+
+impl<W: Write> HashingWriter<W> {
+    fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: sha2::Sha256::new(),
+        }
+    }
+
+    /// The writer, and the hash of everything written through it.
+    fn into_parts(self) -> (W, String) {
+        (self.inner, hex(&self.hasher.finalize()))
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -410,14 +544,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let history = vec![Message::user_text("a"), Message::assistant_text("b\nc")];
-        let path = store.write_transcript("snip_compact", &history).unwrap();
+        let path = store.write_transcript("snip_compact", &history).unwrap().path;
         assert!(path.starts_with(".transcripts/transcript_snip_compact_"));
         let text = fs::read_to_string(store.workspace().join(&path)).unwrap();
         assert_eq!(
             text,
             "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\\nc\"}\n"
         );
-        let second = store.write_transcript("snip_compact", &history).unwrap();
+        let second = store.write_transcript("snip_compact", &history).unwrap().path;
         assert_ne!(second, path);
         let names: Vec<_> = fs::read_dir(store.transcripts_dir())
             .unwrap()
@@ -435,7 +569,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let path = store.save_tool_result("toolu_1", "x").unwrap();
+        let path = store.save_tool_result("toolu_1", "x").unwrap().path;
         let mode = fs::metadata(store.workspace().join(&path))
             .unwrap()
             .permissions()
@@ -447,10 +581,10 @@ mod tests {
     fn tool_results_reuse_identical_files_and_never_overwrite_others() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let first = store.save_tool_result("../evil/id", "one").unwrap();
+        let first = store.save_tool_result("../evil/id", "one").unwrap().path;
         assert_eq!(first, ".task_outputs/tool-results/___evil_id.txt");
-        assert_eq!(store.save_tool_result("../evil/id", "one").unwrap(), first);
-        let second = store.save_tool_result("../evil/id", "two").unwrap();
+        assert_eq!(store.save_tool_result("../evil/id", "one").unwrap().path, first);
+        let second = store.save_tool_result("../evil/id", "two").unwrap().path;
         assert_eq!(second, ".task_outputs/tool-results/___evil_id-2.txt");
         assert_eq!(fs::read_to_string(store.workspace().join(&first)).unwrap(), "one");
         assert_eq!(fs::read_to_string(store.workspace().join(&second)).unwrap(), "two");
@@ -491,10 +625,54 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_read_back_only_while_it_has_its_recorded_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let history = vec![Message::user_text("a"), Message::assistant_text("b")];
+        let transcript = store.write_transcript("snip_compact", &history).unwrap();
+        let on_disk = fs::read(dir.path().join(&transcript.path)).unwrap();
+        assert_eq!(
+            transcript.sha256,
+            sha256_hex(&on_disk),
+            "the hash is of the bytes written"
+        );
+        let preview = Store::new(dir.path()).dry_run();
+        assert_eq!(
+            preview.write_transcript("snip_compact", &history).unwrap().sha256,
+            transcript.sha256,
+            "a preview names the same content"
+        );
+        let saved = store.save_tool_result("t1", "the full output").unwrap();
+        assert_eq!(store.read_saved(&saved.path).unwrap().text, "the full output");
+
+        // Another session's store knows nothing of them until its receipts say so.
+        let resumed = Store::new(dir.path());
+        assert_eq!(
+            resumed.read_saved(&saved.path),
+            Err(UnverifiedFile::NoRecord(saved.path.clone()))
+        );
+        resumed.recognise([(&saved.path, &saved.sha256)]);
+        assert_eq!(resumed.read_saved(&saved.path).unwrap().text, "the full output");
+
+        // The same length, other bytes: refused, by name.
+        let forged = "THE full output";
+        fs::write(dir.path().join(&saved.path), forged).unwrap();
+        let refused = store.read_saved(&saved.path).unwrap_err();
+        assert_eq!(refused, UnverifiedFile::Changed(saved.path.clone()));
+        assert!(refused.to_string().contains(&saved.path), "{refused}");
+        fs::write(dir.path().join(&transcript.path), b"").unwrap();
+        assert_eq!(
+            store.read_saved(&transcript.path),
+            Err(UnverifiedFile::Changed(transcript.path.clone())),
+            "a wiped transcript is not ours any more"
+        );
+    }
+
+    #[test]
     fn only_paths_inside_the_store_are_trusted() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let saved = store.save_tool_result("t1", "x").unwrap();
+        let saved = store.save_tool_result("t1", "x").unwrap().path;
         assert_eq!(store.trusted_path(&saved).as_deref(), Some(saved.as_str()));
         let absolute = store.workspace().join(&saved);
         assert_eq!(

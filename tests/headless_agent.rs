@@ -145,25 +145,6 @@ fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
     assert!(api.requests().iter().any(Recorded::is_summary));
 }
 
-/// A journal of an earlier conversation of `turns` exchanges of `chars` characters each.
-fn write_earlier_session(workspace: &Workspace, turns: usize, chars: usize) {
-    use scratchpad::session::Record;
-    let dir = workspace.sessions_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut history = scratchpad::history::History::new();
-    for turn in 0..turns {
-        history = history
-            .request(format!("question {turn}: {}", "q".repeat(chars)))
-            .answer(format!("answer {turn}: {}", "a".repeat(chars)));
-    }
-    let mut text = String::new();
-    for message in history.build() {
-        text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
-        text.push('\n');
-    }
-    std::fs::write(dir.join("20260101-000000-1.jsonl"), text).unwrap();
-}
-
 #[test]
 fn duplicate_call_ids_and_non_object_inputs_never_reach_the_history_as_they_are() {
     let workspace = Workspace::new();
@@ -261,7 +242,7 @@ fn a_refusal_that_nothing_can_shrink_is_reported_at_once() {
 #[test]
 fn prompt_too_long_compacts_reactively_and_retries_once() {
     let workspace = Workspace::new();
-    write_earlier_session(&workspace, 6, 2_000);
+    workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing", "--events", "jsonl"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -324,7 +305,7 @@ fn a_refusal_of_a_short_history_with_large_results_persists_them_instead_of_summ
 #[test]
 fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
     let workspace = Workspace::new();
-    write_earlier_session(&workspace, 6, 2_000);
+    workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("unused")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(!output.status.success());
@@ -598,7 +579,7 @@ fn sigint_in_print_mode_says_cancelled() {
 #[test]
 fn undo_after_resume_restores_the_history_from_before_the_compaction() {
     let workspace = Workspace::new();
-    write_earlier_session(&workspace, 6, 2_000);
+    workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now"), text_reply("next done")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));

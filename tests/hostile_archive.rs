@@ -8,7 +8,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Workspace, bash_call, results_of, text_reply, tool_reply};
+use common::{MockApi, Workspace, bash_call, prompt_too_long, results_of, text_reply, tool_reply};
 use serde_json::json;
 
 #[test]
@@ -197,4 +197,183 @@ fn an_edit_on_a_full_disk_leaves_the_file_byte_for_byte() {
         .filter(|name| name.ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The one file of `folder` (relative to the workspace) whose name starts with `prefix`.
+fn only_file(workspace: &Workspace, folder: &str, prefix: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(workspace.path().join(folder))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.remove(0)
+}
+
+/// The same length, one character changed: a size check alone would take it.
+fn forge_same_size(path: &std::path::Path, from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let original = std::fs::read(path).unwrap();
+    let text = String::from_utf8(original.clone()).unwrap();
+    assert!(text.contains(from), "{text:.200}");
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+    original
+}
+
+#[test]
+fn undo_refuses_a_forged_transcript_by_name_and_changes_nothing() {
+    let workspace = Workspace::new();
+    let journal = workspace.earlier_session(6, 2_000);
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
+    let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let transcript = only_file(&workspace, ".transcripts", "transcript_reactive_compact_");
+    let original = forge_same_size(&transcript, "question 3", "question 9");
+    let before = std::fs::read(&journal).unwrap();
+
+    let refused = workspace.run(&api, &["undo"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    let name = transcript.file_name().unwrap().to_string_lossy();
+    assert!(stderr.contains(&*name) && stderr.contains("SHA-256"), "{stderr}");
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing was journaled");
+
+    std::fs::write(&transcript, original).unwrap();
+    let undone = workspace.run(&api, &["undo"]);
+    assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
+}
+
+#[test]
+fn undo_refuses_a_forged_saved_output_by_name_and_changes_nothing() {
+    use scratchpad::message::{ContentBlock, Message, Role};
+    use scratchpad::session::Record;
+    let workspace = Workspace::new();
+    let mut records = vec![Record::Append {
+        message: Message::user_text("read it"),
+    }];
+    for id in ["toolu_a", "toolu_b"] {
+        records.push(Record::Append {
+            message: Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::tool_use(id, "read_file", json!({"path": "f0.rs"}))],
+            ),
+        });
+        records.push(Record::Append {
+            message: Message::blocks(
+                Role::User,
+                vec![ContentBlock::tool_result(id, format!("{id} ").repeat(300), false)],
+            ),
+        });
+    }
+    records.push(Record::Append {
+        message: Message::assistant_text("read"),
+    });
+    let dir = workspace.sessions_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let journal = dir.join("20260101-000000-1.jsonl");
+    let text: String = records
+        .iter()
+        .map(|record| serde_json::to_string(record).unwrap() + "\n")
+        .collect();
+    std::fs::write(&journal, text).unwrap();
+    let api = MockApi::start_in_thread(vec![text_reply("ok")]);
+    let output = workspace.run(
+        &api,
+        &["--continue", "-p", "next", "--limit", "3000", "--keep-recent", "0"],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let saved = only_file(&workspace, ".task_outputs/tool-results", "toolu_a");
+    let original = forge_same_size(&saved, "toolu_a", "toolu_z");
+    let before = std::fs::read(&journal).unwrap();
+
+    let refused = workspace.run(&api, &["undo"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(".task_outputs/tool-results/toolu_a") && stderr.contains("SHA-256"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing was journaled");
+
+    std::fs::write(&saved, original).unwrap();
+    let undone = workspace.run(&api, &["undo"]);
+    assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
+}
+
+/// Two `scratchpad undo` at once on a session with two stages: each undoes a
+/// different stage or is refused as the session is open, and the journal replays to
+/// a history that really was, before one or both stages.
+#[test]
+fn two_undos_at_once_never_build_a_history_that_never_existed() {
+    let workspace = Workspace::new();
+    let journal = workspace.earlier_session(6, 2_000);
+    let api = MockApi::start_in_thread(vec![
+        prompt_too_long(),
+        text_reply("fits now"),
+        prompt_too_long(),
+        text_reply("fits again"),
+    ]);
+    for request in ["First", "Second"] {
+        let output = workspace.run(&api, &["--continue", "-p", request]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let after_first = messages_sent(&api, 1);
+    let original = scratchpad::session::restore(&journal).unwrap();
+    let stages = |restored: &scratchpad::session::Restored| -> Vec<String> {
+        restored
+            .past
+            .iter()
+            .filter_map(|item| match item {
+                scratchpad::protocol::Past::Stage { event } => Some(event.id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let ids = stages(&original);
+    assert_eq!(ids.len(), 2, "two stages, each with its own id: {ids:?}");
+    assert!(ids.iter().all(|id| !id.is_empty()) && ids[0] != ids[1]);
+
+    let undos: Vec<_> = (0..2)
+        .map(|_| {
+            workspace
+                .command(&api, &["undo"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = undos
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect();
+    let succeeded = outputs.iter().filter(|output| output.status.success()).count();
+    for output in outputs.iter().filter(|output| !output.status.success()) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("is open in another scratchpad"), "{stderr}");
+    }
+    assert!(succeeded >= 1);
+
+    let restored = scratchpad::session::restore(&journal).unwrap();
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    let texts: Vec<String> = restored.messages.iter().map(|m| m.text()).collect();
+    if succeeded == 2 {
+        assert!(
+            texts[0].starts_with("question 0"),
+            "both stages undone: the original history"
+        );
+        assert_eq!(texts.len(), 12 + 4, "the 12 earlier messages and both turns");
+    } else {
+        let expected: Vec<String> = after_first.iter().map(|m| m.text()).collect();
+        assert_eq!(
+            &texts[..expected.len()],
+            &expected[..],
+            "the history the second stage saw"
+        );
+    }
+}
+
+/// The history of the `n`th turn request (0-based) the model got.
+fn messages_sent(api: &MockApi, n: usize) -> Vec<scratchpad::message::Message> {
+    common::messages_of(&api.turn_requests()[n])
 }

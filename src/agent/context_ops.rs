@@ -115,12 +115,14 @@ impl Agent {
             return;
         };
         let stage = event.stage;
+        let undid = event.id.clone();
         let mode = self.settings.compaction.estimate;
         match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
             Ok(restored) => {
                 let chars_before = self.sizes.total();
                 self.journal(Record::Undo {
                     stage,
+                    undid,
                     messages: restored.clone(),
                 });
                 self.sync_journal();

@@ -226,7 +226,13 @@ impl Agent {
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
         for item in &past {
             match item {
-                Past::Stage { event } if event.replaced > 0 => self.stage_log.push(event.clone()),
+                Past::Stage { event } => {
+                    // Its files can be read back while they keep their recorded hashes.
+                    self.store.recognise(&event.digests);
+                    if event.replaced > 0 {
+                        self.stage_log.push(event.clone());
+                    }
+                }
                 Past::Undo { .. } => {
                     self.stage_log.pop();
                 }
@@ -308,13 +314,15 @@ impl Agent {
             sizes.total(),
             events.iter().map(|event| event.stage),
         );
-        self.stage_log
-            .extend(events.iter().filter(|event| event.replaced > 0).cloned());
         self.sizes = sizes;
         self.journal(Record::Replace {
             messages: messages.clone(),
         });
-        for event in events {
+        for mut event in events {
+            event.id = crate::session::new_stage_id();
+            if event.replaced > 0 {
+                self.stage_log.push(event.clone());
+            }
             self.journal(Record::Stage { event: event.clone() });
             self.emit(AgentEvent::Compaction { event });
         }

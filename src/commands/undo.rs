@@ -31,11 +31,19 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<(), UndoCommandError> {
     let path = session::find(workspace, id)?;
+    // Locked before it is read: a second writer cannot change it between the two.
+    let mut journal = Journal::reopen(&path)?;
     let restored = session::restore(&path)?;
+    let store = Store::new(workspace);
     let mut stages = Vec::new();
     for item in &restored.past {
         match item {
-            Past::Stage { event } if event.replaced > 0 => stages.push(event),
+            Past::Stage { event } => {
+                store.recognise(&event.digests);
+                if event.replaced > 0 {
+                    stages.push(event);
+                }
+            }
             Past::Undo { .. } => {
                 stages.pop();
             }
@@ -46,13 +54,12 @@ pub fn run(
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     let event = stages.last().ok_or_else(|| UndoCommandError::Nothing(name.clone()))?;
-    let store = Store::new(workspace);
     let messages = undo(&restored.messages, event, &store, config.estimate)?;
     let before = config.estimate.count(&restored.messages);
     let after = config.estimate.count(&messages);
-    let mut journal = Journal::reopen(&path)?;
     journal.append(&Record::Undo {
         stage: event.stage,
+        undid: event.id.clone(),
         messages,
     })?;
     journal.sync()?;

@@ -7,27 +7,29 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::message::Message;
-use crate::store::{Store, StoreError, TOOL_RESULTS_DIR, TRANSCRIPTS_DIR, safe_file_stem, unique_transcript_name};
+use crate::store::{
+    Kept, SavedText, Store, StoreError, TOOL_RESULTS_DIR, TRANSCRIPTS_DIR, UnverifiedFile, safe_file_stem, sha256_hex,
+    unique_transcript_name,
+};
 
 pub trait Archive: Send + Sync {
-    /// Keep the whole history; the path it can be found at, relative to the workspace.
-    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError>;
+    /// Keep the whole history; where it can be found (relative to the workspace) and
+    /// the hash of what was written.
+    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError>;
     /// Keep one tool result's full text (an equal saved text is reused).
-    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError>;
+    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError>;
     /// Make everything kept since the last call durable, before the history names it.
     fn sync(&self) -> Result<(), StoreError>;
-    /// `path` as kept by this archive, if it is one of its files.
-    fn trusted_path(&self, path: &str) -> Option<String>;
-    /// A kept file's path and text.
-    fn read_saved(&self, path: &str) -> Option<(String, String)>;
+    /// A kept file's text, only while it has the hash recorded when it was kept.
+    fn read_saved(&self, path: &str) -> Result<SavedText, UnverifiedFile>;
 }
 
 impl Archive for Store {
-    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
+    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         Store::write_transcript(self, stage, messages)
     }
 
-    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
+    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError> {
         Store::save_tool_result(self, tool_use_id, text)
     }
 
@@ -35,11 +37,7 @@ impl Archive for Store {
         Store::sync(self)
     }
 
-    fn trusted_path(&self, path: &str) -> Option<String> {
-        Store::trusted_path(self, path)
-    }
-
-    fn read_saved(&self, path: &str) -> Option<(String, String)> {
+    fn read_saved(&self, path: &str) -> Result<SavedText, UnverifiedFile> {
         Store::read_saved(self, path)
     }
 }
@@ -71,7 +69,7 @@ impl MemoryArchive {
 }
 
 impl Archive for MemoryArchive {
-    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<String, StoreError> {
+    fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         let mut text = String::new();
         for message in messages {
             text.push_str(&serde_json::to_string(message)?);
@@ -79,11 +77,16 @@ impl Archive for MemoryArchive {
         }
         // Named as on disk, so sizes (the history names the path) match a real run.
         let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
+        let sha256 = sha256_hex(text.as_bytes());
         self.lock().insert(path.clone(), text);
-        Ok(path)
+        Ok(Kept { path, sha256 })
     }
 
-    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
+    fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError> {
+        let kept = |path: String| Kept {
+            path,
+            sha256: sha256_hex(text.as_bytes()),
+        };
         let stem = safe_file_stem(tool_use_id);
         let mut files = self.lock();
         for n in 1.. {
@@ -94,10 +97,10 @@ impl Archive for MemoryArchive {
             };
             match files.get(&path) {
                 Some(existing) if existing != text => continue,
-                Some(_) => return Ok(path),
+                Some(_) => return Ok(kept(path)),
                 None => {
                     files.insert(path.clone(), text.to_string());
-                    return Ok(path);
+                    return Ok(kept(path));
                 }
             }
         }
@@ -108,12 +111,17 @@ impl Archive for MemoryArchive {
         Ok(())
     }
 
-    fn trusted_path(&self, path: &str) -> Option<String> {
-        self.lock().contains_key(path).then(|| path.to_string())
-    }
-
-    fn read_saved(&self, path: &str) -> Option<(String, String)> {
-        self.lock().get(path).map(|text| (path.to_string(), text.clone()))
+    /// Nothing but this archive can change its files: what it holds is what it kept.
+    fn read_saved(&self, path: &str) -> Result<SavedText, UnverifiedFile> {
+        let files = self.lock();
+        let text = files
+            .get(path)
+            .ok_or_else(|| UnverifiedFile::NotOurs(path.to_string()))?;
+        Ok(SavedText {
+            path: path.to_string(),
+            text: text.clone(),
+            sha256: sha256_hex(text.as_bytes()),
+        })
     }
 }
 
@@ -125,24 +133,29 @@ mod tests {
     fn memory_keeps_the_disk_stores_names_and_reuse_rules() {
         let archive = MemoryArchive::new();
         let first = archive.save_tool_result("toolu_1", "out").unwrap();
-        assert_eq!(first, ".task_outputs/tool-results/toolu_1.txt");
+        assert_eq!(first.path, ".task_outputs/tool-results/toolu_1.txt");
+        assert_eq!(first.sha256, sha256_hex(b"out"));
         assert_eq!(
             archive.save_tool_result("toolu_1", "out").unwrap(),
             first,
             "equal text reused"
         );
         let other = archive.save_tool_result("toolu_1", "different").unwrap();
-        assert_eq!(other, ".task_outputs/tool-results/toolu_1-2.txt", "never overwritten");
+        assert_eq!(
+            other.path, ".task_outputs/tool-results/toolu_1-2.txt",
+            "never overwritten"
+        );
         let transcript = archive
             .write_transcript("snip_compact", &[Message::user_text("hi")])
             .unwrap();
-        assert!(transcript.starts_with(".transcripts/transcript_snip_compact_"));
-        let (_, text) = archive.read_saved(&transcript).unwrap();
+        assert!(transcript.path.starts_with(".transcripts/transcript_snip_compact_"));
+        let saved = archive.read_saved(&transcript.path).unwrap();
+        assert_eq!(saved.sha256, transcript.sha256);
         assert_eq!(
-            serde_json::from_str::<Message>(text.trim()).unwrap(),
+            serde_json::from_str::<Message>(saved.text.trim()).unwrap(),
             Message::user_text("hi")
         );
-        assert_eq!(archive.trusted_path("elsewhere.txt"), None);
+        assert!(archive.read_saved("elsewhere.txt").is_err());
         assert_eq!(archive.len(), 3);
     }
 }

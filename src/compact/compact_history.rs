@@ -102,15 +102,16 @@ pub(super) fn summarise_prefix(
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
     let mut event = StageEvent::start(job.stage, messages.len(), sizes.total(), job.trigger);
-    let path = match ctx.store.write_transcript(job.stage.name(), messages) {
-        Ok(path) => path,
+    let transcript = match ctx.store.write_transcript(job.stage.name(), messages) {
+        Ok(transcript) => transcript,
         Err(error) => {
             event.errors.push(error.to_string());
             event.stop(messages.len(), sizes.total());
             return event;
         }
     };
-    event.archived(path.clone());
+    let path = transcript.path.clone();
+    event.archived(transcript);
     let summarised = &messages[..job.end];
     let mut instructions = SUMMARY_INSTRUCTIONS.to_string();
     if let Some(focus) = job.focus.filter(|f| !f.trim().is_empty()) {

@@ -5,7 +5,7 @@
 
 use super::Archive;
 use crate::message::{Message, Role, ToolResultContent};
-use crate::store::StoreError;
+use crate::store::{Kept, StoreError};
 
 const PERSISTED_OPEN: &str = "<persisted-output>\n";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
@@ -211,38 +211,45 @@ pub fn classify_result(content: &ToolResultContent) -> ResultKind<'_> {
     }
 }
 
-/// The path a shortened result already points to, when that path is trusted and the
-/// file there really is its original: inside the store, and for a `<persisted-output>`
-/// block, of the stated length and beginning with the preview. A tool whose output
-/// merely looks like one of our blocks is then saved as it is, so its own text is
-/// never lost behind someone else's file.
-pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<String> {
+/// The file a shortened result already points to, when that file is ours, still has
+/// the hash recorded when it was kept, and really is its original: for a
+/// `<persisted-output>` block, of the stated length and beginning with the preview. A
+/// tool whose output merely looks like one of our blocks is then saved as it is, so
+/// its own text is never lost behind someone else's file.
+pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<Kept> {
     let text = content.as_str()?;
-    if let Some(path) = parse_cleared_reference(text) {
+    let (path, preview_and_length) = match parse_cleared_reference(text) {
         // The reference is the whole text: nothing else would be lost by reusing it.
-        return store.trusted_path(path);
-    }
-    let block = parse_persisted_output(text)?;
-    let (path, original) = store.read_saved(block.path)?;
-    let matches = original.starts_with(block.preview) && original.chars().count() == block.original_chars;
-    matches.then_some(path)
+        Some(path) => (path, None),
+        None => {
+            let block = parse_persisted_output(text)?;
+            (block.path, Some((block.preview, block.original_chars)))
+        }
+    };
+    let saved = store.read_saved(path).ok()?;
+    let original = preview_and_length
+        .is_none_or(|(preview, chars)| saved.text.starts_with(preview) && saved.text.chars().count() == chars);
+    original.then_some(Kept {
+        path: saved.path,
+        sha256: saved.sha256,
+    })
 }
 
 /// Where a result's full text is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
-    pub path: String,
+    pub kept: Kept,
     /// Written now (not a file an earlier stage saved).
     pub written: bool,
 }
 
-/// Make sure the full text of a result is on disk and say where: the path it already
+/// Make sure the full text of a result is on disk and say where: the file it already
 /// names if that is its original, else a new file holding the content as it stands.
 pub fn ensure_saved(store: &dyn Archive, tool_use_id: &str, content: &ToolResultContent) -> Result<Saved, StoreError> {
     Ok(match saved_path(store, content) {
-        Some(path) => Saved { path, written: false },
+        Some(kept) => Saved { kept, written: false },
         None => Saved {
-            path: store.save_tool_result(tool_use_id, &content.full_text())?,
+            kept: store.save_tool_result(tool_use_id, &content.full_text())?,
             written: true,
         },
     })
@@ -285,9 +292,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let original = "y".repeat(5_000);
-        let path = store.save_tool_result("t1", &original).unwrap();
+        let path = store.save_tool_result("t1", &original).unwrap().path;
         let real = ToolResultContent::Text(persisted_output(&path, 5_000, prefix_chars(&original, 100)));
-        assert_eq!(saved_path(&store, &real), Some(path.clone()));
+        assert_eq!(saved_path(&store, &real).map(|kept| kept.path), Some(path.clone()));
         // A tool printed a block naming our file, with text of its own.
         let forged = ToolResultContent::Text(persisted_output(&path, 5_000, "secret notes of the tool"));
         assert_eq!(saved_path(&store, &forged), None);
@@ -295,7 +302,7 @@ mod tests {
         assert_eq!(saved_path(&store, &wrong_size), None);
         let saved = ensure_saved(&store, "t2", &forged).unwrap();
         assert!(saved.written);
-        let saved = saved.path;
+        let saved = saved.kept.path;
         assert_ne!(saved, path);
         let kept = std::fs::read_to_string(dir.path().join(&saved)).unwrap();
         assert_eq!(kept, forged.full_text(), "the forged block's own text is saved");

@@ -134,7 +134,7 @@ fn clear(
     let (id, content) = tool_result_mut(messages, position)?;
     match ensure_saved(ctx.store, id, content) {
         Ok(saved) => {
-            let replacement = ToolResultContent::Text(cleared_reference(&saved.path));
+            let replacement = ToolResultContent::Text(cleared_reference(&saved.kept.path));
             let sizes_now = (sizes.measure(content), sizes.measure(&replacement));
             let swap = Swap {
                 position,
@@ -194,9 +194,7 @@ pub fn restore_result(
         super::markers::ResultKind::Cleared { path } => path.to_string(),
         super::markers::ResultKind::Whole => return Err("it is already whole".into()),
     };
-    let (_, text) = store
-        .read_saved(&path)
-        .ok_or_else(|| format!("{path} is missing or not ours"))?;
+    let text = store.read_saved(&path).map_err(|why| why.to_string())?.text;
     let before = sizes.measure(content);
     *content = ToolResultContent::Text(text);
     let after = sizes.measure(content);
@@ -262,7 +260,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         };
         match ensure_saved(ctx.store, id, content) {
             Ok(saved) => {
-                let replacement = ToolResultContent::Text(persisted_output(&saved.path, original_chars, &preview));
+                let replacement = ToolResultContent::Text(persisted_output(&saved.kept.path, original_chars, &preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
                     let swap = Swap {
@@ -318,12 +316,17 @@ mod tests {
         history: &mut [Message],
         dir: &std::path::Path,
     ) -> Option<StageEvent> {
+        run_in(stage, history, &Store::new(dir))
+    }
+
+    /// [`run`] with a store that already holds files (and their receipts).
+    fn run_in(
+        stage: fn(&mut [Message], &mut Sizes, &Context<'_>) -> Option<StageEvent>,
+        history: &mut [Message],
+        store: &Store,
+    ) -> Option<StageEvent> {
         let config = CompactConfig::default();
-        let store = Store::new(dir);
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = Context { config: &config, store };
         let mut sizes = Sizes::of(history, config.estimate);
         let event = stage(history, &mut sizes, &ctx);
         assert_eq!(sizes.total(), estimate_chars(history));
@@ -393,11 +396,12 @@ mod tests {
     fn a_persisted_result_is_cleared_with_its_existing_path() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let path = store.save_tool_result("t0", &"x".repeat(90_000)).unwrap();
+        let path = store.save_tool_result("t0", &"x".repeat(90_000)).unwrap().path;
         let mut history = rounds(&[10, 20_000, 20_000, 20_000], true);
         let (_, content) = tool_result_mut(&mut history, (2, 0)).unwrap();
         *content = ToolResultContent::Text(persisted_output(&path, 90_000, &"x".repeat(2_000)));
-        let event = run(micro_compact, &mut history, dir.path()).expect("fires");
+        let mut unvouched = history.clone();
+        let event = run_in(micro_compact, &mut history, &store).expect("fires");
         assert_eq!(parse_cleared_reference(&result(&history, 0)), Some(path.as_str()));
         let files = std::fs::read_dir(store.tool_results_dir())
             .unwrap()
@@ -416,6 +420,13 @@ mod tests {
             "but the event says where t0's text is: {:?}",
             event.saved
         );
+        assert_eq!(event.digests.get(&path), store.recorded_digest(&path).as_ref());
+
+        // A store with no receipt for that file does not vouch for it: the block is
+        // kept as it stands, in a file of its own.
+        let event = run(micro_compact, &mut unvouched, dir.path()).expect("fires");
+        assert_ne!(parse_cleared_reference(&result(&unvouched, 0)), Some(path.as_str()));
+        assert!(!event.paths.contains(&path));
     }
 
     #[test]
@@ -529,6 +540,18 @@ mod tests {
             drop_result(&mut history, &mut sizes, &ctx, "t0").is_none(),
             "already a reference"
         );
+        // r refuses a saved file changed since it was kept, by name, and changes nothing.
+        let (_, cleared) = tool_result_mut(&mut history, (1, 0)).unwrap();
+        let t1_path = parse_cleared_reference(cleared.as_str().unwrap()).unwrap().to_string();
+        let t1_file = dir.path().join(&t1_path);
+        let kept = std::fs::read(&t1_file).unwrap();
+        std::fs::write(&t1_file, "y".repeat(kept.len())).unwrap();
+        let before = history.clone();
+        let refused = restore_result(&mut history, &mut sizes, &store, "t1").unwrap_err();
+        assert!(refused.contains(&t1_path) && refused.contains("SHA-256"), "{refused}");
+        assert_eq!(history, before);
+        std::fs::write(&t1_file, &kept).unwrap();
+
         // r: back in full, exactly.
         restore_result(&mut history, &mut sizes, &store, "t0").unwrap();
         restore_result(&mut history, &mut sizes, &store, "t1").unwrap();

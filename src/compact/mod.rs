@@ -195,6 +195,10 @@ pub struct SavedResult {
 /// What one stage did, for markers and links in a UI and for the session journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageEvent {
+    /// The id of its journal record, given when it is journaled (an undo names it);
+    /// empty before that, and in journals written before stages had ids.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     pub stage: Stage,
     pub messages_before: usize,
     pub messages_after: usize,
@@ -210,6 +214,10 @@ pub struct StageEvent {
     /// it wrote or one saved earlier).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub saved: Vec<SavedResult>,
+    /// The SHA-256 of every file the stage wrote or relies on (its transcript, each
+    /// saved result), by path: undo and `r` put back only a file that still has it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub digests: std::collections::BTreeMap<String, String>,
     /// How many blocks (or, for history stages, messages) were replaced.
     pub replaced: usize,
     /// Failures that left a block or the history unchanged (full disk, summariser error).
@@ -263,6 +271,7 @@ impl StageEvent {
     /// the fields they care about.
     pub fn start(stage: Stage, messages: usize, chars: usize, trigger: String) -> Self {
         StageEvent {
+            id: String::new(),
             stage,
             messages_before: messages,
             messages_after: messages,
@@ -271,6 +280,7 @@ impl StageEvent {
             paths: Vec::new(),
             archived: None,
             saved: Vec::new(),
+            digests: std::collections::BTreeMap::new(),
             replaced: 0,
             errors: Vec::new(),
             trigger,
@@ -296,20 +306,23 @@ impl StageEvent {
     /// The tool result at `position` (0-based message index) went from `before` to
     /// `after` characters; its full text is at `saved.path`.
     fn saved(&mut self, receipt: receipt::Shrunk, tool_use_id: &str, saved: markers::Saved) {
-        if saved.written && !self.paths.contains(&saved.path) {
-            self.paths.push(saved.path.clone());
+        let path = saved.kept.path;
+        if saved.written && !self.paths.contains(&path) {
+            self.paths.push(path.clone());
         }
-        self.items.push(receipt.item(tool_use_id, Some(saved.path.clone())));
+        self.digests.insert(path.clone(), saved.kept.sha256);
+        self.items.push(receipt.item(tool_use_id, Some(path.clone())));
         self.saved.push(SavedResult {
             tool_use_id: tool_use_id.to_string(),
-            path: saved.path,
+            path,
         });
     }
 
-    /// The stage wrote the whole history to `path`.
-    fn archived(&mut self, path: String) {
-        self.paths.push(path.clone());
-        self.archived = Some(path);
+    /// The stage wrote the whole history to `transcript`.
+    fn archived(&mut self, transcript: crate::store::Kept) {
+        self.paths.push(transcript.path.clone());
+        self.digests.insert(transcript.path.clone(), transcript.sha256);
+        self.archived = Some(transcript.path);
     }
 
     /// The stage changed nothing because something failed (a full disk, the summariser).

@@ -25,14 +25,14 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
     );
     let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total(), trigger);
     match ctx.store.write_transcript(Stage::SnipCompact.name(), messages) {
-        Ok(path) => {
+        Ok(transcript) => {
             let archived = start - head;
-            event.items = receipt::left(messages, sizes, head..start, &path);
-            let marker = [Message::user_text(archive_marker(archived, &path))];
+            event.items = receipt::left(messages, sizes, head..start, &transcript.path);
+            let marker = [Message::user_text(archive_marker(archived, &transcript.path))];
             messages.splice(head..start, marker.iter().cloned());
             sizes.splice(head..start, &marker);
             event.replaced = archived;
-            event.archived(path);
+            event.archived(transcript);
         }
         Err(error) => event.errors.push(error.to_string()),
     }

@@ -57,7 +57,11 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
         match ensure_saved(ctx.store, tool_use_id, content) {
             Ok(saved) => {
                 let full = content.full_text();
-                let block = persisted_output(&saved.path, len, prefix_chars(&full, config.persisted_preview_chars));
+                let block = persisted_output(
+                    &saved.kept.path,
+                    len,
+                    prefix_chars(&full, config.persisted_preview_chars),
+                );
                 let old = sizes.measure(content);
                 let new_len = block.chars().count();
                 let original = std::mem::replace(content, ToolResultContent::Text(block));

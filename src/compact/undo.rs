@@ -11,13 +11,34 @@ use super::markers::{ResultKind, classify_result};
 use super::pairing::blocks_mut;
 use super::{Stage, StageEvent};
 use crate::message::{ContentBlock, Message, ToolResultContent};
+use crate::store::UnverifiedFile;
+
+/// The text of `path`, only if it is ours, unchanged since it was kept, and has the
+/// hash `event` recorded for it.
+fn verified_text(store: &dyn Archive, event: &StageEvent, path: &str) -> Result<String, UndoError> {
+    let stage = event.stage;
+    let saved = store
+        .read_saved(path)
+        .map_err(|why| UndoError::Unverified { stage, why })?;
+    match event.digests.get(&saved.path) {
+        Some(recorded) if *recorded == saved.sha256 => Ok(saved.text),
+        Some(_) => Err(UndoError::Unverified {
+            stage,
+            why: UnverifiedFile::Changed(saved.path),
+        }),
+        None => Err(UndoError::Unverified {
+            stage,
+            why: UnverifiedFile::NoRecord(saved.path),
+        }),
+    }
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum UndoError {
     #[error("{0} changed nothing, so there is nothing to undo")]
     NothingChanged(Stage),
-    #[error("{path} is missing or not ours, so {stage} cannot be undone")]
-    Missing { stage: Stage, path: String },
+    #[error("{stage} cannot be undone: {why}")]
+    Unverified { stage: Stage, why: UnverifiedFile },
     #[error("{path} does not hold what {stage} recorded ({detail}); nothing was changed")]
     Mismatch { stage: Stage, path: String, detail: String },
     #[error("the history no longer has what {stage} left ({detail}); nothing was changed")]
@@ -56,10 +77,7 @@ fn from_transcript(
         stage,
         detail: "it names no transcript".into(),
     })?;
-    let (_, text) = store.read_saved(&path).ok_or_else(|| UndoError::Missing {
-        stage,
-        path: path.clone(),
-    })?;
+    let text = verified_text(store, event, &path)?;
     let mismatch = |detail: String| UndoError::Mismatch {
         stage,
         path: path.clone(),
@@ -128,15 +146,7 @@ fn from_saved_results(
         }
         let text = match &item.was {
             Some(was) => was.clone(),
-            None => {
-                store
-                    .read_saved(path)
-                    .ok_or_else(|| UndoError::Missing {
-                        stage,
-                        path: path.clone(),
-                    })?
-                    .1
-            }
+            None => verified_text(store, event, path)?,
         };
         let back = ToolResultContent::Text(text);
         let chars = mode.count(&back);
@@ -217,8 +227,19 @@ mod tests {
             .find(|e| e.stage == Stage::MicroCompact)
             .expect("micro_compact fired");
         let path = micro.items[0].saved.clone().unwrap();
-        std::fs::write(dir.path().join(&path), "tampered").unwrap();
+        let original = std::fs::read(dir.path().join(&path)).unwrap();
+        // The same length, one byte different: sizes alone would not see it.
+        let mut forged = original.clone();
+        forged[0] ^= 1;
+        std::fs::write(dir.path().join(&path), &forged).unwrap();
         let refused = undo(&prepared.messages, micro, &store, config.estimate).unwrap_err();
-        assert!(matches!(refused, UndoError::Mismatch { .. }), "{refused}");
+        assert_eq!(
+            refused,
+            UndoError::Unverified {
+                stage: Stage::MicroCompact,
+                why: UnverifiedFile::Changed(path.clone())
+            }
+        );
+        assert!(refused.to_string().contains(&path), "{refused}");
     }
 }

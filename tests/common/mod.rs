@@ -533,6 +533,28 @@ impl Workspace {
     pub fn run(&self, api: &MockApi, args: &[&str]) -> Output {
         self.command(api, args).output().expect("run the binary")
     }
+
+    /// An earlier session (`20260101-000000-1`) of `turns` question-and-answer turns of
+    /// about `chars` characters each, for `--continue`; its journal's path.
+    pub fn earlier_session(&self, turns: usize, chars: usize) -> std::path::PathBuf {
+        use scratchpad::session::Record;
+        let dir = self.sessions_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut history = scratchpad::history::History::new();
+        for turn in 0..turns {
+            history = history
+                .request(format!("question {turn}: {}", "q".repeat(chars)))
+                .answer(format!("answer {turn}: {}", "a".repeat(chars)));
+        }
+        let mut text = String::new();
+        for message in history.build() {
+            text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
+            text.push('\n');
+        }
+        let path = dir.join("20260101-000000-1.jsonl");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
 }
 
 pub fn messages_of(request: &Recorded) -> Vec<Message> {
