@@ -456,6 +456,11 @@ impl JournalText {
     pub fn torn(&self) -> Option<&[u8]> {
         (self.complete_len < self.bytes.len()).then(|| &self.bytes[self.complete_len..])
     }
+
+    /// The 1-based number of the line after the last newline (the torn one, if any).
+    pub fn torn_line_number(&self) -> usize {
+        self.bytes[..self.complete_len].iter().filter(|&&b| b == b'\n').count() + 1
+    }
 }
 
 /// Read a journal or transcript: only a regular file, at most [`MAX_JOURNAL_BYTES`].
@@ -848,6 +853,70 @@ mod tests {
         assert_eq!(point.stages, vec![crate::compact::Stage::SnipCompact]);
         assert_eq!((point.before(), point.input_tokens), (400, Some(120)));
         assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    }
+
+    /// A journal whose records were written twice (a copy, a sync tool's merge):
+    /// each loads once, so no tool id is sent twice and no stage is undone twice.
+    #[test]
+    fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("twice.jsonl");
+        let call = Record::Append {
+            message: Message::blocks(
+                Role::Assistant,
+                vec![ContentBlock::tool_use("t1", "bash", serde_json::json!({"command": "ls"}))],
+            ),
+        };
+        let result = Record::Append {
+            message: Message::blocks(Role::User, vec![ContentBlock::tool_result("t1", "a\nb", false)]),
+        };
+        let stage = |id: &str| {
+            let mut event = StageEvent::start(crate::compact::Stage::MicroCompact, 3, 100, String::new());
+            event.id = id.to_string();
+            event.replaced = 1;
+            Record::Stage { event }
+        };
+        let undo = |id: &str, text: &str| Record::Undo {
+            stage: crate::compact::Stage::MicroCompact,
+            undid: id.to_string(),
+            messages: vec![Message::user_text(text)],
+        };
+        let records = [
+            Record::Append {
+                message: Message::user_text("go"),
+            },
+            call.clone(),
+            result.clone(),
+            call,
+            result,
+            stage("s1"),
+            stage("s2"),
+            undo("s2", "before s2"),
+            stage("s1"),
+            undo("s2", "never was"),
+            undo("s1", "before s1"),
+            undo("s1", "before s1"),
+        ];
+        let text: String = records
+            .iter()
+            .map(|record| serde_json::to_string(record).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let restored = restore(&path).unwrap();
+        assert_eq!(restored.messages, vec![Message::user_text("before s1")]);
+        let undos = restored
+            .past
+            .iter()
+            .filter(|item| matches!(item, Past::Undo { .. }))
+            .count();
+        assert_eq!(undos, 2, "s2 once, then s1 once");
+        for line in [4, 5, 9, 10, 12] {
+            assert!(
+                restored.repairs.iter().any(|r| r.starts_with(&format!("line {line} "))),
+                "line {line}: {:?}",
+                restored.repairs
+            );
+        }
     }
 
     #[test]

@@ -34,22 +34,47 @@ fn scratchpad(args: &[&str], cwd: &std::path::Path) -> std::process::Output {
         .unwrap()
 }
 
+/// A recording cut short or not made of messages is refused in one line with a
+/// non-zero exit: a replay of part of it would report steps that never were. A last
+/// line that is whole but lacks its newline is read.
 #[test]
-fn simulate_reads_a_journal_with_a_torn_last_line_as_continue_does() {
+fn simulate_refuses_a_torn_or_foreign_recording_and_says_so() {
     use scratchpad::message::Message;
     use scratchpad::session::Record;
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("torn.jsonl");
     let mut text = String::new();
     for message in [Message::user_text("first"), Message::assistant_text("second")] {
         text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
         text.push('\n');
     }
-    text.push_str("{\"type\":\"append\",\"message\":{\"role\":\"us");
-    std::fs::write(&journal, text).unwrap();
-    let output = scratchpad(&["simulate", journal.to_str().unwrap()], dir.path());
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    assert_eq!(scratchpad::session::restore(&journal).unwrap().messages.len(), 2);
+    let whole_without_newline = format!("{}{}", text, serde_json::to_string(&Message::user_text("third")).unwrap());
+    let torn = format!("{text}{{\"type\":\"append\",\"message\":{{\"role\":\"us");
+    let cases = [
+        ("torn.jsonl", torn.as_str(), Some("ends in a line cut short (38 bytes")),
+        ("number.json", "42", Some("line 1: neither a journal record nor a message")),
+        ("object.json", "{\"a\": 1}\n", Some("line 1: neither a journal record nor a message")),
+        ("empty.json", "", Some("holds no messages")),
+        ("blank.jsonl", "\n\n", Some("holds no messages")),
+        ("whole.jsonl", whole_without_newline.as_str(), None),
+    ];
+    for (name, content, refusal) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let output = scratchpad(&["simulate", path.to_str().unwrap()], dir.path());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match refusal {
+            Some(expected) => {
+                assert_eq!(output.status.code(), Some(1), "{name}: {stderr}");
+                assert!(stderr.contains(expected), "{name}: {stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{name}: one plain line: {stderr}");
+            }
+            None => {
+                assert!(output.status.success(), "{name}: {stderr}");
+                let table = String::from_utf8_lossy(&output.stdout);
+                assert!(table.lines().any(|line| line.trim_start().starts_with("2 ")), "{name}: {table}");
+            }
+        }
+    }
 }
 
 #[test]

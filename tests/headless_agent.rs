@@ -672,3 +672,92 @@ fn a_pinned_result_survives_resume_and_stage_three_leaves_it_whole() {
         results[1]
     );
 }
+
+/// Some servers number calls afresh in every response: a call reusing the id of an
+/// earlier call is renamed and run, and every request keeps ids unique.
+#[test]
+fn a_tool_id_reused_from_an_earlier_response_is_renamed_and_run() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("First.", &[("toolu_1", "bash", json!({"command": "echo first"}))]),
+        tool_reply("Second.", &[("toolu_1", "bash", json!({"command": "echo second"}))]),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Run both", "--yes"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sent = messages_of(&api.turn_requests()[2]);
+    assert_eq!(check_pairing(&sent), Ok(()));
+    let ids: Vec<&str> = sent.iter().flat_map(Message::tool_use_ids).collect();
+    assert_eq!(ids, ["toolu_1", "toolu_1_dup2"]);
+    assert_eq!(tool_results(&sent), ["first\n", "second\n"]);
+}
+
+/// The roles of the chat-completions entries a request sent.
+fn openai_roles(request: &Recorded) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A turn cancelled while its command ran, and a session killed before its request
+/// was answered: the next request follows an assistant message, on both wires.
+#[test]
+fn a_cancelled_or_unanswered_turn_never_leaves_two_user_messages_in_a_row() {
+    use common::openai_reply;
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![tool_reply(
+        "Waiting.",
+        &[("toolu_w", "bash", json!({"command": "sleep 30"}))],
+    )]);
+    let child = workspace
+        .command(&api, &["-p", "wait", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while api.turn_requests().is_empty() || started.elapsed() < Duration::from_millis(800) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the model call never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(1));
+
+    let openai = MockApi::start_in_thread(vec![openai_reply("ok", &[])]);
+    let base = format!("{}/v1", openai.url);
+    let output = workspace.run(
+        &openai,
+        &["--continue", "-p", "next", "--provider", "openai", "--base-url", &base],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let roles = openai_roles(&openai.requests()[0]);
+    assert!(roles.windows(2).all(|pair| pair != ["user", "user"]), "{roles:?}");
+    assert_eq!(roles[roles.len() - 2..], ["assistant", "user"]);
+
+    // Killed before the answer came: the journal ends with the request.
+    let journal = workspace.newest_journal().unwrap();
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    let open = scratchpad::session::Record::Append {
+        message: Message::user_text("left open"),
+    };
+    text.push_str(&(serde_json::to_string(&open).unwrap() + "\n"));
+    std::fs::write(&journal, text).unwrap();
+    let anthropic = MockApi::start_in_thread(vec![text_reply("ok")]);
+    let output = workspace.run(&anthropic, &["--continue", "-p", "again"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let sent = messages_of(&anthropic.turn_requests()[0]);
+    assert!(
+        sent.windows(2).all(|pair| pair[0].role != pair[1].role),
+        "{:?}",
+        sent.iter().map(|m| m.role).collect::<Vec<_>>()
+    );
+    let texts: Vec<String> = sent.iter().map(Message::text).collect();
+    assert_eq!(texts[texts.len() - 3], "left open");
+    assert!(texts[texts.len() - 2].contains("not finished"), "{}", texts[texts.len() - 2]);
+}

@@ -100,27 +100,39 @@ struct ToolCall {
     problem: Option<String>,
 }
 
-/// Check the calls of a response before it enters the history. A duplicate id is
-/// renamed (the API rejects two results for one id) and a non-object input is wrapped
-/// in an object (the API rejects anything else), each with a problem the model reads.
-fn checked_calls(content: &mut [ContentBlock]) -> Vec<ToolCall> {
-    let mut seen: HashSet<String> = HashSet::new();
+/// Check the calls of a response before it enters the history. A call repeating
+/// the id of a call earlier in the history (some servers number calls afresh in every
+/// response) or having none is renamed and run: the id only pairs a call with its
+/// result. A duplicate
+/// id within the response is renamed too (the API rejects two results for one id) but
+/// not run, as is a non-object input (wrapped in an object, which the API requires),
+/// each with a problem the model reads.
+fn checked_calls(content: &mut [ContentBlock], history: &[Message]) -> Vec<ToolCall> {
+    let mut taken: HashSet<String> = history
+        .iter()
+        .flat_map(|message| message.tool_use_ids().map(str::to_string))
+        .collect();
+    let mut in_response: HashSet<String> = HashSet::new();
     let mut calls = Vec::new();
     for block in content {
         let ContentBlock::ToolUse { id, name, input, .. } = block else {
             continue;
         };
         let mut problems = Vec::new();
-        if id.is_empty() || seen.contains(id.as_str()) {
-            let original = id.clone();
-            *id = (2..)
-                .map(|n| format!("{original}_dup{n}"))
-                .find(|candidate| !seen.contains(candidate))
-                .unwrap_or_default();
+        let original = id.clone();
+        if !id.is_empty() && in_response.contains(id.as_str()) {
             problems.push(format!(
                 "this call repeated the id {original:?} of another call in the same response, so it was not run; \
                  give every call its own id"
             ));
+        }
+        if id.is_empty() || taken.contains(id.as_str()) {
+            let base = if original.is_empty() { "call" } else { original.as_str() };
+            *id = (2..)
+                .map(|n| format!("{base}_dup{n}"))
+                .find(|candidate| !taken.contains(candidate))
+                .unwrap_or_default();
+            tracing::warn!(original, renamed = %id, "a tool call reused an id; renamed");
         }
         if !input.is_object() {
             let original = std::mem::take(input);
@@ -129,7 +141,8 @@ fn checked_calls(content: &mut [ContentBlock]) -> Vec<ToolCall> {
             ));
             *input = serde_json::json!({ "invalid_input": original });
         }
-        seen.insert(id.clone());
+        taken.insert(id.clone());
+        in_response.insert(original);
         calls.push(ToolCall {
             id: id.clone(),
             name: name.clone(),

@@ -18,10 +18,16 @@ impl Agent {
             turn: self.turn,
             request: request.clone(),
         });
+        // A request left open (a session killed mid-turn, resumed) is closed first: two
+        // user messages in a row are refused by strict chat templates.
+        self.close_unanswered("scratchpad stopped before it was answered");
         self.append(Message::user_text(request.clone()));
         let outcome = match self.steps(&request, ops).await {
             Ended::Completed => TurnOutcome::Completed,
-            Ended::Cancelled => TurnOutcome::Cancelled,
+            Ended::Cancelled => {
+                self.close_unanswered("cancelled by the user");
+                TurnOutcome::Cancelled
+            }
             Ended::Failed(message) => {
                 self.emit(AgentEvent::Error {
                     message: message.clone(),
@@ -57,10 +63,23 @@ impl Agent {
                 });
                 self.emit_context();
             }
-            _ if last.role == Role::User => {
-                self.append(Message::assistant_text(crate::compact::markers::stopped_text(reason)));
-            }
-            _ => {}
+            _ => self.close_unanswered(reason),
+        }
+    }
+
+    /// The history ends with a request or tool results that nothing will answer: the
+    /// assistant's side says the request was not finished, so the next request never
+    /// follows an unanswered one. (A `[Compacted]` message or an archive marker is
+    /// not a request; the wire joins it with the request after it.)
+    fn close_unanswered(&mut self, reason: &str) {
+        let open = self.messages.last().is_some_and(|last| {
+            matches!(
+                classify(last),
+                MessageKind::UserPrompt(_) | MessageKind::ToolResults | MessageKind::CutOffNote
+            )
+        });
+        if open {
+            self.append(Message::assistant_text(crate::compact::markers::stopped_text(reason)));
         }
     }
 
@@ -99,7 +118,7 @@ impl Agent {
             let reached_max_tokens = response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS);
             let cut_off = response.cut_off;
             let mut content = response.content;
-            let calls = checked_calls(&mut content);
+            let calls = checked_calls(&mut content, &self.messages);
             if content.is_empty() {
                 content.push(ContentBlock::text("(no response)"));
             }

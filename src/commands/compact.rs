@@ -25,6 +25,13 @@ pub enum CompactCommandError {
         line: usize,
         source: serde_json::Error,
     },
+    #[error(
+        "{path} ends in a line cut short ({bytes} bytes with no newline, not a whole message or record); \
+         a journal torn by a crash is read by `scratchpad --continue`, which sets the line aside"
+    )]
+    Torn { path: String, bytes: usize },
+    #[error("{0} holds no messages: give a JSON array of messages, a transcript or a session journal")]
+    Empty(String),
     #[error("invalid compaction settings: {0}")]
     Config(String),
     #[error("cannot write the output: {0}")]

@@ -29,8 +29,9 @@ pub struct SimStep {
 }
 
 /// Read a JSON array of messages, a transcript (JSONL of messages) or a session
-/// journal (JSONL of records; the appended messages are replayed). Lines are read as
-/// `--continue` reads them: a torn last line is left out.
+/// journal (JSONL of records; the appended messages are replayed). A last line without
+/// its newline counts only if it is whole; one cut short is an error, as is a file with
+/// no messages: a replay of part of a recording would report steps that never were.
 pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
     let text = read_journal(path)?;
     let name = || path.display().to_string();
@@ -41,19 +42,42 @@ pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> 
         return serde_json::from_str(&whole).map_err(|source| CompactCommandError::Parse { path: name(), source });
     }
     let mut messages = Vec::new();
-    for (line, bytes) in text.lines() {
+    let mut take = |bytes: &[u8]| -> Result<(), serde_json::Error> {
         if let Ok(record) = serde_json::from_slice::<Record>(bytes) {
             if let Record::Append { message } = record {
                 messages.push(message);
             }
-            continue;
+            return Ok(());
         }
-        let message = serde_json::from_slice(bytes).map_err(|source| CompactCommandError::Line {
+        messages.push(serde_json::from_slice(bytes)?);
+        Ok(())
+    };
+    for (line, bytes) in text.lines() {
+        take(bytes).map_err(|source| CompactCommandError::Line {
             path: name(),
             line,
             source,
         })?;
-        messages.push(message);
+    }
+    if let Some(torn) = text.torn().filter(|tail| !tail.iter().all(u8::is_ascii_whitespace)) {
+        take(torn).map_err(|source| {
+            if serde_json::from_slice::<serde::de::IgnoredAny>(torn).is_ok() {
+                // Whole JSON, just not a message: the same error as any other line.
+                CompactCommandError::Line {
+                    path: name(),
+                    line: text.torn_line_number(),
+                    source,
+                }
+            } else {
+                CompactCommandError::Torn {
+                    path: name(),
+                    bytes: torn.len(),
+                }
+            }
+        })?;
+    }
+    if messages.is_empty() {
+        return Err(CompactCommandError::Empty(name()));
     }
     Ok(messages)
 }

@@ -54,16 +54,25 @@ pub enum PairingError {
     FirstNotUser,
     OrphanResult { message: usize, tool_use_id: String },
     UnansweredCall { message: usize, tool_use_id: String },
+    /// A second call with an id an earlier call has: the API wants ids unique.
+    RepeatedId { message: usize, tool_use_id: String },
 }
 
 /// Every tool_result answers a tool_use in the message right before it, every
-/// tool_use except in the final message is answered in the next one, and the
-/// history starts with a user message.
+/// tool_use except in the final message is answered in the next one, no two calls
+/// share an id, and the history starts with a user message.
 pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
     if messages.first().is_some_and(|m| m.role != Role::User) {
         return Err(PairingError::FirstNotUser);
     }
+    let mut ids = std::collections::HashSet::new();
     for (index, message) in messages.iter().enumerate() {
+        if let Some(id) = message.tool_use_ids().find(|id| !ids.insert(*id)) {
+            return Err(PairingError::RepeatedId {
+                message: index,
+                tool_use_id: id.to_string(),
+            });
+        }
         for id in message.tool_result_ids() {
             let answered = index > 0
                 && messages[index - 1].role == Role::Assistant
@@ -90,16 +99,64 @@ pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
     Ok(())
 }
 
+/// Give every call repeating an earlier call's id a new one, and the results in the
+/// message after it the same new id (a result answers the call right before it).
+fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = messages
+        .iter()
+        .flat_map(|message| message.tool_use_ids().map(str::to_string))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut notes = Vec::new();
+    for index in 0..messages.len() {
+        if messages[index].role != Role::Assistant || !messages[index].has_tool_use() {
+            continue;
+        }
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        for block in blocks_mut(&mut messages[index]) {
+            let ContentBlock::ToolUse { id, .. } = block else { continue };
+            if seen.insert(id.clone()) {
+                continue;
+            }
+            let new = (2..)
+                .map(|n| format!("{id}_dup{n}"))
+                .find(|candidate| !taken.contains(candidate))
+                .unwrap_or_default();
+            taken.insert(new.clone());
+            seen.insert(new.clone());
+            renamed.push((std::mem::replace(id, new.clone()), new));
+        }
+        if renamed.is_empty() {
+            continue;
+        }
+        if let Some(next) = messages.get_mut(index + 1).filter(|next| next.role == Role::User && next.has_tool_result()) {
+            for block in blocks_mut(next) {
+                if let ContentBlock::ToolResult { tool_use_id, .. } = block
+                    && let Some(at) = renamed.iter().position(|(old, _)| old == tool_use_id)
+                {
+                    *tool_use_id = renamed.remove(at).1;
+                }
+            }
+        }
+        notes.push(format!(
+            "message {}: a tool call repeated the id of an earlier call and was given its own",
+            index + 1
+        ));
+    }
+    notes
+}
+
 /// The text a synthetic result carries for a call that never got one.
 pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before this tool finished";
 
 /// Make any history valid to send, losing nothing: the first message becomes a user
 /// message, every call gets a result (a synthetic error where it had none, the final
 /// message's calls included: nothing will run them any more), and a result whose call
-/// is not right before it becomes plain text in the same message.
+/// is not right before it becomes plain text in the same message, and a call
+/// repeating an earlier call's id is renamed, with its result.
 /// Returns one note per change; no notes means the history was already valid.
 pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = rename_repeated_ids(messages);
     if messages.first().is_some_and(|m| m.role != Role::User) {
         messages.insert(
             0,
@@ -230,6 +287,32 @@ mod tests {
         assert_eq!(tail_start_backward(&history, 4, 1), Some(3));
         assert_eq!(tail_start_backward(&history, 2, 2), None);
         assert_eq!(check_pairing(&history), Ok(()));
+    }
+
+    #[test]
+    fn a_repeated_call_id_is_named_and_renamed_with_its_result() {
+        let mut history = vec![
+            Message::user_text("go"),
+            call("a"),
+            result("a"),
+            call("a"),
+            result("a"),
+            Message::user_text("next"),
+        ];
+        assert_eq!(
+            check_pairing(&history),
+            Err(PairingError::RepeatedId {
+                message: 3,
+                tool_use_id: "a".into()
+            })
+        );
+        let notes = repair(&mut history);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(check_pairing(&history), Ok(()));
+        assert_eq!(history[3].tool_use_ids().collect::<Vec<_>>(), ["a_dup2"]);
+        assert_eq!(history[4].tool_result_ids().collect::<Vec<_>>(), ["a_dup2"]);
+        assert_eq!(history[5], Message::user_text("next"), "other messages are untouched");
+        assert!(repair(&mut history).is_empty(), "mended once");
     }
 
     #[test]

@@ -110,6 +110,7 @@ fn to_openai(message: &Message, out: &mut Vec<Value>) {
         Role::Assistant => "assistant",
     };
     let blocks = match &message.content {
+        Content::Text(text) if message.role == Role::User => return push_user(out, text),
         Content::Text(text) => {
             out.push(json!({"role": role, "content": text}));
             return;
@@ -137,8 +138,23 @@ fn to_openai(message: &Message, out: &mut Vec<Value>) {
         }
         out.push(entry);
     } else if !texts.is_empty() {
-        out.push(json!({"role": "user", "content": texts.join("\n")}));
+        push_user(out, &texts.join("\n"));
     }
+}
+
+/// A user entry, joined to the one before it when that is a user entry too: strict
+/// chat templates (llama.cpp's among them) refuse two user turns in a row, which the
+/// history has where an archive marker or a `[Compacted]` message precedes a request.
+fn push_user(out: &mut Vec<Value>, text: &str) {
+    if let Some(previous) = out.last_mut()
+        && previous["role"] == "user"
+        && let Some(Value::String(earlier)) = previous.get_mut("content")
+    {
+        earlier.push_str("\n\n");
+        earlier.push_str(text);
+        return;
+    }
+    out.push(json!({"role": "user", "content": text}));
 }
 
 #[derive(Default)]
@@ -385,5 +401,36 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn consecutive_user_messages_go_as_one_user_turn() {
+        let provider = OpenAiProvider::new(OpenAiConfig {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            api_key: None,
+            model: "local".into(),
+            retry: RetryPolicy::default(),
+        })
+        .unwrap();
+        let request = ModelRequest {
+            system: String::new(),
+            tools: vec![],
+            messages: &[
+                Message::user_text("[Compacted] the summary"),
+                Message::user_text("fix the parser"),
+                Message::assistant_text("done"),
+                Message::blocks(Role::User, vec![ContentBlock::text("and the lexer")]),
+            ],
+            max_tokens: 10,
+        };
+        let body = provider.request_body(&request);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(body["messages"][0]["content"], "[Compacted] the summary\n\nfix the parser");
     }
 }
