@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// Continue the newest session (same as --resume without an id).
     #[arg(long = "continue")]
     pub continue_session: bool,
+    /// With --resume or --continue: look at the session without taking it over (it may
+    /// be open in another scratchpad). Nothing is sent, run or saved.
+    #[arg(long)]
+    pub read_only: bool,
     /// Turn Anthropic prompt caching off.
     #[arg(long, global = true)]
     pub no_cache: bool,

@@ -31,6 +31,8 @@ pub enum LaunchError {
     Provider(#[from] crate::provider::ProviderError),
     #[error(transparent)]
     Session(#[from] session::SessionError),
+    #[error("--read-only opens a saved session to look at: give --resume ID or --continue")]
+    ReadOnlyWithoutSession,
 }
 
 /// Settings after defaults < file < environment < flags.
@@ -122,7 +124,10 @@ pub struct Launch {
     pub config: Config,
     pub provider: Arc<dyn Provider>,
     pub workspace: Workspace,
-    pub journal: Journal,
+    /// `None` for a read-only view: nothing is journaled.
+    pub journal: Option<Journal>,
+    /// A read-only view's line for the user: which session, and why read-only.
+    pub read_only: Option<String>,
     pub history: Vec<Message>,
     /// What happened in the earlier runs of a resumed session, in order.
     pub past: Vec<crate::protocol::Past>,
@@ -150,6 +155,33 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         (None, false) => None,
     };
     let migrated = session::migrate_legacy(workspace.root())?;
+    if args.read_only {
+        let id = resume.ok_or(LaunchError::ReadOnlyWithoutSession)?;
+        let path = session::find(workspace.root(), id)?;
+        // No lock and no journal: the session may be open elsewhere, and this view
+        // never writes to it.
+        let restored = session::restore(&path)?;
+        let name = path.file_stem().map(|stem| stem.to_string_lossy().into_owned());
+        let holder = session::lock_holder(&path)
+            .map(|pid| format!(" (open in pid {pid})"))
+            .unwrap_or_default();
+        config.compaction.pinned = restored.pins;
+        let mut notices = restored.repairs;
+        notices.extend(migrated);
+        return Ok(Launch {
+            config,
+            provider,
+            workspace,
+            journal: None,
+            read_only: Some(format!(
+                "a read-only view of session {}{holder}: browse, inspect and preview; nothing is sent, run or saved",
+                name.unwrap_or_default()
+            )),
+            history: restored.messages,
+            past: restored.past,
+            notices,
+        });
+    }
     let (journal, history, past, mut notices) = match resume {
         Some(id) => {
             let path = session::find(workspace.root(), id)?;
@@ -183,7 +215,8 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         config,
         provider,
         workspace,
-        journal,
+        journal: Some(journal),
+        read_only: None,
         history,
         past,
         notices,
@@ -202,7 +235,10 @@ impl Launch {
             limit_choice: self.config.limit_choice,
         };
         let tools = ToolBox::new(self.workspace, self.config.tools.clone());
-        let agent = Agent::new(self.provider, settings, tools, Some(self.journal), self.history, events);
-        agent.with_notices(self.notices).with_past(self.past)
+        let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
+        agent
+            .with_notices(self.notices)
+            .with_past(self.past)
+            .with_read_only(self.read_only)
     }
 }

@@ -59,6 +59,30 @@ pub enum Op {
     Quit,
 }
 
+impl Op {
+    /// Whether the op sends, runs or changes something (what a read-only view refuses);
+    /// looking, previewing and counting do not.
+    pub fn changes_the_session(&self) -> bool {
+        match self {
+            Op::Submit { .. }
+            | Op::Compact { .. }
+            | Op::Clear
+            | Op::Undo
+            | Op::Restore { .. }
+            | Op::Pin { .. }
+            | Op::Drop { .. } => true,
+            Op::Inspect
+            | Op::CountTokens
+            | Op::Preview { .. }
+            | Op::Permissions { .. }
+            | Op::Permission { .. }
+            | Op::Lossy { .. }
+            | Op::Cancel
+            | Op::Quit => false,
+        }
+    }
+}
+
 /// Who asked for a compaction outside the automatic pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -197,6 +197,26 @@ fn lock_path(journal: &Path) -> PathBuf {
     journal.with_extension("lock")
 }
 
+/// The pid holding the session's lock, if another process holds it now.
+pub fn lock_holder(journal: &Path) -> Option<String> {
+    use std::os::fd::AsRawFd;
+    let mut options = OpenOptions::new();
+    options.read(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut file = options.open(lock_path(journal)).ok()?;
+    // SAFETY: flock on a descriptor we own; a lock we get is dropped with the file.
+    let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    if free {
+        return None;
+    }
+    let mut holder = String::new();
+    file.read_to_string(&mut holder).ok()?;
+    Some(holder.trim().to_string())
+}
+
 /// Take the session's advisory lock (`flock` on its lock file, released by the
 /// kernel when the process ends, however it ends), or say which process holds it.
 fn lock_session(journal: &Path, id: &str) -> Result<File, SessionError> {

@@ -110,7 +110,30 @@ fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
         stderr.contains("is open in another scratchpad") && stderr.contains(&format!("pid {}", first.id())),
         "{stderr}"
     );
+    // The way offered: a read-only view, which takes no lock and writes nothing.
+    let offered = stderr
+        .split("scratchpad --resume ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the refusal offers a read-only view")
+        .to_string();
+    let journal = workspace.newest_journal().unwrap();
+    let before = std::fs::read(&journal).unwrap();
+    let view = workspace.run(&api, &["--resume", &offered, "--read-only", "-p", "sneak this in"]);
+    let said = String::from_utf8_lossy(&view.stderr);
+    assert!(!view.status.success());
+    assert!(
+        said.contains("read-only view of session") && said.contains(&format!("open in pid {}", first.id())),
+        "{said}"
+    );
+    assert!(
+        !api.turn_requests().iter().any(|r| r.body.to_string().contains("sneak this in")),
+        "nothing was sent"
+    );
     assert!(first.wait().unwrap().success());
+    let after = std::fs::read(&journal).unwrap();
+    assert!(after.starts_with(&before), "the view wrote nothing into the session");
+    assert!(!String::from_utf8_lossy(&after).contains("sneak this in"));
     // Once the first has ended, the session can be continued.
     let third = workspace.run(&api, &["--continue", "-p", "now"]);
     assert!(third.status.success(), "{}", String::from_utf8_lossy(&third.stderr));

@@ -89,6 +89,9 @@ pub struct Agent {
     past: Vec<Past>,
     /// The stages that changed the history, oldest first, for `/undo` (newest first).
     stage_log: Vec<StageEvent>,
+    /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
+    /// Nothing is sent, run or changed.
+    read_only: Option<String>,
 }
 
 /// One tool call of a model response, checked: ids unique within the response, input
@@ -231,7 +234,15 @@ impl Agent {
             notices: Vec::new(),
             past: Vec::new(),
             stage_log: Vec::new(),
+            read_only: None,
         }
+    }
+
+    /// Make this a read-only view (`reason` says of what): every op that would send,
+    /// run or change something is refused with that line.
+    pub fn with_read_only(mut self, reason: Option<String>) -> Self {
+        self.read_only = reason;
+        self
     }
 
     /// A resumed session's earlier runs: shown at start, and its last measured call
@@ -422,9 +433,28 @@ impl Agent {
         for message in std::mem::take(&mut self.notices) {
             self.emit(AgentEvent::Notice { message });
         }
+        if let Some(view) = &self.read_only {
+            self.emit(AgentEvent::Notice {
+                message: format!("This is {view}."),
+            });
+        }
         self.emit_context();
         while !self.quit {
             let Some(op) = ops.recv().await else { break };
+            if let Some(view) = &self.read_only
+                && op.changes_the_session()
+            {
+                self.emit(AgentEvent::Error {
+                    message: format!("Not done: this is {view}. Start scratchpad without --read-only to work."),
+                });
+                if matches!(op, Op::Submit { .. }) {
+                    self.emit(AgentEvent::TurnDone {
+                        turn: self.turn,
+                        outcome: TurnOutcome::Failed,
+                    });
+                }
+                continue;
+            }
             match op {
                 Op::Submit { text } => self.turn(text, &mut ops).await,
                 Op::Compact { focus } => {

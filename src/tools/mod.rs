@@ -503,6 +503,33 @@ mod tests {
         }
     }
 
+    /// The fallback where the kernel has no sandbox: the status says so, and a command
+    /// not known to be read-only is a question naming it, while a read-only one runs.
+    #[test]
+    fn without_a_sandbox_commands_ask_first_and_the_status_says_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
+        tools.shell.sandbox = Sandbox::without(
+            tools.config.sandbox.clone(),
+            dir.path(),
+            &[sandbox::Layer::Landlock],
+        );
+        assert_eq!(tools.sandbox().label(), "sandbox: unavailable");
+        match tools.plan("bash", &serde_json::json!({"command": "touch made && echo ok"})) {
+            Plan::Ask {
+                question, destructive, ..
+            } => {
+                assert!(question.contains("sandbox: unavailable"), "{question}");
+                assert!(!destructive, "approvable for the session");
+            }
+            _ => panic!("an unsandboxed command that writes must ask first"),
+        }
+        assert!(
+            matches!(tools.plan("bash", &serde_json::json!({"command": "ls -la"})), Plan::Run(_)),
+            "a read-only command runs"
+        );
+    }
+
     /// Each tool's one-line summary is a field its schema has, so it cannot drift.
     #[test]
     fn each_summary_field_is_in_its_schema() {
