@@ -884,7 +884,11 @@ mod tests {
         let call = Record::Append {
             message: Message::blocks(
                 Role::Assistant,
-                vec![ContentBlock::tool_use("t1", "bash", serde_json::json!({"command": "ls"}))],
+                vec![ContentBlock::tool_use(
+                    "t1",
+                    "bash",
+                    serde_json::json!({"command": "ls"}),
+                )],
             ),
         };
         let result = Record::Append {

@@ -47,12 +47,24 @@ fn simulate_refuses_a_torn_or_foreign_recording_and_says_so() {
         text.push_str(&serde_json::to_string(&Record::Append { message }).unwrap());
         text.push('\n');
     }
-    let whole_without_newline = format!("{}{}", text, serde_json::to_string(&Message::user_text("third")).unwrap());
+    let whole_without_newline = format!(
+        "{}{}",
+        text,
+        serde_json::to_string(&Message::user_text("third")).unwrap()
+    );
     let torn = format!("{text}{{\"type\":\"append\",\"message\":{{\"role\":\"us");
     let cases = [
         ("torn.jsonl", torn.as_str(), Some("ends in a line cut short (38 bytes")),
-        ("number.json", "42", Some("line 1: neither a journal record nor a message")),
-        ("object.json", "{\"a\": 1}\n", Some("line 1: neither a journal record nor a message")),
+        (
+            "number.json",
+            "42",
+            Some("line 1: neither a journal record nor a message"),
+        ),
+        (
+            "object.json",
+            "{\"a\": 1}\n",
+            Some("line 1: neither a journal record nor a message"),
+        ),
         ("empty.json", "", Some("holds no messages")),
         ("blank.jsonl", "\n\n", Some("holds no messages")),
         ("whole.jsonl", whole_without_newline.as_str(), None),
@@ -71,7 +83,10 @@ fn simulate_refuses_a_torn_or_foreign_recording_and_says_so() {
             None => {
                 assert!(output.status.success(), "{name}: {stderr}");
                 let table = String::from_utf8_lossy(&output.stdout);
-                assert!(table.lines().any(|line| line.trim_start().starts_with("2 ")), "{name}: {table}");
+                assert!(
+                    table.lines().any(|line| line.trim_start().starts_with("2 ")),
+                    "{name}: {table}"
+                );
             }
         }
     }

@@ -759,5 +759,9 @@ fn a_cancelled_or_unanswered_turn_never_leaves_two_user_messages_in_a_row() {
     );
     let texts: Vec<String> = sent.iter().map(Message::text).collect();
     assert_eq!(texts[texts.len() - 3], "left open");
-    assert!(texts[texts.len() - 2].contains("not finished"), "{}", texts[texts.len() - 2]);
+    assert!(
+        texts[texts.len() - 2].contains("not finished"),
+        "{}",
+        texts[texts.len() - 2]
+    );
 }

@@ -127,7 +127,9 @@ fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
         "{said}"
     );
     assert!(
-        !api.turn_requests().iter().any(|r| r.body.to_string().contains("sneak this in")),
+        !api.turn_requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("sneak this in")),
         "nothing was sent"
     );
     assert!(first.wait().unwrap().success());

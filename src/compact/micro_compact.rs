@@ -541,8 +541,7 @@ mod tests {
             "already a reference"
         );
         // r refuses a saved file changed since it was kept, by name, and changes nothing.
-        let (_, cleared) = tool_result_mut(&mut history, (1, 0)).unwrap();
-        let t1_path = parse_cleared_reference(cleared.as_str().unwrap()).unwrap().to_string();
+        let t1_path = parse_cleared_reference(&result(&history, 1)).unwrap().to_string();
         let t1_file = dir.path().join(&t1_path);
         let kept = std::fs::read(&t1_file).unwrap();
         std::fs::write(&t1_file, "y".repeat(kept.len())).unwrap();

@@ -52,10 +52,19 @@ pub fn tail_start_backward(messages: &[Message], wanted: usize, floor: usize) ->
 #[derive(Debug, PartialEq, Eq)]
 pub enum PairingError {
     FirstNotUser,
-    OrphanResult { message: usize, tool_use_id: String },
-    UnansweredCall { message: usize, tool_use_id: String },
+    OrphanResult {
+        message: usize,
+        tool_use_id: String,
+    },
+    UnansweredCall {
+        message: usize,
+        tool_use_id: String,
+    },
     /// A second call with an id an earlier call has: the API wants ids unique.
-    RepeatedId { message: usize, tool_use_id: String },
+    RepeatedId {
+        message: usize,
+        tool_use_id: String,
+    },
 }
 
 /// Every tool_result answers a tool_use in the message right before it, every
@@ -114,7 +123,9 @@ fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
         }
         let mut renamed: Vec<(String, String)> = Vec::new();
         for block in blocks_mut(&mut messages[index]) {
-            let ContentBlock::ToolUse { id, .. } = block else { continue };
+            let ContentBlock::ToolUse { id, .. } = block else {
+                continue;
+            };
             if seen.insert(id.clone()) {
                 continue;
             }
@@ -129,7 +140,10 @@ fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
         if renamed.is_empty() {
             continue;
         }
-        if let Some(next) = messages.get_mut(index + 1).filter(|next| next.role == Role::User && next.has_tool_result()) {
+        if let Some(next) = messages
+            .get_mut(index + 1)
+            .filter(|next| next.role == Role::User && next.has_tool_result())
+        {
             for block in blocks_mut(next) {
                 if let ContentBlock::ToolResult { tool_use_id, .. } = block
                     && let Some(at) = renamed.iter().position(|(old, _)| old == tool_use_id)

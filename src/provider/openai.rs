@@ -431,6 +431,9 @@ mod tests {
             .map(|m| m["role"].as_str().unwrap())
             .collect();
         assert_eq!(roles, ["user", "assistant", "user"]);
-        assert_eq!(body["messages"][0]["content"], "[Compacted] the summary\n\nfix the parser");
+        assert_eq!(
+            body["messages"][0]["content"],
+            "[Compacted] the summary\n\nfix the parser"
+        );
     }
 }

@@ -509,11 +509,7 @@ mod tests {
     fn without_a_sandbox_commands_ask_first_and_the_status_says_unavailable() {
         let dir = tempfile::tempdir().unwrap();
         let mut tools = ToolBox::new(Workspace::new(dir.path()).unwrap(), ToolsConfig::default());
-        tools.shell.sandbox = Sandbox::without(
-            tools.config.sandbox.clone(),
-            dir.path(),
-            &[sandbox::Layer::Landlock],
-        );
+        tools.shell.sandbox = Sandbox::without(tools.config.sandbox.clone(), dir.path(), &[sandbox::Layer::Landlock]);
         assert_eq!(tools.sandbox().label(), "sandbox: unavailable");
         match tools.plan("bash", &serde_json::json!({"command": "touch made && echo ok"})) {
             Plan::Ask {
@@ -525,7 +521,10 @@ mod tests {
             _ => panic!("an unsandboxed command that writes must ask first"),
         }
         assert!(
-            matches!(tools.plan("bash", &serde_json::json!({"command": "ls -la"})), Plan::Run(_)),
+            matches!(
+                tools.plan("bash", &serde_json::json!({"command": "ls -la"})),
+                Plan::Run(_)
+            ),
             "a read-only command runs"
         );
     }
