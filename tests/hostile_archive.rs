@@ -20,9 +20,17 @@ fn the_archive_is_read_only_to_commands_and_file_tools() {
     std::fs::create_dir_all(workspace.path().join(".transcripts")).unwrap();
     let transcript = workspace.path().join(".transcripts/transcript_snip_compact_1.jsonl");
     std::fs::write(&transcript, "{\"role\":\"user\",\"content\":\"hi\"}\n").unwrap();
+    // The journal folder exists before the run, as it does once any session ran.
+    let journals = workspace.sessions_dir();
+    std::fs::create_dir_all(&journals).unwrap();
+    let planted = journals.join("20990101-000000-1.jsonl");
     let results = results_of(
         &workspace,
         &[
+            bash_call(
+                "a0",
+                format!("echo '{{\"type\":\"append\"}}' > {}; echo done", planted.display()),
+            ),
             bash_call(
                 "a1",
                 "echo forged > .task_outputs/tool-results/toolu_old.txt; echo done",
@@ -45,11 +53,24 @@ fn the_archive_is_read_only_to_commands_and_file_tools() {
         ],
         &["--yes"],
     );
-    for result in &results[..3] {
+    // Read-only, refused, or (the test's data folder lies under /tmp) not even there.
+    assert!(
+        [
+            "Read-only file system",
+            "Permission denied",
+            "No such file or directory"
+        ]
+        .iter()
+        .any(|why| results[0].contains(why)),
+        "{}",
+        results[0]
+    );
+    assert!(!planted.exists(), "no journal can be planted");
+    for result in &results[1..4] {
         assert!(result.contains("Read-only file system"), "{result}");
     }
-    assert!(results[3].starts_with("Refused: `.task_outputs/`"), "{}", results[3]);
-    assert!(results[4].starts_with("Refused: `.transcripts/`"), "{}", results[4]);
+    assert!(results[4].starts_with("Refused: `.task_outputs/`"), "{}", results[4]);
+    assert!(results[5].starts_with("Refused: `.transcripts/`"), "{}", results[5]);
     assert_eq!(
         std::fs::read_to_string(saved.join("toolu_old.txt")).unwrap(),
         "the original output"
@@ -59,7 +80,6 @@ fn the_archive_is_read_only_to_commands_and_file_tools() {
         "{\"role\":\"user\",\"content\":\"hi\"}\n"
     );
     assert!(!workspace.path().join(".transcripts/planted.jsonl").exists());
-    let journals = workspace.sessions_dir();
     assert!(
         !journals.starts_with(workspace.path()),
         "journals live outside the workspace"
