@@ -28,7 +28,7 @@ pub struct Message {
 }
 
 /// `content` is either a bare string or a list of blocks; both are legal on the wire.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     Text(String),
@@ -58,11 +58,55 @@ pub enum ContentBlock {
 }
 
 /// A tool result's `content`: a string or a list of blocks (text, images).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ToolResultContent {
     Text(String),
     Blocks(Vec<ContentBlock>),
+}
+
+/// Reads a string or a list of blocks straight from the input: an untagged derive
+/// would buffer the blocks first, and a buffer holds numbers as machine numbers, so
+/// `1.50` would come back as `1.5` and a 30-digit integer not at all.
+struct TextOrBlocks;
+
+impl<'de> serde::de::Visitor<'de> for TextOrBlocks {
+    type Value = Content;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a string or a list of content blocks")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(Content::Text(text.to_string()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+        Ok(Content::Text(text))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(block) = seq.next_element()? {
+            blocks.push(block);
+        }
+        Ok(Content::Blocks(blocks))
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(TextOrBlocks)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolResultContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match deserializer.deserialize_any(TextOrBlocks)? {
+            Content::Text(text) => ToolResultContent::Text(text),
+            Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
+        })
+    }
 }
 
 /// The fields of an object that our types do not model, plus the order in which all
@@ -125,8 +169,8 @@ impl Extra {
         for key in &self.layout {
             match known.iter().find(|(name, _)| name == key) {
                 Some((_, Some(value))) => map.serialize_entry(key, value)?,
-                Some((_, None)) => {}
-                None => {
+                // Unset, or kept verbatim among the extras (a field of an unusual type).
+                _ => {
                     if let Some(value) = self.fields.get(key) {
                         map.serialize_entry(key, value)?;
                     }
@@ -194,8 +238,9 @@ impl Serialize for ContentBlock {
                 is_error,
                 extra,
             } => {
-                // A result read without `content` stays without it until it gets some.
-                let absent = extra.omits("content") && content.as_str() == Some("");
+                // A result read without `content` (or with one of an unusual type, kept
+                // among the extras) stays so until it gets some.
+                let absent = (extra.omits("content") || extra.get("content").is_some()) && content.as_str() == Some("");
                 extra.serialize(
                     serializer,
                     &[
@@ -221,21 +266,35 @@ fn is_result_content(value: &Value) -> bool {
     }
 }
 
-/// The modelled form of a block object, or `None` when its modelled fields are missing
-/// or of the wrong type (then it is kept verbatim as unknown).
-fn known_block(object: &Map<String, Value>) -> Option<&'static [&'static str]> {
+/// The kinds of block we model.
+#[derive(Clone, Copy)]
+enum BlockKind {
+    Text,
+    ToolUse,
+    ToolResult,
+}
+
+/// The modelled form of a block object and the keys it models, or `None` when a field
+/// it needs is missing or of the wrong type (then it is kept verbatim as unknown). Every
+/// `tool_result` with a string `tool_use_id` is a tool result, as in the seed: an
+/// optional field of an unusual type (`"is_error": null`, a `content` that is neither a
+/// string nor blocks) is not modelled and stays verbatim among the extras.
+fn known_block(object: &Map<String, Value>) -> Option<(BlockKind, Vec<&'static str>)> {
     let string = |key: &str| object.get(key).is_some_and(Value::is_string);
     match object.get("type")?.as_str()? {
-        "text" if string("text") => Some(&["type", "text"]),
+        "text" if string("text") => Some((BlockKind::Text, vec!["type", "text"])),
         "tool_use" if string("id") && string("name") && object.contains_key("input") => {
-            Some(&["type", "id", "name", "input"])
+            Some((BlockKind::ToolUse, vec!["type", "id", "name", "input"]))
         }
-        "tool_result"
-            if string("tool_use_id")
-                && object.get("content").is_none_or(is_result_content)
-                && object.get("is_error").is_none_or(Value::is_boolean) =>
-        {
-            Some(&["type", "tool_use_id", "content", "is_error"])
+        "tool_result" if string("tool_use_id") => {
+            let mut keys = vec!["type", "tool_use_id"];
+            if object.get("content").is_none_or(is_result_content) {
+                keys.push("content");
+            }
+            if object.get("is_error").is_none_or(Value::is_boolean) {
+                keys.push("is_error");
+            }
+            Some((BlockKind::ToolResult, keys))
         }
         _ => None,
     }
@@ -257,30 +316,37 @@ impl<'de> Deserialize<'de> for ContentBlock {
         if !object.get("type").is_some_and(Value::is_string) {
             return Err(D::Error::custom("content block without a string \"type\""));
         }
-        let Some(known) = known_block(&object) else {
+        let Some((kind, known)) = known_block(&object) else {
             return Ok(ContentBlock::Unknown(Value::Object(object)));
         };
-        let (values, extra) = Extra::split(object, known);
-        let mut values = values.into_iter().skip(1);
-        let mut next = || values.next().flatten();
-        Ok(match known[1] {
-            "text" => ContentBlock::Text {
-                text: take_string(next()),
+        let (values, extra) = Extra::split(object, &known);
+        let mut fields: Vec<(&str, Value)> = known
+            .iter()
+            .zip(values)
+            .filter_map(|(key, value)| Some((*key, value?)))
+            .collect();
+        let mut take = |key: &str| {
+            let at = fields.iter().position(|(name, _)| *name == key)?;
+            Some(fields.remove(at).1)
+        };
+        Ok(match kind {
+            BlockKind::Text => ContentBlock::Text {
+                text: take_string(take("text")),
                 extra,
             },
-            "id" => ContentBlock::ToolUse {
-                id: take_string(next()),
-                name: take_string(next()),
-                input: next().unwrap_or(Value::Null),
+            BlockKind::ToolUse => ContentBlock::ToolUse {
+                id: take_string(take("id")),
+                name: take_string(take("name")),
+                input: take("input").unwrap_or(Value::Null),
                 extra,
             },
-            _ => ContentBlock::ToolResult {
-                tool_use_id: take_string(next()),
-                content: match next() {
+            BlockKind::ToolResult => ContentBlock::ToolResult {
+                tool_use_id: take_string(take("tool_use_id")),
+                content: match take("content") {
                     Some(content) => serde_json::from_value(content).map_err(D::Error::custom)?,
                     None => ToolResultContent::Text(String::new()),
                 },
-                is_error: next().and_then(|flag| flag.as_bool()),
+                is_error: take("is_error").and_then(|flag| flag.as_bool()),
                 extra,
             },
         })
@@ -543,6 +609,36 @@ mod tests {
                 .all(|b| matches!(b, ContentBlock::Unknown(_)))
         );
         round_trip(json);
+    }
+
+    /// Every `tool_result` is a tool result, as in the seed: an `is_error` or `content`
+    /// of an unusual type stays verbatim, in its place, and the block still pairs.
+    #[test]
+    fn a_tool_result_with_fields_of_unusual_types_is_still_a_tool_result() {
+        let json = r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x","is_error":null},{"type":"tool_result","tool_use_id":"b","is_error":"true","content":"y"},{"type":"tool_result","tool_use_id":"c","content":{"odd":1}},{"type":"tool_result","tool_use_id":"d","content":"z","is_error":false}]}]"#;
+        let messages: Vec<Message> = serde_json::from_str(json).unwrap();
+        assert_eq!(messages[0].tool_result_ids().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+        let blocks = messages[0].block_slice();
+        assert!(
+            matches!(&blocks[0], ContentBlock::ToolResult { content, is_error: None, .. } if content.as_str() == Some("x"))
+        );
+        assert!(matches!(
+            &blocks[3],
+            ContentBlock::ToolResult {
+                is_error: Some(false),
+                ..
+            }
+        ));
+        round_trip(json);
+        // A stage that replaces the content keeps the unusual flag as it was.
+        let mut cleared = messages.clone();
+        if let ContentBlock::ToolResult { content, .. } = &mut crate::compact::pairing::blocks_mut(&mut cleared[0])[1] {
+            *content = ToolResultContent::Text("[cleared]".into());
+        }
+        assert_eq!(
+            serde_json::to_string(&cleared[0].block_slice()[1]).unwrap(),
+            r#"{"type":"tool_result","tool_use_id":"b","is_error":"true","content":"[cleared]"}"#
+        );
     }
 
     #[test]

@@ -64,6 +64,75 @@ impl serde_json::ser::Formatter for SeedFormatter {
     fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
         writer.write_all(b": ")
     }
+
+    /// A number as Python prints it after `json.load`: the history keeps the text it
+    /// arrived with (`1e-7`), the seed counts `1e-07`.
+    fn write_number_str<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: &str) -> io::Result<()> {
+        writer.write_all(python_number(value).as_bytes())
+    }
+}
+
+/// How Python's `json.dumps(json.loads(text))` prints the JSON number `text`: an
+/// integer as its value (any size; `-0` is `0`), anything with a fraction or an
+/// exponent as `repr(float)`: the shortest digits that round-trip, positional for
+/// decimal exponents from -4 to 15 (with `.0` when integral), else scientific with a
+/// signed exponent of at least two digits; out of range, `Infinity`.
+pub fn python_number(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    if !text.contains(['.', 'e', 'E']) {
+        let digits = text.trim_start_matches('-');
+        return if digits.bytes().all(|b| b == b'0') && text.starts_with('-') {
+            Cow::Borrowed("0")
+        } else {
+            Cow::Borrowed(text)
+        };
+    }
+    let Ok(value) = text.parse::<f64>() else {
+        return Cow::Borrowed(text);
+    };
+    if value.is_infinite() {
+        return Cow::Borrowed(if value < 0.0 { "-Infinity" } else { "Infinity" });
+    }
+    // `{:e}` gives the shortest round-trip digits: `1.5e-7`, `-1e16`, `0e0`.
+    let scientific = format!("{value:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::with_capacity(digits.len() + 8);
+    if negative {
+        out.push('-');
+    }
+    if (-4..16).contains(&exponent) {
+        if exponent >= 0 {
+            let whole = exponent as usize + 1;
+            if digits.len() <= whole {
+                out.push_str(&digits);
+                out.extend(std::iter::repeat_n('0', whole - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..whole]);
+                out.push('.');
+                out.push_str(&digits[whole..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-exponent - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push_str(&format!(
+            "e{}{:02}",
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        ));
+    }
+    Cow::Owned(out)
 }
 
 /// Characters of `value` as compact JSON (sizes of wire payloads, not the trigger).
@@ -153,6 +222,51 @@ impl Sizes {
 mod tests {
     use super::*;
     use crate::message::{ContentBlock, Role, ToolResultContent};
+
+    /// `json.dumps(json.loads(text))` for each text, as Python 3.11 printed them.
+    #[test]
+    fn numbers_are_counted_as_python_prints_them() {
+        let python = [
+            ("1e-7", "1e-07"),
+            ("1E-7", "1e-07"),
+            ("0.1", "0.1"),
+            ("1.0", "1.0"),
+            ("1e16", "1e+16"),
+            ("1e15", "1000000000000000.0"),
+            ("123456789012345678901234567890", "123456789012345678901234567890"),
+            ("-0", "0"),
+            ("-0.0", "-0.0"),
+            ("0", "0"),
+            ("1e400", "Infinity"),
+            ("-1e400", "-Infinity"),
+            ("0.0001", "0.0001"),
+            ("0.00001", "1e-05"),
+            ("1.5e300", "1.5e+300"),
+            ("2.5E+3", "2500.0"),
+            ("100", "100"),
+            ("1e2", "100.0"),
+            ("123.456", "123.456"),
+            ("1.7976931348623157e308", "1.7976931348623157e+308"),
+            ("5e-324", "5e-324"),
+            ("12345678901234567.0", "1.2345678901234568e+16"),
+            ("0.30000000000000004", "0.30000000000000004"),
+            ("-12.5e-3", "-0.0125"),
+        ];
+        for (text, printed) in python {
+            assert_eq!(python_number(text), printed, "{text}");
+        }
+    }
+
+    /// Number text is kept byte for byte through a round trip, and the seed's count
+    /// is of Python's printing of it.
+    #[test]
+    fn number_text_is_kept_and_counted_as_the_seed_counts_it() {
+        let json = r#"[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"id":123456789012345678901234567890,"eps":1e-7,"n":1.50}}]}]"#;
+        let messages: Vec<Message> = serde_json::from_str(json).unwrap();
+        assert_eq!(serde_json::to_string(&messages).unwrap(), json);
+        let seed = r#"[{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {"id": 123456789012345678901234567890, "eps": 1e-07, "n": 1.5}}]}]"#;
+        assert_eq!(estimate_chars(&messages), seed.chars().count());
+    }
 
     #[test]
     fn counts_characters_not_bytes_and_matches_serde() {

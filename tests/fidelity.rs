@@ -1,0 +1,182 @@
+//! The seed's edge cases, byte for byte: tool results whose fields have unusual types,
+//! number text, deep nesting, and the seed's own `<persisted-output>` wording.
+
+use scratchpad::compact::pairing::check_pairing;
+use scratchpad::compact::{CompactConfig, ExtractiveSummariser, MemoryArchive, Stage, prepare};
+use scratchpad::message::{Message, parse_history};
+use serde_json::json;
+
+/// A history as JSON text: a request, then `results` rounds of one call and one result
+/// of `chars` characters whose `is_error` is `flag` (verbatim JSON), then an answer
+/// when `answered`.
+fn rounds_with_flag(results: usize, chars: usize, flag: &str, answered: bool) -> Vec<Message> {
+    let mut messages = vec![json!({"role": "user", "content": "read everything"})];
+    for n in 0..results {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": format!("toolu_{n}"), "name": "read_file", "input": {"path": format!("f{n}.rs")}}]}));
+        let result: serde_json::Value = serde_json::from_str(&format!(
+            r#"{{"type":"tool_result","tool_use_id":"toolu_{n}","content":{},"is_error":{flag}}}"#,
+            serde_json::to_string(&format!("{n} ").repeat(chars / 2)).unwrap()
+        ))
+        .unwrap();
+        messages.push(json!({"role": "user", "content": [result]}));
+    }
+    if answered {
+        messages.push(json!({"role": "assistant", "content": "read"}));
+    }
+    parse_history(&serde_json::to_string(&messages).unwrap()).unwrap()
+}
+
+fn stages(events: &[scratchpad::compact::StageEvent]) -> Vec<Stage> {
+    events.iter().filter(|e| e.replaced > 0).map(|e| e.stage).collect()
+}
+
+#[test]
+fn results_with_a_null_or_string_is_error_are_snipped_in_pairs_cleared_and_persisted() {
+    for flag in ["null", "\"true\""] {
+        // Snip: 53 messages, never a call split from its result.
+        let history = rounds_with_flag(26, 40, flag, false);
+        assert_eq!(history.len(), 53);
+        let archive = MemoryArchive::new();
+        let prepared = prepare(
+            history,
+            "read everything",
+            &CompactConfig::default(),
+            &archive,
+            &mut ExtractiveSummariser,
+        );
+        assert_eq!(stages(&prepared.events), [Stage::SnipCompact], "{flag}");
+        assert_eq!(check_pairing(&prepared.messages), Ok(()), "{flag}");
+        let text = serde_json::to_string(&prepared.messages).unwrap();
+        assert!(text.contains(&format!("\"is_error\":{flag}")), "kept verbatim: {flag}");
+
+        // Micro: six seen results of 15,000 chars are cleared recoverably, not summarised.
+        let history = rounds_with_flag(6, 15_000, flag, true);
+        let prepared = prepare(
+            history,
+            "read everything",
+            &CompactConfig::default(),
+            &MemoryArchive::new(),
+            &mut ExtractiveSummariser,
+        );
+        assert_eq!(stages(&prepared.events), [Stage::MicroCompact], "{flag}");
+        assert_eq!(check_pairing(&prepared.messages), Ok(()));
+
+        // Stage 1: the newest batch over 200,000 chars.
+        let mut batch = rounds_with_flag(1, 10, flag, false);
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
+        for n in 0..5 {
+            calls.push(
+                json!({"type": "tool_use", "id": format!("big_{n}"), "name": "bash", "input": {"command": "cat"}}),
+            );
+            results.push(
+                serde_json::from_str::<serde_json::Value>(&format!(
+                    r#"{{"type":"tool_result","tool_use_id":"big_{n}","content":"{}","is_error":{flag}}}"#,
+                    "x".repeat(45_000)
+                ))
+                .unwrap(),
+            );
+        }
+        let tail = json!([{"role": "assistant", "content": calls}, {"role": "user", "content": results}]);
+        batch.extend(parse_history(&tail.to_string()).unwrap());
+        let prepared = prepare(
+            batch,
+            "read everything",
+            &CompactConfig::default(),
+            &MemoryArchive::new(),
+            &mut ExtractiveSummariser,
+        );
+        assert_eq!(stages(&prepared.events)[0], Stage::ToolResultBudget, "{flag}");
+        assert_eq!(check_pairing(&prepared.messages), Ok(()));
+    }
+}
+
+/// A tool input with number text no machine number keeps: a 30-digit integer, a float
+/// with a trailing zero, a float whose text Python prints otherwise.
+const NUMBERS: &str = r#"{"id": 123456789012345678901234567890, "ratio": 1.50, "eps": 1e-7}"#;
+
+fn history_with_numbers() -> String {
+    format!(
+        r#"[{{"role":"user","content":"go"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"bash","input":{}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"ok"}}]}},{{"role":"assistant","content":"done"}}]"#,
+        NUMBERS.replace(": ", ":").replace(", ", ",")
+    )
+}
+
+#[test]
+fn number_text_survives_parse_journal_and_transcript_byte_for_byte() {
+    use scratchpad::session::{Record, restore};
+    let text = history_with_numbers();
+    let messages = parse_history(&text).unwrap();
+    assert_eq!(serde_json::to_string(&messages).unwrap(), text);
+
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("numbers.jsonl");
+    let lines: String = messages
+        .iter()
+        .map(|message| {
+            serde_json::to_string(&Record::Append {
+                message: message.clone(),
+            })
+            .unwrap()
+                + "\n"
+        })
+        .collect();
+    assert!(lines.contains("123456789012345678901234567890") && lines.contains("1.50") && lines.contains("1e-7"));
+    std::fs::write(&journal, lines).unwrap();
+    let restored = restore(&journal).unwrap();
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    assert_eq!(serde_json::to_string(&restored.messages).unwrap(), text);
+
+    let archive = MemoryArchive::new();
+    let kept = scratchpad::compact::Archive::write_transcript(&archive, "snip_compact", &messages).unwrap();
+    let saved = scratchpad::compact::Archive::read_saved(&archive, &kept.path).unwrap();
+    let back: Vec<Message> = saved
+        .text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+}
+
+/// The seed counts `1e-07` where the history holds `1e-7`: a history the seed counts
+/// at 50,001 is over the limit, and micro fires, as in the seed.
+#[test]
+fn a_history_over_the_limit_only_as_python_prints_its_numbers_is_compacted() {
+    let floats = vec!["1e-7"; 300].join(", ");
+    let build = |padding: usize| -> Vec<Message> {
+        let mut messages = vec![json!({"role": "user", "content": "measure"})];
+        for n in 0..5 {
+            messages.push(
+                json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{n}"),
+                "name": "bash", "input": {"command": "measure"}}]}),
+            );
+            messages.push(
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{n}"),
+                "content": "r".repeat(9_000)}]}),
+            );
+        }
+        let mut text = serde_json::to_string(&messages).unwrap();
+        text.pop();
+        text.push_str(&format!(
+            r#",{{"role":"assistant","content":[{{"type":"tool_use","id":"tf","name":"bash","input":{{"command":"{}","floats":[{}]}}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"tf","content":"ok"}}]}}]"#,
+            "p".repeat(padding),
+            floats
+        ));
+        parse_history(&text).unwrap()
+    };
+    let at = |padding| scratchpad::compact::estimate_chars(&build(padding));
+    let padding = 50_001 - at(0);
+    let history = build(padding);
+    assert_eq!(scratchpad::compact::estimate_chars(&history), 50_001);
+    let verbatim = serde_json::to_string(&history).unwrap();
+    assert!(verbatim.contains("1e-7,1e-7"), "the history keeps its own number text");
+    let prepared = prepare(
+        history,
+        "measure",
+        &CompactConfig::default(),
+        &MemoryArchive::new(),
+        &mut ExtractiveSummariser,
+    );
+    assert_eq!(stages(&prepared.events), [Stage::MicroCompact]);
+}
