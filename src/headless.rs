@@ -52,7 +52,7 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
         };
         let mut out = stdout.lock();
         if jsonl {
-            serde_json::to_writer(&mut out, &event)?;
+            crate::json::to_writer(&mut out, &event)?;
             writeln!(out)?;
         } else {
             match &event {

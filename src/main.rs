@@ -20,7 +20,26 @@ fn main() -> ExitCode {
     scrub_secrets_from_environment();
     // Panics still get color-eyre's report; errors are one plain line for the user.
     let _ = color_eyre::install();
-    match run(&environment) {
+    // Everything runs on a thread with the stack the runtime's workers get: a history
+    // can hold values nested thousands of levels, whose clone and drop recurse.
+    let worker = std::thread::Builder::new()
+        .name("scratchpad".into())
+        .stack_size(scratchpad::json::WORKER_STACK_BYTES)
+        .spawn(move || report(run(&environment)));
+    match worker.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        // A panic was reported by its hook.
+        Ok(Err(_)) => ExitCode::from(101),
+        Err(error) => {
+            eprintln!("scratchpad: cannot start: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The exit code of `result`, its error said in one plain line.
+fn report(result: Result<ExitCode>) -> ExitCode {
+    match result {
         Ok(code) => code,
         Err(error) => {
             // Each cause once: many messages already quote their source.
@@ -61,7 +80,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let runtime = tokio::runtime::Runtime::new()?;
+            let runtime = scratchpad::json::runtime()?;
             let provider = launch::build_provider(&config, &env)?;
             let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
             let mut model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
@@ -110,7 +129,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             scratchpad::tools::bash::adopt_orphans();
             let _guard = logging::init()?;
             let launched = launch::launch(&cli.run, &env)?;
-            let runtime = tokio::runtime::Runtime::new()?;
+            let runtime = scratchpad::json::runtime()?;
             match cli.print {
                 Some(request) => {
                     let jsonl = cli.events.is_some();

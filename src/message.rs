@@ -343,7 +343,7 @@ impl<'de> Deserialize<'de> for ContentBlock {
             BlockKind::ToolResult => ContentBlock::ToolResult {
                 tool_use_id: take_string(take("tool_use_id")),
                 content: match take("content") {
-                    Some(content) => serde_json::from_value(content).map_err(D::Error::custom)?,
+                    Some(content) => from_value(content).map_err(D::Error::custom)?,
                     None => ToolResultContent::Text(String::new()),
                 },
                 is_error: take("is_error").and_then(|flag| flag.as_bool()),
@@ -378,8 +378,8 @@ impl<'de> Deserialize<'de> for Message {
             .flatten()
             .ok_or_else(|| D::Error::missing_field("content"))?;
         Ok(Message {
-            role: serde_json::from_value(role).map_err(D::Error::custom)?,
-            content: serde_json::from_value(content).map_err(D::Error::custom)?,
+            role: from_value(role).map_err(D::Error::custom)?,
+            content: from_value(content).map_err(D::Error::custom)?,
             extra,
         })
     }
@@ -432,7 +432,7 @@ impl ToolResultContent {
                 for block in blocks {
                     match block {
                         ContentBlock::Text { text, .. } => texts.push(text.as_str()),
-                        _ => return serde_json::to_string(blocks).unwrap_or_default(),
+                        _ => return crate::json::to_string(blocks).unwrap_or_default(),
                     }
                 }
                 texts.join("\n")
@@ -528,7 +528,13 @@ impl Message {
 
 /// Parse a JSON array of messages, with the position of a bad element in the error.
 pub fn parse_history(json: &str) -> Result<Vec<Message>, serde_json::Error> {
-    serde_json::from_str(json)
+    crate::json::from_str(json)
+}
+
+/// `T` from a value already read, growing the stack as it descends (a tool input may
+/// nest thousands of levels).
+fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
+    T::deserialize(serde_stacker::Deserializer::new(value))
 }
 
 #[cfg(test)]

@@ -339,7 +339,7 @@ impl Journal {
     /// Append one record as one line, written in a single call. If the write fails
     /// (a full disk), the journal is cut back to its last complete record.
     pub fn append(&mut self, record: &Record) -> Result<(), SessionError> {
-        let mut line = serde_json::to_vec(record).map_err(|error| SessionError::Io {
+        let mut line = crate::json::to_vec(record).map_err(|error| SessionError::Io {
             path: self.path.clone(),
             source: error.into(),
         })?;
@@ -534,7 +534,7 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
     for (number, line) in text.lines() {
         let repeated = line == previous_line;
         previous_line = line;
-        let Ok(record) = serde_json::from_slice::<Record>(line) else {
+        let Ok(record) = crate::json::from_slice::<Record>(line) else {
             restored
                 .repairs
                 .push(format!("line {number} of the journal is not a record and was skipped"));

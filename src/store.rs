@@ -376,7 +376,7 @@ pub enum UnverifiedFile {
 /// Messages as JSON lines, as transcripts hold them.
 fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> {
     for message in messages {
-        serde_json::to_writer(&mut *writer, message)?;
+        crate::json::to_writer(&mut *writer, message)?;
         writer.write_all(b"\n")?;
     }
     Ok(())

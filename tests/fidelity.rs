@@ -180,3 +180,81 @@ fn a_history_over_the_limit_only_as_python_prints_its_numbers_is_compacted() {
     );
     assert_eq!(stages(&prepared.events), [Stage::MicroCompact]);
 }
+
+mod common;
+
+/// A tool input nested `depth` levels: `{"command": "echo deep", "deep": [[...[1.50]...]]}`.
+fn deep_input(depth: usize) -> serde_json::Value {
+    let text = format!(
+        r#"{{"command":"echo deep","deep":{}1.50{}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    scratchpad::json::from_str(&text).unwrap()
+}
+
+/// Deep values recurse when cloned or dropped: the test runs where the binary runs its
+/// work, on a stack of the size the binary gives its threads.
+fn on_big_stack(test: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(scratchpad::json::WORKER_STACK_BYTES)
+        .spawn(test)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+const DEPTH: usize = 10_000;
+
+#[test]
+fn ten_thousand_levels_of_tool_input_compact_resume_and_stream_back() {
+    on_big_stack(|| {
+        use common::{MockApi, Workspace, messages_of, text_reply, tool_reply};
+        use scratchpad::session::Record;
+        let deep = deep_input(DEPTH);
+        let brackets = "[".repeat(DEPTH);
+
+        // A model response carrying it: run, journaled, and sent back whole.
+        let workspace = Workspace::new();
+        let api = MockApi::start_in_thread(vec![
+            tool_reply("Deep.", &[("toolu_deep", "bash", deep.clone())]),
+            text_reply("done"),
+        ]);
+        let output = workspace.run(&api, &["-p", "go deep", "--yes"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let sent = scratchpad::json::to_string(&api.turn_requests()[1].body).unwrap();
+        assert!(sent.contains(&format!("{brackets}1.50")), "sent back whole");
+        assert_eq!(common::tool_results(&messages_of(&api.turn_requests()[1])), ["deep\n"]);
+
+        // Resumed from its journal.
+        let api = MockApi::start_in_thread(vec![text_reply("again")]);
+        let output = workspace.run(&api, &["--continue", "-p", "next"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let sent = scratchpad::json::to_string(&api.turn_requests()[0].body).unwrap();
+        assert!(sent.contains(&format!("{brackets}1.50")), "resumed whole");
+        let journal = std::fs::read_to_string(workspace.newest_journal().unwrap()).unwrap();
+        let records: Vec<Record> = journal
+            .lines()
+            .map(|line| scratchpad::json::from_str(line).unwrap())
+            .collect();
+        assert!(records.len() > 3);
+
+        // `scratchpad compact` on a recorded history holding it.
+        let history = format!(
+            r#"[{{"role":"user","content":"go"}},{{"role":"assistant","content":[{{"type":"tool_use","id":"t1","name":"bash","input":{}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"deep"}}]}}]"#,
+            scratchpad::json::to_string(&deep).unwrap()
+        );
+        let input = workspace.path().join("deep.json");
+        std::fs::write(&input, &history).unwrap();
+        let output = workspace
+            .command(&api, &["compact", "--input", input.to_str().unwrap(), "--summary-stub"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let printed = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            printed.trim_end() == history,
+            "nothing fired, so the history comes out byte for byte"
+        );
+    });
+}

@@ -80,10 +80,10 @@ pub fn run(
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
     let prepared = prepare(messages, &request, config, &store, summariser);
-    serde_json::to_writer(&mut *stdout, &prepared.messages).map_err(std::io::Error::from)?;
+    crate::json::to_writer(&mut *stdout, &prepared.messages).map_err(std::io::Error::from)?;
     writeln!(stdout)?;
     for event in &prepared.events {
-        serde_json::to_writer(&mut *stderr, event).map_err(std::io::Error::from)?;
+        crate::json::to_writer(&mut *stderr, event).map_err(std::io::Error::from)?;
         writeln!(stderr)?;
     }
     Ok(prepared)
@@ -103,7 +103,7 @@ pub fn dry_run(
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
     let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
     for event in &events {
-        serde_json::to_writer(&mut *stdout, event).map_err(std::io::Error::from)?;
+        crate::json::to_writer(&mut *stdout, event).map_err(std::io::Error::from)?;
         writeln!(stdout)?;
     }
     Ok(events)

@@ -39,17 +39,17 @@ pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> 
         let whole = text
             .into_string()
             .map_err(|source| CompactCommandError::Read { path: name(), source })?;
-        return serde_json::from_str(&whole).map_err(|source| CompactCommandError::Parse { path: name(), source });
+        return crate::json::from_str(&whole).map_err(|source| CompactCommandError::Parse { path: name(), source });
     }
     let mut messages = Vec::new();
     let mut take = |bytes: &[u8]| -> Result<(), serde_json::Error> {
-        if let Ok(record) = serde_json::from_slice::<Record>(bytes) {
+        if let Ok(record) = crate::json::from_slice::<Record>(bytes) {
             if let Record::Append { message } = record {
                 messages.push(message);
             }
             return Ok(());
         }
-        messages.push(serde_json::from_slice(bytes)?);
+        messages.push(crate::json::from_slice(bytes)?);
         Ok(())
     };
     for (line, bytes) in text.lines() {
@@ -61,7 +61,7 @@ pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> 
     }
     if let Some(torn) = text.torn().filter(|tail| !tail.iter().all(u8::is_ascii_whitespace)) {
         take(torn).map_err(|source| {
-            if serde_json::from_slice::<serde::de::IgnoredAny>(torn).is_ok() {
+            if crate::json::from_slice::<serde::de::IgnoredAny>(torn).is_ok() {
                 // Whole JSON, just not a message: the same error as any other line.
                 CompactCommandError::Line {
                     path: name(),

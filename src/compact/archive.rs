@@ -72,7 +72,7 @@ impl Archive for MemoryArchive {
     fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         let mut text = String::new();
         for message in messages {
-            text.push_str(&serde_json::to_string(message)?);
+            text.push_str(&crate::json::to_string(message)?);
             text.push('\n');
         }
         // Named as on disk, so sizes (the history names the path) match a real run.

@@ -32,10 +32,8 @@ impl EstimateMode {
         let mut counter = CharCounter(0);
         // Writing into the counter cannot fail, and our types always serialise.
         let _ = match self {
-            EstimateMode::Compact => value.serialize(&mut serde_json::Serializer::new(&mut counter)),
-            EstimateMode::Seed => {
-                value.serialize(&mut serde_json::Serializer::with_formatter(&mut counter, SeedFormatter))
-            }
+            EstimateMode::Compact => crate::json::to_writer(&mut counter, value),
+            EstimateMode::Seed => crate::json::to_writer_with(&mut counter, SeedFormatter, value),
         };
         counter.0
     }

@@ -86,7 +86,7 @@ fn from_transcript(
     let before: Vec<Message> = text
         .lines()
         .enumerate()
-        .map(|(at, line)| serde_json::from_str(line).map_err(|error| mismatch(format!("line {}: {error}", at + 1))))
+        .map(|(at, line)| crate::json::from_str(line).map_err(|error| mismatch(format!("line {}: {error}", at + 1))))
         .collect::<Result<_, _>>()?;
     if before.len() != event.messages_before {
         return Err(mismatch(format!(

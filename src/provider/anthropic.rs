@@ -316,7 +316,7 @@ impl StreamAssembler {
                     let input = if json.trim().is_empty() {
                         initial
                     } else {
-                        match serde_json::from_str(&json) {
+                        match crate::json::from_str(&json) {
                             Ok(input) => input,
                             Err(_) if truncated => {
                                 cut_off.push(CutCall {

@@ -233,7 +233,7 @@ impl ChatAssembler {
             let input = if call.arguments.trim().is_empty() {
                 json!({})
             } else {
-                match serde_json::from_str(&call.arguments) {
+                match crate::json::from_str(&call.arguments) {
                     Ok(input) => input,
                     Err(_) if truncated => {
                         cut_off.push(CutCall {

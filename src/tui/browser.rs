@@ -125,7 +125,7 @@ fn read_capped(path: &Path) -> std::io::Result<(String, bool)> {
 pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let Ok(message) = serde_json::from_str::<Message>(line) else {
+        let Ok(message) = crate::json::from_str::<Message>(line) else {
             out.push((
                 format!("(line {} is not a message) {line}", n + 1),
                 Style::default().fg(theme::FAILURE),

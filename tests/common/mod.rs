@@ -150,6 +150,7 @@ where
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .thread_stack_size(scratchpad::json::WORKER_STACK_BYTES)
             .enable_all()
             .build()
             .unwrap();
@@ -162,7 +163,7 @@ where
 }
 
 async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let body: Value = scratchpad::json::from_slice(&body).unwrap_or(Value::Null);
     let recorded = Recorded {
         path: "/v1/messages".into(),
         headers,
@@ -197,7 +198,7 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
 /// The OpenAI-compatible endpoint shares the script: replies made with
 /// [`openai_reply`] speak its wire format.
 async fn chat_completions(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let body: Value = scratchpad::json::from_slice(&body).unwrap_or(Value::Null);
     let reply = {
         let mut script = script.lock().unwrap();
         script.requests.push(Recorded {
@@ -269,7 +270,7 @@ async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
 }
 
 async fn count_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let body: Value = scratchpad::json::from_slice(&body).unwrap_or(Value::Null);
     let tokens = body.to_string().len() / 4;
     script.lock().unwrap().requests.push(Recorded {
         path: "/v1/messages/count_tokens".into(),

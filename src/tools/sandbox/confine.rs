@@ -350,7 +350,12 @@ mod tests {
         let relative = workspace.path().strip_prefix(TMP).unwrap();
         assert_eq!(shown(place), private.path().join(relative).display().to_string());
         assert!(private.path().join(relative).is_dir(), "made by the parent");
-        let elsewhere = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        // Somewhere not under /tmp (the checkout itself may be).
+        let elsewhere = ["/var/tmp", "/dev/shm", env!("CARGO_MANIFEST_DIR")]
+            .into_iter()
+            .filter(|dir| !Path::new(dir).starts_with(TMP))
+            .find_map(|dir| tempfile::tempdir_in(dir).ok())
+            .expect("a writable folder outside /tmp");
         let plan = MountPlan::new(private.path(), elsewhere.path(), &[], false).unwrap();
         assert!(plan.rebind.is_none(), "{}", elsewhere.path().display());
     }
