@@ -319,6 +319,28 @@ impl Store {
         })
     }
 
+    /// A file inside the store that no receipt of this session names yet (one an
+    /// earlier session or the seed wrote), read and from now on recorded with its
+    /// hash: for a block whose own preview vouches for the file. A file a receipt names
+    /// must still have its recorded hash.
+    pub fn adopt(&self, path: &str) -> Result<SavedText, UnverifiedFile> {
+        match self.read_saved(path) {
+            Err(UnverifiedFile::NoRecord(trusted)) => {
+                let bytes =
+                    fs::read(self.workspace.join(&trusted)).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
+                let text = String::from_utf8(bytes).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
+                let sha256 = sha256_hex(text.as_bytes());
+                self.remember(&trusted, &sha256);
+                Ok(SavedText {
+                    path: trusted,
+                    text,
+                    sha256,
+                })
+            }
+            other => other,
+        }
+    }
+
     /// A fresh temporary name in `dir` (which exists).
     fn temp_path(&self, dir: &Path, stem: &str) -> PathBuf {
         let unique = format!(

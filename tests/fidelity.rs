@@ -258,3 +258,69 @@ fn ten_thousand_levels_of_tool_input_compact_resume_and_stream_back() {
         );
     });
 }
+
+/// A result the seed itself persisted (its `Full output:` / `Preview:` wording, an
+/// absolute path): cleared with a reference to that original, not saved again as the
+/// block it is, so the full text stays one hop away.
+#[test]
+fn the_seeds_own_persisted_output_block_is_recognised() {
+    use scratchpad::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = dir.path().join(".task_outputs/tool-results");
+    std::fs::create_dir_all(&outputs).unwrap();
+    let original: String = (0..4_000).map(|n| format!("line {n:04}\n")).collect();
+    let file = outputs.join("seed_call.txt");
+    std::fs::write(&file, &original).unwrap();
+    let preview: String = original.chars().take(2_000).collect();
+    let block = format!(
+        "<persisted-output>\nFull output: {}\nPreview:\n{preview}\n</persisted-output>",
+        file.display()
+    );
+    let mut messages = vec![json!({"role": "user", "content": "read the log"})];
+    let mut results = vec![("seed_call", block.clone())];
+    for n in 0..4 {
+        results.push((["r0", "r1", "r2", "r3"][n], "y".repeat(12_000)));
+    }
+    for (id, content) in &results {
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "bash", "input": {"command": "cat"}}]}));
+        messages
+            .push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": content}]}));
+    }
+    messages.push(json!({"role": "assistant", "content": "read"}));
+    let history = parse_history(&serde_json::to_string(&messages).unwrap()).unwrap();
+    let store = Store::new(dir.path());
+    let prepared = prepare(
+        history,
+        "read the log",
+        &CompactConfig::default(),
+        &store,
+        &mut ExtractiveSummariser,
+    );
+    let micro = prepared
+        .events
+        .iter()
+        .find(|event| event.stage == Stage::MicroCompact)
+        .expect("micro fired");
+    let saved = micro
+        .saved
+        .iter()
+        .find(|saved| saved.tool_use_id == "seed_call")
+        .expect("the seed's block was cleared");
+    assert_eq!(
+        saved.path, ".task_outputs/tool-results/seed_call.txt",
+        "the original itself"
+    );
+    assert!(!micro.paths.contains(&saved.path), "reused, not written");
+    assert_eq!(
+        micro.digests.get(&saved.path),
+        Some(&scratchpad::store::sha256_hex(original.as_bytes())),
+        "and from now on recorded with its hash"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    let undone = scratchpad::compact::undo::undo(&prepared.messages, micro, &store, Default::default()).unwrap();
+    let text = serde_json::to_string(&undone).unwrap();
+    assert!(
+        text.contains("Full output: "),
+        "undo puts the seed's block back as it was"
+    );
+}

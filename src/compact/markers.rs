@@ -9,6 +9,9 @@ use crate::store::{Kept, StoreError};
 
 const PERSISTED_OPEN: &str = "<persisted-output>\n";
 const PERSISTED_CLOSE: &str = "\n</persisted-output>";
+/// The seed's own block names the file and the preview with these lines.
+const SEED_FULL_OUTPUT: &str = "Full output: ";
+const SEED_PREVIEW: &str = "Preview:\n";
 const CLEARED_PREFIX: &str = "[Earlier tool result saved at ";
 pub const COMPACTED_TAG: &str = "[Compacted]";
 const REQUEST_KEPT_BELOW: &str = "(the newest user message after this summary, kept as it was)";
@@ -51,19 +54,29 @@ pub fn persisted_output(path: &str, original_chars: usize, preview: &str) -> Str
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistedOutput<'a> {
     pub path: &'a str,
-    pub original_chars: usize,
+    /// The length of the full output, which our blocks state and the seed's do not.
+    pub original_chars: Option<usize>,
     pub preview: &'a str,
 }
 
+/// A `<persisted-output>` block in our wording or in the seed's (`Full output: PATH`,
+/// then `Preview:` and the preview).
 pub fn parse_persisted_output(text: &str) -> Option<PersistedOutput<'_>> {
     let body = text.strip_prefix(PERSISTED_OPEN)?.strip_suffix(PERSISTED_CLOSE)?;
     let (first, rest) = body.split_once('\n')?;
+    if let Some(path) = first.strip_prefix(SEED_FULL_OUTPUT) {
+        return Some(PersistedOutput {
+            path,
+            original_chars: None,
+            preview: rest.strip_prefix(SEED_PREVIEW)?,
+        });
+    }
     let first = first.strip_prefix("Output too large (")?;
     let (count, path) = first.split_once(" chars). Full output saved to: ")?;
     let (_, preview) = rest.split_once(" chars):\n")?;
     Some(PersistedOutput {
         path,
-        original_chars: count.parse().ok()?,
+        original_chars: Some(count.parse().ok()?),
         preview,
     })
 }
@@ -216,29 +229,47 @@ pub fn classify_result(content: &ToolResultContent) -> ResultKind<'_> {
 /// `<persisted-output>` block, of the stated length and beginning with the preview. A
 /// tool whose output merely looks like one of our blocks is then saved as it is, so
 /// its own text is never lost behind someone else's file.
-pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<Kept> {
+pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<SavedFull> {
     let text = content.as_str()?;
-    let (path, preview_and_length) = match parse_cleared_reference(text) {
-        // The reference is the whole text: nothing else would be lost by reusing it.
-        Some(path) => (path, None),
+    let saved = match parse_cleared_reference(text) {
+        // The reference is the whole text: nothing else would be lost by reusing it,
+        // but nothing vouches for the file either, so only a recorded one is taken.
+        Some(path) => store.read_saved(path).ok()?,
         None => {
             let block = parse_persisted_output(text)?;
-            (block.path, Some((block.preview, block.original_chars)))
+            let saved = store.adopt(block.path).ok()?;
+            let original = saved.text.starts_with(block.preview)
+                && block
+                    .original_chars
+                    .is_none_or(|chars| saved.text.chars().count() == chars);
+            if !original {
+                return None;
+            }
+            saved
         }
     };
-    let saved = store.read_saved(path).ok()?;
-    let original = preview_and_length
-        .is_none_or(|(preview, chars)| saved.text.starts_with(preview) && saved.text.chars().count() == chars);
-    original.then_some(Kept {
-        path: saved.path,
-        sha256: saved.sha256,
+    Some(SavedFull {
+        chars: saved.text.chars().count(),
+        kept: Kept {
+            path: saved.path,
+            sha256: saved.sha256,
+        },
     })
+}
+
+/// A full text on disk: where, and how long it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavedFull {
+    pub kept: Kept,
+    pub chars: usize,
 }
 
 /// Where a result's full text is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
     pub kept: Kept,
+    /// Characters of the full text.
+    pub chars: usize,
     /// Written now (not a file an earlier stage saved).
     pub written: bool,
 }
@@ -247,11 +278,19 @@ pub struct Saved {
 /// names if that is its original, else a new file holding the content as it stands.
 pub fn ensure_saved(store: &dyn Archive, tool_use_id: &str, content: &ToolResultContent) -> Result<Saved, StoreError> {
     Ok(match saved_path(store, content) {
-        Some(kept) => Saved { kept, written: false },
-        None => Saved {
-            kept: store.save_tool_result(tool_use_id, &content.full_text())?,
-            written: true,
+        Some(full) => Saved {
+            kept: full.kept,
+            chars: full.chars,
+            written: false,
         },
+        None => {
+            let text = content.full_text();
+            Saved {
+                kept: store.save_tool_result(tool_use_id, &text)?,
+                chars: text.chars().count(),
+                written: true,
+            }
+        }
     })
 }
 
@@ -276,7 +315,7 @@ mod tests {
         let block = persisted_output(".task_outputs/tool-results/t.txt", 40_000, "line1\nline2");
         let parsed = parse_persisted_output(&block).unwrap();
         assert_eq!(parsed.path, ".task_outputs/tool-results/t.txt");
-        assert_eq!(parsed.original_chars, 40_000);
+        assert_eq!(parsed.original_chars, Some(40_000));
         assert_eq!(parsed.preview, "line1\nline2");
         assert_eq!(parse_cleared_reference(&cleared_reference("p/x.txt")), Some("p/x.txt"));
         assert_eq!(
@@ -294,7 +333,7 @@ mod tests {
         let original = "y".repeat(5_000);
         let path = store.save_tool_result("t1", &original).unwrap().path;
         let real = ToolResultContent::Text(persisted_output(&path, 5_000, prefix_chars(&original, 100)));
-        assert_eq!(saved_path(&store, &real).map(|kept| kept.path), Some(path.clone()));
+        assert_eq!(saved_path(&store, &real).map(|full| full.kept.path), Some(path.clone()));
         // A tool printed a block naming our file, with text of its own.
         let forged = ToolResultContent::Text(persisted_output(&path, 5_000, "secret notes of the tool"));
         assert_eq!(saved_path(&store, &forged), None);

@@ -243,7 +243,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         let full = content.full_text();
         let (original_chars, preview) = match parse_persisted_output(&full) {
             Some(block) => (
-                block.original_chars,
+                block.original_chars.unwrap_or(full.chars().count()),
                 prefix_chars(block.preview, config.fit_preview_chars),
             ),
             None => (full.chars().count(), prefix_chars(&full, config.fit_preview_chars)),
@@ -260,7 +260,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
         };
         match ensure_saved(ctx.store, id, content) {
             Ok(saved) => {
-                let replacement = ToolResultContent::Text(persisted_output(&saved.kept.path, original_chars, &preview));
+                let replacement = ToolResultContent::Text(persisted_output(&saved.kept.path, saved.chars, &preview));
                 let after = sizes.measure(&replacement);
                 if after < before {
                     let swap = Swap {
@@ -422,11 +422,13 @@ mod tests {
         );
         assert_eq!(event.digests.get(&path), store.recorded_digest(&path).as_ref());
 
-        // A store with no receipt for that file does not vouch for it: the block is
-        // kept as it stands, in a file of its own.
-        let event = run(micro_compact, &mut unvouched, dir.path()).expect("fires");
-        assert_ne!(parse_cleared_reference(&result(&unvouched, 0)), Some(path.as_str()));
+        // A store with no receipt for the file (a later session): the block's own
+        // preview and length vouch for it, so it is reused and recorded from then on.
+        let fresh = Store::new(dir.path());
+        let event = run_in(micro_compact, &mut unvouched, &fresh).expect("fires");
+        assert_eq!(parse_cleared_reference(&result(&unvouched, 0)), Some(path.as_str()));
         assert!(!event.paths.contains(&path));
+        assert_eq!(fresh.recorded_digest(&path), store.recorded_digest(&path));
     }
 
     #[test]
@@ -439,7 +441,7 @@ mod tests {
         let block = result(&history, 1);
         let parsed = parse_persisted_output(&block).unwrap();
         assert_eq!(parsed.preview.chars().count(), 1_000);
-        assert_eq!(parsed.original_chars, 60_000);
+        assert_eq!(parsed.original_chars, Some(60_000));
         assert_eq!(
             std::fs::read_to_string(dir.path().join(parsed.path)).unwrap(),
             "x".repeat(60_000)
