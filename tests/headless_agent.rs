@@ -133,6 +133,17 @@ fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
         compacted_at > finished[2].0,
         "compaction ran only after the whole batch"
     );
+    // The real summary ("Goal: the scripted task.") names none of the files read: the
+    // event says so, with the first message that had each.
+    let loss = &events[compacted_at]["event"]["loss"];
+    assert!(loss["total"].as_u64().is_some_and(|total| total > 0), "{loss}");
+    let missing: Vec<&str> = loss["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["text"].as_str())
+        .collect();
+    assert!(missing.iter().any(|text| text.ends_with(".rs")), "{missing:?}");
     let last = messages_of(&turns[10]);
     assert_eq!(last.len(), 1);
     let text = last[0].text();

@@ -1087,3 +1087,51 @@ fn the_summarise_question_shows_what_it_would_summarise() {
         })
     );
 }
+
+/// A summary that names none of what the history mentions.
+struct Forgetful;
+
+impl scratchpad::compact::Summariser for Forgetful {
+    fn summarise(
+        &mut self,
+        _request: &scratchpad::compact::SummaryRequest<'_>,
+    ) -> Result<String, scratchpad::compact::SummaryError> {
+        Ok("Goal: fix the parser.".into())
+    }
+}
+
+/// The loss report of a real compaction (not one made by hand) reaches its marker.
+#[test]
+fn a_real_compactions_loss_report_is_on_its_marker() {
+    let mut s = screen();
+    let mut history = scratchpad::history::History::new()
+        .request("fix the parser")
+        .round(scratchpad::history::Call::new(
+            "bash",
+            serde_json::json!({"command": "cargo test --lib lexer"}),
+            "test lexer::tokens ... FAILED at src/lexer.rs:42",
+        ))
+        .answer("The lexer test fails in src/lexer.rs.")
+        .build();
+    let archive = scratchpad::compact::MemoryArchive::new();
+    let event = scratchpad::compact::force_compact(
+        &mut history,
+        "fix the parser",
+        None,
+        "the user (/compact)",
+        &CompactConfig::default(),
+        &archive,
+        &mut Forgetful,
+    );
+    let loss = event.loss.clone().expect("the stage reports what the summary left out");
+    assert!(
+        loss.missing.iter().any(|missing| missing.text.contains("lexer.rs")),
+        "{loss:?}"
+    );
+    s.app.apply(AgentEvent::Compaction { event });
+    let screen = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(
+        screen.contains(&format!("! not in the summary ({})", loss.total)),
+        "{screen}"
+    );
+}
