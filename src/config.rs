@@ -472,6 +472,7 @@ demo_word_delay_ms = 0
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
             pinned: Default::default(),
+            describe_input: Default::default(),
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;

@@ -70,7 +70,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
                                 ResultKind::Whole => push(Category::ToolResult, chars, &text, None, id),
                             }
                             if config.pinned.contains(tool_use_id) {
-                                pinned.push(describe_result(messages, at, tool_use_id));
+                                pinned.push(describe_result(messages, at, tool_use_id, config.describe_input));
                             }
                         }
                         ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None, None),

@@ -53,6 +53,8 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
     }
     args.thresholds.apply(&mut config);
     config.validate().map_err(|(_, message)| ConfigError::Value(message))?;
+    // Receipts name a call's input by the field its tool says a call is about.
+    config.compaction.describe_input = crate::compact::receipt::InputDescriber(crate::tools::input_summary);
     Ok(config)
 }
 

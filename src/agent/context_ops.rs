@@ -33,7 +33,12 @@ impl Agent {
                 self.emit(AgentEvent::Notice {
                     message: format!(
                         "put back in full: {} ({} chars)",
-                        crate::compact::receipt::describe_result(&self.messages, self.messages.len(), tool_use_id),
+                        crate::compact::receipt::describe_result(
+                            &self.messages,
+                            self.messages.len(),
+                            tool_use_id,
+                            self.settings.compaction.describe_input
+                        ),
                         crate::compact::short_count(chars)
                     ),
                 });

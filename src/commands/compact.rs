@@ -66,6 +66,9 @@ pub fn newest_request(messages: &[Message]) -> String {
         .unwrap_or_default()
 }
 
+/// Bytes gathered before each write to stdout or stderr.
+const OUTPUT_BUFFER: usize = 1 << 16;
+
 pub fn run(
     input: &Path,
     request: Option<&str>,
@@ -80,12 +83,18 @@ pub fn run(
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
     let prepared = prepare(messages, &request, config, &store, summariser);
-    crate::json::to_writer(&mut *stdout, &prepared.messages).map_err(std::io::Error::from)?;
-    writeln!(stdout)?;
+    // Buffered: serde writes a token at a time, and stderr is unbuffered (a receipt
+    // of a large history was hundreds of thousands of tiny writes).
+    let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
+    crate::json::to_writer(&mut out, &prepared.messages).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    let mut err = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stderr);
     for event in &prepared.events {
-        crate::json::to_writer(&mut *stderr, event).map_err(std::io::Error::from)?;
-        writeln!(stderr)?;
+        crate::json::to_writer(&mut err, event).map_err(std::io::Error::from)?;
+        writeln!(err)?;
     }
+    err.flush()?;
     Ok(prepared)
 }
 
@@ -102,10 +111,12 @@ pub fn dry_run(
     let messages = load_history(input)?;
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
     let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
+    let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
     for event in &events {
-        crate::json::to_writer(&mut *stdout, event).map_err(std::io::Error::from)?;
-        writeln!(stdout)?;
+        crate::json::to_writer(&mut out, event).map_err(std::io::Error::from)?;
+        writeln!(out)?;
     }
+    out.flush()?;
     Ok(events)
 }
 

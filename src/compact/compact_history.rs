@@ -148,7 +148,7 @@ pub(super) fn summarise_prefix(
             .saturating_sub(sizes.total_with_empty_prefix(job.end)),
         sizes,
     );
-    event.items = receipt::left(messages, sizes, 0..job.end, &path);
+    event.items = receipt::left(messages, sizes, 0..job.end, &path, ctx.config.describe_input);
     event.loss = Some(loss::report(&messages[..job.end], &summary));
     event.summary = Some(summary);
     let replacement = [compacted];

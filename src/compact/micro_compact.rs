@@ -73,7 +73,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         if is_cleared(content) || content.char_len() <= config.micro_min_chars || config.pinned.contains(id) {
             continue;
         }
-        let what = describe_result(messages, position.0, id);
+        let what = describe_result(messages, position.0, id, ctx.config.describe_input);
         replaced.extend(clear(messages, sizes, ctx, position, what, &mut event));
     }
     settle(messages, sizes, ctx, &mut event, replaced);
@@ -166,7 +166,7 @@ pub fn drop_result(
     if is_cleared(content) {
         return None;
     }
-    let what = describe_result(messages, position.0, id);
+    let what = describe_result(messages, position.0, id, ctx.config.describe_input);
     let trigger = "dropped by the user from /context".to_string();
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
     let replaced = clear(messages, sizes, ctx, position, what, &mut event)
@@ -254,7 +254,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             continue;
         }
         let preview = preview.to_string();
-        let what = describe_result(messages, position.0, id);
+        let what = describe_result(messages, position.0, id, ctx.config.describe_input);
         let Some((id, content)) = tool_result_mut(messages, position) else {
             continue;
         };

@@ -75,6 +75,9 @@ pub struct CompactConfig {
     /// state (journaled), not a setting.
     #[serde(skip)]
     pub pinned: std::collections::BTreeSet<String>,
+    /// How receipts name a call's input, handed in by whoever owns the tools.
+    #[serde(skip)]
+    pub describe_input: receipt::InputDescriber,
 }
 
 impl Default for CompactConfig {
@@ -95,6 +98,7 @@ impl Default for CompactConfig {
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
             pinned: std::collections::BTreeSet::new(),
+            describe_input: receipt::InputDescriber::default(),
         }
     }
 }

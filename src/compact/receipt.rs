@@ -4,8 +4,48 @@
 
 use super::ReceiptItem;
 use super::estimate::Sizes;
-use super::markers::{MessageKind, classify, one_line, prefix_chars};
+use super::markers::{MessageKind, classify, flatten_whitespace, one_line, prefix_chars};
 use crate::message::{ContentBlock, Message, Role};
+
+/// How a receipt names a tool call's input in one line. The tools know which field
+/// says what a call is about; the core does not, so whoever owns the tools hands one
+/// in ([`CompactConfig::describe_input`](super::CompactConfig)).
+#[derive(Clone, Copy)]
+pub struct InputDescriber(pub fn(&str, &serde_json::Value) -> String);
+
+impl InputDescriber {
+    pub fn describe(self, name: &str, input: &serde_json::Value) -> String {
+        (self.0)(name, input)
+    }
+}
+
+impl Default for InputDescriber {
+    fn default() -> Self {
+        InputDescriber(first_text_field)
+    }
+}
+
+impl std::fmt::Debug for InputDescriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InputDescriber")
+    }
+}
+
+impl PartialEq for InputDescriber {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+/// Without the tools' knowledge: the first text field of the input (tools put what a
+/// call is about first), else the input as JSON; one line of at most 120 characters.
+pub fn first_text_field(_name: &str, input: &serde_json::Value) -> String {
+    let text = input
+        .as_object()
+        .and_then(|fields| fields.values().find_map(serde_json::Value::as_str))
+        .map_or_else(|| input.to_string(), str::to_string);
+    prefix_chars(&flatten_whitespace(&text), 120).to_string()
+}
 
 /// The longest description of an item.
 const WHAT_CHARS: usize = 80;
@@ -47,11 +87,11 @@ pub fn was_before(content: &crate::message::ToolResultContent) -> Option<String>
 
 /// `read_file src/a.rs (result)`: the call a result answers, found in the messages
 /// before `at`, or the bare id when the call is not there.
-pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str) -> String {
+pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str, describe: InputDescriber) -> String {
     let call = messages[..at.min(messages.len())].iter().rev().find_map(|message| {
         message.block_slice().iter().find_map(|block| match block {
             ContentBlock::ToolUse { id, name, input, .. } if id == tool_use_id => {
-                Some(format!("{name} {}", crate::tools::input_summary(name, input)))
+                Some(format!("{name} {}", describe.describe(name, input)))
             }
             _ => None,
         })
@@ -61,7 +101,7 @@ pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str) -> St
 }
 
 /// One line for a whole message: what kind it is and how it starts.
-pub fn describe_message(message: &Message) -> String {
+pub fn describe_message(message: &Message, describe: InputDescriber) -> String {
     // Only the start of a long text matters: it is cut to one short line anyway.
     let start = |text: &str| prefix_chars(text, 2 * WHAT_CHARS).to_string();
     let what = match classify(message) {
@@ -86,7 +126,7 @@ pub fn describe_message(message: &Message) -> String {
                 .iter()
                 .filter_map(|block| match block {
                     ContentBlock::ToolUse { name, input, .. } => {
-                        Some(format!("{name} {}", crate::tools::input_summary(name, input)))
+                        Some(format!("{name} {}", describe.describe(name, input)))
                     }
                     _ => None,
                 })
@@ -115,12 +155,18 @@ pub fn describe_message(message: &Message) -> String {
 
 /// Every message of `messages[range]` as an item that left the context; its full text
 /// is in the transcript `saved`.
-pub fn left(messages: &[Message], sizes: &Sizes, range: std::ops::Range<usize>, saved: &str) -> Vec<ReceiptItem> {
+pub fn left(
+    messages: &[Message],
+    sizes: &Sizes,
+    range: std::ops::Range<usize>,
+    saved: &str,
+    describe: InputDescriber,
+) -> Vec<ReceiptItem> {
     range
         .map(|at| ReceiptItem {
             position: at + 1,
             role: messages[at].role,
-            what: describe_message(&messages[at]),
+            what: describe_message(&messages[at], describe),
             chars_before: sizes.of_message(at),
             chars_after: 0,
             saved: Some(saved.to_string()),
@@ -150,15 +196,28 @@ mod tests {
                 vec![ContentBlock::tool_result("t1", "x".repeat(300), false)],
             ),
         ];
-        assert_eq!(describe_result(&messages, 2, "t1"), "read_file src/a.rs (result)");
-        assert_eq!(describe_result(&messages, 2, "gone"), "tool call gone (result)");
+        let describe = InputDescriber::default();
+        assert_eq!(
+            describe_result(&messages, 2, "t1", describe),
+            "read_file src/a.rs (result)"
+        );
+        assert_eq!(
+            describe_result(&messages, 2, "gone", describe),
+            "tool call gone (result)"
+        );
         let sizes = Sizes::of(&messages, EstimateMode::Seed);
-        let items = left(&messages, &sizes, 0..3, ".transcripts/t.jsonl");
+        let items = left(&messages, &sizes, 0..3, ".transcripts/t.jsonl", describe);
         assert_eq!(items[0].what, "request: fix the parser");
         assert_eq!(items[1].what, "calls read_file src/a.rs");
         assert_eq!(items[2].what, "tool results for t1");
         assert_eq!(items[2].position, 3);
         assert_eq!(items[2].chars_before, EstimateMode::Seed.count(&messages[2]));
-        assert!(describe_message(&Message::assistant_text("y".repeat(200))).ends_with('…'));
+        assert!(describe_message(&Message::assistant_text("y".repeat(200)), describe).ends_with('…'));
+        let told = InputDescriber(|_, _| "what the tools say".into());
+        assert_eq!(
+            describe_result(&messages, 2, "t1", told),
+            "read_file what the tools say (result)",
+            "the describer handed in decides"
+        );
     }
 }

@@ -27,7 +27,13 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
     match ctx.store.write_transcript(Stage::SnipCompact.name(), messages) {
         Ok(transcript) => {
             let archived = start - head;
-            event.items = receipt::left(messages, sizes, head..start, &transcript.path);
+            event.items = receipt::left(
+                messages,
+                sizes,
+                head..start,
+                &transcript.path,
+                ctx.config.describe_input,
+            );
             let marker = [Message::user_text(archive_marker(archived, &transcript.path))];
             messages.splice(head..start, marker.iter().cloned());
             sizes.splice(head..start, &marker);
