@@ -1,6 +1,7 @@
 //! Rendering cost: one frame of the whole screen with a 10,000-message chat (warm
 //! cache: only visible lines are copied), and keystroke-to-frame while a stream is
-//! arriving (a text delta and a key, then a frame).
+//! arriving (a text delta and a key, then a frame), and the transcript browser over
+//! 120,000 files.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -85,5 +86,32 @@ fn bench_render(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_render);
+/// The transcript browser over 120,000 files: a key press and the frame after it
+/// (only the rows that fit are built).
+fn bench_browser(c: &mut Criterion) {
+    use scratchpad::tui::browser::{Browser, FileEntry};
+    let mut browser = Browser::new();
+    browser.listed(
+        (0..120_000)
+            .map(|n| FileEntry {
+                path: format!(".task_outputs/tool-results/toolu_{n:06}.txt"),
+                size: 4_000,
+                modified: 1_800_000_000,
+                origin: "micro_compact".into(),
+            })
+            .collect(),
+    );
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("test backend");
+    c.bench_function("browser_120k_files_key_and_frame_120x40", |b| {
+        b.iter(|| {
+            browser.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+            terminal
+                .draw(|frame| browser.render(frame, frame.area()))
+                .expect("frame")
+                .area
+        })
+    });
+}
+
+criterion_group!(benches, bench_render, bench_browser);
 criterion_main!(benches);

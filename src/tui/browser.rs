@@ -56,6 +56,24 @@ pub struct Browser {
     loading: bool,
     /// A file being read for the viewer.
     opening: Option<String>,
+    /// The first entry the list shows: it follows the selection, and only the rows
+    /// from here that fit are built, however many files the archive holds.
+    first_shown: usize,
+}
+
+/// The first row of a list of `rows` visible ones that keeps `selected` in view,
+/// moving as little as possible from `first`.
+fn scrolled_to(first: usize, selected: usize, rows: usize) -> usize {
+    if rows == 0 {
+        return selected;
+    }
+    if selected < first {
+        selected
+    } else if selected >= first + rows {
+        selected + 1 - rows
+    } else {
+        first
+    }
 }
 
 pub enum BrowserAction {
@@ -377,6 +395,7 @@ impl Browser {
         Browser {
             entries: Vec::new(),
             selected: 0,
+            first_shown: 0,
             viewer: None,
             error: None,
             opened_on_file: false,
@@ -488,7 +507,12 @@ impl Browser {
         }
         // The end of a path tells files apart (stage, time, counter): cut its start.
         let path_width = usize::from(inner.width).saturating_sub(16 + 7 + 18 + 3);
-        let rows = self.entries.iter().map(|entry| {
+        let shown_rows = usize::from(inner.height.saturating_sub(1));
+        self.selected = self.selected.min(self.entries.len() - 1);
+        self.first_shown = scrolled_to(self.first_shown, self.selected, shown_rows)
+            .min(self.entries.len().saturating_sub(shown_rows.max(1)));
+        let visible = &self.entries[self.first_shown..(self.first_shown + shown_rows).min(self.entries.len())];
+        let rows = visible.iter().map(|entry| {
             Row::new(vec![
                 crate::time::short_stamp(entry.modified),
                 crate::compact::short_count(entry.size as usize),
@@ -508,19 +532,18 @@ impl Browser {
         )
         .header(Row::new(vec!["modified (UTC)", "size", "written by", "path"]).style(Style::default().fg(theme::SOFT)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
-        let mut state = TableState::default().with_selected(Some(self.selected));
+        let mut state = TableState::default().with_selected(Some(self.selected - self.first_shown));
         frame.render_stateful_widget(table, inner, &mut state);
         // The path column starts after the three others and their one-cell gaps.
         let path_x = inner.x + COLUMNS.iter().sum::<u16>() + COLUMNS.len() as u16;
-        let shown_rows = usize::from(inner.height.saturating_sub(1));
-        for (at, entry) in self.entries.iter().enumerate().skip(state.offset()).take(shown_rows) {
-            let style = if at == self.selected {
+        for (row, entry) in visible.iter().enumerate() {
+            let style = if self.first_shown + row == self.selected {
                 Style::default().add_modifier(Modifier::REVERSED)
             } else {
                 Style::default()
             };
             self.hyperlinks.push(Hyperlink {
-                row: inner.y + 1 + (at - state.offset()) as u16,
+                row: inner.y + 1 + row as u16,
                 x: path_x,
                 text: path_tail(&entry.path, path_width),
                 style,
@@ -544,6 +567,67 @@ impl Browser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn many_files(count: usize) -> Vec<FileEntry> {
+        (0..count)
+            .map(|n| FileEntry {
+                path: format!(".task_outputs/tool-results/toolu_{n:06}.txt"),
+                size: 1_000,
+                modified: 1_800_000_000,
+                origin: "micro_compact".into(),
+            })
+            .collect()
+    }
+
+    /// With 120,000 files, a frame builds the rows that fit and no others; the
+    /// selection stays in view as it moves, at both ends.
+    #[test]
+    fn only_the_rows_that_fit_are_drawn_and_the_selection_stays_in_view() {
+        use ratatui::Terminal;
+        use ratatui::backend::TestBackend;
+        let mut browser = Browser::new();
+        browser.listed(many_files(120_000));
+        let mut terminal = Terminal::new(TestBackend::new(100, 12)).unwrap();
+        let mut draw = |browser: &mut Browser| {
+            terminal.draw(|frame| browser.render(frame, frame.area())).unwrap();
+            terminal.backend().to_string()
+        };
+        let screen = draw(&mut browser);
+        assert_eq!(browser.hyperlinks.len(), 9, "12 rows less borders and header");
+        assert!(screen.contains("toolu_000000.txt") && screen.contains("toolu_000008.txt"));
+        assert!(!screen.contains("toolu_000009.txt"));
+        for _ in 0..12 {
+            browser.handle_key(KeyEvent::from(crossterm::event::KeyCode::Down));
+        }
+        let screen = draw(&mut browser);
+        assert_eq!(browser.selected, 12);
+        assert!(
+            screen.contains("toolu_000012.txt") && !screen.contains("toolu_000003.txt"),
+            "{screen}"
+        );
+        browser.selected = 119_999;
+        let screen = draw(&mut browser);
+        assert!(
+            screen.contains("toolu_119999.txt") && screen.contains("toolu_119991.txt"),
+            "{screen}"
+        );
+        assert_eq!(
+            browser.hyperlinks.last().map(|link| link.path.as_str()),
+            Some(".task_outputs/tool-results/toolu_119999.txt")
+        );
+        browser.selected = 5;
+        let screen = draw(&mut browser);
+        assert!(screen.contains("toolu_000005.txt") && !screen.contains("toolu_119999.txt"));
+    }
+
+    #[test]
+    fn the_window_moves_as_little_as_it_can() {
+        assert_eq!(scrolled_to(0, 3, 10), 0);
+        assert_eq!(scrolled_to(0, 10, 10), 1);
+        assert_eq!(scrolled_to(20, 5, 10), 5);
+        assert_eq!(scrolled_to(20, 25, 10), 20);
+        assert_eq!(scrolled_to(7, 7, 0), 7);
+    }
 
     fn viewer(lines: &[&str]) -> Viewer {
         Viewer::from_lines(
