@@ -162,5 +162,31 @@ fn bench_prepare(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_prepare);
+/// What `prepare` adds to each model call of a long session once nothing needs
+/// compacting: a 10,000-message history under every threshold, its size table kept
+/// by the agent. The goal is at most 1 ms a call.
+fn bench_prepare_idle(c: &mut Criterion) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let history = synthetic_history(10_000);
+    let config = CompactConfig {
+        context_char_limit: estimate_chars(&history) * 2,
+        snip_max_messages: 20_000,
+        ..CompactConfig::default()
+    };
+    let sizes = Sizes::of(&history, config.estimate);
+    let store = Store::new(dir.path());
+    c.bench_function("prepare/10000_messages_nothing_to_do", |b| {
+        b.iter_batched(
+            || (history.clone(), sizes.clone()),
+            |(input, sizes)| {
+                let prepared = prepare_sized(input, sizes, "Refactor", &config, &store, &mut ExtractiveSummariser);
+                assert!(prepared.events.is_empty());
+                prepared
+            },
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+criterion_group!(benches, bench_prepare, bench_prepare_idle);
 criterion_main!(benches);

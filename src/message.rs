@@ -65,47 +65,20 @@ pub enum ToolResultContent {
     Blocks(Vec<ContentBlock>),
 }
 
-/// Reads a string or a list of blocks straight from the input: an untagged derive
-/// would buffer the blocks first, and a buffer holds numbers as machine numbers, so
-/// `1.50` would come back as `1.5` and a 30-digit integer not at all.
-struct TextOrBlocks;
-
-impl<'de> serde::de::Visitor<'de> for TextOrBlocks {
-    type Value = Content;
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("a string or a list of content blocks")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
-        Ok(Content::Text(text.to_string()))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
-        Ok(Content::Text(text))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(block) = seq.next_element()? {
-            blocks.push(block);
-        }
-        Ok(Content::Blocks(blocks))
-    }
-}
-
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(TextOrBlocks)
+        text_or_blocks(Value::deserialize(deserializer)?).map_err(D::Error::custom)
     }
 }
 
 impl<'de> Deserialize<'de> for ToolResultContent {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(match deserializer.deserialize_any(TextOrBlocks)? {
-            Content::Text(text) => ToolResultContent::Text(text),
-            Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
-        })
+        Ok(
+            match text_or_blocks(Value::deserialize(deserializer)?).map_err(D::Error::custom)? {
+                Content::Text(text) => ToolResultContent::Text(text),
+                Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
+            },
+        )
     }
 }
 
@@ -309,47 +282,72 @@ fn take_string(value: Option<Value>) -> String {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        let Value::Object(object) = value else {
-            return Err(D::Error::custom("content block is not an object"));
-        };
-        if !object.get("type").is_some_and(Value::is_string) {
-            return Err(D::Error::custom("content block without a string \"type\""));
-        }
-        let Some((kind, known)) = known_block(&object) else {
-            return Ok(ContentBlock::Unknown(Value::Object(object)));
-        };
-        let (values, extra) = Extra::split(object, &known);
-        let mut fields: Vec<(&str, Value)> = known
-            .iter()
-            .zip(values)
-            .filter_map(|(key, value)| Some((*key, value?)))
-            .collect();
-        let mut take = |key: &str| {
-            let at = fields.iter().position(|(name, _)| *name == key)?;
-            Some(fields.remove(at).1)
-        };
-        Ok(match kind {
-            BlockKind::Text => ContentBlock::Text {
-                text: take_string(take("text")),
-                extra,
-            },
-            BlockKind::ToolUse => ContentBlock::ToolUse {
-                id: take_string(take("id")),
-                name: take_string(take("name")),
-                input: take("input").unwrap_or(Value::Null),
-                extra,
-            },
-            BlockKind::ToolResult => ContentBlock::ToolResult {
-                tool_use_id: take_string(take("tool_use_id")),
-                content: match take("content") {
-                    Some(content) => from_value(content).map_err(D::Error::custom)?,
-                    None => ToolResultContent::Text(String::new()),
+        block_from_value(Value::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+/// A block from the value it was read as. Messages are read as values once, and their
+/// parts are taken out of them by hand: a second pass through serde per block would
+/// rebuild every map for nothing.
+fn block_from_value(value: Value) -> Result<ContentBlock, String> {
+    let Value::Object(object) = value else {
+        return Err("content block is not an object".into());
+    };
+    if !object.get("type").is_some_and(Value::is_string) {
+        return Err("content block without a string \"type\"".into());
+    }
+    let Some((kind, known)) = known_block(&object) else {
+        return Ok(ContentBlock::Unknown(Value::Object(object)));
+    };
+    let (values, extra) = Extra::split(object, &known);
+    let mut fields: Vec<(&str, Value)> = known
+        .iter()
+        .zip(values)
+        .filter_map(|(key, value)| Some((*key, value?)))
+        .collect();
+    let mut take = |key: &str| {
+        let at = fields.iter().position(|(name, _)| *name == key)?;
+        Some(fields.remove(at).1)
+    };
+    Ok(match kind {
+        BlockKind::Text => ContentBlock::Text {
+            text: take_string(take("text")),
+            extra,
+        },
+        BlockKind::ToolUse => ContentBlock::ToolUse {
+            id: take_string(take("id")),
+            name: take_string(take("name")),
+            input: take("input").unwrap_or(Value::Null),
+            extra,
+        },
+        BlockKind::ToolResult => ContentBlock::ToolResult {
+            tool_use_id: take_string(take("tool_use_id")),
+            content: match take("content") {
+                Some(content) => match text_or_blocks(content)? {
+                    Content::Text(text) => ToolResultContent::Text(text),
+                    Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
                 },
-                is_error: take("is_error").and_then(|flag| flag.as_bool()),
-                extra,
+                None => ToolResultContent::Text(String::new()),
             },
-        })
+            is_error: take("is_error").and_then(|flag| flag.as_bool()),
+            extra,
+        },
+    })
+}
+
+/// A `content` value: a string, or a list of blocks.
+fn text_or_blocks(value: Value) -> Result<Content, String> {
+    match value {
+        Value::String(text) => Ok(Content::Text(text)),
+        Value::Array(items) => items
+            .into_iter()
+            .map(block_from_value)
+            .collect::<Result<_, _>>()
+            .map(Content::Blocks),
+        other => Err(format!(
+            "content is neither a string nor a list of blocks: {}",
+            crate::json::to_string(&other).unwrap_or_default()
+        )),
     }
 }
 
@@ -377,9 +375,19 @@ impl<'de> Deserialize<'de> for Message {
             .next()
             .flatten()
             .ok_or_else(|| D::Error::missing_field("content"))?;
+        let role = match role.as_str() {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => {
+                return Err(D::Error::custom(format!(
+                    "unknown role {}, expected \"user\" or \"assistant\"",
+                    crate::json::to_string(&role).unwrap_or_default()
+                )));
+            }
+        };
         Ok(Message {
-            role: from_value(role).map_err(D::Error::custom)?,
-            content: from_value(content).map_err(D::Error::custom)?,
+            role,
+            content: text_or_blocks(content).map_err(D::Error::custom)?,
             extra,
         })
     }
@@ -529,12 +537,6 @@ impl Message {
 /// Parse a JSON array of messages, with the position of a bad element in the error.
 pub fn parse_history(json: &str) -> Result<Vec<Message>, serde_json::Error> {
     crate::json::from_str(json)
-}
-
-/// `T` from a value already read, growing the stack as it descends (a tool input may
-/// nest thousands of levels).
-fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
-    T::deserialize(serde_stacker::Deserializer::new(value))
 }
 
 #[cfg(test)]

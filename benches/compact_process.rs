@@ -1,0 +1,82 @@
+//! `scratchpad compact` as a whole process on generated histories of 10k, 50k and
+//! 200k messages (about 1.9 KB each), against its floor measured in the same run: one
+//! serde_json parse of the input and one serialisation of it, nothing else. The goal
+//! is at most 1.3x the floor. Set BENCH_LARGE=1 to include the 200k history (380 MB).
+
+use std::io::Write;
+use std::process::Command;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+
+/// The shape of a long agent session: a request, then rounds of a call and a ~2 KB
+/// result, with a short exchange every fifth round.
+fn history_text(messages: usize) -> String {
+    let mut out = Vec::with_capacity(messages);
+    out.push(json!({"role": "user", "content": "Refactor the storage layer and keep the tests green."}));
+    let mut round = 0;
+    while out.len() < messages {
+        if round % 5 == 4 {
+            out.push(json!({"role": "assistant", "content": format!("Progress note {round}: ").repeat(8)}));
+            out.push(json!({"role": "user", "content": "continue"}));
+        } else {
+            let id = format!("toolu_{round:07}");
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": "read_file", "input": {"path": format!("src/module_{round}.rs")}}]}));
+            out.push(
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id,
+                "content": format!("fn item_{round}() {{ /* line of source ✓ */ }}\n").repeat(45)}]}),
+            );
+        }
+        round += 1;
+    }
+    out.truncate(messages);
+    serde_json::to_string(&out).expect("serialise")
+}
+
+fn bench_compact_process(c: &mut Criterion) {
+    let binary = env!("CARGO_BIN_EXE_scratchpad");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
+    let mut sizes = vec![10_000, 50_000];
+    if std::env::var_os("BENCH_LARGE").is_some() {
+        sizes.push(200_000);
+    }
+    let mut group = c.benchmark_group("compact_process");
+    group.sample_size(10);
+    for messages in sizes {
+        let text = history_text(messages);
+        let input = dir.path().join(format!("history_{messages}.json"));
+        std::fs::File::create(&input)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .expect("write the history");
+        println!("compact_process/{messages}: {:.1} MB of JSON", text.len() as f64 / 1e6);
+        group.bench_function(format!("floor_parse_and_serialise_{messages}"), |b| {
+            b.iter(|| {
+                let value: Value = serde_json::from_str(&text).expect("parse");
+                serde_json::to_vec(&value).expect("serialise").len()
+            })
+        });
+        let workspace = dir.path().join(format!("workspace_{messages}"));
+        group.bench_function(format!("scratchpad_compact_{messages}"), |b| {
+            b.iter(|| {
+                let _ = std::fs::remove_dir_all(&workspace);
+                std::fs::create_dir_all(&workspace).expect("workspace");
+                let output = Command::new(binary)
+                    .args(["compact", "--summary-stub", "--input"])
+                    .arg(&input)
+                    .arg("-C")
+                    .arg(&workspace)
+                    .env("XDG_CONFIG_HOME", dir.path())
+                    .env_remove("ANTHROPIC_API_KEY")
+                    .output()
+                    .expect("run scratchpad");
+                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+                output.stdout.len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_compact_process);
+criterion_main!(benches);
