@@ -1,0 +1,109 @@
+//! Where a workspace's journals are: in the platform data folder, one folder per
+//! workspace, out of the model's reach; and the move of journals an earlier version
+//! kept inside the workspace.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::SessionError;
+
+/// Where journals were kept before they moved out of the workspace (out of the
+/// model's reach); found there, they are moved on the first start.
+pub const LEGACY_SESSIONS_DIR: &str = ".scratchpad/sessions";
+
+/// The folder of this workspace's journals: in the platform data folder, outside the
+/// workspace, where no command or file tool can write, one folder per workspace (its
+/// name and a hash of its path).
+pub fn sessions_dir(workspace: &Path) -> PathBuf {
+    let root = crate::config::data_dir().unwrap_or_else(|| workspace.join(".scratchpad"));
+    sessions_dir_under(&root, workspace)
+}
+
+/// [`sessions_dir`] under a given data folder.
+pub fn sessions_dir_under(data_root: &Path, workspace: &Path) -> PathBuf {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let real = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    let hash = sha2::Sha256::digest(real.as_os_str().as_bytes());
+    let hex: String = hash[..6].iter().map(|byte| format!("{byte:02x}")).collect();
+    let name = real
+        .file_name()
+        .map(|name| crate::store::safe_file_stem(&name.to_string_lossy()))
+        .unwrap_or_else(|| "root".into());
+    data_root.join("sessions").join(format!("{name}-{hex}"))
+}
+
+/// Move journals left in the workspace's `.scratchpad/sessions/` by an earlier
+/// version to [`sessions_dir`]; a line for the user when any moved.
+pub fn migrate_legacy(workspace: &Path) -> Result<Option<String>, SessionError> {
+    let legacy = workspace.join(LEGACY_SESSIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&legacy) else {
+        return Ok(None);
+    };
+    let target = sessions_dir(workspace);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SessionError::Io { path, source }
+    };
+    crate::store::create_private_dir(&target).map_err(io(&target))?;
+    let mut moved = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let from = entry.path();
+        let is_journal = from
+            .extension()
+            .is_some_and(|extension| extension == "jsonl" || extension == "torn");
+        // Only regular files: a link planted there is not followed.
+        if !is_journal || !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            continue;
+        }
+        let to = target.join(entry.file_name());
+        if to.exists() {
+            continue;
+        }
+        if std::fs::rename(&from, &to).is_err() {
+            // Another filesystem: copy, flush, then remove the old one.
+            std::fs::copy(&from, &to)
+                .and_then(|_| File::open(&to)?.sync_all())
+                .and_then(|()| std::fs::remove_file(&from))
+                .map_err(io(&from))?;
+        }
+        moved += 1;
+    }
+    let _ = std::fs::remove_dir(&legacy);
+    let _ = std::fs::remove_dir(workspace.join(".scratchpad"));
+    Ok((moved > 0).then(|| {
+        format!(
+            "Moved {moved} session journal(s) from {LEGACY_SESSIONS_DIR}/ to {}, out of the model's reach.",
+            target.display()
+        )
+    }))
+}
+
+/// The journal with `id`, or the newest one when `id` is `None`.
+pub fn find(workspace: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
+    find_in(&sessions_dir(workspace), id)
+}
+
+/// [`find`] in a given folder of journals.
+pub fn find_in(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
+    let dir = dir.to_path_buf();
+    if let Some(id) = id {
+        let id = id.trim_end_matches(".jsonl");
+        if crate::store::safe_file_stem(id) != id {
+            return Err(SessionError::NotFound(id.to_string()));
+        }
+        let path = dir.join(format!("{}.jsonl", id.trim_end_matches(".jsonl")));
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(SessionError::NotFound(id.to_string()))
+        };
+    }
+    let newest = std::fs::read_dir(&dir)
+        .map_err(|_| SessionError::NoneFound(dir.clone()))?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .max();
+    newest.map(|(_, path)| path).ok_or(SessionError::NoneFound(dir))
+}

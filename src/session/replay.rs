@@ -1,0 +1,189 @@
+//! Reading a journal back: its complete lines replayed into a history that is valid to
+//! send, with every record applied once and every mend named.
+
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::path::Path;
+
+use super::journal::open_regular;
+use super::{Record, SessionError};
+use crate::compact::pairing::repair;
+use crate::message::Message;
+use crate::protocol::Past;
+
+#[derive(Debug, Default)]
+pub struct Restored {
+    pub messages: Vec<Message>,
+    /// Tool results pinned in `/context`, by tool_use id.
+    pub pins: std::collections::BTreeSet<String>,
+    /// What was skipped or mended to make the history valid, one line each; the
+    /// caller journals a [`Record::Repair`] and shows these when not empty.
+    pub repairs: Vec<String>,
+    /// Everything that happened, in order, for showing the session as it was.
+    pub past: Vec<crate::protocol::Past>,
+}
+
+/// The largest journal we read; a bigger one is refused rather than filling memory.
+pub const MAX_JOURNAL_BYTES: u64 = 4 << 30;
+
+/// A JSON-lines file as read: its complete lines, and a last line without its newline
+/// (written by a process that died mid-write) kept apart.
+pub struct JournalText {
+    bytes: Vec<u8>,
+    /// Bytes up to and including the last newline.
+    complete_len: usize,
+}
+
+impl JournalText {
+    /// Complete lines with their 1-based line numbers; blank lines are skipped.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.bytes[..self.complete_len]
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .map(|(at, line)| (at + 1, line))
+            .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+    }
+
+    /// Whether the text (after leading whitespace) starts with `byte`.
+    pub fn starts_with(&self, byte: u8) -> bool {
+        self.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&byte)
+    }
+
+    /// The whole file as text (for formats that are not line based).
+    pub fn into_string(self) -> std::io::Result<String> {
+        String::from_utf8(self.bytes).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+    }
+
+    /// The torn last line, if the file does not end with a newline.
+    pub fn torn(&self) -> Option<&[u8]> {
+        (self.complete_len < self.bytes.len()).then(|| &self.bytes[self.complete_len..])
+    }
+
+    /// The 1-based number of the line after the last newline (the torn one, if any).
+    pub fn torn_line_number(&self) -> usize {
+        self.bytes[..self.complete_len].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+}
+
+/// Read a journal or transcript: only a regular file, at most [`MAX_JOURNAL_BYTES`].
+/// `--continue`, `simulate` and `compact` all read through here.
+pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
+    let mut file = open_regular(path, OpenOptions::new().read(true))?;
+    let mut bytes = Vec::new();
+    Read::by_ref(&mut file)
+        .take(MAX_JOURNAL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| SessionError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_JOURNAL_BYTES {
+        return Err(SessionError::TooLarge {
+            path: path.to_path_buf(),
+            limit: MAX_JOURNAL_BYTES,
+        });
+    }
+    let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    Ok(JournalText { bytes, complete_len })
+}
+
+/// Replay a journal into a history that is valid to send. A torn last line is left
+/// out; a complete line that is not a record is skipped and named in `repairs`; then
+/// [`repair`] mends what is left (calls without results, orphan results, an assistant
+/// message first), each mend named in `repairs`.
+pub fn restore(path: &Path) -> Result<Restored, SessionError> {
+    let text = read_journal(path)?;
+    let mut restored = Restored::default();
+    let mut stages_since_call = Vec::new();
+    // Ids of the stages in force (journaled, not undone), oldest first.
+    let mut live_stages: Vec<String> = Vec::new();
+    let mut seen_stages: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut previous_line: &[u8] = &[];
+    // Appended lines that carry tool ids: one seen again is the same record twice.
+    let mut tool_lines: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+    if let Some(torn) = text.torn() {
+        restored.repairs.push(format!(
+            "the last line of the journal ({} bytes) was cut by a crash and is left out",
+            torn.len()
+        ));
+    }
+    for (number, line) in text.lines() {
+        let repeated = line == previous_line;
+        previous_line = line;
+        let Ok(record) = crate::json::from_slice::<Record>(line) else {
+            restored
+                .repairs
+                .push(format!("line {number} of the journal is not a record and was skipped"));
+            continue;
+        };
+        if repeated && !matches!(record, Record::Call(_)) {
+            restored.repairs.push(format!(
+                "line {number} of the journal repeats the line before it and was skipped"
+            ));
+            continue;
+        }
+        match record {
+            Record::Meta { .. } => {}
+            Record::Append { message } => {
+                let has_tool_ids = message.has_tool_use() || message.has_tool_result();
+                if has_tool_ids && !tool_lines.insert(line) {
+                    restored.repairs.push(format!(
+                        "line {number} of the journal repeats an earlier record of tool calls or results and was skipped"
+                    ));
+                    continue;
+                }
+                restored.past.push(Past::Message {
+                    message: message.clone(),
+                });
+                restored.messages.push(message);
+            }
+            Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
+            Record::Pin { tool_use_id, pinned } => {
+                if pinned {
+                    restored.pins.insert(tool_use_id);
+                } else {
+                    restored.pins.remove(&tool_use_id);
+                }
+            }
+            Record::Undo { stage, undid, messages } => {
+                if !undid.is_empty() {
+                    if live_stages.last() != Some(&undid) {
+                        restored.repairs.push(format!(
+                            "line {number} of the journal undoes stage {undid}, which is not the newest stage, and was skipped"
+                        ));
+                        continue;
+                    }
+                    live_stages.pop();
+                }
+                restored.messages = messages;
+                restored.past.push(Past::Undo { stage });
+            }
+            Record::Stage { event } => {
+                if !event.id.is_empty() {
+                    if !seen_stages.insert(event.id.clone()) {
+                        restored.repairs.push(format!(
+                            "line {number} of the journal repeats stage {} and was skipped",
+                            event.id
+                        ));
+                        continue;
+                    }
+                    if event.replaced > 0 {
+                        live_stages.push(event.id.clone());
+                    }
+                }
+                stages_since_call.push(event.stage);
+                restored.past.push(Past::Stage { event });
+            }
+            Record::Call(mut point) => {
+                // Journals before the points carried their stages left them out.
+                if point.stages.is_empty() {
+                    point.stages = std::mem::take(&mut stages_since_call);
+                }
+                stages_since_call.clear();
+                restored.past.push(Past::Call { point });
+            }
+        }
+    }
+    restored.repairs.extend(repair(&mut restored.messages));
+    Ok(restored)
+}

@@ -1,0 +1,369 @@
+use std::fs::OpenOptions;
+use std::io::Write;
+
+use super::*;
+use crate::compact::pairing::repair;
+use crate::protocol::Past;
+
+#[test]
+fn replays_appends_and_replacements_and_skips_a_torn_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::create(dir.path(), "demo", "offline-demo").unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::user_text("a"),
+        })
+        .unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::assistant_text("b"),
+        })
+        .unwrap();
+    journal
+        .append(&Record::Replace {
+            messages: vec![Message::user_text("[Compacted] x")],
+        })
+        .unwrap();
+    journal
+        .append(&Record::Call(CallPoint {
+            estimate: 40,
+            messages: 1,
+            request_chars: Some(100),
+            input_tokens: Some(10),
+            ..CallPoint::default()
+        }))
+        .unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::assistant_text("c"),
+        })
+        .unwrap();
+    journal.sync().unwrap();
+    let path = journal.path().to_path_buf();
+    let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(b"{\"type\":\"append\",\"message\":{\"role\":\"us")
+        .unwrap();
+    let restored = restore(&path).unwrap();
+    assert_eq!(
+        restored.messages,
+        vec![Message::user_text("[Compacted] x"), Message::assistant_text("c")]
+    );
+    assert_eq!(
+        restored
+            .past
+            .iter()
+            .filter(|item| matches!(item, Past::Call { .. }))
+            .count(),
+        1
+    );
+    assert_eq!(find_in(dir.path(), None).unwrap(), path);
+    assert_eq!(find_in(dir.path(), Some(journal.id())).unwrap(), path);
+    assert!(matches!(
+        find_in(dir.path(), Some("nope")),
+        Err(SessionError::NotFound(_))
+    ));
+    assert!(matches!(
+        find_in(dir.path(), Some("../x")),
+        Err(SessionError::NotFound(_))
+    ));
+}
+
+use crate::compact::pairing::check_pairing;
+use crate::message::{ContentBlock, Role};
+
+/// A scripted session: a prompt, a tool round, a compaction, then a kill while the
+/// second tool runs (the call is the last record).
+fn scripted_records() -> Vec<Record> {
+    let call = |id: &str| {
+        Message::blocks(
+            Role::Assistant,
+            vec![
+                ContentBlock::text("checking"),
+                ContentBlock::tool_use(id, "bash", serde_json::json!({"command": "ls"})),
+            ],
+        )
+    };
+    let result = |id: &str| Message::blocks(Role::User, vec![ContentBlock::tool_result(id, "a\nb ✓", false)]);
+    vec![
+        Record::Meta {
+            version: 1,
+            provider: "demo".into(),
+            model: "m".into(),
+            created_unix: 1,
+        },
+        Record::Append {
+            message: Message::user_text("list the files"),
+        },
+        Record::Append { message: call("t1") },
+        Record::Append { message: result("t1") },
+        Record::Call(CallPoint {
+            estimate: 300,
+            messages: 3,
+            input_tokens: Some(90),
+            ..CallPoint::default()
+        }),
+        Record::Replace {
+            messages: vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")],
+        },
+        Record::Append { message: call("t2") },
+        Record::Append { message: result("t2") },
+        Record::Append {
+            message: Message::assistant_text("done"),
+        },
+        Record::Append {
+            message: Message::user_text("now again"),
+        },
+        Record::Append { message: call("t3") },
+    ]
+}
+
+fn replay(records: &[Record]) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for record in records {
+        match record {
+            Record::Append { message } => messages.push(message.clone()),
+            Record::Replace { messages: all } | Record::Repair { messages: all, .. } => messages = all.clone(),
+            _ => {}
+        }
+    }
+    messages
+}
+
+#[test]
+fn a_cut_anywhere_restores_a_valid_history_losing_at_most_the_record_being_written() {
+    let records = scripted_records();
+    let lines: Vec<Vec<u8>> = records
+        .iter()
+        .map(|record| {
+            let mut line = serde_json::to_vec(record).unwrap();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let whole: Vec<u8> = lines.concat();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.jsonl");
+    for cut in 0..=whole.len() {
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let restored = restore(&path).unwrap();
+        assert_eq!(check_pairing(&restored.messages), Ok(()), "cut at byte {cut}");
+        // Complete records are the ones whose newline made it to disk.
+        let mut ends = 0;
+        let complete = lines
+            .iter()
+            .take_while(|line| {
+                ends += line.len();
+                ends <= cut
+            })
+            .count();
+        let mut expected = replay(&records[..complete]);
+        repair(&mut expected);
+        assert_eq!(restored.messages, expected, "cut at byte {cut}");
+        if !restored.messages.is_empty() {
+            assert_eq!(restored.messages[0].role, Role::User);
+        }
+    }
+    // The full journal ends with a call that never ran: it gets an interrupted result.
+    std::fs::write(&path, &whole).unwrap();
+    let restored = restore(&path).unwrap();
+    let last = restored.messages.last().unwrap();
+    assert!(last.text().is_empty() && last.has_tool_result());
+    assert_eq!(restored.repairs.len(), 1, "{:?}", restored.repairs);
+}
+
+#[test]
+fn reopening_moves_a_torn_tail_aside_so_the_next_record_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::create(dir.path(), "demo", "m").unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::user_text("first"),
+        })
+        .unwrap();
+    let path = journal.path().to_path_buf();
+    drop(journal);
+    let torn = b"{\"type\":\"append\",\"message\":{\"role\":\"assistant\",\"con";
+    OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(torn)
+        .unwrap();
+    let mut journal = Journal::reopen(&path).unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::assistant_text("second"),
+        })
+        .unwrap();
+    let restored = restore(&path).unwrap();
+    assert_eq!(
+        restored.messages,
+        vec![Message::user_text("first"), Message::assistant_text("second")]
+    );
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    let side = std::fs::read(torn_side_file(&path)).unwrap();
+    assert_eq!(&side[..torn.len()], torn, "the torn bytes are kept");
+}
+
+/// Older journals wrote a call without its stages or the estimate before them; the
+/// stages journaled since the previous call become the point's.
+#[test]
+fn an_older_call_record_takes_the_stages_journaled_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    let stage: crate::compact::StageEvent = serde_json::from_value(serde_json::json!({
+        "stage": "snip_compact", "messages_before": 60, "messages_after": 50,
+        "chars_before": 900, "chars_after": 400, "paths": [], "replaced": 10
+    }))
+    .unwrap();
+    let text = format!(
+        "{}\n{}\n{}\n",
+        serde_json::to_string(&Record::Append {
+            message: Message::user_text("go")
+        })
+        .unwrap(),
+        serde_json::to_string(&Record::Stage { event: stage }).unwrap(),
+        r#"{"type":"call","estimate":400,"messages":1,"input_tokens":120}"#,
+    );
+    std::fs::write(&path, text).unwrap();
+    let restored = restore(&path).unwrap();
+    let Some(Past::Call { point }) = restored.past.last() else {
+        panic!("{:?}", restored.past)
+    };
+    assert_eq!(point.stages, vec![crate::compact::Stage::SnipCompact]);
+    assert_eq!((point.before(), point.input_tokens), (400, Some(120)));
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+}
+
+/// A journal whose records were written twice (a copy, a sync tool's merge):
+/// each loads once, so no tool id is sent twice and no stage is undone twice.
+#[test]
+fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("twice.jsonl");
+    let call = Record::Append {
+        message: Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::tool_use(
+                "t1",
+                "bash",
+                serde_json::json!({"command": "ls"}),
+            )],
+        ),
+    };
+    let result = Record::Append {
+        message: Message::blocks(Role::User, vec![ContentBlock::tool_result("t1", "a\nb", false)]),
+    };
+    let stage = |id: &str| {
+        let mut event = StageEvent::start(crate::compact::Stage::MicroCompact, 3, 100, String::new());
+        event.id = id.to_string();
+        event.replaced = 1;
+        Record::Stage { event }
+    };
+    let undo = |id: &str, text: &str| Record::Undo {
+        stage: crate::compact::Stage::MicroCompact,
+        undid: id.to_string(),
+        messages: vec![Message::user_text(text)],
+    };
+    let records = [
+        Record::Append {
+            message: Message::user_text("go"),
+        },
+        call.clone(),
+        result.clone(),
+        call,
+        result,
+        stage("s1"),
+        stage("s2"),
+        undo("s2", "before s2"),
+        stage("s1"),
+        undo("s2", "never was"),
+        undo("s1", "before s1"),
+        undo("s1", "before s1"),
+    ];
+    let text: String = records
+        .iter()
+        .map(|record| serde_json::to_string(record).unwrap() + "\n")
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let restored = restore(&path).unwrap();
+    assert_eq!(restored.messages, vec![Message::user_text("before s1")]);
+    let undos = restored
+        .past
+        .iter()
+        .filter(|item| matches!(item, Past::Undo { .. }))
+        .count();
+    assert_eq!(undos, 2, "s2 once, then s1 once");
+    for line in [4, 5, 9, 10, 12] {
+        assert!(
+            restored.repairs.iter().any(|r| r.starts_with(&format!("line {line} "))),
+            "line {line}: {:?}",
+            restored.repairs
+        );
+    }
+}
+
+#[test]
+fn a_garbage_line_is_skipped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.jsonl");
+    let call = Message::blocks(
+        Role::Assistant,
+        vec![ContentBlock::tool_use("t1", "bash", serde_json::json!({}))],
+    );
+    let text = format!(
+        "{}\n{}\nnot json at all\n{}\n",
+        serde_json::to_string(&Record::Append {
+            message: Message::user_text("go")
+        })
+        .unwrap(),
+        serde_json::to_string(&Record::Append { message: call }).unwrap(),
+        serde_json::to_string(&Record::Append {
+            message: Message::user_text("next")
+        })
+        .unwrap(),
+    );
+    std::fs::write(&path, text).unwrap();
+    let restored = restore(&path).unwrap();
+    assert_eq!(check_pairing(&restored.messages), Ok(()));
+    assert!(
+        restored.repairs.iter().any(|r| r.contains("line 3")),
+        "{:?}",
+        restored.repairs
+    );
+    assert!(restored.messages[2].text().contains("next"), "the prompt is kept");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_journal_that_is_a_fifo_or_a_link_to_a_device_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.jsonl");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    assert!(matches!(restore(&fifo), Err(SessionError::NotAFile(_))));
+    assert!(matches!(Journal::reopen(&fifo), Err(SessionError::NotAFile(_))));
+    let link = dir.path().join("zero.jsonl");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    assert!(matches!(restore(&link), Err(SessionError::NotAFile(_))));
+}
+
+#[test]
+fn two_sessions_in_the_same_second_get_their_own_journals() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Journal::create(dir.path(), "demo", "m").unwrap();
+    first
+        .append(&Record::Append {
+            message: Message::user_text("before /clear"),
+        })
+        .unwrap();
+    let second = Journal::create(dir.path(), "demo", "m").unwrap();
+    assert_ne!(first.id(), second.id());
+    assert_ne!(first.path(), second.path());
+    assert!(
+        restore(second.path()).unwrap().messages.is_empty(),
+        "the cleared session is not resurrected"
+    );
+    assert_eq!(restore(first.path()).unwrap().messages.len(), 1);
+}
