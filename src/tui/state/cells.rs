@@ -1,0 +1,100 @@
+//! What the chat and the tools pane show: one entry per message, marker or notice,
+//! and each tool call with a short preview of its output.
+
+use std::time::{Duration, Instant};
+
+use crate::compact::StageEvent;
+use crate::protocol::ToolStatus;
+use crate::terminal_text::terminal_safe;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChatEntry {
+    User(String),
+    Assistant {
+        text: String,
+        streaming: bool,
+    },
+    /// A compaction stage fired here; later firings of the same stage in the same
+    /// turn fold into it (newest last), shown as one line with a count that expands.
+    Marker(Vec<StageEvent>),
+    /// Something the app says (compaction requested, retries, resumed session).
+    Notice(String),
+    /// What a compaction would do, from `/compact --preview`: nothing was written.
+    Preview(Vec<StageEvent>),
+}
+
+impl ChatEntry {
+    pub fn paths(&self) -> &[String] {
+        match self {
+            ChatEntry::Marker(run) => run.last().map_or(&[], |event| &event.paths),
+            _ => &[],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallState {
+    Running { since: Instant },
+    Done { status: ToolStatus, took: Duration },
+}
+
+/// Lines of a tool's output the app keeps (and the pane shows when a call expands).
+pub const OUTPUT_PREVIEW_LINES: usize = 12;
+
+/// Characters of each kept line.
+const OUTPUT_PREVIEW_LINE_CHARS: usize = 400;
+
+/// What the app keeps of a tool's output: its first lines, made safe for the
+/// terminal, and how long it was. The whole output is the agent's (and, once a stage
+/// saved it, on disk at the call's `saved_path`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputPreview {
+    pub head: Vec<String>,
+    pub lines: usize,
+    pub chars: usize,
+}
+
+impl OutputPreview {
+    pub fn of(output: &str) -> Self {
+        OutputPreview {
+            head: output
+                .lines()
+                .take(OUTPUT_PREVIEW_LINES)
+                .map(|line| {
+                    terminal_safe(crate::compact::markers::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned()
+                })
+                .collect(),
+            lines: output.lines().count(),
+            chars: output.chars().count(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub summary: String,
+    pub state: CallState,
+    pub output: OutputPreview,
+    /// Set when a compaction stage saved this result's full text.
+    pub saved_path: Option<String>,
+    /// The turn that made the call (1 for the first request of the session).
+    pub turn: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_app_keeps_a_preview_of_an_output_not_the_output() {
+        let long = (0..5_000).map(|n| format!("line {n}\n")).collect::<String>();
+        let preview = OutputPreview::of(&long);
+        assert_eq!(preview.head.len(), OUTPUT_PREVIEW_LINES);
+        assert_eq!((preview.lines, preview.chars), (5_000, long.chars().count()));
+        let wide = OutputPreview::of(&format!("\u{1b}]52;c;x\u{7}{}", "w".repeat(10_000)));
+        assert!(wide.head[0].chars().count() <= OUTPUT_PREVIEW_LINE_CHARS);
+        assert!(!wide.head[0].contains('\u{1b}'), "made safe for the terminal");
+    }
+}

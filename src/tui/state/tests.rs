@@ -1,0 +1,371 @@
+use super::*;
+use crate::message::Role;
+
+fn stage_event(stage: Stage, paths: &[&str]) -> StageEvent {
+    StageEvent {
+        messages_after: 49,
+        chars_after: 41_900,
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+        saved: paths
+            .iter()
+            .filter_map(|path| {
+                let id = path.strip_prefix(".task_outputs/tool-results/")?.strip_suffix(".txt")?;
+                Some(crate::compact::SavedResult {
+                    tool_use_id: id.to_string(),
+                    path: path.to_string(),
+                })
+            })
+            .collect(),
+        replaced: 12,
+        ..StageEvent::start(stage, 60, 84_100, String::new())
+    }
+}
+
+/// A recorded event sequence gives the expected panes.
+#[test]
+fn a_recorded_turn_builds_chat_tools_and_timeline() {
+    let mut state = AppState::default();
+    let events = vec![
+        AgentEvent::TurnStarted {
+            turn: crate::protocol::TurnId(1),
+            request: "survey".into(),
+        },
+        AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
+            text: "Look".into(),
+        },
+        AgentEvent::StreamReset {
+            turn: crate::protocol::TurnId(1),
+            attempt: 1,
+            delay_ms: 1000,
+            reason: "overloaded".into(),
+        },
+        AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
+            text: "Let me ".into(),
+        },
+        AgentEvent::TextDelta {
+            turn: crate::protocol::TurnId(1),
+            text: "look.".into(),
+        },
+        AgentEvent::AssistantMessage {
+            turn: crate::protocol::TurnId(1),
+            message: Message::assistant_text("Let me look."),
+        },
+        AgentEvent::ToolStarted {
+            turn: crate::protocol::TurnId(1),
+            id: "toolu_1".into(),
+            name: "bash".into(),
+            summary: "seq 1 100000".into(),
+        },
+        AgentEvent::ToolFinished {
+            turn: crate::protocol::TurnId(1),
+            id: "toolu_1".into(),
+            name: "bash".into(),
+            status: ToolStatus::Ok,
+            output: "1\n2\n".into(),
+        },
+        AgentEvent::Compaction {
+            event: stage_event(Stage::ToolResultBudget, &[".task_outputs/tool-results/toolu_1.txt"]),
+        },
+        AgentEvent::Context {
+            status: ContextStatus {
+                estimate: 41_900,
+                limit: 50_000,
+                target: 40_000,
+                messages: 3,
+                snip_max_messages: 50,
+                fixed: 2_400,
+                tokens: None,
+            },
+        },
+        AgentEvent::ModelCall {
+            point: CallPoint {
+                before: Some(60_000),
+                estimate: 41_900,
+                messages: 3,
+                request_chars: Some(44_300),
+                input_tokens: Some(10_000),
+                stages: vec![Stage::ToolResultBudget],
+                ..CallPoint::default()
+            },
+            usage: Usage {
+                input_tokens: 10_000,
+                ..Usage::default()
+            },
+        },
+        AgentEvent::TurnDone {
+            turn: crate::protocol::TurnId(1),
+            outcome: TurnOutcome::Completed,
+        },
+    ];
+    for event in events {
+        state.apply(event);
+    }
+    assert_eq!(state.chat.len(), 4, "{:?}", state.chat);
+    assert_eq!(state.chat[0], ChatEntry::User("survey".into()));
+    assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.starts_with("retrying (attempt 2)")));
+    assert_eq!(
+        state.chat[2],
+        ChatEntry::Assistant {
+            text: "Let me look.".into(),
+            streaming: false
+        }
+    );
+    assert!(matches!(&state.chat[3], ChatEntry::Marker(run) if run[0].stage == Stage::ToolResultBudget));
+    assert_eq!(
+        state.tools[0].saved_path.as_deref(),
+        Some(".task_outputs/tool-results/toolu_1.txt")
+    );
+    assert!(matches!(
+        state.tools[0].state,
+        CallState::Done {
+            status: ToolStatus::Ok,
+            ..
+        }
+    ));
+    assert_eq!(state.timeline.len(), 1);
+    assert_eq!(state.timeline[0].stages, vec![Stage::ToolResultBudget]);
+    assert_eq!(state.turn, TurnState::Idle);
+}
+
+#[test]
+fn a_user_compaction_outside_a_turn_ends_idle() {
+    let mut state = AppState::default();
+    state.apply(AgentEvent::CompactionRequested {
+        by: crate::protocol::CompactionRequester::User,
+        focus: None,
+    });
+    assert_eq!(state.turn, TurnState::Compacting);
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
+    });
+    assert_eq!(state.turn, TurnState::Idle);
+}
+
+#[test]
+fn a_reply_replaced_after_a_retry_gets_a_revision_never_seen_at_its_place() {
+    let mut state = AppState::default();
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "go".into(),
+    });
+    state.apply(AgentEvent::TextDelta {
+        turn: crate::protocol::TurnId(1),
+        text: "HALF".into(),
+    });
+    let (at, stale) = (state.chat.len() - 1, state.revisions[state.chat.len() - 1]);
+    state.apply(AgentEvent::StreamReset {
+        turn: crate::protocol::TurnId(1),
+        attempt: 1,
+        delay_ms: 1_000,
+        reason: "overloaded".into(),
+    });
+    assert!(matches!(&state.chat[at], ChatEntry::Notice(n) if n.starts_with("retrying")));
+    assert_ne!(
+        state.revisions[at], stale,
+        "the render cache must not reuse the partial text"
+    );
+    state.apply(AgentEvent::TextDelta {
+        turn: crate::protocol::TurnId(1),
+        text: "clean\u{1b}]52;c;aGk=\u{7} text\u{1b}[2J".into(),
+    });
+    assert!(matches!(state.chat.last(), Some(ChatEntry::Assistant { text, .. }) if text == "clean text"));
+}
+
+#[test]
+fn a_retry_shows_as_retrying_until_text_flows_and_a_compaction_clears_a_stale_banner() {
+    let mut state = AppState::default();
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "go".into(),
+    });
+    state.apply(AgentEvent::StreamReset {
+        turn: crate::protocol::TurnId(1),
+        attempt: 1,
+        delay_ms: 1_100,
+        reason: "overloaded".into(),
+    });
+    let label = crate::tui::status::turn_label(&state.turn);
+    assert!(
+        label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"),
+        "{label}"
+    );
+    state.apply(AgentEvent::TextDelta {
+        turn: crate::protocol::TurnId(1),
+        text: "ok".into(),
+    });
+    assert_eq!(state.turn, TurnState::Thinking);
+    state.apply(AgentEvent::Error {
+        message: "the prompt is too long".into(),
+    });
+    assert!(state.banner.is_some());
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
+    });
+    assert_eq!(state.banner, None, "the banner went stale once the history shrank");
+}
+
+#[test]
+fn firings_of_one_stage_in_one_turn_fold_into_one_marker() {
+    let mut state = AppState::default();
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "survey".into(),
+    });
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::SnipCompact, &[".transcripts/a.jsonl"]),
+    });
+    state.apply(AgentEvent::AssistantMessage {
+        turn: crate::protocol::TurnId(1),
+        message: Message::assistant_text("reading on"),
+    });
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::SnipCompact, &[".transcripts/b.jsonl"]),
+    });
+    let markers: Vec<usize> = state
+        .chat
+        .iter()
+        .filter_map(|entry| match entry {
+            ChatEntry::Marker(run) => Some(run.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(markers, vec![2], "one marker, two firings");
+    assert_eq!(
+        state.chat[1].paths(),
+        [".transcripts/b.jsonl".to_string()],
+        "links go to the newest"
+    );
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::MicroCompact, &[]),
+    });
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "next".into(),
+    });
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::MicroCompact, &[]),
+    });
+    let count = state
+        .chat
+        .iter()
+        .filter(|entry| matches!(entry, ChatEntry::Marker(_)))
+        .count();
+    assert_eq!(count, 3, "a new request starts new markers");
+}
+
+#[test]
+fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
+    let mut state = AppState::default();
+    let call = Message::blocks(
+        Role::Assistant,
+        vec![ContentBlock::tool_use(
+            "toolu_1",
+            "read_file",
+            serde_json::json!({"path": "a.rs"}),
+        )],
+    );
+    let result = Message::blocks(
+        Role::User,
+        vec![ContentBlock::tool_result("toolu_1", "fn a() {}", false)],
+    );
+    state.apply(AgentEvent::Replay {
+        past: vec![
+            Past::Message {
+                message: Message::user_text("read a.rs"),
+            },
+            Past::Message { message: call },
+            Past::Message { message: result },
+            Past::Stage {
+                event: stage_event(Stage::MicroCompact, &[".task_outputs/tool-results/toolu_1.txt"]),
+            },
+            Past::Call {
+                point: CallPoint {
+                    before: Some(1_400),
+                    estimate: 900,
+                    messages: 4,
+                    input_tokens: Some(300),
+                    stages: vec![Stage::MicroCompact],
+                    ..CallPoint::default()
+                },
+            },
+            Past::Message {
+                message: Message::assistant_text("It defines a."),
+            },
+        ],
+    });
+    assert!(matches!(&state.chat[0], ChatEntry::User(text) if text == "read a.rs"));
+    assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run[0].stage == Stage::MicroCompact));
+    assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
+    assert!(matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages"));
+    assert_eq!(state.tools.len(), 1);
+    assert_eq!(state.tools[0].output.head, ["fn a() {}"]);
+    assert_eq!(
+        state.tools[0].saved_path.as_deref(),
+        Some(".task_outputs/tool-results/toolu_1.txt")
+    );
+    assert_eq!(state.timeline.len(), 1);
+    assert_eq!(state.timeline[0].stages, vec![Stage::MicroCompact]);
+    assert_eq!(state.timeline[0].input_tokens, Some(300));
+}
+
+#[test]
+fn history_restores_prompts_markers_and_tools() {
+    let mut state = AppState::default();
+    let messages = vec![
+        Message::user_text("task"),
+        Message::user_text("[5 messages archived at .transcripts/t.jsonl]"),
+        Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::ToolUse {
+                id: "a".into(),
+                name: "glob".into(),
+                input: serde_json::json!({"pattern": "*"}),
+                extra: Default::default(),
+            }],
+        ),
+    ];
+    state.apply(AgentEvent::History { messages });
+    assert_eq!(state.chat[0], ChatEntry::User("task".into()));
+    assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.contains("archived at .transcripts/t.jsonl")));
+    assert_eq!(state.tools[0].summary, "*");
+}
+
+#[test]
+fn text_streamed_outside_its_turn_is_not_shown() {
+    let mut state = AppState::default();
+    let delta = |turn, text: &str| AgentEvent::TextDelta {
+        turn: TurnId(turn),
+        text: text.into(),
+    };
+    for event in [
+        AgentEvent::TurnStarted {
+            turn: TurnId(1),
+            request: "first".into(),
+        },
+        delta(1, "one"),
+        AgentEvent::TurnDone {
+            turn: TurnId(1),
+            outcome: TurnOutcome::Cancelled,
+        },
+        delta(1, " late"),
+        AgentEvent::TurnStarted {
+            turn: TurnId(2),
+            request: "second".into(),
+        },
+        delta(1, "stale"),
+        delta(2, "two"),
+    ] {
+        state.apply(event);
+    }
+    let texts: Vec<&str> = state
+        .chat
+        .iter()
+        .filter_map(|entry| match entry {
+            ChatEntry::Assistant { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, ["one", "two"]);
+}

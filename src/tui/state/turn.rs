@@ -1,0 +1,60 @@
+//! Where the running turn is, the questions it is waiting on, and what the session
+//! said about itself when it started.
+
+use std::time::Instant;
+
+use crate::compact::StageEvent;
+use crate::protocol::Window;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnState {
+    Idle,
+    Thinking,
+    /// Waiting to retry a failed model call.
+    Retrying {
+        at: Instant,
+        attempt: u32,
+        reason: String,
+    },
+    RunningTool(String),
+    Compacting,
+    AwaitingPermission,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PermissionPrompt {
+    pub request_id: u64,
+    pub tool: String,
+    pub question: String,
+    pub subject: String,
+    /// What "always" approves; `None` when the modal does not offer it.
+    pub always: Option<String>,
+    /// When the modal was first drawn; keys before that, or too soon after, were typed
+    /// for something else and are ignored.
+    pub shown_at: Option<Instant>,
+}
+
+/// `compaction.confirm_lossy`: summarise now or not, with what it would summarise.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossyPrompt {
+    pub request_id: u64,
+    pub estimate: usize,
+    pub limit: usize,
+    pub preview: Vec<StageEvent>,
+    /// When it was first drawn (see [`PermissionPrompt::shown_at`]).
+    pub shown_at: Option<Instant>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionInfo {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    pub workspace: String,
+    pub sandbox: String,
+    /// Each sandbox layer and what it stops, for `/model`.
+    pub sandbox_layers: Vec<String>,
+    pub window: Option<Window>,
+    /// How the limit was chosen, when the agent had something to say about it.
+    pub limit_note: Option<String>,
+}
