@@ -1,0 +1,211 @@
+//! The whole screen: layout, focus, overlays and key/mouse handling. State comes from
+//! agent events; what the user does goes back to the agent as `Op`s. What a key or a
+//! click does is in [`keys`]; how the screen is laid out and drawn, in [`render`].
+
+mod keys;
+mod render;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::browser::{Browser, BrowserAction, Viewer};
+use super::chat::ChatView;
+use super::chat::MarkerFocus;
+use super::commands::SlashCommand;
+use super::context_view::{ContextAction, ContextView, Thresholds};
+use super::disk::{Disk, DiskJob, Loaded};
+use super::hyperlinks::Hyperlink;
+use super::input::{InputAction, InputBox, PromptState};
+use super::keymap::{self, Action, View};
+use super::state::{AppState, ChatEntry};
+use super::{gauge, help, modal, status, tools_pane};
+use crate::compact::CompactConfig;
+use crate::protocol::{AgentEvent, Op, PermissionAnswer};
+
+/// How soon a second Ctrl+C must follow the first to quit.
+const QUIT_WINDOW: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Input,
+    Chat,
+    Tools,
+}
+
+pub enum Overlay {
+    None,
+    /// The help, scrolled down by this many lines (small terminals).
+    Help(u16),
+    Browser(Box<Browser>),
+    Context(ContextView),
+}
+
+pub struct App {
+    pub state: AppState,
+    pub input: InputBox,
+    chat: ChatView,
+    pub focus: Focus,
+    pub overlay: Overlay,
+    pub selected_marker: Option<usize>,
+    /// The marker shown with its receipt (→ on a selected marker).
+    pub expanded_marker: Option<usize>,
+    pub selected_tool: Option<usize>,
+    tick: usize,
+    pub quit: bool,
+    /// When Ctrl+C was last pressed (a second press soon after quits).
+    last_interrupt: Option<Instant>,
+    /// The prompt's text is to be sent when the running turn ends.
+    queued: bool,
+    /// Whether the last frame had room for the tool pane.
+    tools_visible: bool,
+    /// The `/context` view a file was opened from, to return to when it closes.
+    context_return: Option<ContextView>,
+    ops: UnboundedSender<Op>,
+    workspace: PathBuf,
+    config: CompactConfig,
+    /// Where listing and reading files runs (never on the UI thread in the app).
+    disk: Disk,
+}
+
+impl App {
+    pub fn new(ops: UnboundedSender<Op>, workspace: PathBuf, config: CompactConfig) -> Self {
+        App {
+            state: AppState::default(),
+            input: InputBox::default(),
+            chat: ChatView::default(),
+            focus: Focus::Input,
+            overlay: Overlay::None,
+            selected_marker: None,
+            expanded_marker: None,
+            selected_tool: None,
+            tick: 0,
+            quit: false,
+            last_interrupt: None,
+            queued: false,
+            tools_visible: true,
+            context_return: None,
+            ops,
+            disk: Disk::inline(workspace.clone()),
+            workspace,
+            config,
+        }
+    }
+
+    /// Read files on blocking threads; their results arrive through `results`, to be
+    /// handed to [`App::loaded`].
+    pub fn load_in_background(&mut self, results: UnboundedSender<Loaded>) {
+        self.disk = Disk::background(self.workspace.clone(), results);
+    }
+
+    /// Disk work came back: the browser shows it.
+    pub fn loaded(&mut self, loaded: Loaded) {
+        let Overlay::Browser(browser) = &mut self.overlay else {
+            return; // closed meanwhile
+        };
+        match loaded {
+            Loaded::Listing(entries) => browser.listed(entries),
+            Loaded::Opened { path, lines } => browser.opened(path, lines),
+        }
+    }
+
+    fn request(&mut self, job: DiskJob) {
+        self.disk.request(job);
+        for done in self.disk.take_done() {
+            self.loaded(done);
+        }
+    }
+
+    /// Show the browser and ask for its list (and the file it opens on).
+    fn browse(&mut self, browser: Browser) {
+        let opening = browser.opening().map(str::to_string);
+        self.overlay = Overlay::Browser(Box::new(browser));
+        self.request(DiskJob::List {
+            written_by: self.state.written_by.clone(),
+        });
+        if let Some(path) = opening {
+            self.request(DiskJob::Open { path });
+        }
+    }
+
+    pub fn apply(&mut self, event: AgentEvent) {
+        let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
+        self.state.apply(event);
+        if wrote_files && matches!(self.overlay, Overlay::Browser(_)) {
+            // The list follows the turn: files written meanwhile appear at once.
+            self.request(DiskJob::List {
+                written_by: self.state.written_by.clone(),
+            });
+        }
+        if self.queued && !self.state.is_busy() {
+            self.queued = false;
+            let text = self.input.text();
+            self.input.clear();
+            if !text.trim().is_empty() {
+                self.submit(text);
+            }
+        }
+    }
+
+    pub fn on_tick(&mut self) {
+        self.tick = self.tick.wrapping_add(1);
+    }
+
+    fn send(&mut self, op: Op) {
+        if self.ops.send(op).is_err() {
+            self.state.banner = Some("the agent task has stopped; restart scratchpad".into());
+        }
+    }
+
+    /// A notice from the app itself (not the agent), shown in the chat.
+    fn note(&mut self, text: String) {
+        self.state.push(ChatEntry::Notice(text));
+    }
+
+    /// `u` on a selected marker: undo it, if it is the newest (compactions come undone
+    /// newest first).
+    fn undo_selected(&mut self, markers: &[usize]) {
+        if self.state.is_busy() {
+            self.state.banner = Some("a turn is running: undo when it ends".into());
+        } else if self.selected_marker.is_some() && self.selected_marker == markers.last().copied() {
+            self.send(Op::Undo);
+        } else {
+            self.note("only the newest compaction can be undone: undo the later ones first (/undo)".into());
+        }
+    }
+
+    /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
+    pub fn hyperlinks(&self) -> &[Hyperlink] {
+        // A modal or the command popup on top hides what is under it: no links through.
+        if self.state.permission.is_some() || self.state.lossy.is_some() || !self.input.completions().is_empty() {
+            return &[];
+        }
+        match &self.overlay {
+            Overlay::None => &self.chat.hyperlinks,
+            Overlay::Browser(browser) => &browser.hyperlinks,
+            Overlay::Help(_) | Overlay::Context(_) => &[],
+        }
+    }
+
+    /// Keep the `/context` view to come back to from what it opens.
+    fn leave_context(&mut self) {
+        if let Overlay::Context(view) = std::mem::replace(&mut self.overlay, Overlay::None) {
+            self.context_return = Some(view);
+        }
+    }
+
+    pub fn open_path(&mut self, path: &str) {
+        self.context_return = None;
+        self.browse(Browser::open_on(path));
+    }
+
+    fn open_context(&mut self) {
+        self.state.breakdown = None;
+        self.send(Op::Inspect);
+        self.overlay = Overlay::Context(ContextView::default());
+    }
+}

@@ -1,0 +1,110 @@
+//! The layout of the screen and the drawing of each part, overlays last.
+
+use super::*;
+
+impl App {
+    pub fn render(&mut self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let narrow = area.width < 90 || area.height < 24;
+        let gauge_height = if narrow { 1 } else { 2 };
+        let banner_height = u16::from(self.state.banner.is_some());
+        let input_height = self.input.height().min(area.height.saturating_sub(6).max(3));
+        let [status_area, main, gauge_area, banner_area, input_area] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(3),
+            Constraint::Length(gauge_height),
+            Constraint::Length(banner_height),
+            Constraint::Length(input_height),
+        ])
+        .areas(area);
+        status::render(frame, status_area, &self.state.session, &self.state.turn, self.tick);
+        self.tools_visible = area.width >= 90;
+        if !self.tools_visible && self.focus == Focus::Tools {
+            self.focus = Focus::Input;
+        }
+        let (chat_area, tools_area) = if self.tools_visible {
+            let [chat, tools] =
+                Layout::horizontal([Constraint::Percentage(62), Constraint::Percentage(38)]).areas(main);
+            (chat, Some(tools))
+        } else {
+            (main, None)
+        };
+        let selected_marker = if self.focus == Focus::Chat {
+            self.selected_marker
+        } else {
+            None
+        };
+        self.chat.render(
+            frame,
+            chat_area,
+            &self.state.chat,
+            &self.state.revisions,
+            MarkerFocus {
+                selected: selected_marker,
+                expanded: self.expanded_marker,
+            },
+            self.focus == Focus::Chat,
+        );
+        if let Some(tools_area) = tools_area {
+            tools_pane::render(
+                frame,
+                tools_area,
+                &self.state.tools,
+                self.selected_tool,
+                self.focus == Focus::Tools,
+                self.tick,
+            );
+        }
+        gauge::render(frame, gauge_area, self.state.context.as_ref());
+        if let Some(banner) = &self.state.banner {
+            status::render_banner(frame, banner_area, banner);
+        }
+        let prompt = if self.queued {
+            PromptState::Queued
+        } else if self.state.is_busy() {
+            PromptState::Busy
+        } else {
+            PromptState::Ready
+        };
+        self.input.render(frame, input_area, prompt, self.focus == Focus::Input);
+        let overlay_area = Rect {
+            y: main.y,
+            height: main.height + gauge_height,
+            ..main
+        };
+        let tokens = self.state.context.as_ref().and_then(|c| c.tokens.as_ref());
+        let thresholds = match &self.state.context {
+            Some(status) => Thresholds {
+                limit: status.limit,
+                target: status.target,
+            },
+            None => Thresholds {
+                limit: self.config.context_char_limit,
+                target: self.config.micro_target_chars(),
+            },
+        };
+        match &mut self.overlay {
+            Overlay::None => {}
+            Overlay::Help(offset) => help::render(frame, area, offset),
+            Overlay::Browser(browser) => browser.render(frame, overlay_area),
+            Overlay::Context(view) => view.render(
+                frame,
+                overlay_area,
+                self.state.breakdown.as_ref(),
+                &self.state.timeline,
+                thresholds,
+                tokens,
+            ),
+        }
+        if let Some(prompt) = &mut self.state.permission {
+            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
+            modal::render(frame, area, prompt);
+        }
+        if matches!(self.overlay, Overlay::None)
+            && let Some(prompt) = &mut self.state.lossy
+        {
+            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
+            modal::render_lossy(frame, area, prompt);
+        }
+    }
+}
