@@ -1,0 +1,127 @@
+//! The limit in force: the configured characters, or, with `auto`, what the window
+//! leaves for the messages once the reply and the fixed part are set aside.
+
+use super::AUTO_WINDOW_PERCENT;
+use crate::compact::{MIN_CONTEXT_CHAR_LIMIT, short_count};
+
+/// Below this share of what the window holds a configured limit earns a hint.
+const FAR_BELOW_PERCENT: usize = 25;
+
+/// What the limit is compared with: the window, the reply's reserve and the fixed part.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fit {
+    pub window_tokens: u64,
+    pub max_tokens: u64,
+    pub chars_per_token: f64,
+    pub fixed_chars: usize,
+}
+
+impl Fit {
+    /// Tokens kept free for the reply: its `max_tokens`, at most half the window.
+    pub fn reply_reserve(&self) -> u64 {
+        self.max_tokens.min(self.window_tokens / 2)
+    }
+
+    fn messages_chars(&self, prompt_tokens: u64) -> usize {
+        let chars = (prompt_tokens as f64 * self.chars_per_token) as usize;
+        chars.saturating_sub(self.fixed_chars).max(MIN_CONTEXT_CHAR_LIMIT)
+    }
+
+    /// The most message characters a request can hold and still leave the reply room.
+    pub fn holds_chars(&self) -> usize {
+        self.messages_chars(self.window_tokens.saturating_sub(self.reply_reserve()))
+    }
+
+    /// The automatic limit: the window's share, less the reply, in characters.
+    pub fn auto_chars(&self) -> usize {
+        let share = self.window_tokens * AUTO_WINDOW_PERCENT / 100;
+        self.messages_chars(share.saturating_sub(self.reply_reserve()))
+    }
+}
+
+/// How the limit was chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LimitChoice {
+    /// `context_char_limit` as configured (the seed's 50,000 by default).
+    #[default]
+    Configured,
+    /// `context_char_limit = "auto"` / `--limit auto`.
+    Auto,
+}
+
+/// The limit in force and what to tell the user about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitDecision {
+    pub chars: usize,
+    pub note: LimitNote,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LimitNote {
+    /// The configured limit fits the window comfortably.
+    AsConfigured,
+    /// Derived from the window: the label says how.
+    Auto(String),
+    /// The configured limit was above what the window holds.
+    Clamped { configured: usize, label: String },
+    /// The configured limit uses little of the window.
+    FarBelow { configured: usize, holds: usize },
+}
+
+impl LimitNote {
+    /// The line for the user, if there is something to say.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            LimitNote::AsConfigured => None,
+            LimitNote::Auto(label) => Some(format!("limit auto: {label}")),
+            LimitNote::Clamped { configured, label } => Some(format!(
+                "context_char_limit {} is more than the model's window holds; using {label}",
+                short_count(*configured)
+            )),
+            LimitNote::FarBelow { configured, holds } => Some(format!(
+                "context_char_limit {} uses under {FAR_BELOW_PERCENT}% of the model's window (about {} chars); --limit auto sizes it to the window",
+                short_count(*configured),
+                short_count(*holds)
+            )),
+        }
+    }
+}
+
+/// The limit for `configured` chars under `choice`, given what the window holds.
+pub fn decide_limit(choice: LimitChoice, configured: usize, fit: &Fit) -> LimitDecision {
+    let describe = |chars: usize, percent: u64| {
+        format!(
+            "{} chars ({percent}% of {} tokens − {} for the reply, × {:.1} chars/token, − {} fixed)",
+            short_count(chars),
+            short_count(fit.window_tokens as usize),
+            short_count(fit.reply_reserve() as usize),
+            fit.chars_per_token,
+            short_count(fit.fixed_chars)
+        )
+    };
+    let holds = fit.holds_chars();
+    match choice {
+        LimitChoice::Auto => {
+            let chars = fit.auto_chars();
+            LimitDecision {
+                chars,
+                note: LimitNote::Auto(describe(chars, AUTO_WINDOW_PERCENT)),
+            }
+        }
+        LimitChoice::Configured if configured > holds => LimitDecision {
+            chars: holds,
+            note: LimitNote::Clamped {
+                configured,
+                label: describe(holds, 100),
+            },
+        },
+        LimitChoice::Configured if configured < holds * FAR_BELOW_PERCENT / 100 => LimitDecision {
+            chars: configured,
+            note: LimitNote::FarBelow { configured, holds },
+        },
+        LimitChoice::Configured => LimitDecision {
+            chars: configured,
+            note: LimitNote::AsConfigured,
+        },
+    }
+}

@@ -1,0 +1,211 @@
+use serde_json::json;
+
+use super::*;
+use crate::compact::MIN_CONTEXT_CHAR_LIMIT;
+use crate::protocol::WindowSource;
+
+fn fit(window: u64, max_tokens: u64) -> Fit {
+    Fit {
+        window_tokens: window,
+        max_tokens,
+        chars_per_token: DEFAULT_CHARS_PER_TOKEN,
+        fixed_chars: 2_400,
+    }
+}
+
+#[test]
+fn auto_is_the_window_share_less_the_reply_and_fixed_part() {
+    let decision = decide_limit(LimitChoice::Auto, 50_000, &fit(200_000, 8_192));
+    assert_eq!(decision.chars, (160_000 - 8_192) * 4 - 2_400);
+    assert_eq!(
+        decision.note.message().unwrap(),
+        "limit auto: 604.8k chars (80% of 200.0k tokens − 8.2k for the reply, × 4.0 chars/token, − 2.4k fixed)"
+    );
+}
+
+#[test]
+fn a_limit_above_the_window_is_clamped_and_one_far_below_gets_a_hint() {
+    // llama.cpp at -c 8192 with the default max_tokens: half the window is the reply's.
+    let small = fit(8_192, 8_192);
+    let clamped = decide_limit(LimitChoice::Configured, 50_000, &small);
+    assert_eq!(clamped.chars, 4_096 * 4 - 2_400);
+    assert!(matches!(clamped.note, LimitNote::Clamped { configured: 50_000, .. }));
+    assert!(
+        clamped
+            .note
+            .message()
+            .unwrap()
+            .contains("more than the model's window holds")
+    );
+    let far = decide_limit(LimitChoice::Configured, 50_000, &fit(200_000, 8_192));
+    assert_eq!(far.chars, 50_000);
+    assert!(far.note.message().unwrap().contains("--limit auto"));
+    let fine = decide_limit(LimitChoice::Configured, 300_000, &fit(200_000, 8_192));
+    assert_eq!(fine.note, LimitNote::AsConfigured);
+}
+
+#[test]
+fn a_tiny_window_still_leaves_the_configured_minimum() {
+    assert_eq!(
+        decide_limit(LimitChoice::Auto, 50_000, &fit(512, 8_192)).chars,
+        MIN_CONTEXT_CHAR_LIMIT
+    );
+}
+
+#[test]
+fn windows_are_found_in_server_answers_and_the_model_table() {
+    assert_eq!(
+        window_from_props(&json!({"default_generation_settings": {"n_ctx": 8192}})),
+        Some(8192)
+    );
+    assert_eq!(window_from_props(&json!({"n_ctx": 4096})), Some(4096));
+    assert_eq!(window_from_props(&json!({"n_ctx": 0})), None);
+    let models = json!({"data": [{"id": "a", "max_model_len": 32768}, {"id": "b"}]});
+    assert_eq!(window_from_models(&models, "a"), Some(32768));
+    assert_eq!(window_from_models(&models, "b"), None);
+    assert_eq!(
+        window_from_models(&json!({"data": [{"id": "x", "max_model_len": 4096}]}), "other"),
+        Some(4096)
+    );
+    assert_eq!(known_window("claude-sonnet-4-5").map(|w| w.tokens), Some(200_000));
+    assert_eq!(known_window("smollm2"), None);
+}
+
+#[test]
+fn chars_per_token_come_from_one_call_and_re_estimates_are_marked() {
+    let figure = measured(1_000, 4_200, 200_000, TokenBasis::Reported);
+    assert!((figure.chars_per_token - 4.2).abs() < 1e-9);
+    let after = re_estimated(&figure, 2_100);
+    assert_eq!(after.tokens, 500);
+    assert_eq!(after.basis, TokenBasis::Estimated);
+}
+
+fn ledger(choice: LimitChoice) -> Ledger {
+    let window = Window {
+        tokens: 10_000,
+        source: WindowSource::Configured,
+    };
+    Ledger::new(window, 1_000, 1_000, choice, 50_000)
+}
+
+#[test]
+fn the_ledger_measures_each_call_and_re_estimates_after_compaction() {
+    let mut ledger = ledger(LimitChoice::Configured);
+    // 10k tokens − 1k reply at 4 chars/token − 1k fixed: 35k chars fit, so 50k is clamped.
+    assert_eq!(ledger.limit().chars, 35_000);
+    let (point, note) = ledger.called(9_000, 3, 2_500);
+    assert_eq!(point.request_chars, Some(10_000));
+    assert_eq!(point.before(), 9_000);
+    assert!(note.is_none(), "still clamped, nothing new to say");
+    let figure = ledger.tokens().unwrap().clone();
+    assert_eq!((figure.tokens, figure.basis), (2_500, TokenBasis::Reported));
+    assert!((figure.chars_per_token - 4.0).abs() < 1e-9);
+    ledger.compacted(9_000, 3_000, [Stage::CompactHistory]);
+    let figure = ledger.tokens().unwrap();
+    assert_eq!((figure.tokens, &figure.basis), (1_000, &TokenBasis::Estimated));
+    let (point, _) = ledger.called(3_100, 2, 1_000);
+    assert_eq!((point.before(), point.estimate), (9_000, 3_100));
+    assert_eq!(point.stages, vec![Stage::CompactHistory]);
+    assert_eq!(ledger.tokens().unwrap().basis, TokenBasis::Reported);
+    let (point, _) = ledger.called(3_200, 4, 0);
+    assert_eq!((point.before, point.stages.len(), point.input_tokens), (None, 0, None));
+}
+
+#[test]
+fn a_compaction_costs_the_cached_prefix_the_next_call_writes_again() {
+    let mut ledger = ledger(LimitChoice::Configured);
+    let (mut first, _) = ledger.called(9_000, 3, 2_500);
+    ledger.cache(&mut first, 0, 2_000);
+    assert_eq!((first.cache_read, first.cache_rewritten), (Some(0), None));
+    let (mut second, _) = ledger.called(9_500, 5, 2_600);
+    ledger.cache(&mut second, 2_000, 500);
+    assert_eq!(second.cache_rewritten, None, "no compaction in between");
+    ledger.compacted(9_500, 3_000, [Stage::MicroCompact]);
+    let (mut third, _) = ledger.called(3_100, 5, 800);
+    ledger.cache(&mut third, 300, 500);
+    assert_eq!(third.cache_rewritten, Some(2_500 - 300));
+    let (mut uncached, _) = ledger.called(3_200, 6, 800);
+    ledger.cache(&mut uncached, 0, 0);
+    assert_eq!(uncached.cache_read, None, "a provider without caching");
+}
+
+#[test]
+fn an_automatic_limit_follows_the_measured_ratio_and_the_found_window() {
+    let mut ledger = ledger(LimitChoice::Auto);
+    assert_eq!(ledger.limit().chars, (8_000 - 1_000) * 4 - 1_000);
+    ledger.called(5_000, 2, 2_000);
+    assert_eq!(ledger.limit().chars, (8_000 - 1_000) * 3 - 1_000);
+    let note = ledger.set_window(Window {
+        tokens: 20_000,
+        source: WindowSource::Server {
+            endpoint: "/props".into(),
+        },
+    });
+    assert!(note.is_none(), "still automatic");
+    assert_eq!(ledger.limit().chars, (16_000 - 1_000) * 3 - 1_000);
+    assert_eq!(ledger.tokens().unwrap().window_tokens, 20_000);
+}
+
+#[test]
+fn the_reply_gets_what_the_window_leaves_after_the_prompt() {
+    let small = |max_tokens| {
+        Ledger::new(
+            Window {
+                tokens: 2_048,
+                source: WindowSource::Configured,
+            },
+            1_000,
+            max_tokens,
+            LimitChoice::Configured,
+            2_000,
+        )
+    };
+    let mut tight = small(8_192);
+    // (1k fixed + 3k) / 4 chars per token = 1,000 tokens, plus a twentieth.
+    assert_eq!(tight.reply_tokens(3_000), 2_048 - 1_050);
+    // Measured at 2 chars per token the same prompt takes twice the tokens.
+    tight.called(3_000, 1, 2_000);
+    assert_eq!(tight.reply_tokens(3_000), u32::try_from(MIN_REPLY_TOKENS).unwrap());
+    assert_eq!(small(100).reply_tokens(10), 100, "a smaller setting stands");
+    assert_eq!(ledger(LimitChoice::Configured).reply_tokens(1_000), 1_000);
+}
+
+#[test]
+fn the_summary_request_is_sized_to_the_window() {
+    let at = |tokens| {
+        Ledger::new(
+            Window {
+                tokens,
+                source: WindowSource::Configured,
+            },
+            1_000,
+            8_192,
+            LimitChoice::Configured,
+            50_000,
+        )
+    };
+    let small = at(2_048).summary_budget(1_000);
+    assert_eq!(small.max_tokens, 512);
+    assert_eq!(small.input_chars, (1_638 - 512) * 4 - 1_000);
+    let large = at(200_000).summary_budget(1_000);
+    assert_eq!(large.max_tokens, 4_096);
+    assert!(
+        large.input_chars > 80_000,
+        "the configured cap decides for large windows"
+    );
+    assert_eq!(at(512).summary_budget(5_000).input_chars, MIN_SUMMARY_INPUT_CHARS);
+}
+
+#[test]
+fn a_server_names_its_model_and_says_whether_its_template_renders_tools() {
+    let props = json!({"model_alias": "/m/SmolLM2.gguf", "model_path": "/m/SmolLM2.gguf",
+        "chat_template_caps": {"supports_tools": false}});
+    assert_eq!(model_from_props(&props).as_deref(), Some("/m/SmolLM2.gguf"));
+    assert_eq!(tools_from_props(&props), Some(false));
+    assert_eq!(tools_from_props(&json!({})), None);
+    assert_eq!(model_from_props(&json!({"model_alias": ""})), None);
+    let one = json!({"data": [{"id": "qwen"}]});
+    assert_eq!(model_from_models(&one).as_deref(), Some("qwen"));
+    let two = json!({"data": [{"id": "a"}, {"id": "b"}]});
+    assert_eq!(model_from_models(&two), None, "which one is in use is not said");
+}
