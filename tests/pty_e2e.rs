@@ -39,17 +39,16 @@ impl Pty {
     }
 }
 
-#[test]
-fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
-    let workspace = tempfile::tempdir().unwrap();
-    for i in 0..6 {
-        std::fs::write(
-            workspace.path().join(format!("notes{i}.md")),
-            format!("# Notes {i}\n").repeat(200),
-        )
-        .unwrap();
-    }
-    let home = tempfile::tempdir().unwrap();
+/// The app on the offline demo model in a 120x40 pseudo-terminal: what it draws, the
+/// child, and the master end (kept open for as long as the terminal is used).
+fn start(
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+) -> (
+    Pty,
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn portable_pty::MasterPty + Send>,
+) {
     let pty = native_pty_system();
     let pair = pty
         .openpty(PtySize {
@@ -60,18 +59,18 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
         })
         .unwrap();
     let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_scratchpad"));
-    command.args(["-C", workspace.path().to_str().unwrap()]);
+    command.args(["-C", workspace.to_str().unwrap()]);
     command.env("TERM", "xterm-256color");
-    command.env("HOME", home.path());
-    command.env("XDG_CONFIG_HOME", home.path());
-    command.env("SCRATCHPAD_LOG", home.path().join("log.txt"));
+    command.env("HOME", home);
+    command.env("XDG_CONFIG_HOME", home);
+    command.env("SCRATCHPAD_LOG", home.join("log.txt"));
     // A few milliseconds a word: the script still runs in seconds, but a turn lasts
     // long enough for a request typed during it to be queued on any machine.
     command.env("SCRATCHPAD_DEMO_DELAY_MS", "3");
     // Paths become OSC 8 hyperlinks (detection would find no known terminal here).
     command.env("FORCE_HYPERLINK", "1");
     command.env_remove("ANTHROPIC_API_KEY");
-    let mut child = pair.slave.spawn_command(command).unwrap();
+    let child = pair.slave.spawn_command(command).unwrap();
     drop(pair.slave);
     let parser = Arc::new(Mutex::new(vt100::Parser::new(
         std::num::NonZeroU16::new(40).unwrap(),
@@ -94,11 +93,26 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
             }
         });
     }
-    let mut pty = Pty {
+    let pty = Pty {
         parser,
         raw,
         writer: pair.master.take_writer().unwrap(),
     };
+    (pty, child, pair.master)
+}
+
+#[test]
+fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
+    let workspace = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        std::fs::write(
+            workspace.path().join(format!("notes{i}.md")),
+            format!("# Notes {i}\n").repeat(200),
+        )
+        .unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path());
     pty.wait_for("offline demo model", Duration::from_secs(20));
     // Ctrl+C during a turn cancels it and does not quit.
     pty.send(b"survey this workspace");
@@ -150,4 +164,25 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     let link = format!("\x1b]8;;file://{}/.transcripts/", workspace.path().display());
     assert!(raw.contains(&link), "paths are OSC 8 hyperlinks: {link:?}");
     assert!(workspace.path().join(".transcripts").read_dir().unwrap().count() > 0);
+}
+
+/// A burst of typed input far larger than one read of the terminal (a paste without
+/// bracketed paste, a text expander): every character arrives, in order, without
+/// waiting for another key.
+#[test]
+fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path());
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    let burst: String = (0..360).map(|n| format!("w{n:03}/{}", "x".repeat(5))).collect();
+    assert!(burst.len() >= 3_600);
+    pty.writer.write_all(burst.as_bytes()).unwrap();
+    pty.writer.write_all(b"THE-END").unwrap();
+    pty.writer.flush().unwrap();
+    // No further key: the end of the burst must show on its own.
+    pty.wait_for("THE-END", Duration::from_secs(15));
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
 }

@@ -36,6 +36,17 @@ use crate::launch::Launch;
 use crate::protocol::Op;
 use app::App;
 
+/// Input events handled between two frames at most, so a flood still gets drawn.
+const MAX_EVENTS_PER_FRAME: usize = 100_000;
+
+/// Hand one input event to the app; whether the screen changes (pointer motion alone
+/// does not).
+fn handle_input(app: &mut App, event: Event) -> bool {
+    let changes = !matches!(&event, Event::Mouse(m) if m.kind == MouseEventKind::Moved);
+    app.handle_event(event);
+    changes
+}
+
 fn enable_extras(mouse: bool) -> io::Result<()> {
     execute!(io::stdout(), EnableBracketedPaste)?;
     if mouse {
@@ -93,9 +104,19 @@ pub async fn run(launch: Launch) -> io::Result<String> {
         redraw = tokio::select! {
             event = input.next() => match event {
                 Some(Ok(event)) => {
-                    // Pointer motion changes nothing on screen: no redraw for it.
-                    let changes = !matches!(&event, Event::Mouse(m) if m.kind == MouseEventKind::Moved);
-                    app.handle_event(event);
+                    let mut changes = handle_input(&mut app, event);
+                    // Everything already typed is taken now, in order, before one frame:
+                    // the stream wakes once per read of the terminal, and a burst (a paste
+                    // without bracketed paste) would otherwise wait for the next key.
+                    for _ in 0..MAX_EVENTS_PER_FRAME {
+                        if !crossterm::event::poll(Duration::ZERO).unwrap_or(false) {
+                            break;
+                        }
+                        match crossterm::event::read() {
+                            Ok(event) => changes |= handle_input(&mut app, event),
+                            Err(_) => break,
+                        }
+                    }
                     changes
                 }
                 Some(Err(error)) => break Err(error),
