@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -144,7 +144,11 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 }
                 None => {
                     let session = runtime.block_on(tui::run(launched))?;
-                    println!("session {session} · to pick it up again: scratchpad --continue");
+                    // The terminal may be gone (its window closed): nothing to tell then.
+                    let _ = writeln!(
+                        io::stdout(),
+                        "session {session} · to pick it up again: scratchpad --continue"
+                    );
                     Ok(ExitCode::SUCCESS)
                 }
             }

@@ -186,3 +186,95 @@ fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     pty.send(b"\x03");
     let _ = child.wait();
 }
+
+/// The terminal closed under the app (its window shut): SIGHUP arrives and every
+/// write to the terminal fails. The app ends its session and exits cleanly instead of
+/// panicking (or aborting) over a report it can no longer print.
+#[test]
+fn closing_the_terminal_under_the_app_ends_it_cleanly() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (mut master, mut slave) = (-1, -1);
+    let mut size = libc::winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills two descriptors we then own.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &mut size,
+        )
+    };
+    assert_eq!(opened, 0, "openpty");
+    // SAFETY: fcntl on the two descriptors just opened. openpty does not mark them
+    // close-on-exec: a child holding the master would keep the terminal from hanging up.
+    unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let slave_fd = slave.as_raw_fd();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"));
+    command
+        .args(["-C", workspace.path().to_str().unwrap()])
+        .env("TERM", "xterm-256color")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(slave.try_clone().unwrap())
+        .stdout(slave.try_clone().unwrap())
+        .stderr(slave.try_clone().unwrap());
+    // SAFETY: between fork and exec only async-signal-safe calls: a new session with
+    // the pseudo-terminal as its controlling terminal, as a terminal emulator does.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(slave_fd, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    // The command keeps its copies of the terminal's slave end: closed here, so the
+    // terminal hangs up once the master closes.
+    drop(command);
+    drop(slave);
+    let mut screen = vt100::Parser::new(
+        std::num::NonZeroU16::new(40).unwrap(),
+        std::num::NonZeroU16::new(120).unwrap(),
+        0,
+    );
+    let mut terminal = std::fs::File::from(master);
+    let started = Instant::now();
+    let mut buffer = [0u8; 8192];
+    while !screen.screen().contents().contains("offline demo model") {
+        assert!(started.elapsed() < Duration::from_secs(20), "the app never drew");
+        let n = terminal.read(&mut buffer).unwrap();
+        screen.process(&buffer[..n]);
+    }
+    terminal.write_all(b"half a request").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(terminal);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("the app outlived its terminal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -150,7 +150,15 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     };
     let _ = ops.send(Op::Quit);
     disable_extras();
-    ratatui::restore();
+    // The terminal may be gone (its window closed). ratatui's restore and the
+    // terminal's drop report a failure on stderr, and printing to a closed stderr
+    // panics, so the failure is left unreported: there is no terminal to tell.
+    if terminal.show_cursor().is_ok() {
+        drop(terminal);
+    } else {
+        std::mem::forget(terminal);
+    }
+    let _ = ratatui::try_restore();
     let _ = tokio::time::timeout(Duration::from_secs(5), agent_task).await;
     result.map(|()| app.state.session.id.clone())
 }
