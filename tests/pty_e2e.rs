@@ -197,22 +197,14 @@ fn closing_the_terminal_under_the_app_ends_it_cleanly() {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let (mut master, mut slave) = (-1, -1);
-    let mut size = libc::winsize {
+    let size = libc::winsize {
         ws_row: 40,
         ws_col: 120,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
     // SAFETY: openpty fills two descriptors we then own.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &mut size,
-        )
-    };
+    let opened = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &size) };
     assert_eq!(opened, 0, "openpty");
     // SAFETY: fcntl on the two descriptors just opened. openpty does not mark them
     // close-on-exec: a child holding the master would keep the terminal from hanging up.
