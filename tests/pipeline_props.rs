@@ -145,16 +145,11 @@ fn small_config() -> CompactConfig {
     }
 }
 
+/// Each tool result's text as the input had it, by tool_use id.
 fn originals(messages: &[Message]) -> HashMap<String, String> {
-    messages
-        .iter()
-        .flat_map(|m| m.block_slice())
-        .filter_map(|block| match block {
-            ContentBlock::ToolResult {
-                tool_use_id, content, ..
-            } => Some((tool_use_id.clone(), content.full_text())),
-            _ => None,
-        })
+    original_contents(messages)
+        .into_iter()
+        .map(|(id, content)| (id, content.full_text()))
         .collect()
 }
 

@@ -320,15 +320,20 @@ mod tests {
     use super::*;
     use crate::message::ToolResultContent;
 
-    #[test]
-    fn maps_tool_calls_and_results_both_ways() {
-        let provider = OpenAiProvider::new(OpenAiConfig {
+    /// A provider for a local server that is never called: for building requests.
+    fn local_provider() -> OpenAiProvider {
+        OpenAiProvider::new(OpenAiConfig {
             base_url: "http://127.0.0.1:1/v1".into(),
             api_key: None,
             model: "local".into(),
             retry: RetryPolicy::default(),
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn maps_tool_calls_and_results_both_ways() {
+        let provider = local_provider();
         let request = ModelRequest {
             system: "sys".into(),
             tools: vec![],
@@ -405,13 +410,7 @@ mod tests {
 
     #[test]
     fn consecutive_user_messages_go_as_one_user_turn() {
-        let provider = OpenAiProvider::new(OpenAiConfig {
-            base_url: "http://127.0.0.1:1/v1".into(),
-            api_key: None,
-            model: "local".into(),
-            retry: RetryPolicy::default(),
-        })
-        .unwrap();
+        let provider = local_provider();
         let request = ModelRequest {
             system: String::new(),
             tools: vec![],
