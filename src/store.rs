@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -145,20 +145,15 @@ impl Store {
     pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
         if self.dry_run {
-            let mut hasher = HashingWriter::new(io::sink());
-            write_jsonl(&mut hasher, messages).map_err(|source| self.write_error(Path::new(&path), source))?;
-            return Ok(self.remember(&path, &hasher.into_parts().1));
+            let (_, sha256) = write_jsonl_hashed(io::sink(), messages)
+                .map_err(|source| self.write_error(Path::new(&path), source))?;
+            return Ok(self.remember(&path, &sha256));
         }
         create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
             .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
         let temp = self.temp_path(&self.transcripts_dir(), "transcript");
         let write = |file: File| -> Result<String, StoreError> {
-            let mut writer = HashingWriter::new(BufWriter::with_capacity(1 << 17, file));
-            write_jsonl(&mut writer, messages).map_err(|source| self.write_error(&temp, source))?;
-            let (buffered, sha256) = writer.into_parts();
-            buffered
-                .into_inner()
-                .map_err(|error| self.write_error(&temp, error.into_error()))?;
+            let (_, sha256) = write_jsonl_hashed(file, messages).map_err(|source| self.write_error(&temp, source))?;
             Ok(sha256)
         };
         let file = self
@@ -395,7 +390,42 @@ pub enum UnverifiedFile {
     Changed(String),
 }
 
-/// Messages as JSON lines, as transcripts hold them.
+/// Bytes the serialiser gathers before handing them to the thread that hashes and
+/// writes them.
+const TRANSCRIPT_CHUNK: usize = 1 << 20;
+
+/// Messages as JSON lines, as transcripts hold them, into `out`; `out` back, with the
+/// SHA-256 of every byte. Serialising and hashing take about as long each, so the
+/// hash and the write run on a second thread while this one serialises the next chunk.
+fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Result<(W, String)> {
+    let (chunks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+    std::thread::scope(|scope| {
+        let sink = scope.spawn(move || -> io::Result<(W, String)> {
+            let mut out = out;
+            let mut hasher = sha2::Sha256::new();
+            for chunk in received {
+                hasher.update(&chunk);
+                out.write_all(&chunk)?;
+            }
+            out.flush()?;
+            Ok((out, hex(&hasher.finalize())))
+        });
+        let mut sender = ChunkSender {
+            chunk: Vec::with_capacity(TRANSCRIPT_CHUNK),
+            chunks,
+        };
+        let serialised = write_jsonl(&mut sender, messages).and_then(|()| sender.send());
+        drop(sender);
+        // A failed write on the other side ends its loop, so a send fails too: its own
+        // error is the one that says what went wrong.
+        let written = sink
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")));
+        let written = written?;
+        serialised.map(|()| written)
+    })
+}
+
 fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> {
     for message in messages {
         crate::json::to_writer(&mut *writer, message)?;
@@ -404,36 +434,35 @@ fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> 
     Ok(())
 }
 
-/// Passes bytes through and hashes them on the way: a transcript's hash costs no
-/// second pass over it.
-struct HashingWriter<W> {
-    inner: W,
-    hasher: sha2::Sha256,
+/// Gathers serde's small writes into chunks of [`TRANSCRIPT_CHUNK`] for the writer thread.
+struct ChunkSender {
+    chunk: Vec<u8>,
+    chunks: std::sync::mpsc::SyncSender<Vec<u8>>,
 }
 
-impl<W: Write> HashingWriter<W> {
-    fn new(inner: W) -> Self {
-        HashingWriter {
-            inner,
-            hasher: sha2::Sha256::new(),
+impl ChunkSender {
+    fn send(&mut self) -> io::Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
         }
-    }
-
-    /// The writer, and the hash of everything written through it.
-    fn into_parts(self) -> (W, String) {
-        (self.inner, hex(&self.hasher.finalize()))
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(TRANSCRIPT_CHUNK));
+        self.chunks
+            .send(full)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the transcript writer stopped"))
     }
 }
 
-impl<W: Write> Write for HashingWriter<W> {
+impl Write for ChunkSender {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let written = self.inner.write(bytes)?;
-        self.hasher.update(&bytes[..written]);
-        Ok(written)
+        self.chunk.extend_from_slice(bytes);
+        if self.chunk.len() >= TRANSCRIPT_CHUNK {
+            self.send()?;
+        }
+        Ok(bytes.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+        Ok(())
     }
 }
 
@@ -583,6 +612,38 @@ mod tests {
         assert_eq!(names.len(), 2, "no temp files remain: {names:?}");
         let ignore = fs::read_to_string(store.transcripts_dir().join(".gitignore")).unwrap();
         assert_eq!(ignore, "*\n", "git never shows our archives as untracked");
+    }
+
+    /// A history of several chunks: the bytes are the JSON lines in order, the hash is
+    /// theirs, and a sink that fails part way reports its own error, not the pipe's.
+    #[test]
+    fn a_transcript_of_many_chunks_is_whole_hashed_and_a_failed_write_says_why() {
+        let history: Vec<Message> = (0..600)
+            .map(|n| Message::user_text(format!("{n} ✓ {}", "x".repeat(5_000))))
+            .collect();
+        let (bytes, sha256) = write_jsonl_hashed(Vec::new(), &history).unwrap();
+        assert!(bytes.len() > 2 * TRANSCRIPT_CHUNK, "{} bytes", bytes.len());
+        let mut expected = Vec::new();
+        write_jsonl(&mut expected, &history).unwrap();
+        assert!(bytes == expected, "the transcript is the JSON lines in order");
+        assert_eq!(sha256, sha256_hex(&expected));
+
+        #[derive(Debug)]
+        struct FullDisk(usize);
+        impl Write for FullDisk {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                if self.0 < bytes.len() {
+                    return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"));
+                }
+                self.0 -= bytes.len();
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let error = write_jsonl_hashed(FullDisk(TRANSCRIPT_CHUNK), &history).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::StorageFull, "{error}");
     }
 
     #[cfg(unix)]

@@ -165,9 +165,34 @@ pub struct Sizes {
     sum: usize,
 }
 
+/// Fewer messages than this a thread are counted on one: starting a thread costs
+/// about as much as counting a few hundred ordinary messages.
+const MESSAGES_PER_THREAD: usize = 1_000;
+
+/// The count of every message. Counting costs as much as serialising, so a long
+/// history (a resume, `compact`, a restored transcript) is counted on every core.
+fn count_each(messages: &[Message], mode: EstimateMode) -> Vec<usize> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(messages.len() / MESSAGES_PER_THREAD);
+    if threads < 2 {
+        return messages.iter().map(|m| mode.count(m)).collect();
+    }
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = messages
+            .chunks(messages.len().div_ceil(threads))
+            .map(|part| scope.spawn(move || part.iter().map(|m| mode.count(m)).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|part| part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
 impl Sizes {
     pub fn of(messages: &[Message], mode: EstimateMode) -> Self {
-        let per_message: Vec<usize> = messages.iter().map(|m| mode.count(m)).collect();
+        let per_message = count_each(messages, mode);
         let sum = per_message.iter().sum();
         Sizes { mode, per_message, sum }
     }
@@ -297,6 +322,20 @@ mod tests {
         let mut sizes = Sizes::of(&history[..1], EstimateMode::Seed);
         sizes.push(&history[1]);
         assert_eq!(sizes.total(), 212);
+    }
+
+    /// A history long enough to be counted on several threads: every message's count
+    /// in its place, as one thread counts it.
+    #[test]
+    fn a_long_history_counted_in_parts_has_each_count_in_its_place() {
+        let history: Vec<Message> = (0..MESSAGES_PER_THREAD * 3 + 7)
+            .map(|n| Message::user_text("é".repeat(n % 97)))
+            .collect();
+        let sizes = Sizes::of(&history, EstimateMode::Seed);
+        for (at, message) in history.iter().enumerate() {
+            assert_eq!(sizes.of_message(at), EstimateMode::Seed.count(message), "message {at}");
+        }
+        assert_eq!(sizes.total(), estimate_chars(&history));
     }
 
     #[test]

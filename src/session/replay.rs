@@ -69,7 +69,10 @@ impl JournalText {
 /// `--continue`, `simulate` and `compact` all read through here.
 pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
     let mut file = open_regular(path, OpenOptions::new().read(true))?;
-    let mut bytes = Vec::new();
+    // Sized from the file up front: `take` hides the size from `read_to_end`, which
+    // would otherwise grow the buffer (and fault its pages) a doubling at a time.
+    let expected = file.metadata().map_or(0, |meta| meta.len()).min(MAX_JOURNAL_BYTES + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
     Read::by_ref(&mut file)
         .take(MAX_JOURNAL_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -83,7 +86,7 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
             limit: MAX_JOURNAL_BYTES,
         });
     }
-    let complete_len = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
+    let complete_len = memchr::memrchr(b'\n', &bytes).map_or(0, |at| at + 1);
     Ok(JournalText { bytes, complete_len })
 }
 
