@@ -76,6 +76,8 @@ pub struct UiSettings {
     pub hyperlinks: bool,
     /// Delay between streamed words of the offline demo model, in milliseconds.
     pub demo_word_delay_ms: u64,
+    /// `auto` (ask the terminal for its background), `dark` or `light`.
+    pub theme: crate::tui::theme::ThemeChoice,
 }
 
 impl Default for UiSettings {
@@ -84,6 +86,7 @@ impl Default for UiSettings {
             mouse: true,
             hyperlinks: true,
             demo_word_delay_ms: 15,
+            theme: crate::tui::theme::ThemeChoice::Auto,
         }
     }
 }
@@ -437,6 +440,7 @@ allow_outside_workspace = true
 mouse = false
 hyperlinks = false
 demo_word_delay_ms = 0
+theme = "light"
 "#;
         let config = parse(text).unwrap();
         let mut expected = Config {
@@ -484,6 +488,7 @@ demo_word_delay_ms = 0
             mouse: false,
             hyperlinks: false,
             demo_word_delay_ms: 0,
+            theme: crate::tui::theme::ThemeChoice::Light,
         };
         assert_eq!(config, expected);
     }

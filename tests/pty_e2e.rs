@@ -12,7 +12,7 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 struct Pty {
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
-    writer: Box<dyn Write + Send>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
 }
 
 impl Pty {
@@ -33,10 +33,37 @@ impl Pty {
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
+        self.type_now(bytes);
         std::thread::sleep(Duration::from_millis(150));
     }
+
+    fn type_now(&mut self, bytes: &[u8]) {
+        let mut writer = self.writer.lock().unwrap();
+        writer.write_all(bytes).unwrap();
+        writer.flush().unwrap();
+    }
+
+    /// The background colour of the first cell of the first `text` on screen.
+    fn background_of(&self, text: &str) -> Option<vt100::Color> {
+        let parser = self.parser.lock().unwrap();
+        let screen = parser.screen();
+        let (_, columns) = screen.size();
+        screen.rows(0, columns.get()).enumerate().find_map(|(row, line)| {
+            let at = line.find(text)?;
+            let column = line[..at].chars().count();
+            screen.cell(row as u16, column as u16).map(|cell| cell.bgcolor())
+        })
+    }
+}
+
+/// How the terminal in a test answers the app's question about its colours (OSC 10
+/// and 11, then the device attributes that end every such query).
+#[derive(Clone, Copy)]
+enum Colours {
+    /// Like a terminal that does not know these queries: no answer.
+    Silent,
+    /// Black on white.
+    Light,
 }
 
 /// The app on the offline demo model in a 120x40 pseudo-terminal: what it draws, the
@@ -44,6 +71,7 @@ impl Pty {
 fn start(
     workspace: &std::path::Path,
     home: &std::path::Path,
+    colours: Colours,
 ) -> (
     Pty,
     Box<dyn portable_pty::Child + Send + Sync>,
@@ -78,26 +106,42 @@ fn start(
         0,
     )));
     let raw = Arc::new(Mutex::new(Vec::new()));
+    let writer = Arc::new(Mutex::new(pair.master.take_writer().unwrap()));
     let mut reader = pair.master.try_clone_reader().unwrap();
     {
         let parser = parser.clone();
         let raw = raw.clone();
+        let writer = writer.clone();
         std::thread::spawn(move || {
             let mut buffer = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buffer) {
                 if n == 0 {
                     break;
                 }
-                parser.lock().unwrap().process(&buffer[..n]);
-                raw.lock().unwrap().extend_from_slice(&buffer[..n]);
+                let read = &buffer[..n];
+                if let Colours::Light = colours {
+                    let asks = |query: &[u8]| read.windows(query.len()).any(|w| w == query);
+                    let mut answer = Vec::new();
+                    if asks(b"\x1b]10;?") {
+                        answer.extend_from_slice(b"\x1b]10;rgb:0000/0000/0000\x1b\\");
+                    }
+                    if asks(b"\x1b]11;?") {
+                        answer.extend_from_slice(b"\x1b]11;rgb:ffff/ffff/ffff\x1b\\");
+                    }
+                    if asks(b"\x1b[c") {
+                        answer.extend_from_slice(b"\x1b[?62;22c");
+                    }
+                    if !answer.is_empty() {
+                        let mut writer = writer.lock().unwrap();
+                        let _ = writer.write_all(&answer).and_then(|()| writer.flush());
+                    }
+                }
+                parser.lock().unwrap().process(read);
+                raw.lock().unwrap().extend_from_slice(read);
             }
         });
     }
-    let pty = Pty {
-        parser,
-        raw,
-        writer: pair.master.take_writer().unwrap(),
-    };
+    let pty = Pty { parser, raw, writer };
     (pty, child, pair.master)
 }
 
@@ -112,7 +156,7 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
         .unwrap();
     }
     let home = tempfile::tempdir().unwrap();
-    let (mut pty, mut child, _master) = start(workspace.path(), home.path());
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
     pty.wait_for("offline demo model", Duration::from_secs(20));
     // Ctrl+C during a turn cancels it and does not quit.
     pty.send(b"survey this workspace");
@@ -173,15 +217,34 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
 fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let (mut pty, mut child, _master) = start(workspace.path(), home.path());
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
     pty.wait_for("offline demo model", Duration::from_secs(20));
+    // A terminal that does not say its background gets the dark palette, with text in
+    // the terminal's own colour.
+    assert_eq!(pty.background_of(" scratchpad "), Some(vt100::Color::Idx(117)));
     let burst: String = (0..360).map(|n| format!("w{n:03}/{}", "x".repeat(5))).collect();
     assert!(burst.len() >= 3_600);
-    pty.writer.write_all(burst.as_bytes()).unwrap();
-    pty.writer.write_all(b"THE-END").unwrap();
-    pty.writer.flush().unwrap();
+    pty.type_now(burst.as_bytes());
+    pty.type_now(b"THE-END");
     // No further key: the end of the burst must show on its own.
     pty.wait_for("THE-END", Duration::from_secs(15));
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+}
+
+/// A terminal that says it is black on white gets the light palette.
+#[test]
+fn a_light_terminal_is_asked_and_drawn_in_the_light_palette() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Light);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    assert_eq!(
+        pty.background_of(" scratchpad "),
+        Some(vt100::Color::Idx(25)),
+        "the status badge in the light palette's accent"
+    );
     pty.send(b"\x03");
     pty.send(b"\x03");
     let _ = child.wait();

@@ -17,7 +17,7 @@ use scratchpad::protocol::{
 };
 use scratchpad::provider::Usage;
 use scratchpad::tui::app::App;
-use scratchpad::tui::gauge::{TICK_COLOUR, Zone, zone_colour};
+use scratchpad::tui::gauge::{Zone, tick_colour, zone_colour};
 
 struct Screen {
     app: App,
@@ -66,6 +66,72 @@ fn draw(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal.draw(|frame| app.render(frame)).unwrap();
     terminal
+}
+
+/// Every glyph of the app as it stands, drawn in each palette, is readable: text at
+/// 4.5:1 against what is under it (WCAG AA), rules and bars at 3:1. What is under a
+/// cell with no background of its own is the terminal's, somewhere in the range the
+/// palette is made for; the terminal's own foreground is readable by definition.
+fn assert_readable_in_both_themes(app: &mut App, width: u16, height: u16, view: &str) {
+    use ratatui::style::Modifier;
+    use scratchpad::tui::theme::{DARK, LIGHT, contrast, rgb, with_palette};
+    for palette in [DARK, LIGHT] {
+        let terminal = with_palette(palette, || draw(app, width, height));
+        let buffer = terminal.backend().buffer();
+        let mut unreadable = Vec::new();
+        for y in 0..height {
+            for x in 0..width {
+                let cell = &buffer[(x, y)];
+                let symbol = cell.symbol();
+                if symbol.trim().is_empty() {
+                    continue;
+                }
+                assert!(
+                    !cell.modifier.contains(Modifier::DIM),
+                    "{view} ({}): ({x},{y}) {symbol:?} is dimmed, which no contrast can be promised for",
+                    palette.name
+                );
+                // Reversed or not, the same two colours meet.
+                let (fg, bg) = (cell.fg, cell.bg);
+                let is_rule = symbol.chars().all(|c| ('\u{2500}'..='\u{259f}').contains(&c));
+                let needed = if is_rule { 3.0 } else { 4.5 };
+                // The terminal's foreground over its own background, or a colour over
+                // the terminal's foreground: the terminal's choice either way.
+                let Some(front) = (if fg == Color::Reset { None } else { Some(fg) }) else {
+                    continue;
+                };
+                let front = rgb(front).unwrap_or_else(|| {
+                    panic!(
+                        "{view} ({}): ({x},{y}) {symbol:?} has the terminal-defined colour {front:?}",
+                        palette.name
+                    )
+                });
+                let behind: Vec<(u8, u8, u8)> = match bg {
+                    Color::Reset => palette.backgrounds.to_vec(),
+                    colour => vec![rgb(colour).unwrap_or_else(|| {
+                        panic!(
+                            "{view} ({}): ({x},{y}) has the terminal-defined background {colour:?}",
+                            palette.name
+                        )
+                    })],
+                };
+                let worst = behind
+                    .iter()
+                    .map(|&back| contrast(front, back))
+                    .fold(f64::INFINITY, f64::min);
+                if worst < needed {
+                    unreadable.push(format!("({x},{y}) {symbol:?} {worst:.2}:1"));
+                }
+            }
+        }
+        assert!(
+            unreadable.is_empty(),
+            "{view} ({}): {} glyphs under their contrast, first {:?}",
+            palette.name,
+            unreadable.len(),
+            &unreadable[..unreadable.len().min(8)]
+        );
+    }
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -132,6 +198,7 @@ fn conversation(app: &mut App) {
 fn empty_start() {
     let mut s = screen();
     insta::assert_snapshot!("empty_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "empty start");
     insta::assert_snapshot!("empty_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("empty_60x15", draw(&mut s.app, 60, 15).backend());
 }
@@ -145,6 +212,7 @@ fn streaming_markdown() {
         text: "The loop stops one token early because".into(),
     });
     insta::assert_snapshot!("streaming_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "streamed markdown");
     insta::assert_snapshot!("streaming_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("streaming_60x15", draw(&mut s.app, 60, 15).backend());
 }
@@ -160,6 +228,7 @@ fn tool_running() {
         summary: "cargo test --workspace".into(),
     });
     insta::assert_snapshot!("tool_running_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "a running tool");
     insta::assert_snapshot!("tool_running_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
@@ -226,11 +295,18 @@ fn every_kind_of_compaction_marker() {
         },
     });
     insta::assert_snapshot!("markers_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "compaction markers");
     insta::assert_snapshot!("markers_80x24", draw(&mut s.app, 80, 24).backend());
     // Selecting a marker highlights it; Enter opens its file in the browser.
     s.app.handle_key(key(KeyCode::Tab));
     s.app.handle_key(key(KeyCode::Up));
     insta::assert_snapshot!("marker_selected_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "a selected marker");
+}
+
+/// Cells of the 110-cell bar filled at `estimate` of a 50,000 limit.
+fn expected_fill(estimate: usize) -> usize {
+    ((estimate.min(50_000) as f64 / 50_000.0) * 110.0).round() as usize
 }
 
 fn gauge_cells(terminal: &Terminal<TestBackend>, row: u16) -> Vec<(String, Option<Color>)> {
@@ -272,6 +348,7 @@ fn the_gauge_in_each_zone() {
         });
         let terminal = draw(&mut s.app, 120, 40);
         insta::assert_snapshot!(format!("gauge_{name}_120x40"), terminal.backend());
+        assert_readable_in_both_themes(&mut s.app, 120, 40, &format!("the gauge {name}"));
         // The bar is on the first gauge row: filled cells in the zone colour, the
         // ticks at 80% and 100% in the tick colour.
         let row = 40 - 3 - 2;
@@ -285,9 +362,14 @@ fn the_gauge_in_each_zone() {
             .map(|(i, _)| i)
             .collect();
         assert_eq!(ticks, vec![88, 109], "{name}: ticks at 80% and at the end");
-        assert!(ticks.iter().all(|&t| bar[t].1 == Some(TICK_COLOUR)));
+        assert!(
+            ticks
+                .iter()
+                .all(|&t| bar[t].1 == Some(tick_colour(t < expected_fill(estimate)))),
+            "{name}: ticks over the fill in the colour for a filled cell"
+        );
         let filled = bar.iter().filter(|c| c.0 == "█").count();
-        let expected = ((estimate.min(50_000) as f64 / 50_000.0) * 110.0).round() as usize;
+        let expected = expected_fill(estimate);
         let expected_filled = expected - ticks.iter().filter(|&&t| t < expected).count();
         assert_eq!(filled, expected_filled, "{name}: filled cells");
         let narrow = draw(&mut s.app, 60, 15);
@@ -350,6 +432,7 @@ fn browser_list_and_viewer_with_search() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     insta::assert_snapshot!("browser_list_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the transcript browser");
     insta::assert_snapshot!("browser_list_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("browser_list_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.handle_key(key(KeyCode::Enter));
@@ -360,6 +443,27 @@ fn browser_list_and_viewer_with_search() {
     }
     s.app.handle_key(key(KeyCode::Enter));
     insta::assert_snapshot!("viewer_search_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the viewer with a search");
+    // Only the matches are marked, not the lines that hold them.
+    let terminal = draw(&mut s.app, 120, 40);
+    let buffer = terminal.backend().buffer();
+    let marked = scratchpad::tui::theme::palette().match_background;
+    let mut marked_runs = Vec::new();
+    for y in 0..40 {
+        let run: String = (0..120)
+            .map(|x| &buffer[(x, y)])
+            .filter(|cell| cell.bg == marked)
+            .map(|cell| cell.symbol().to_string())
+            .collect();
+        if !run.is_empty() {
+            marked_runs.push(run.to_lowercase());
+        }
+    }
+    assert!(!marked_runs.is_empty(), "the search marks its matches");
+    assert!(
+        marked_runs.iter().all(|run| run.split("bug").all(str::is_empty)),
+        "marked cells are the matches only: {marked_runs:?}"
+    );
     s.app.handle_key(key(KeyCode::Char('n')));
     s.app.handle_key(key(KeyCode::Char('b')));
     s.app.handle_key(key(KeyCode::Esc));
@@ -385,6 +489,7 @@ fn permission_modal() {
         always: None,
     });
     insta::assert_snapshot!("modal_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the permission question");
     insta::assert_snapshot!("modal_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("modal_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.apply(AgentEvent::PermissionRequest {
@@ -435,6 +540,7 @@ fn help_overlay() {
     let mut s = screen();
     s.app.handle_key(key(KeyCode::Char('?')));
     insta::assert_snapshot!("help_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "help");
     insta::assert_snapshot!("help_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("help_60x15", draw(&mut s.app, 60, 15).backend());
     // A small terminal scrolls the help to show the commands.
@@ -451,6 +557,7 @@ fn slash_command_popup() {
         s.app.handle_key(key(KeyCode::Char(c)));
     }
     insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the slash popup");
     insta::assert_snapshot!("slash_popup_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
@@ -538,6 +645,7 @@ fn context_view_and_timeline() {
         breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "/context");
     insta::assert_snapshot!("context_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("context_60x15", draw(&mut s.app, 60, 15).backend());
     // Enter on the largest item (the tool result) shows its text.
@@ -662,6 +770,7 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(s.app.input.text(), "second request", "the text stays, editable");
     insta::assert_snapshot!("queued_80x24", draw(&mut s.app, 80, 24).backend());
+    assert_readable_in_both_themes(&mut s.app, 80, 24, "a queued request");
     assert!(s._ops.try_recv().is_err(), "nothing is sent while the turn runs");
     s.app.apply(AgentEvent::TurnDone {
         turn: scratchpad::protocol::TurnId(1),
@@ -1006,6 +1115,7 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
         "{expanded}"
     );
     insta::assert_snapshot!("marker_receipt_80x24", terminal.backend());
+    assert_readable_in_both_themes(&mut s.app, 80, 24, "an open receipt");
     s.app.handle_key(key(KeyCode::Left));
     assert!(!draw(&mut s.app, 80, 24).backend().to_string().contains("why:"));
 }
@@ -1036,6 +1146,7 @@ fn a_preview_lists_what_compact_would_do() {
         "{screen}"
     );
     insta::assert_snapshot!("preview_80x24", terminal.backend());
+    assert_readable_in_both_themes(&mut s.app, 80, 24, "a compaction preview");
 }
 
 #[test]
@@ -1067,6 +1178,7 @@ fn the_summarise_question_shows_what_it_would_summarise() {
         preview: vec![event],
     });
     insta::assert_snapshot!("lossy_question_120x40", draw(&mut s.app, 120, 40).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the summarise question");
     // Keys typed at once are not an answer; after the grace period, n is "not now".
     s.app.handle_key(key(KeyCode::Char('n')));
     assert!(s._ops.try_recv().is_err());

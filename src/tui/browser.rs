@@ -33,7 +33,7 @@ pub struct FileEntry {
 
 pub struct Viewer {
     pub title: String,
-    pub lines: Vec<Line<'static>>,
+    pub lines: Vec<(String, LineRole)>,
     plain: Vec<String>,
     pub scroll: usize,
     previous: Vec<usize>,
@@ -139,44 +139,95 @@ fn read_capped(path: &Path) -> std::io::Result<(String, bool)> {
     Ok((String::from_utf8_lossy(&bytes).into_owned(), size > MAX_VIEW_BYTES))
 }
 
+/// What a line of the viewer is, for its colour: chosen where the file is read (off
+/// the UI thread), coloured where it is drawn, in the palette in use then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineRole {
+    Plain,
+    NotAMessage,
+    UserHeader,
+    AssistantHeader,
+    Call,
+    ResultHeader,
+    ResultText,
+    Unknown,
+    Note,
+}
+
+impl LineRole {
+    pub fn style(self) -> Style {
+        let palette = theme::palette();
+        let header = |colour| Style::default().fg(colour).add_modifier(Modifier::BOLD);
+        match self {
+            LineRole::Plain => Style::default(),
+            LineRole::NotAMessage => Style::default().fg(palette.failure),
+            LineRole::UserHeader => header(palette.accent),
+            LineRole::AssistantHeader => header(palette.success_bright),
+            LineRole::Call => Style::default().fg(palette.attention),
+            LineRole::ResultHeader => Style::default().fg(palette.info),
+            LineRole::ResultText => Style::default().fg(palette.soft),
+            LineRole::Unknown | LineRole::Note => Style::default().fg(palette.muted),
+        }
+    }
+}
+
 /// A transcript as readable lines: a header per message, then its blocks.
-pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
+/// `text` in `style`, with each occurrence of `query` (found in `lowered`, the line in
+/// lower case) marked. Where lower case changed the line's length, the positions do
+/// not carry over, and the whole line is marked instead.
+fn with_matches_marked(text: &str, lowered: &str, query: &str, style: Style) -> Vec<(String, Style)> {
+    let palette = theme::palette();
+    let marked = Style::default().fg(palette.text).bg(palette.match_background);
+    if lowered.len() != text.len() {
+        return vec![(text.to_string(), marked)];
+    }
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (at, found) in lowered.match_indices(query) {
+        let end = at + found.len();
+        let (Some(before), Some(hit)) = (text.get(from..at), text.get(at..end)) else {
+            return vec![(text.to_string(), marked)];
+        };
+        if !before.is_empty() {
+            pieces.push((before.to_string(), style));
+        }
+        pieces.push((hit.to_string(), marked));
+        from = end;
+    }
+    if let Some(rest) = text.get(from..).filter(|rest| !rest.is_empty()) {
+        pieces.push((rest.to_string(), style));
+    }
+    pieces
+}
+
+pub fn transcript_lines(text: &str) -> Vec<(String, LineRole)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let Ok(message) = crate::json::from_str::<Message>(line) else {
             out.push((
                 format!("(line {} is not a message) {line}", n + 1),
-                Style::default().fg(theme::FAILURE),
+                LineRole::NotAMessage,
             ));
             continue;
         };
-        let colour = match message.role {
-            Role::User => theme::ACCENT,
-            Role::Assistant => theme::SUCCESS_BRIGHT,
+        let header = match message.role {
+            Role::User => LineRole::UserHeader,
+            Role::Assistant => LineRole::AssistantHeader,
         };
-        out.push((
-            format!("── {} · {} ──", n + 1, role_name(message.role)),
-            Style::default().fg(colour).add_modifier(Modifier::BOLD),
-        ));
+        out.push((format!("── {} · {} ──", n + 1, role_name(message.role)), header));
         for piece in pieces(&message) {
             match piece {
-                Piece::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), Style::default()))),
-                Piece::Call { id, name, input } => out.push((
-                    format!("⚙ {name} {input}  [{id}]"),
-                    Style::default().fg(theme::ATTENTION),
-                )),
+                Piece::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), LineRole::Plain))),
+                Piece::Call { id, name, input } => out.push((format!("⚙ {name} {input}  [{id}]"), LineRole::Call)),
                 Piece::Result { id, text, error } => {
                     let label = if error { "error" } else { "result" };
                     out.push((
                         format!("↳ {label} for {id} ({} chars)", text.chars().count()),
-                        Style::default().fg(theme::INFO),
+                        LineRole::ResultHeader,
                     ));
-                    out.extend(
-                        text.lines()
-                            .map(|l| (format!("  {l}"), Style::default().fg(theme::SOFT))),
-                    );
+                    out.extend(text.lines().map(|l| (format!("  {l}"), LineRole::ResultText)));
                 }
-                Piece::Unknown(kind) => out.push((format!("[{kind} block]"), Style::default().fg(theme::MUTED))),
+                Piece::Unknown(kind) => out.push((format!("[{kind} block]"), LineRole::Unknown)),
             }
         }
     }
@@ -185,32 +236,26 @@ pub fn transcript_lines(text: &str) -> Vec<(String, Style)> {
 
 /// A file of the workspace as the viewer shows it: a transcript's messages rendered,
 /// anything else as its lines (disk work: it runs off the UI thread).
-pub fn load_file(workspace: &Path, relative: &str) -> Result<Vec<(String, Style)>, String> {
+pub fn load_file(workspace: &Path, relative: &str) -> Result<Vec<(String, LineRole)>, String> {
     let path: PathBuf = workspace.join(relative);
     let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
     let mut lines = if relative.ends_with(".jsonl") {
         transcript_lines(&text)
     } else {
-        text.lines().map(|l| (l.to_string(), Style::default())).collect()
+        text.lines().map(|l| (l.to_string(), LineRole::Plain)).collect()
     };
     if truncated {
-        lines.push((
-            format!("[… shown up to {MAX_VIEW_BYTES} bytes]"),
-            Style::default().fg(theme::MUTED),
-        ));
+        lines.push((format!("[… shown up to {MAX_VIEW_BYTES} bytes]"), LineRole::Note));
     }
     Ok(lines)
 }
 
 impl Viewer {
-    pub fn from_lines(title: String, lines: Vec<(String, Style)>) -> Viewer {
+    pub fn from_lines(title: String, lines: Vec<(String, LineRole)>) -> Viewer {
         let plain = lines.iter().map(|(l, _)| l.to_lowercase()).collect();
         Viewer {
             title,
-            lines: lines
-                .into_iter()
-                .map(|(text, style)| Line::from(Span::styled(text, style)))
-                .collect(),
+            lines,
             plain,
             scroll: 0,
             previous: Vec::new(),
@@ -328,7 +373,7 @@ impl Viewer {
         frame.render_widget(Clear, area);
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(theme::LINK))
+            .border_style(Style::default().fg(theme::palette().link))
             .title(format!(
                 " {} · line {}/{} ",
                 self.title,
@@ -344,16 +389,17 @@ impl Viewer {
         let width = body.width.max(1) as usize;
         let height = body.height as usize;
         let mut visible: Vec<Line<'static>> = Vec::with_capacity(height);
-        for (at, line) in self.lines.iter().enumerate().skip(self.scroll) {
+        for (at, (text, role)) in self.lines.iter().enumerate().skip(self.scroll) {
             if visible.len() >= height {
                 break;
             }
-            let mut style = line.spans.first().map_or_else(Style::default, |span| span.style);
-            if !query.is_empty() && self.plain[at].contains(&query) {
-                style = style.bg(theme::MATCH_BACKGROUND);
-            }
-            let text: String = line.spans.iter().map(|span| span.content.as_ref()).collect();
-            visible.extend(super::markdown::wrap(&[(text, style)], width, Span::raw(""), ""));
+            let style = role.style();
+            let pieces = if !query.is_empty() && self.plain[at].contains(&query) {
+                with_matches_marked(text, &self.plain[at], &query, style)
+            } else {
+                vec![(text.clone(), style)]
+            };
+            visible.extend(super::markdown::wrap(&pieces, width, Span::raw(""), ""));
         }
         visible.truncate(height);
         frame.render_widget(Paragraph::new(visible), body);
@@ -367,7 +413,7 @@ impl Viewer {
             None => "↑↓ PgUp PgDn scroll · / search · b jump back · Esc back".to_string(),
         };
         frame.render_widget(
-            Paragraph::new(Span::styled(footer, Style::default().fg(theme::SOFT))),
+            Paragraph::new(Span::styled(footer, Style::default().fg(theme::palette().soft))),
             foot,
         );
     }
@@ -434,7 +480,7 @@ impl Browser {
     }
 
     /// A file the viewer asked for arrived (or could not be read).
-    pub fn opened(&mut self, path: String, lines: Result<Vec<(String, Style)>, String>) {
+    pub fn opened(&mut self, path: String, lines: Result<Vec<(String, LineRole)>, String>) {
         if self.opening.as_deref() != Some(path.as_str()) {
             return; // asked for another file since
         }
@@ -484,7 +530,7 @@ impl Browser {
         frame.render_widget(Clear, area);
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(theme::LINK))
+            .border_style(Style::default().fg(theme::palette().link))
             .title(format!(
                 " transcripts and saved outputs ({}) · Enter opens · Esc closes ",
                 self.entries.len()
@@ -500,7 +546,7 @@ impl Browser {
                 }
             });
             frame.render_widget(
-                Paragraph::new(Span::styled(text, Style::default().fg(theme::MUTED))),
+                Paragraph::new(Span::styled(text, Style::default().fg(theme::palette().muted))),
                 inner,
             );
             return;
@@ -530,7 +576,10 @@ impl Browser {
                 Constraint::Min(10),
             ],
         )
-        .header(Row::new(vec!["modified (UTC)", "size", "written by", "path"]).style(Style::default().fg(theme::SOFT)))
+        .header(
+            Row::new(vec!["modified (UTC)", "size", "written by", "path"])
+                .style(Style::default().fg(theme::palette().soft)),
+        )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected - self.first_shown));
         frame.render_stateful_widget(table, inner, &mut state);
@@ -557,7 +606,10 @@ impl Browser {
                 ..inner
             };
             frame.render_widget(
-                Paragraph::new(Span::styled(error.clone(), Style::default().fg(theme::FAILURE))),
+                Paragraph::new(Span::styled(
+                    error.clone(),
+                    Style::default().fg(theme::palette().failure),
+                )),
                 bottom,
             );
         }
@@ -632,7 +684,7 @@ mod tests {
     fn viewer(lines: &[&str]) -> Viewer {
         Viewer::from_lines(
             "t".into(),
-            lines.iter().map(|l| (l.to_string(), Style::default())).collect(),
+            lines.iter().map(|l| (l.to_string(), LineRole::Plain)).collect(),
         )
     }
 

@@ -18,6 +18,8 @@ use unicode_width::UnicodeWidthStr;
 #[derive(Default)]
 pub struct ChatView {
     width: u16,
+    /// The palette the cached lines were coloured with.
+    palette: Option<theme::Palette>,
     cache: Vec<Option<Rendered>>,
     /// Lines scrolled up from the bottom; 0 follows the stream.
     pub scroll_up: usize,
@@ -44,7 +46,9 @@ struct Rendered {
 }
 
 pub fn marker_style() -> Style {
-    Style::default().fg(theme::COMPACTION).add_modifier(Modifier::BOLD)
+    Style::default()
+        .fg(theme::palette().compaction)
+        .add_modifier(Modifier::BOLD)
 }
 
 /// The marker the user selected, and the one shown with its receipt.
@@ -71,12 +75,17 @@ fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static
             .enumerate()
             .flat_map(|(at, line)| {
                 let prefix = if at == 0 {
-                    Span::styled("› ", Style::default().fg(theme::ACCENT).add_modifier(Modifier::BOLD))
+                    Span::styled(
+                        "› ",
+                        Style::default()
+                            .fg(theme::palette().accent)
+                            .add_modifier(Modifier::BOLD),
+                    )
                 } else {
                     Span::raw("  ")
                 };
                 markdown::wrap(
-                    &[(line.to_string(), Style::default().fg(theme::TEXT))],
+                    &[(line.to_string(), Style::default().fg(theme::palette().text))],
                     width,
                     prefix,
                     "  ",
@@ -86,17 +95,20 @@ fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static
         ChatEntry::Assistant { text, streaming } => {
             let mut lines = markdown::render(text, width, Style::default());
             if *streaming && let Some(last) = lines.last_mut() {
-                last.spans.push(Span::styled("▍", Style::default().fg(theme::SOFT)));
+                last.spans
+                    .push(Span::styled("▍", Style::default().fg(theme::palette().soft)));
             }
             lines
         }
         ChatEntry::Notice(text) => markdown::wrap(
             &[(
                 text.clone(),
-                Style::default().fg(theme::MUTED).add_modifier(Modifier::ITALIC),
+                Style::default()
+                    .fg(theme::palette().muted)
+                    .add_modifier(Modifier::ITALIC),
             )],
             width,
-            Span::styled("· ", Style::default().fg(theme::MUTED)),
+            Span::styled("· ", Style::default().fg(theme::palette().muted)),
             "  ",
         ),
         ChatEntry::Marker(run) => marker_lines(run, width, look, &mut link_of_line),
@@ -126,7 +138,12 @@ fn marker_lines(
         return Vec::new();
     };
     let (base, symbol) = if newest.failed() {
-        (Style::default().fg(theme::FAILURE).add_modifier(Modifier::BOLD), "✗ ")
+        (
+            Style::default()
+                .fg(theme::palette().failure)
+                .add_modifier(Modifier::BOLD),
+            "✗ ",
+        )
     } else {
         (marker_style(), "◆ ")
     };
@@ -151,8 +168,8 @@ fn marker_lines(
         ),
         [] => String::new(),
     };
-    let soft = Style::default().fg(theme::SOFT);
-    let muted = Style::default().fg(theme::MUTED);
+    let soft = Style::default().fg(theme::palette().soft);
+    let muted = Style::default().fg(theme::palette().muted);
     let mut lines = markdown::wrap(&[(headline, style)], width, Span::styled(symbol, style), "  ");
     if look.selected && run.len() > 1 {
         for event in run {
@@ -190,7 +207,7 @@ fn marker_lines(
         }
     }
     if let Some(loss) = newest.loss.as_ref().filter(|loss| loss.total > 0) {
-        let attention = Style::default().fg(theme::ATTENTION);
+        let attention = Style::default().fg(theme::palette().attention);
         let count = format!("not in the summary ({})", loss.total);
         if look.expanded {
             lines.push(Line::from(Span::styled(format!("  ! {count}:"), attention)));
@@ -222,7 +239,9 @@ fn marker_lines(
         }
     }
     link_of_line.resize(lines.len(), None);
-    let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
+    let link = Style::default()
+        .fg(theme::palette().link)
+        .add_modifier(Modifier::UNDERLINED);
     for (n, path) in newest.paths.iter().enumerate() {
         let wrapped = markdown::wrap(
             &markdown::path_segments(path, link),
@@ -241,8 +260,10 @@ fn marker_lines(
 
 /// `/compact --preview`: what each stage would do, with its receipt; nothing was written.
 fn preview_lines(events: &[StageEvent], width: usize, link_of_line: &mut Vec<Option<String>>) -> Vec<Line<'static>> {
-    let soft = Style::default().fg(theme::SOFT);
-    let heading = Style::default().fg(theme::COMPACTION).add_modifier(Modifier::ITALIC);
+    let soft = Style::default().fg(theme::palette().soft);
+    let heading = Style::default()
+        .fg(theme::palette().compaction)
+        .add_modifier(Modifier::ITALIC);
     let mut lines = markdown::wrap(
         &[(
             "preview of /compact · nothing was written and no model was asked".to_string(),
@@ -274,9 +295,11 @@ fn receipt_lines(
     lines: &mut Vec<Line<'static>>,
     link_of_line: &mut Vec<Option<String>>,
 ) {
-    let soft = Style::default().fg(theme::SOFT);
-    let muted = Style::default().fg(theme::MUTED);
-    let link = Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED);
+    let soft = Style::default().fg(theme::palette().soft);
+    let muted = Style::default().fg(theme::palette().muted);
+    let link = Style::default()
+        .fg(theme::palette().link)
+        .add_modifier(Modifier::UNDERLINED);
     let mut push = |new: Vec<Line<'static>>, target: Option<String>, lines: &mut Vec<Line<'static>>| {
         link_of_line.resize(lines.len(), None);
         link_of_line.extend(std::iter::repeat_n(target, new.len()));
@@ -391,7 +414,11 @@ impl ChatView {
         focused: bool,
     ) {
         let MarkerFocus { selected, expanded } = markers;
-        let border = if focused { theme::ACCENT } else { theme::MUTED };
+        let border = if focused {
+            theme::palette().accent
+        } else {
+            theme::palette().muted
+        };
         let title = if self.scroll_up > 0 {
             format!(" chat · ↑{} lines (End to follow) ", self.scroll_up)
         } else {
@@ -404,8 +431,10 @@ impl ChatView {
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let width = inner.width.max(1);
-        if width != self.width {
+        let palette = theme::palette();
+        if width != self.width || self.palette != Some(palette) {
             self.width = width;
+            self.palette = Some(palette);
             self.cache.clear();
         }
         self.cache.resize_with(entries.len(), || None);
@@ -493,7 +522,7 @@ impl ChatView {
         if entries.is_empty() {
             visible.push(Line::from(Span::styled(
                 "Type a request and press Enter. ? shows the keys, / the commands.",
-                Style::default().fg(theme::MUTED),
+                Style::default().fg(theme::palette().muted),
             )));
         }
         frame.render_widget(Paragraph::new(visible), inner);

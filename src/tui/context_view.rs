@@ -21,18 +21,18 @@ use crate::protocol::TokenFigure;
 
 pub fn category_colour(category: Category) -> Color {
     match category {
-        Category::SystemAndTools => theme::SOFT,
-        Category::UserText => theme::ACCENT,
-        Category::AssistantText => theme::SUCCESS_BRIGHT,
-        Category::ToolUseInput => theme::ATTENTION,
-        Category::ToolResult => theme::FAILURE_SOFT,
-        Category::PersistedPreview => theme::INFO,
-        Category::ClearedReference => theme::REFERENCE,
-        Category::ArchiveMarker => theme::ARCHIVE,
-        Category::CompactionSummary => theme::COMPACTION,
-        Category::Other => theme::TEXT,
-        Category::Framing => theme::MUTED,
-        Category::Free => theme::MUTED,
+        Category::SystemAndTools => theme::palette().soft,
+        Category::UserText => theme::palette().accent,
+        Category::AssistantText => theme::palette().success_bright,
+        Category::ToolUseInput => theme::palette().attention,
+        Category::ToolResult => theme::palette().failure_soft,
+        Category::PersistedPreview => theme::palette().info,
+        Category::ClearedReference => theme::palette().reference,
+        Category::ArchiveMarker => theme::palette().archive,
+        Category::CompactionSummary => theme::palette().compaction,
+        Category::Other => theme::palette().text,
+        Category::Framing => theme::palette().muted,
+        Category::Free => theme::palette().muted,
     }
 }
 
@@ -143,7 +143,7 @@ impl ContextView {
         };
         let block = Block::default()
             .borders(Borders::ALL)
-            .border_style(Style::default().fg(theme::LINK))
+            .border_style(Style::default().fg(theme::palette().link))
             .title(" context · ↑↓ select · Enter opens · r restores · p pins · d drops · t counts tokens · Esc closes ")
             .title_bottom(Line::from(tokens_line).right_aligned());
         let chars_per_token = tokens.map(|figure| figure.chars_per_token);
@@ -223,7 +223,7 @@ impl ContextView {
                     format!("largest items · pinned: {}", breakdown.pinned.join(", "))
                 },
             ])
-            .style(Style::default().fg(theme::SOFT)),
+            .style(Style::default().fg(theme::palette().soft)),
         )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
         let mut state = TableState::default().with_selected(Some(self.selected));
@@ -249,7 +249,7 @@ pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdo
         let count = carried.floor() as usize;
         carried -= count as f64;
         let (symbol, style) = if *category == Category::Free {
-            ("·", Style::default().fg(theme::MUTED))
+            ("·", Style::default().fg(theme::palette().muted))
         } else {
             ("█", Style::default().fg(category_colour(*category)))
         };
@@ -362,7 +362,9 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
             Constraint::Length(7),
         ],
     )
-    .header(Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(theme::SOFT)));
+    .header(
+        Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(theme::palette().soft)),
+    );
     frame.render_widget(table, area);
 }
 
@@ -405,31 +407,31 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
             .name(limit_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::FAILURE))
+            .style(Style::default().fg(theme::palette().failure))
             .data(&limit),
         Dataset::default()
             .name(target_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::ATTENTION))
+            .style(Style::default().fg(theme::palette().attention))
             .data(&target),
         Dataset::default()
             .name("estimate")
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::TEXT))
+            .style(Style::default().fg(theme::palette().text))
             .data(&points),
         Dataset::default()
             .name("cache rewritten")
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)
-            .style(Style::default().fg(theme::ATTENTION))
+            .style(Style::default().fg(theme::palette().attention))
             .data(&cache_marks),
         Dataset::default()
             .name("stage fired")
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)
-            .style(Style::default().fg(theme::COMPACTION))
+            .style(Style::default().fg(theme::palette().compaction))
             .data(&marks),
     ];
     let chart = Chart::new(datasets)

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 
-use ratatui::style::Style;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::browser::{FileEntry, list_files, load_file};
@@ -24,7 +23,7 @@ pub enum Loaded {
     Listing(Vec<FileEntry>),
     Opened {
         path: String,
-        lines: Result<Vec<(String, Style)>, String>,
+        lines: Result<Vec<(String, super::browser::LineRole)>, String>,
     },
 }
 

@@ -33,13 +33,18 @@ pub fn zone(status: &ContextStatus) -> Zone {
 
 pub fn zone_colour(zone: Zone) -> Color {
     match zone {
-        Zone::Calm => theme::SUCCESS,
-        Zone::Warm => theme::ATTENTION,
-        Zone::Over => theme::FAILURE,
+        Zone::Calm => theme::palette().success,
+        Zone::Warm => theme::palette().attention,
+        Zone::Over => theme::palette().failure,
     }
 }
 
-pub const TICK_COLOUR: Color = theme::TEXT;
+/// A tick's colour: over the zone's colour in a filled cell, over the background in
+/// an empty one.
+pub fn tick_colour(filled: bool) -> Color {
+    let palette = theme::palette();
+    if filled { palette.on_colour } else { palette.text }
+}
 
 /// The bar alone: `width` cells, filled to estimate/limit, a tick at the target and one
 /// at the limit (the last cell).
@@ -54,10 +59,10 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
         .map(|i| {
             let is_tick = i == target_at || i == width - 1;
             let (symbol, style) = match (i < filled, is_tick) {
-                (true, true) => ("┃", Style::default().fg(TICK_COLOUR).bg(colour)),
-                (false, true) => ("┃", Style::default().fg(TICK_COLOUR)),
+                (true, true) => ("┃", Style::default().fg(tick_colour(true)).bg(colour)),
+                (false, true) => ("┃", Style::default().fg(tick_colour(false))),
                 (true, false) => ("█", Style::default().fg(colour)),
-                (false, false) => ("░", Style::default().fg(theme::MUTED)),
+                (false, false) => ("░", Style::default().fg(theme::palette().muted)),
             };
             Span::styled(symbol, style)
         })
@@ -87,13 +92,13 @@ pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
         ),
         Span::styled(
             format!(" · +{} fixed", short_count(status.fixed)),
-            Style::default().fg(theme::SOFT),
+            Style::default().fg(theme::palette().soft),
         ),
     ];
     let messages_colour = if status.messages > status.snip_max_messages {
-        theme::FAILURE
+        theme::palette().failure
     } else {
-        theme::SOFT
+        theme::palette().soft
     };
     spans.push(Span::styled(
         format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
@@ -104,7 +109,7 @@ pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
     {
         spans.push(Span::styled(
             format!(" · {}", token_text(figure, detail == Detail::TokensAndChars)),
-            Style::default().fg(theme::SOFT),
+            Style::default().fg(theme::palette().soft),
         ));
     }
     spans
@@ -138,13 +143,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         frame.render_widget(
             Paragraph::new(Span::styled(
                 "context: waiting for the agent…",
-                Style::default().fg(theme::MUTED),
+                Style::default().fg(theme::palette().muted),
             )),
             area,
         );
         return;
     };
-    let label = Span::styled(" context ", Style::default().fg(theme::SOFT));
+    let label = Span::styled(" context ", Style::default().fg(theme::palette().soft));
     let narrow = area.width < 90;
     if area.height >= 2 && !narrow {
         let bar_width = area.width as usize - 10;

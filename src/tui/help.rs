@@ -21,9 +21,12 @@ pub fn line_count() -> u16 {
 /// (or, when that column would be too narrow, on the lines below its key).
 fn help_lines(width: usize) -> Vec<Line<'static>> {
     const KEY_COLUMN: usize = 34;
-    let key_style = Style::default().fg(theme::ATTENTION);
+    let key_style = Style::default().fg(theme::palette().attention);
     let stacked = width < KEY_COLUMN + 24;
-    let mut lines = vec![Line::from(Span::styled("keys", Style::default().fg(theme::ACCENT)))];
+    let mut lines = vec![Line::from(Span::styled(
+        "keys",
+        Style::default().fg(theme::palette().accent),
+    ))];
     let entry = |lines: &mut Vec<Line<'static>>, key: &str, what: &str| {
         let text = [(what.to_string(), Style::default())];
         if stacked {
@@ -38,7 +41,10 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
         entry(&mut lines, row.keys, row.what);
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled("commands", Style::default().fg(theme::ACCENT))));
+    lines.push(Line::from(Span::styled(
+        "commands",
+        Style::default().fg(theme::palette().accent),
+    )));
     for command in SlashCommand::all() {
         let usage = format!("{} {}", command.name(), command.arguments());
         entry(&mut lines, usage.trim_end(), command.description());
@@ -47,7 +53,7 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
             view.to_lowercase(),
-            Style::default().fg(theme::ACCENT),
+            Style::default().fg(theme::palette().accent),
         )));
         for row in *rows {
             entry(&mut lines, row.keys, row.what);

@@ -175,9 +175,15 @@ impl InputBox {
         self.textarea.set_block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(if focused { theme::ACCENT } else { theme::MUTED }))
+                .border_style(Style::default().fg(if focused {
+                    theme::palette().accent
+                } else {
+                    theme::palette().muted
+                }))
                 .title(title),
         );
+        self.textarea
+            .set_placeholder_style(Style::default().fg(theme::palette().muted));
         frame.render_widget(&self.textarea, area);
         let completions = self.completions();
         if completions.is_empty() {
@@ -200,8 +206,8 @@ impl InputBox {
                     Style::default()
                 };
                 Line::from(vec![
-                    Span::styled(format!("{name:<13}"), style.fg(theme::ACCENT)),
-                    Span::styled(help.to_string(), style.fg(theme::SOFT)),
+                    Span::styled(format!("{name:<13}"), style.fg(theme::palette().accent)),
+                    Span::styled(help.to_string(), style.fg(theme::palette().soft)),
                 ])
             })
             .collect();

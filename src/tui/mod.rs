@@ -64,6 +64,7 @@ fn disable_extras() {
 /// Returns the id of the session, for the way back (`scratchpad --continue`).
 pub async fn run(launch: Launch) -> io::Result<String> {
     let mouse = launch.config.ui.mouse;
+    let launch_theme = launch.config.ui.theme;
     let hyperlinks = hyperlinks::enabled(launch.config.ui.hyperlinks);
     let workspace = launch.workspace.root().to_path_buf();
     let workspace_root = workspace.clone();
@@ -78,6 +79,9 @@ pub async fn run(launch: Launch) -> io::Result<String> {
         disable_extras();
         previous_hook(info);
     }));
+    // Before the app takes the screen and reads the keyboard: the terminal answers on
+    // its input.
+    theme::choose(theme::detect(launch_theme));
     let mut terminal = ratatui::init();
     enable_extras(mouse)?;
     let mut app = App::new(ops.clone(), workspace, config);

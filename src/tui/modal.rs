@@ -40,7 +40,7 @@ fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Span<'static>
         Span::styled(
             format!(" {k} "),
             Style::default()
-                .fg(theme::ON_COLOUR)
+                .fg(theme::palette().on_colour)
                 .bg(colour)
                 .add_modifier(Modifier::BOLD),
         ),
@@ -54,7 +54,7 @@ const LOSSY_ITEMS_SHOWN: usize = 5;
 pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
     let popup = centered(area, 80, 16);
     frame.render_widget(Clear, popup);
-    let soft = Style::default().fg(theme::SOFT);
+    let soft = Style::default().fg(theme::palette().soft);
     let items: Vec<&crate::compact::ReceiptItem> = prompt.preview.iter().flat_map(|event| &event.items).collect();
     let chars: usize = items.iter().map(|item| item.chars_before).sum();
     let mut text = vec![
@@ -84,7 +84,7 @@ pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
                 item.what,
                 crate::compact::short_count(item.chars_before)
             ),
-            Style::default().fg(theme::INFO),
+            Style::default().fg(theme::palette().info),
         )));
     }
     if items.len() > LOSSY_ITEMS_SHOWN {
@@ -94,9 +94,9 @@ pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
         )));
     }
     text.push(Line::from(""));
-    let mut keys = key("c", "compact now", theme::SUCCESS);
-    keys.extend(key("n", "not now", theme::ATTENTION));
-    keys.extend(key("x", "open /context", theme::INFO));
+    let mut keys = key("c", "compact now", theme::palette().success);
+    keys.extend(key("n", "not now", theme::palette().attention));
+    keys.extend(key("x", "open /context", theme::palette().info));
     text.push(Line::from(keys));
     text.push(Line::from(Span::styled(
         "      not now sends this call over the limit · Esc cancels the turn",
@@ -106,7 +106,7 @@ pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
         Paragraph::new(text).wrap(Wrap { trim: false }).block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(theme::ATTENTION))
+                .border_style(Style::default().fg(theme::palette().attention))
                 .title(" summarise the history? "),
         ),
         popup,
@@ -116,12 +116,12 @@ pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
 pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     let popup = centered(area, 76, 11);
     frame.render_widget(Clear, popup);
-    let mut keys = key("y", "allow once", theme::SUCCESS);
-    keys.extend(key("n", "deny", theme::FAILURE));
+    let mut keys = key("y", "allow once", theme::palette().success);
+    keys.extend(key("n", "deny", theme::palette().failure));
     let mut text = vec![
         Line::from(Span::styled(
             format!("{} asks:", prompt.tool),
-            Style::default().fg(theme::SOFT),
+            Style::default().fg(theme::palette().soft),
         )),
         Line::from(Span::styled(
             prompt.question.clone(),
@@ -129,17 +129,17 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
         )),
         Line::from(vec![
             Span::styled("  ", Style::default()),
-            Span::styled(prompt.subject.clone(), Style::default().fg(theme::INFO)),
+            Span::styled(prompt.subject.clone(), Style::default().fg(theme::palette().info)),
         ]),
         Line::from(""),
     ];
     match &prompt.always {
         Some(rule) => {
-            keys.extend(key("a", "always allow", theme::ATTENTION));
+            keys.extend(key("a", "always allow", theme::palette().attention));
             text.push(Line::from(keys));
             text.push(Line::from(Span::styled(
                 format!("      always allows {rule} for this session (/permissions lists and revokes)"),
-                Style::default().fg(theme::SOFT),
+                Style::default().fg(theme::palette().soft),
             )));
         }
         None => text.push(Line::from(keys)),
@@ -148,7 +148,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
         Paragraph::new(text).wrap(Wrap { trim: false }).block(
             Block::default()
                 .borders(Borders::ALL)
-                .border_style(Style::default().fg(theme::ATTENTION))
+                .border_style(Style::default().fg(theme::palette().attention))
                 .title(" permission "),
         ),
         popup,

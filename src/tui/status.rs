@@ -31,15 +31,22 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
     let provider = if session.provider == "demo" {
         Span::styled(
             "offline demo model (set ANTHROPIC_API_KEY for Claude)",
-            Style::default().fg(theme::ON_COLOUR).bg(theme::ATTENTION),
+            Style::default()
+                .fg(theme::palette().on_colour)
+                .bg(theme::palette().attention),
         )
     } else {
-        Span::styled(session.provider.clone(), Style::default().fg(theme::SUCCESS_BRIGHT))
+        Span::styled(
+            session.provider.clone(),
+            Style::default().fg(theme::palette().success_bright),
+        )
     };
     let state_style = if *turn == TurnState::Idle {
-        Style::default().fg(theme::SUCCESS)
+        Style::default().fg(theme::palette().success)
     } else {
-        Style::default().fg(theme::ATTENTION).add_modifier(Modifier::BOLD)
+        Style::default()
+            .fg(theme::palette().attention)
+            .add_modifier(Modifier::BOLD)
     };
     let spinner = if *turn == TurnState::Idle {
         "●"
@@ -50,8 +57,8 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         Span::styled(
             " scratchpad ",
             Style::default()
-                .fg(theme::ON_COLOUR)
-                .bg(theme::ACCENT)
+                .fg(theme::palette().on_colour)
+                .bg(theme::palette().accent)
                 .add_modifier(Modifier::BOLD),
         ),
         // The turn state comes first: a narrow terminal cuts from the right.
@@ -61,7 +68,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
         provider,
         Span::styled(
             format!(" · {}", model_label(&session.model)),
-            Style::default().fg(theme::SOFT),
+            Style::default().fg(theme::palette().soft),
         ),
         Span::styled(
             session
@@ -69,17 +76,17 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &T
                 .as_ref()
                 .map(|window| format!(" · {} window", crate::compact::short_count(window.tokens as usize)))
                 .unwrap_or_default(),
-            Style::default().fg(theme::MUTED),
+            Style::default().fg(theme::palette().muted),
         ),
         Span::raw(" · "),
-        Span::styled(session.workspace.clone(), Style::default().fg(theme::MUTED)),
+        Span::styled(session.workspace.clone(), Style::default().fg(theme::palette().muted)),
         Span::raw(" · "),
         Span::styled(
             session.sandbox.clone(),
             if SandboxState::is_full_label(&session.sandbox) {
-                Style::default().fg(theme::SUCCESS)
+                Style::default().fg(theme::palette().success)
             } else {
-                Style::default().fg(theme::ATTENTION)
+                Style::default().fg(theme::palette().attention)
             },
         ),
     ]);
@@ -91,12 +98,15 @@ pub fn render_banner(frame: &mut Frame<'_>, area: Rect, message: &str) {
         Span::styled(
             " ! ",
             Style::default()
-                .fg(theme::TEXT)
-                .bg(theme::FAILURE)
+                .fg(theme::palette().on_colour)
+                .bg(theme::palette().failure)
                 .add_modifier(Modifier::BOLD),
         ),
-        Span::styled(format!(" {message} "), Style::default().fg(theme::FAILURE_SOFT)),
-        Span::styled(" (Ctrl+D dismisses)", Style::default().fg(theme::MUTED)),
+        Span::styled(
+            format!(" {message} "),
+            Style::default().fg(theme::palette().failure_soft),
+        ),
+        Span::styled(" (Ctrl+D dismisses)", Style::default().fg(theme::palette().muted)),
     ]);
     frame.render_widget(Paragraph::new(line), area);
 }

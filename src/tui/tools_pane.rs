@@ -15,15 +15,18 @@ use crate::protocol::ToolStatus;
 fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
     match &call.state {
         CallState::Running { since } => (
-            Span::styled(SPINNER[tick % SPINNER.len()], Style::default().fg(theme::ATTENTION)),
+            Span::styled(
+                SPINNER[tick % SPINNER.len()],
+                Style::default().fg(theme::palette().attention),
+            ),
             format!("{}s", since.elapsed().as_secs()),
         ),
         CallState::Done { status, took } => {
             let (mark, colour) = match status {
-                ToolStatus::Ok => ("✓", theme::SUCCESS),
-                ToolStatus::Error => ("✗", theme::FAILURE),
-                ToolStatus::Refused => ("⊘", theme::FAILURE_SOFT),
-                ToolStatus::Cancelled => ("■", theme::MUTED),
+                ToolStatus::Ok => ("✓", theme::palette().success),
+                ToolStatus::Error => ("✗", theme::palette().failure),
+                ToolStatus::Refused => ("⊘", theme::palette().failure_soft),
+                ToolStatus::Cancelled => ("■", theme::palette().muted),
             };
             // Sub-second calls read as "<1s": tenths would flicker between runs and say little.
             let time = if took.is_zero() {
@@ -46,7 +49,11 @@ pub fn render(
     focused: bool,
     tick: usize,
 ) {
-    let border = if focused { theme::ACCENT } else { theme::MUTED };
+    let border = if focused {
+        theme::palette().accent
+    } else {
+        theme::palette().muted
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(Style::default().fg(border))
@@ -62,12 +69,12 @@ pub fn render(
             let rule = "─".repeat(width.saturating_sub(label.chars().count()));
             lines.push(Line::from(Span::styled(
                 format!("{label}{rule}"),
-                Style::default().fg(theme::MUTED),
+                Style::default().fg(theme::palette().muted),
             )));
         }
         let (mark, time) = status_span(call, tick);
         let is_selected = selected == Some(at);
-        let name_style = Style::default().fg(theme::TEXT).add_modifier(Modifier::BOLD);
+        let name_style = Style::default().fg(theme::palette().text).add_modifier(Modifier::BOLD);
         let row_style = if is_selected {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -83,9 +90,9 @@ pub fn render(
                 Span::raw(" "),
                 Span::styled(name, name_style),
                 Span::raw(" "),
-                Span::styled(summary, Style::default().fg(theme::SOFT)),
+                Span::styled(summary, Style::default().fg(theme::palette().soft)),
                 Span::raw(" "),
-                Span::styled(time, Style::default().fg(theme::MUTED)),
+                Span::styled(time, Style::default().fg(theme::palette().muted)),
             ])
             .style(row_style),
         );
@@ -93,7 +100,9 @@ pub fn render(
             if let Some(path) = &call.saved_path {
                 lines.push(Line::from(Span::styled(
                     format!("  saved: {path}"),
-                    Style::default().fg(theme::LINK).add_modifier(Modifier::UNDERLINED),
+                    Style::default()
+                        .fg(theme::palette().link)
+                        .add_modifier(Modifier::UNDERLINED),
                 )));
             }
             let total = call.output.lines;
@@ -101,7 +110,7 @@ pub fn render(
                 let shown = ellipsized(line, width.saturating_sub(4));
                 lines.push(Line::from(Span::styled(
                     format!("  │ {shown}"),
-                    Style::default().fg(theme::MUTED),
+                    Style::default().fg(theme::palette().muted),
                 )));
             }
             if total > call.output.head.len() {
@@ -111,7 +120,7 @@ pub fn render(
                         total - call.output.head.len(),
                         call.output.chars
                     ),
-                    Style::default().fg(theme::MUTED),
+                    Style::default().fg(theme::palette().muted),
                 )));
             }
             selected_end = lines.len();
@@ -120,7 +129,7 @@ pub fn render(
     if calls.is_empty() {
         lines.push(Line::from(Span::styled(
             "no tool calls yet",
-            Style::default().fg(theme::MUTED),
+            Style::default().fg(theme::palette().muted),
         )));
     }
     // Keep the newest in view; while the pane has focus, the selected call instead.

@@ -144,7 +144,7 @@ impl App {
                         self.leave_context();
                         let lines = text
                             .lines()
-                            .map(|l| (l.to_string(), ratatui::style::Style::default()))
+                            .map(|l| (l.to_string(), crate::tui::browser::LineRole::Plain))
                             .collect();
                         let mut browser = Browser::new();
                         browser.viewer = Some(Viewer::from_lines(title, lines));

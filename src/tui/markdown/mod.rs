@@ -103,7 +103,7 @@ impl Renderer {
         let hang = " ".repeat(first.width().max(indent.width()));
         let hang = if self.quote_depth > 0 { indent.clone() } else { hang };
         let segments = std::mem::take(&mut self.segments);
-        let muted = Style::default().fg(theme::MUTED);
+        let muted = Style::default().fg(theme::palette().muted);
         self.lines
             .extend(wrap(&segments, self.width, Span::styled(first, muted), &hang));
     }
@@ -127,9 +127,9 @@ impl Renderer {
             Tag::Heading { level, .. } => {
                 self.open_block();
                 let colour = match level {
-                    HeadingLevel::H1 => theme::ARCHIVE,
-                    HeadingLevel::H2 => theme::ACCENT,
-                    _ => theme::REFERENCE,
+                    HeadingLevel::H1 => theme::palette().archive,
+                    HeadingLevel::H2 => theme::palette().accent,
+                    _ => theme::palette().reference,
                 };
                 self.push_style(|s| s.fg(colour).add_modifier(Modifier::BOLD));
             }
@@ -185,7 +185,7 @@ impl Renderer {
             Tag::Strikethrough => self.push_style(|s| s.add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
                 self.link = Some(dest_url.to_string());
-                self.push_style(|s| s.fg(theme::LINK).add_modifier(Modifier::UNDERLINED));
+                self.push_style(|s| s.fg(theme::palette().link).add_modifier(Modifier::UNDERLINED));
             }
             _ => {}
         }
@@ -237,7 +237,7 @@ impl Renderer {
                     let shown = self.segments.last().is_some_and(|(text, _)| text.contains(&url));
                     if !shown {
                         self.segments
-                            .push((format!(" ({url})"), Style::default().fg(theme::MUTED)));
+                            .push((format!(" ({url})"), Style::default().fg(theme::palette().muted)));
                     }
                 }
             }
@@ -246,7 +246,7 @@ impl Renderer {
     }
 
     fn code_block(&mut self, language: &str, code: &str) {
-        let frame = Style::default().fg(theme::INFO).add_modifier(Modifier::DIM);
+        let frame = Style::default().fg(theme::palette().muted);
         let indent = self.indent();
         if !language.is_empty() {
             self.lines
@@ -283,7 +283,7 @@ impl Renderer {
             }
             *widest -= 1;
         }
-        let muted = Style::default().fg(theme::MUTED);
+        let muted = Style::default().fg(theme::palette().muted);
         for (at, row) in table.rows.iter().enumerate() {
             let header = at < table.header_rows;
             let style = if header {
@@ -351,7 +351,7 @@ pub fn render(text: &str, width: usize, base: Style) -> Vec<Line<'static>> {
                 if renderer.table.is_some() {
                     renderer.text(&code);
                 } else {
-                    let style = renderer.style().fg(theme::ATTENTION);
+                    let style = renderer.style().fg(theme::palette().attention);
                     renderer.segments.push((code.to_string(), style));
                 }
             }
@@ -362,7 +362,7 @@ pub fn render(text: &str, width: usize, base: Style) -> Vec<Line<'static>> {
                 let width = renderer.width;
                 renderer.lines.push(Line::from(Span::styled(
                     "─".repeat(width),
-                    Style::default().fg(theme::MUTED),
+                    Style::default().fg(theme::palette().muted),
                 )));
                 renderer.close_block();
             }

@@ -37,7 +37,7 @@ fn wraps_words_lists_and_code() {
         ]
     );
     let span = |text: &str| lines[11].spans.iter().find(|s| s.content.trim() == text).unwrap().style;
-    assert_eq!(span("x").fg, Some(theme::ATTENTION));
+    assert_eq!(span("x").fg, Some(theme::palette().attention));
     assert!(span("y").add_modifier.contains(Modifier::BOLD));
     assert_eq!(span("use").fg, None);
 }
@@ -76,7 +76,7 @@ fn nested_and_numbered_lists_tasks_quotes_links_and_emphasis() {
             .unwrap()
             .style
     };
-    assert_eq!(find("the docs").fg, Some(theme::LINK));
+    assert_eq!(find("the docs").fg, Some(theme::palette().link));
     assert!(find("words").add_modifier.contains(Modifier::ITALIC));
     assert!(find("old").add_modifier.contains(Modifier::CROSSED_OUT));
 }
