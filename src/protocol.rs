@@ -31,8 +31,12 @@ pub enum Op {
     Inspect,
     /// `/context`'s refresh: count the prompt tokens exactly, where the provider can.
     CountTokens,
-    /// `/undo`: put the history back as it was before the newest compaction stage.
-    Undo,
+    /// `/undo`, or `u` on a marker: put the history back as it was before the newest
+    /// compaction stage. With a stage id, only if that stage is the newest: a marker
+    /// that is not (or was undone already) must not undo another stage.
+    Undo {
+        stage_id: Option<String>,
+    },
     /// `r` in `/context`: a shortened tool result back in full from its saved file.
     Restore {
         tool_use_id: String,
@@ -67,7 +71,7 @@ impl Op {
             Op::Submit { .. }
             | Op::Compact { .. }
             | Op::Clear
-            | Op::Undo
+            | Op::Undo { .. }
             | Op::Restore { .. }
             | Op::Pin { .. }
             | Op::Drop { .. } => true,
@@ -137,8 +141,13 @@ pub enum Past {
     Stage { event: crate::compact::StageEvent },
     /// A model call.
     Call { point: CallPoint },
-    /// The newest compaction stage then was undone.
-    Undo { stage: crate::compact::Stage },
+    /// The newest compaction stage then was undone: `undid` is its id (empty in
+    /// journals from before stages had ids).
+    Undo {
+        stage: crate::compact::Stage,
+        #[serde(default)]
+        undid: String,
+    },
 }
 
 /// One model call as the timeline shows it: the estimate before the compaction that
@@ -341,6 +350,8 @@ pub enum AgentEvent {
     /// `/undo` put the history back as it was before the newest `stage`.
     Undone {
         stage: crate::compact::Stage,
+        /// The id of the stage undone.
+        undid: String,
         chars_before: usize,
         chars_after: usize,
     },

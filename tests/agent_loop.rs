@@ -286,7 +286,7 @@ async fn undo_puts_back_the_history_from_before_a_compaction() {
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
     agent.ops.send(Op::Compact { focus: None }).unwrap();
     until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
-    agent.ops.send(Op::Undo).unwrap();
+    agent.ops.send(Op::Undo { stage_id: None }).unwrap();
     let AgentEvent::Undone {
         chars_before,
         chars_after,
@@ -302,7 +302,7 @@ async fn undo_puts_back_the_history_from_before_a_compaction() {
     };
     assert_eq!(status.estimate, chars_after);
     // Nothing older to undo.
-    agent.ops.send(Op::Undo).unwrap();
+    agent.ops.send(Op::Undo { stage_id: None }).unwrap();
     let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
     assert!(matches!(notice, AgentEvent::Notice { message } if message.starts_with("nothing to undo")));
     agent.ops.send(Op::Quit).unwrap();
@@ -310,6 +310,80 @@ async fn undo_puts_back_the_history_from_before_a_compaction() {
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].text(), "explain");
     assert_eq!(history[1].text(), long);
+}
+
+/// `u` on a marker names its stage: asked again for a stage undone already, the
+/// agent says so and leaves the older stage alone (it used to undo that one instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undoing_a_stage_by_id_never_undoes_another() {
+    let long = "A long answer. ".repeat(300);
+    let api = MockApi::start(vec![text_reply(&long), text_reply(&long)]).await;
+    let mut agent = start(&api, AskPolicy::Refuse).await;
+    let mut compaction_ids = Vec::new();
+    for request in ["explain", "explain more"] {
+        agent.ops.send(Op::Submit { text: request.into() }).unwrap();
+        until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+        agent.ops.send(Op::Compact { focus: None }).unwrap();
+        let AgentEvent::Compaction { event } = until(
+            &mut agent.events,
+            |e| matches!(e, AgentEvent::Compaction { event } if event.replaced > 0),
+        )
+        .await
+        else {
+            unreachable!("until returns only what it waited for")
+        };
+        assert!(!event.id.is_empty(), "a stage has an id");
+        compaction_ids.push(event.id);
+    }
+    let [older, newer] = [compaction_ids[0].clone(), compaction_ids[1].clone()];
+    agent
+        .ops
+        .send(Op::Undo {
+            stage_id: Some(newer.clone()),
+        })
+        .unwrap();
+    let undone = until(&mut agent.events, |e| matches!(e, AgentEvent::Undone { .. })).await;
+    assert!(
+        matches!(&undone, AgentEvent::Undone { undid, .. } if *undid == newer),
+        "{undone:?}"
+    );
+    // The same marker again: refused, and nothing else is undone.
+    agent.ops.send(Op::Undo { stage_id: Some(newer) }).unwrap();
+    agent.ops.send(Op::Inspect).unwrap();
+    let answer = until(&mut agent.events, |e| {
+        matches!(
+            e,
+            AgentEvent::Notice { .. } | AgentEvent::Undone { .. } | AgentEvent::Breakdown { .. }
+        )
+    })
+    .await;
+    assert!(
+        matches!(&answer, AgentEvent::Notice { message } if message.contains("undone already")),
+        "{answer:?}"
+    );
+    let after = until(&mut agent.events, |e| {
+        matches!(e, AgentEvent::Undone { .. } | AgentEvent::Breakdown { .. })
+    })
+    .await;
+    assert!(
+        matches!(after, AgentEvent::Breakdown { .. }),
+        "nothing else was undone: {after:?}"
+    );
+    // The older one, now the newest in force, can be.
+    agent
+        .ops
+        .send(Op::Undo {
+            stage_id: Some(older.clone()),
+        })
+        .unwrap();
+    let undone = until(&mut agent.events, |e| matches!(e, AgentEvent::Undone { .. })).await;
+    assert!(
+        matches!(&undone, AgentEvent::Undone { undid, .. } if *undid == older),
+        "{undone:?}"
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    let history = agent.task.await.unwrap();
+    assert_eq!(history.len(), 4, "both turns whole again");
 }
 
 /// `/compact --preview`: the receipt of what `/compact` would do; nothing is written.

@@ -1247,3 +1247,105 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
         "{screen}"
     );
 }
+
+/// Two compactions, the newer undone: its marker says so, `u` on it sends nothing
+/// (it used to undo the older one), and `u` on the older one undoes that one by id.
+/// Resumed, the session shows the same.
+#[test]
+fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
+    let mut s = screen();
+    let fired = |id: &str, stage_kind: Stage, before: usize, after: usize| {
+        let transcript = format!(".transcripts/{id}.jsonl");
+        let AgentEvent::Compaction { mut event } = stage(stage_kind, 3, before, after, &[&transcript]) else {
+            unreachable!("stage builds a compaction event")
+        };
+        event.id = id.to_string();
+        event
+    };
+    let older = fired("stage-a", Stage::MicroCompact, 60_000, 40_000);
+    let newer = fired("stage-b", Stage::CompactHistory, 45_000, 9_000);
+    s.app.apply(AgentEvent::Compaction { event: older.clone() });
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "go on".into(),
+    });
+    s.app.apply(AgentEvent::Compaction { event: newer.clone() });
+    s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
+        outcome: TurnOutcome::Completed,
+    });
+    s.app.apply(AgentEvent::Undone {
+        stage: Stage::CompactHistory,
+        undid: "stage-b".into(),
+        chars_before: 9_000,
+        chars_after: 45_000,
+    });
+    let screen_text = format!("{:?}", draw(&mut s.app, 120, 40).backend());
+    assert!(
+        screen_text.contains("compact_history") && screen_text.contains("(undone)"),
+        "{screen_text}"
+    );
+    // Tab to the chat selects the newest marker (the undone one); press u.
+    s.app.handle_key(key(KeyCode::Tab));
+    let selected_text = format!("{:?}", draw(&mut s.app, 120, 40).backend());
+    assert!(
+        selected_text.contains("receipt"),
+        "a marker is selected: {selected_text}"
+    );
+    s.app.handle_key(key(KeyCode::Char('u')));
+    assert!(s._ops.try_recv().is_err(), "nothing is sent for an undone marker");
+    let said = format!("{:?}", draw(&mut s.app, 120, 40).backend());
+    assert!(said.contains("undone already"), "{said}");
+    s.app.handle_key(key(KeyCode::Up));
+    s.app.handle_key(key(KeyCode::Char('u')));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Undo {
+            stage_id: Some("stage-a".into())
+        })
+    );
+
+    // Resumed: the same markers, the newer marked undone.
+    let mut resumed = screen();
+    resumed.app.apply(AgentEvent::Replay {
+        past: vec![
+            scratchpad::protocol::Past::Stage { event: older },
+            scratchpad::protocol::Past::Stage { event: newer },
+            scratchpad::protocol::Past::Undo {
+                stage: Stage::CompactHistory,
+                undid: "stage-b".into(),
+            },
+        ],
+    });
+    let resumed_text = format!("{:?}", draw(&mut resumed.app, 120, 40).backend());
+    assert_eq!(resumed_text.matches("(undone)").count(), 1, "{resumed_text}");
+}
+
+/// A folded marker gives the net change of its own firings and links every file.
+#[test]
+fn a_folded_marker_reports_its_own_net_change_and_every_file() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "survey".into(),
+    });
+    s.app.apply(stage(
+        Stage::SnipCompact,
+        4,
+        50_100,
+        42_000,
+        &[".transcripts/one.jsonl"],
+    ));
+    // The context grew in between; the second firing took less out.
+    s.app.apply(stage(
+        Stage::SnipCompact,
+        4,
+        57_000,
+        53_900,
+        &[".transcripts/two.jsonl"],
+    ));
+    let text = format!("{:?}", draw(&mut s.app, 120, 40).backend());
+    assert!(text.contains("snip_compact ×2 · 11.2k chars out"), "{text}");
+    assert!(!text.contains("50.1k → 53.9k"), "{text}");
+    assert!(text.contains("one.jsonl") && text.contains("two.jsonl"), "{text}");
+}

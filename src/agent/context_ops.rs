@@ -112,15 +112,30 @@ impl Agent {
     }
 
     /// `/undo`: the history as it was before the newest stage that changed it.
-    pub(super) fn undo_newest(&mut self) {
+    pub(super) fn undo_newest(&mut self, only: Option<&str>) {
         let Some(event) = self.stage_log.last() else {
             self.emit(AgentEvent::Notice {
                 message: "nothing to undo: no compaction changed this conversation".into(),
             });
             return;
         };
+        if let Some(wanted) = only
+            && wanted != event.id
+        {
+            let message = if self.stage_log.iter().any(|live| live.id == wanted) {
+                format!(
+                    "only the newest compaction can be undone: undo {} first (/undo)",
+                    event.stage
+                )
+            } else {
+                "that compaction was undone already".to_string()
+            };
+            self.emit(AgentEvent::Notice { message });
+            return;
+        }
         let stage = event.stage;
         let undid = event.id.clone();
+        let undid_id = undid.clone();
         let mode = self.settings.compaction.estimate;
         match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
             Ok(restored) => {
@@ -137,6 +152,7 @@ impl Agent {
                 self.ledger.changed(self.sizes.total());
                 self.emit(AgentEvent::Undone {
                     stage,
+                    undid: undid_id,
                     chars_before,
                     chars_after: self.sizes.total(),
                 });

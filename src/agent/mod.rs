@@ -253,7 +253,7 @@ impl Agent {
                 Past::Stage { event } => {
                     // Its files can be read back while they keep their recorded hashes.
                     self.store.recognise(&event.digests);
-                    if event.replaced > 0 {
+                    if event.can_be_undone() {
                         self.stage_log.push(event.clone());
                     }
                 }
@@ -344,7 +344,7 @@ impl Agent {
         });
         for mut event in events {
             event.id = crate::session::new_stage_id();
-            if event.replaced > 0 {
+            if event.can_be_undone() {
                 self.stage_log.push(event.clone());
             }
             self.journal(Record::Stage { event: event.clone() });
@@ -466,7 +466,7 @@ impl Agent {
                 Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
-                Op::Undo => self.undo_newest(),
+                Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),
                 Op::Restore { tool_use_id } => self.restore_result(&tool_use_id),
                 Op::Pin { tool_use_id, pinned } => self.pin(tool_use_id, pinned),
                 Op::Drop { tool_use_id } => self.drop_result(tool_use_id).await,

@@ -40,7 +40,7 @@ pub fn run(
         match item {
             Past::Stage { event } => {
                 store.recognise(&event.digests);
-                if event.replaced > 0 {
+                if event.can_be_undone() {
                     stages.push(event);
                 }
             }

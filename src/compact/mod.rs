@@ -329,6 +329,12 @@ impl StageEvent {
         self.archived = Some(transcript.path);
     }
 
+    /// The stage changed the history, so undo can put it back: the stages that can be
+    /// undone, newest first, are exactly these.
+    pub fn can_be_undone(&self) -> bool {
+        self.replaced > 0
+    }
+
     /// The stage changed nothing because something failed (a full disk, the summariser).
     pub fn failed(&self) -> bool {
         self.replaced == 0 && !self.errors.is_empty()

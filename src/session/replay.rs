@@ -159,7 +159,7 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                     live_stages.pop();
                 }
                 restored.messages = messages;
-                restored.past.push(Past::Undo { stage });
+                restored.past.push(Past::Undo { stage, undid });
             }
             Record::Stage { event } => {
                 if !event.id.is_empty() {
@@ -170,7 +170,7 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                         ));
                         continue;
                     }
-                    if event.replaced > 0 {
+                    if event.can_be_undone() {
                         live_stages.push(event.id.clone());
                     }
                 }

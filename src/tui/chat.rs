@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::hyperlinks::Hyperlink;
 use super::markdown;
-use super::state::ChatEntry;
+use super::state::{ChatEntry, MarkerRun};
 use super::theme;
 use crate::compact::{StageEvent, short_count};
 use unicode_width::UnicodeWidthStr;
@@ -111,7 +111,7 @@ fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static
             Span::styled("· ", Style::default().fg(theme::palette().muted)),
             "  ",
         ),
-        ChatEntry::Marker(run) => marker_lines(run, width, look, &mut link_of_line),
+        ChatEntry::Marker(marker) => marker_lines(marker, width, look, &mut link_of_line),
         ChatEntry::Preview(events) => preview_lines(events, width, &mut link_of_line),
     };
     lines.push(Line::from(""));
@@ -129,11 +129,12 @@ const RECEIPT_ITEMS_SHOWN: usize = 40;
 /// of them when expanded), then the newest firing's files as numbered links; expanded,
 /// the receipt: why it ran, how long it took, and each item with a link to its text.
 fn marker_lines(
-    run: &[StageEvent],
+    marker: &MarkerRun,
     width: usize,
     look: Look,
     link_of_line: &mut Vec<Option<String>>,
 ) -> Vec<Line<'static>> {
+    let run = marker.events.as_slice();
     let Some(newest) = run.last() else {
         return Vec::new();
     };
@@ -156,25 +157,37 @@ fn marker_lines(
         (true, false) => " · → receipt",
         _ => "",
     };
+    let undone = match marker.undone.len() {
+        0 => String::new(),
+        n if n == run.len() => " (undone)".to_string(),
+        n => format!(" ({n} of {} undone)", run.len()),
+    };
     let headline = match run {
-        [only] => format!("{}{hint}", only.summary_line()),
-        [first, ..] => format!(
-            "{} ×{} · {} → {} chars{}",
-            newest.stage,
-            run.len(),
-            short_count(first.chars_before),
-            short_count(newest.chars_after),
-            if look.selected { hint } else { " · select to expand" }
-        ),
+        [only] => format!("{}{undone}{hint}", only.summary_line()),
+        [_, ..] => {
+            let net = marker.net_chars_out();
+            let change = if net >= 0 {
+                format!("{} chars out", short_count(net.unsigned_abs() as usize))
+            } else {
+                format!("{} chars more", short_count(net.unsigned_abs() as usize))
+            };
+            format!(
+                "{} ×{} · {change}{undone}{}",
+                newest.stage,
+                run.len(),
+                if look.selected { hint } else { " · select to expand" }
+            )
+        }
         [] => String::new(),
     };
     let soft = Style::default().fg(theme::palette().soft);
     let muted = Style::default().fg(theme::palette().muted);
     let mut lines = markdown::wrap(&[(headline, style)], width, Span::styled(symbol, style), "  ");
     if look.selected && run.len() > 1 {
-        for event in run {
+        for (at, event) in run.iter().enumerate() {
+            let undone = if marker.is_undone(at) { " (undone)" } else { "" };
             lines.extend(markdown::wrap(
-                &[(event.summary_line(), soft)],
+                &[(format!("{}{undone}", event.summary_line()), soft)],
                 width,
                 Span::styled("  · ", muted),
                 "    ",
@@ -242,14 +255,14 @@ fn marker_lines(
     let link = Style::default()
         .fg(theme::palette().link)
         .add_modifier(Modifier::UNDERLINED);
-    for (n, path) in newest.paths.iter().enumerate() {
+    for (n, path) in marker.paths().into_iter().enumerate() {
         let wrapped = markdown::wrap(
-            &markdown::path_segments(path, link),
+            &markdown::path_segments(&path, link),
             width,
             Span::styled(format!("  {} ↳ ", n + 1), muted),
             "      ",
         );
-        link_of_line.extend(std::iter::repeat_n(Some(path.clone()), wrapped.len()));
+        link_of_line.extend(std::iter::repeat_n(Some(path), wrapped.len()));
         lines.extend(wrapped);
     }
     if look.expanded {

@@ -227,7 +227,7 @@ impl App {
         let markers = self.marker_entries();
         let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
         match keymap::action(View::Chat, &key) {
-            Some(Action::Undo) => self.undo_selected(&markers),
+            Some(Action::Undo) => self.undo_selected(),
             Some(Action::ShowReceipt) => self.expanded_marker = self.selected_marker,
             Some(Action::HideReceipt) => self.expanded_marker = None,
             Some(Action::Previous) => {
@@ -354,7 +354,7 @@ impl App {
                 self.browse(Browser::new());
             }
             SlashCommand::Clear => self.send(Op::Clear),
-            SlashCommand::Undo => self.send(Op::Undo),
+            SlashCommand::Undo => self.send(Op::Undo { stage_id: None }),
             SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
                 None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
                 Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {

@@ -166,15 +166,31 @@ impl App {
         self.state.push(ChatEntry::Notice(text));
     }
 
-    /// `u` on a selected marker: undo it, if it is the newest (compactions come undone
-    /// newest first).
-    fn undo_selected(&mut self, markers: &[usize]) {
+    /// `u` on a selected marker: undo its newest firing, if that is the newest still in
+    /// force (compactions come undone newest first). The agent checks the stage id too.
+    fn undo_selected(&mut self) {
+        let Some(selected) = self.selected_marker else {
+            return;
+        };
+        let newest = self
+            .state
+            .newest_undoable()
+            .map(|(at, event)| (at, event.id.clone(), event.stage));
+        let already_undone = matches!(self.state.chat.get(selected), Some(ChatEntry::Marker(run)) if run.all_undone());
         if self.state.is_busy() {
             self.state.banner = Some("a turn is running: undo when it ends".into());
-        } else if self.selected_marker.is_some() && self.selected_marker == markers.last().copied() {
-            self.send(Op::Undo);
+        } else if already_undone {
+            self.note("this compaction was undone already".into());
         } else {
-            self.note("only the newest compaction can be undone: undo the later ones first (/undo)".into());
+            match newest {
+                Some((at, stage_id, _)) if at == selected => self.send(Op::Undo {
+                    stage_id: Some(stage_id),
+                }),
+                Some((_, _, stage)) => self.note(format!(
+                    "only the newest compaction can be undone: undo {stage} first (/undo)"
+                )),
+                None => self.note("nothing to undo: no compaction in force changed this conversation".into()),
+            }
         }
     }
 

@@ -16,7 +16,7 @@ pub enum ChatEntry {
     },
     /// A compaction stage fired here; later firings of the same stage in the same
     /// turn fold into it (newest last), shown as one line with a count that expands.
-    Marker(Vec<StageEvent>),
+    Marker(MarkerRun),
     /// Something the app says (compaction requested, retries, resumed session).
     Notice(String),
     /// What a compaction would do, from `/compact --preview`: nothing was written.
@@ -24,11 +24,62 @@ pub enum ChatEntry {
 }
 
 impl ChatEntry {
-    pub fn paths(&self) -> &[String] {
+    /// The files a marker links to: every member's, oldest first, each once.
+    pub fn paths(&self) -> Vec<String> {
         match self {
-            ChatEntry::Marker(run) => run.last().map_or(&[], |event| &event.paths),
-            _ => &[],
+            ChatEntry::Marker(run) => run.paths(),
+            _ => Vec::new(),
         }
+    }
+}
+
+/// The firings one marker shows, and which of them were undone since.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MarkerRun {
+    pub events: Vec<StageEvent>,
+    /// Positions in `events` of the firings undone.
+    pub undone: std::collections::BTreeSet<usize>,
+}
+
+impl MarkerRun {
+    pub fn new(event: StageEvent) -> Self {
+        MarkerRun {
+            events: vec![event],
+            undone: Default::default(),
+        }
+    }
+
+    pub fn newest(&self) -> Option<&StageEvent> {
+        self.events.last()
+    }
+
+    pub fn is_undone(&self, at: usize) -> bool {
+        self.undone.contains(&at)
+    }
+
+    /// Every firing of the marker was undone.
+    pub fn all_undone(&self) -> bool {
+        self.undone.len() == self.events.len()
+    }
+
+    pub fn paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = Vec::new();
+        for path in self.events.iter().flat_map(|event| &event.paths) {
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+        paths
+    }
+
+    /// What the marker's own firings took out of the context, net (negative when they
+    /// added more than they took, as a summary longer than its input would): the
+    /// context may have grown between them, which is not theirs to answer for.
+    pub fn net_chars_out(&self) -> i64 {
+        self.events
+            .iter()
+            .map(|event| event.chars_before as i64 - event.chars_after as i64)
+            .sum()
     }
 }
 

@@ -15,7 +15,7 @@ use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, Tu
 use crate::provider::Usage;
 use crate::terminal_text::terminal_safe;
 
-pub use cells::{CallState, ChatEntry, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
+pub use cells::{CallState, ChatEntry, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
 pub use turn::{LossyPrompt, PermissionPrompt, SessionInfo, TurnState};
 
 #[derive(Debug)]
@@ -43,6 +43,9 @@ pub struct AppState {
     pub breakdown: Option<ContextBreakdown>,
     /// Where each file the pipeline wrote came from, for the browser.
     pub written_by: Vec<(String, Stage)>,
+    /// The firings that undo can still put back, oldest first, as (chat entry, member
+    /// of its marker): the agent's stage log as the chat shows it.
+    undoable: Vec<(usize, usize)>,
 }
 
 impl Default for AppState {
@@ -54,6 +57,7 @@ impl Default for AppState {
             tools: Vec::new(),
             context: None,
             timeline: Vec::new(),
+            undoable: Vec::new(),
             session: SessionInfo::default(),
             turn: TurnState::Idle,
             in_turn: false,
@@ -103,19 +107,48 @@ impl AppState {
             .chat
             .iter()
             .rposition(|entry| matches!(entry, ChatEntry::User(_) | ChatEntry::Marker(_)));
+        let undoable = event.can_be_undone();
         if let Some(at) = previous
             && let ChatEntry::Marker(run) = &mut self.chat[at]
             && run
-                .last()
+                .newest()
                 .is_some_and(|last| last.stage == event.stage && !last.failed())
             && !event.failed()
         {
-            run.push(event);
+            run.events.push(event);
+            let member = run.events.len() - 1;
+            if undoable {
+                self.undoable.push((at, member));
+            }
             let revision = self.new_revision();
             self.revisions[at] = revision;
             return;
         }
-        self.push(ChatEntry::Marker(vec![event]));
+        self.push(ChatEntry::Marker(MarkerRun::new(event)));
+        if undoable {
+            self.undoable.push((self.chat.len() - 1, 0));
+        }
+    }
+
+    /// The newest firing still in force was undone: its marker says so.
+    fn mark_undone(&mut self) {
+        let Some((at, member)) = self.undoable.pop() else {
+            return;
+        };
+        if let Some(ChatEntry::Marker(run)) = self.chat.get_mut(at) {
+            run.undone.insert(member);
+            let revision = self.new_revision();
+            self.revisions[at] = revision;
+        }
+    }
+
+    /// The newest firing still in force, as (chat entry, its stage id): what `u` may undo.
+    pub fn newest_undoable(&self) -> Option<(usize, &StageEvent)> {
+        let &(at, member) = self.undoable.last()?;
+        match self.chat.get(at) {
+            Some(ChatEntry::Marker(run)) => run.events.get(member).map(|event| (at, event)),
+            _ => None,
+        }
     }
 
     fn new_revision(&mut self) -> u64 {
@@ -300,9 +333,11 @@ impl AppState {
             }
             AgentEvent::Undone {
                 stage,
+                undid: _,
                 chars_before,
                 chars_after,
             } => {
+                self.mark_undone();
                 self.push(ChatEntry::Notice(format!(
                     "↶ undid {stage}: {} → {} chars, the history is as it was before it",
                     crate::compact::short_count(chars_before),
@@ -431,7 +466,7 @@ impl AppState {
             return;
         };
         if let ChatEntry::Marker(run) = &mut self.chat[at]
-            && let Some(newest) = run.last_mut()
+            && let Some(newest) = run.events.last_mut()
         {
             newest.cache_rewritten = Some(rewritten);
             let revision = self.new_revision();
@@ -458,6 +493,7 @@ impl AppState {
         self.revisions.clear();
         self.tools.clear();
         self.timeline.clear();
+        self.undoable.clear();
         let mut messages = 0;
         for item in past {
             match item {
@@ -473,7 +509,10 @@ impl AppState {
                     self.note_cache_cost(&point);
                     self.timeline.push(point);
                 }
-                Past::Undo { stage } => self.push(ChatEntry::Notice(format!("↶ undid {stage}"))),
+                Past::Undo { stage, .. } => {
+                    self.mark_undone();
+                    self.push(ChatEntry::Notice(format!("↶ undid {stage}")));
+                }
             }
         }
         self.push(ChatEntry::Notice(format!(
@@ -482,10 +521,15 @@ impl AppState {
         )));
     }
 
+    /// The history as it now is, with nothing of how it came to be: a session started
+    /// afresh (`/clear`) or resumed from its messages alone. The timeline and the
+    /// markers that undo could act on belong to what came before.
     fn load_history(&mut self, messages: &[Message]) {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
+        self.timeline.clear();
+        self.undoable.clear();
         for message in messages {
             self.show_message(message);
         }

@@ -112,7 +112,7 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
             streaming: false
         }
     );
-    assert!(matches!(&state.chat[3], ChatEntry::Marker(run) if run[0].stage == Stage::ToolResultBudget));
+    assert!(matches!(&state.chat[3], ChatEntry::Marker(run) if run.events[0].stage == Stage::ToolResultBudget));
     assert_eq!(
         state.tools[0].saved_path.as_deref(),
         Some(".task_outputs/tool-results/toolu_1.txt")
@@ -227,15 +227,15 @@ fn firings_of_one_stage_in_one_turn_fold_into_one_marker() {
         .chat
         .iter()
         .filter_map(|entry| match entry {
-            ChatEntry::Marker(run) => Some(run.len()),
+            ChatEntry::Marker(run) => Some(run.events.len()),
             _ => None,
         })
         .collect();
     assert_eq!(markers, vec![2], "one marker, two firings");
     assert_eq!(
         state.chat[1].paths(),
-        [".transcripts/b.jsonl".to_string()],
-        "links go to the newest"
+        [".transcripts/a.jsonl".to_string(), ".transcripts/b.jsonl".to_string()],
+        "links go to every firing's files"
     );
     state.apply(AgentEvent::Compaction {
         event: stage_event(Stage::MicroCompact, &[]),
@@ -296,7 +296,7 @@ fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
         ],
     });
     assert!(matches!(&state.chat[0], ChatEntry::User(text) if text == "read a.rs"));
-    assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run[0].stage == Stage::MicroCompact));
+    assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run.events[0].stage == Stage::MicroCompact));
     assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
     assert!(matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages"));
     assert_eq!(state.tools.len(), 1);
