@@ -29,6 +29,7 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
     let terminated = crate::signals::termination();
     tokio::pin!(terminated);
     let mut interrupted = false;
+    let mut reader_gone = false;
     // Streamed text waits here until its message is complete: a retried stream then
     // never leaves half a message on stdout.
     let mut pending = String::new();
@@ -50,39 +51,63 @@ pub async fn run(launch: Launch, request: String, jsonl: bool, yes: bool) -> std
                 continue;
             }
         };
-        let mut out = stdout.lock();
-        if jsonl {
-            crate::json::to_writer(&mut out, &event)?;
-            writeln!(out)?;
-        } else {
-            match &event {
-                AgentEvent::TextDelta { text, .. } => pending.push_str(text),
-                AgentEvent::StreamReset { .. } => pending.clear(),
-                AgentEvent::AssistantMessage { .. } => {
-                    writeln!(out, "{}", terminal_safe(&std::mem::take(&mut pending)))?;
+        if !reader_gone {
+            match show(&event, jsonl, &mut pending, &stdout, &stderr) {
+                Ok(()) => {}
+                // The reader went away (`scratchpad -p … | head`): nobody is left to show
+                // the turn to, so it stops, as Ctrl+C stops it, and that is a quiet end.
+                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                    reader_gone = true;
+                    let _ = ops.send(Op::Cancel);
                 }
-                AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
-                AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
-                AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
-                AgentEvent::ToolFinished {
-                    name,
-                    status: ToolStatus::Refused,
-                    output,
-                    ..
-                } => writeln!(stderr.lock(), "{name}: {}", terminal_safe(output))?,
-                AgentEvent::TurnDone {
-                    outcome: TurnOutcome::Cancelled,
-                    ..
-                } => writeln!(stderr.lock(), "cancelled")?,
-                _ => {}
+                Err(error) => return Err(error),
             }
         }
-        out.flush()?;
         if let AgentEvent::TurnDone { outcome: done, .. } = event {
-            outcome = done;
+            outcome = if reader_gone { TurnOutcome::Completed } else { done };
             let _ = ops.send(Op::Quit);
         }
     }
     let _ = task.await;
     Ok(outcome)
+}
+
+/// One event as `-p` shows it: assistant messages on stdout, what happened on stderr;
+/// or every event as a JSON line.
+fn show(
+    event: &AgentEvent,
+    jsonl: bool,
+    pending: &mut String,
+    stdout: &std::io::Stdout,
+    stderr: &std::io::Stderr,
+) -> std::io::Result<()> {
+    let mut out = stdout.lock();
+    if jsonl {
+        crate::json::to_writer(&mut out, event)?;
+        writeln!(out)?;
+    } else {
+        match event {
+            AgentEvent::TextDelta { text, .. } => pending.push_str(text),
+            AgentEvent::StreamReset { .. } => pending.clear(),
+            AgentEvent::AssistantMessage { .. } => {
+                writeln!(out, "{}", terminal_safe(&std::mem::take(pending)))?;
+            }
+            AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
+            AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
+            AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
+            AgentEvent::ToolFinished {
+                name,
+                status: ToolStatus::Refused,
+                output,
+                ..
+            } => writeln!(stderr.lock(), "{name}: {}", terminal_safe(output))?,
+            AgentEvent::TurnDone {
+                outcome: TurnOutcome::Cancelled,
+                ..
+            } => writeln!(stderr.lock(), "cancelled")?,
+            _ => {}
+        }
+    }
+    out.flush()?;
+    Ok(())
 }

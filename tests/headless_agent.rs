@@ -554,6 +554,29 @@ fn without_a_terminal_the_app_says_so_in_one_line_and_leaves_no_journal() {
     );
 }
 
+/// `scratchpad -p … | head`: the reader leaves; the turn stops as Ctrl+C stops it
+/// and the run ends quietly and successfully (it used to fail with "Broken pipe").
+#[test]
+fn a_closed_stdout_ends_print_mode_quietly_and_successfully() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Working.", &[("toolu_w", "bash", json!({"command": "sleep 30"}))]),
+        text_reply("never asked for"),
+    ]);
+    let mut child = workspace
+        .command(&api, &["-p", "work", "--yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.to_lowercase().contains("broken pipe"), "{stderr}");
+    assert_eq!(api.turn_requests().len(), 1, "the turn stopped with its reader");
+}
+
 #[test]
 fn sigint_in_print_mode_says_cancelled() {
     let workspace = Workspace::new();

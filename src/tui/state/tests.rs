@@ -369,3 +369,25 @@ fn text_streamed_outside_its_turn_is_not_shown() {
         .collect();
     assert_eq!(texts, ["one", "two"]);
 }
+
+/// `/clear` starts the conversation afresh: the old calls leave the timeline and
+/// their markers can no longer be undone.
+#[test]
+fn a_cleared_conversation_has_an_empty_timeline_and_nothing_to_undo() {
+    let mut state = AppState::default();
+    let mut event = stage_event(Stage::SnipCompact, &[".transcripts/a.jsonl"]);
+    event.id = "s1".into();
+    state.apply(AgentEvent::Compaction { event });
+    state.apply(AgentEvent::ModelCall {
+        point: CallPoint {
+            estimate: 40_000,
+            ..CallPoint::default()
+        },
+        usage: Default::default(),
+    });
+    assert_eq!(state.timeline.len(), 1);
+    assert!(state.newest_undoable().is_some());
+    state.apply(AgentEvent::History { messages: Vec::new() });
+    assert!(state.timeline.is_empty(), "{:?}", state.timeline);
+    assert!(state.newest_undoable().is_none());
+}
