@@ -783,6 +783,29 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     assert!(s.app.input.text().is_empty());
 }
 
+/// Esc with a request queued stops the turn and nothing more: the queued text stays
+/// in the prompt, unsent (it used to be sent as soon as the cancelled turn ended).
+#[test]
+fn esc_with_a_queued_request_stops_the_turn_and_keeps_the_text() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "first".into(),
+    });
+    for c in "second request".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert_eq!(s._ops.try_recv().ok(), Some(Op::Cancel));
+    s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
+        outcome: TurnOutcome::Cancelled,
+    });
+    assert!(s._ops.try_recv().is_err(), "the queued request is not sent");
+    assert_eq!(s.app.input.text(), "second request", "it stays in the prompt");
+}
+
 #[test]
 fn an_unknown_command_keeps_its_text_and_says_why() {
     let mut s = screen();

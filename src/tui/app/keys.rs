@@ -61,7 +61,7 @@ impl App {
             let deliberate = modal::deliberate(prompt.shown_at);
             let answer = match keymap::action(View::Summarise, &key) {
                 Some(Action::CancelTurn) => {
-                    self.send(Op::Cancel);
+                    self.cancel_turn();
                     self.state.lossy = None;
                     None
                 }
@@ -87,7 +87,7 @@ impl App {
             let deliberate = modal::deliberate(prompt.shown_at);
             let answer = match keymap::action(View::Permission, &key) {
                 Some(Action::CancelTurn) => {
-                    self.send(Op::Cancel);
+                    self.cancel_turn();
                     self.state.permission = None;
                     None
                 }
@@ -176,7 +176,7 @@ impl App {
             }
             Some(Action::CancelOrBack) => {
                 if self.state.is_busy() {
-                    self.send(Op::Cancel);
+                    self.cancel_turn();
                 } else {
                     self.focus = Focus::Input;
                 }
@@ -330,7 +330,7 @@ impl App {
         }
         self.last_interrupt = Some(now);
         if self.state.is_busy() {
-            self.send(Op::Cancel);
+            self.cancel_turn();
             self.state.permission = None;
         } else if !self.input.is_empty() {
             self.input.clear();

@@ -151,6 +151,14 @@ impl App {
         }
     }
 
+    /// Stop the turn (Esc, Ctrl+C, or the cancel key of a question). A request queued
+    /// for after it stays in the prompt, unsent: stopping means stop, not "go on
+    /// with the next one".
+    fn cancel_turn(&mut self) {
+        self.queued = false;
+        self.send(Op::Cancel);
+    }
+
     pub fn on_tick(&mut self) {
         self.tick = self.tick.wrapping_add(1);
     }
