@@ -145,22 +145,19 @@ impl Store {
     pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
         if self.dry_run {
-            let (_, sha256) = write_jsonl_hashed(io::sink(), messages)
+            let sha256 = write_jsonl_hashed(io::sink(), messages)
                 .map_err(|source| self.write_error(Path::new(&path), source))?;
             return Ok(self.remember(&path, &sha256));
         }
         create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
             .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
         let temp = self.temp_path(&self.transcripts_dir(), "transcript");
-        let write = |file: File| -> Result<String, StoreError> {
-            let (_, sha256) = write_jsonl_hashed(file, messages).map_err(|source| self.write_error(&temp, source))?;
-            Ok(sha256)
-        };
         let file = self
             .create_private(&temp)
             .map_err(|source| self.write_error(&temp, source))?;
-        let sha256 = write(file).inspect_err(|_| {
+        let sha256 = write_jsonl_hashed(file, messages).map_err(|source| {
             let _ = fs::remove_file(&temp);
+            self.write_error(&temp, source)
         })?;
         self.commit(&temp, &self.workspace.join(&path))?;
         // One file per stage: durable at once, before the stage replaces anything.
@@ -394,13 +391,13 @@ pub enum UnverifiedFile {
 /// writes them.
 const TRANSCRIPT_CHUNK: usize = 1 << 20;
 
-/// Messages as JSON lines, as transcripts hold them, into `out`; `out` back, with the
-/// SHA-256 of every byte. Serialising and hashing take about as long each, so the
-/// hash and the write run on a second thread while this one serialises the next chunk.
-fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Result<(W, String)> {
+/// Messages as JSON lines, as transcripts hold them, into `out`, and the SHA-256 of
+/// every byte. Serialising and hashing take about as long each, so the hash and the
+/// write run on a second thread while this one serialises the next chunk.
+fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Result<String> {
     let (chunks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
     std::thread::scope(|scope| {
-        let sink = scope.spawn(move || -> io::Result<(W, String)> {
+        let sink = scope.spawn(move || -> io::Result<String> {
             let mut out = out;
             let mut hasher = sha2::Sha256::new();
             for chunk in received {
@@ -408,7 +405,7 @@ fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Resu
                 out.write_all(&chunk)?;
             }
             out.flush()?;
-            Ok((out, hex(&hasher.finalize())))
+            Ok(hex(&hasher.finalize()))
         });
         let mut sender = ChunkSender {
             chunk: Vec::with_capacity(TRANSCRIPT_CHUNK),
@@ -418,11 +415,10 @@ fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Resu
         drop(sender);
         // A failed write on the other side ends its loop, so a send fails too: its own
         // error is the one that says what went wrong.
-        let written = sink
+        let sha256 = sink
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")));
-        let written = written?;
-        serialised.map(|()| written)
+            .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")))?;
+        serialised.map(|()| sha256)
     })
 }
 
@@ -621,7 +617,8 @@ mod tests {
         let history: Vec<Message> = (0..600)
             .map(|n| Message::user_text(format!("{n} ✓ {}", "x".repeat(5_000))))
             .collect();
-        let (bytes, sha256) = write_jsonl_hashed(Vec::new(), &history).unwrap();
+        let mut bytes = Vec::new();
+        let sha256 = write_jsonl_hashed(&mut bytes, &history).unwrap();
         assert!(bytes.len() > 2 * TRANSCRIPT_CHUNK, "{} bytes", bytes.len());
         let mut expected = Vec::new();
         write_jsonl(&mut expected, &history).unwrap();

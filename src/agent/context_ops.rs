@@ -135,14 +135,13 @@ impl Agent {
         }
         let stage = event.stage;
         let undid = event.id.clone();
-        let undid_id = undid.clone();
         let mode = self.settings.compaction.estimate;
         match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
             Ok(restored) => {
                 let chars_before = self.sizes.total();
                 self.journal(Record::Undo {
                     stage,
-                    undid,
+                    undid: undid.clone(),
                     messages: restored.clone(),
                 });
                 self.sync_journal();
@@ -152,7 +151,7 @@ impl Agent {
                 self.ledger.changed(self.sizes.total());
                 self.emit(AgentEvent::Undone {
                     stage,
-                    undid: undid_id,
+                    undid,
                     chars_before,
                     chars_after: self.sizes.total(),
                 });

@@ -171,7 +171,6 @@ impl LineRole {
     }
 }
 
-/// A transcript as readable lines: a header per message, then its blocks.
 /// `text` in `style`, with each occurrence of `query` (found in `lowered`, the line in
 /// lower case) marked. Where lower case changed the line's length, the positions do
 /// not carry over, and the whole line is marked instead.
@@ -200,6 +199,7 @@ fn with_matches_marked(text: &str, lowered: &str, query: &str, style: Style) -> 
     pieces
 }
 
+/// A transcript as readable lines: a header per message, then its blocks.
 pub fn transcript_lines(text: &str) -> Vec<(String, LineRole)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {

@@ -126,7 +126,7 @@ const RECEIPT_ITEMS_SHOWN: usize = 40;
 
 /// A marker: its stage's line (with `×N` when later firings folded into it; selected,
 /// it lists each of them), the summary a summarising stage wrote (its first lines, all
-/// of them when expanded), then the newest firing's files as numbered links; expanded,
+/// of them when expanded), then every firing's files as numbered links; expanded,
 /// the receipt: why it ran, how long it took, and each item with a link to its text.
 fn marker_lines(
     marker: &MarkerRun,
@@ -166,15 +166,12 @@ fn marker_lines(
         [only] => format!("{}{undone}{hint}", only.summary_line()),
         [_, ..] => {
             let net = marker.net_chars_out();
-            let change = if net >= 0 {
-                format!("{} chars out", short_count(net.unsigned_abs() as usize))
-            } else {
-                format!("{} chars more", short_count(net.unsigned_abs() as usize))
-            };
+            let direction = if net >= 0 { "out" } else { "more" };
             format!(
-                "{} ×{} · {change}{undone}{}",
+                "{} ×{} · {} chars {direction}{undone}{}",
                 newest.stage,
                 run.len(),
+                short_count(net.unsigned_abs() as usize),
                 if look.selected { hint } else { " · select to expand" }
             )
         }

@@ -142,7 +142,8 @@ impl AppState {
         }
     }
 
-    /// The newest firing still in force, as (chat entry, its stage id): what `u` may undo.
+    /// The newest firing still in force, with the chat entry of its marker: what `u`
+    /// may undo.
     pub fn newest_undoable(&self) -> Option<(usize, &StageEvent)> {
         let &(at, member) = self.undoable.last()?;
         match self.chat.get(at) {
