@@ -61,3 +61,38 @@ fn the_readme_lists_each_views_keys_as_the_help_does() {
         assert_eq!(documented, known, "{view}");
     }
 }
+
+/// The comma-separated list after `label` in the README's status line bullet, up to
+/// its full stop, with parenthesised remarks left out.
+fn status_line_list(label: &str) -> Vec<String> {
+    let text = readme();
+    let start = text.find("- **status line** —").expect("README describes the status line");
+    let bullet: String = text[start..]
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let after = &bullet[bullet.find(label).unwrap_or_else(|| panic!("no {label:?}")) + label.len()..];
+    let list = &after[..after.find('.').expect("the list ends with a full stop")];
+    let mut plain = String::new();
+    let mut depth = 0;
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    plain.split(',').map(|item| item.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+}
+
+#[test]
+fn the_readme_gives_the_status_lines_order_and_what_gives_way_as_the_code_does() {
+    use scratchpad::tui::status::{GIVE_WAY, STATUS_ORDER};
+    let names = |items: &[scratchpad::tui::status::StatusItem]| -> Vec<String> {
+        items.iter().map(|item| item.name().to_string()).collect()
+    };
+    assert_eq!(status_line_list("left to right:"), names(&STATUS_ORDER));
+    assert_eq!(status_line_list("give way in turn:"), names(&GIVE_WAY));
+}

@@ -166,3 +166,17 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let _ = tokio::time::timeout(Duration::from_secs(5), agent_task).await;
     result.map(|()| app.state.session.id.clone())
 }
+
+/// `text` in at most `width` terminal columns, its end replaced by `…` when cut.
+pub(crate) fn ellipsized(text: &str, width: usize) -> String {
+    use unicode_truncate::UnicodeTruncateStr;
+    use unicode_width::UnicodeWidthStr;
+    if text.width() <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let (kept, _) = text.unicode_truncate(width - 1);
+    format!("{kept}…")
+}

@@ -1,10 +1,12 @@
-//! The status line (provider, model, workspace, turn state) and the error banner.
+//! The status line (turn state, provider, model, window, workspace, sandbox) and the
+//! error banner.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use unicode_width::UnicodeWidthStr;
 
 use super::state::{SessionInfo, TurnState};
 use super::theme;
@@ -12,6 +14,58 @@ use crate::tools::sandbox::SandboxState;
 
 /// The frames of the busy spinner, advanced by the app's tick.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// One item of the status line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusItem {
+    Badge,
+    Turn,
+    Provider,
+    Model,
+    Window,
+    Workspace,
+    Sandbox,
+}
+
+/// The status line's items in the order they are drawn.
+pub const STATUS_ORDER: [StatusItem; 7] = [
+    StatusItem::Badge,
+    StatusItem::Turn,
+    StatusItem::Provider,
+    StatusItem::Model,
+    StatusItem::Window,
+    StatusItem::Workspace,
+    StatusItem::Sandbox,
+];
+
+/// What gives way, step by step, when the line does not fit: each step takes that
+/// item to its next shorter form, and past its last form it is gone (the demo's key
+/// hint goes first, the workspace is first cut to its folder's name). The turn state
+/// and the sandbox state never give way: what the model may touch stays on screen.
+pub const GIVE_WAY: [StatusItem; 7] = [
+    StatusItem::Provider,
+    StatusItem::Workspace,
+    StatusItem::Window,
+    StatusItem::Model,
+    StatusItem::Workspace,
+    StatusItem::Provider,
+    StatusItem::Badge,
+];
+
+impl StatusItem {
+    /// The item's name as the README's description of the status line uses it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatusItem::Badge => "name",
+            StatusItem::Turn => "turn state",
+            StatusItem::Provider => "provider",
+            StatusItem::Model => "model",
+            StatusItem::Window => "window",
+            StatusItem::Workspace => "workspace",
+            StatusItem::Sandbox => "sandbox state",
+        }
+    }
+}
 
 pub fn turn_label(turn: &TurnState) -> String {
     match turn {
@@ -28,69 +82,129 @@ pub fn turn_label(turn: &TurnState) -> String {
 }
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &TurnState, tick: usize) {
-    let provider = if session.provider == "demo" {
-        Span::styled(
-            "offline demo model (set ANTHROPIC_API_KEY for Claude)",
-            Style::default()
-                .fg(theme::palette().on_colour)
-                .bg(theme::palette().attention),
-        )
-    } else {
-        Span::styled(
-            session.provider.clone(),
-            Style::default().fg(theme::palette().success_bright),
-        )
+    frame.render_widget(Paragraph::new(status_line(session, turn, tick, area.width)), area);
+}
+
+/// The status line at `width` columns: the items shortened and dropped in
+/// [`GIVE_WAY`]'s order until it fits, then the turn label cut, so that the sandbox
+/// state stays.
+fn status_line(session: &SessionInfo, turn: &TurnState, tick: usize, width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    let mut forms = [0_usize; STATUS_ORDER.len()];
+    let spans_at = |forms: &[usize; STATUS_ORDER.len()]| -> Vec<(StatusItem, Vec<Span<'static>>)> {
+        STATUS_ORDER
+            .iter()
+            .zip(forms)
+            .map(|(&item, &form)| (item, item_spans(item, form, session, turn, tick)))
+            .collect()
     };
-    let state_style = if *turn == TurnState::Idle {
-        Style::default().fg(theme::palette().success)
-    } else {
-        Style::default()
-            .fg(theme::palette().attention)
-            .add_modifier(Modifier::BOLD)
+    let width_of = |items: &[(StatusItem, Vec<Span<'static>>)]| -> usize {
+        items
+            .iter()
+            .flat_map(|(_, spans)| spans)
+            .map(|span| span.content.width())
+            .sum()
     };
-    let spinner = if *turn == TurnState::Idle {
-        "●"
-    } else {
-        SPINNER[tick % SPINNER.len()]
-    };
-    let line = Line::from(vec![
-        Span::styled(
+    let mut items = spans_at(&forms);
+    for step in GIVE_WAY {
+        if width_of(&items) <= width {
+            break;
+        }
+        if let Some(at) = STATUS_ORDER.iter().position(|&item| item == step) {
+            forms[at] += 1;
+        }
+        items = spans_at(&forms);
+    }
+    let excess = width_of(&items).saturating_sub(width);
+    if excess > 0
+        && let Some((_, spans)) = items.iter_mut().find(|(item, _)| *item == StatusItem::Turn)
+        && let Some(label) = spans.last_mut()
+    {
+        let keep = label.content.width().saturating_sub(excess);
+        label.content = super::ellipsized(&label.content, keep).into();
+    }
+    Line::from(items.into_iter().flat_map(|(_, spans)| spans).collect::<Vec<_>>())
+}
+
+/// One item's spans in its `form` (0 is the fullest; past its shortest it has none),
+/// each item after the first led by its separator.
+fn item_spans(
+    item: StatusItem,
+    form: usize,
+    session: &SessionInfo,
+    turn: &TurnState,
+    tick: usize,
+) -> Vec<Span<'static>> {
+    let palette = theme::palette();
+    let separated = |text: String, style: Style| vec![Span::raw(" · "), Span::styled(text, style)];
+    match (item, form) {
+        (StatusItem::Badge, 0) => vec![Span::styled(
             " scratchpad ",
             Style::default()
-                .fg(theme::palette().on_colour)
-                .bg(theme::palette().accent)
+                .fg(palette.on_colour)
+                .bg(palette.accent)
                 .add_modifier(Modifier::BOLD),
-        ),
-        // The turn state comes first: a narrow terminal cuts from the right.
-        Span::raw(" "),
-        Span::styled(format!("{spinner} {}", turn_label(turn)), state_style),
-        Span::raw(" · "),
-        provider,
-        Span::styled(
-            format!(" · {}", model_label(&session.model)),
-            Style::default().fg(theme::palette().soft),
-        ),
-        Span::styled(
-            session
-                .window
-                .as_ref()
-                .map(|window| format!(" · {} window", crate::compact::short_count(window.tokens as usize)))
-                .unwrap_or_default(),
-            Style::default().fg(theme::palette().muted),
-        ),
-        Span::raw(" · "),
-        Span::styled(session.workspace.clone(), Style::default().fg(theme::palette().muted)),
-        Span::raw(" · "),
-        Span::styled(
+        )],
+        (StatusItem::Turn, _) => {
+            let (spinner, style) = if *turn == TurnState::Idle {
+                ("●", Style::default().fg(palette.success))
+            } else {
+                (
+                    SPINNER[tick % SPINNER.len()],
+                    Style::default().fg(palette.attention).add_modifier(Modifier::BOLD),
+                )
+            };
+            vec![
+                Span::raw(" "),
+                Span::styled(format!("{spinner} {}", turn_label(turn)), style),
+            ]
+        }
+        (StatusItem::Provider, 0 | 1) if session.provider == "demo" => {
+            let mut spans = separated(
+                "offline demo model".into(),
+                Style::default().fg(palette.on_colour).bg(palette.attention),
+            );
+            if form == 0 {
+                spans.push(Span::styled(
+                    " (set ANTHROPIC_API_KEY for Claude)",
+                    Style::default().fg(palette.muted),
+                ));
+            }
+            spans
+        }
+        (StatusItem::Provider, 0 | 1) => {
+            separated(session.provider.clone(), Style::default().fg(palette.success_bright))
+        }
+        (StatusItem::Model, 0) => {
+            separated(model_label(&session.model).to_string(), Style::default().fg(palette.soft))
+        }
+        (StatusItem::Window, 0) => match &session.window {
+            Some(window) => separated(
+                format!("{} window", crate::compact::short_count(window.tokens as usize)),
+                Style::default().fg(palette.muted),
+            ),
+            None => Vec::new(),
+        },
+        (StatusItem::Workspace, 0) => separated(session.workspace.clone(), Style::default().fg(palette.muted)),
+        (StatusItem::Workspace, 1) => separated(folder_name(&session.workspace), Style::default().fg(palette.muted)),
+        (StatusItem::Sandbox, _) => separated(
             session.sandbox.clone(),
             if SandboxState::is_full_label(&session.sandbox) {
-                Style::default().fg(theme::palette().success)
+                Style::default().fg(palette.success)
             } else {
-                Style::default().fg(theme::palette().attention)
+                Style::default().fg(palette.attention)
             },
         ),
-    ]);
-    frame.render_widget(Paragraph::new(line), area);
+        _ => Vec::new(),
+    }
+}
+
+/// A workspace path cut to its last folder, `…/` saying the rest was cut.
+fn folder_name(workspace: &str) -> String {
+    match workspace.trim_end_matches('/').rsplit_once('/') {
+        Some((parent, name)) if !parent.is_empty() && !name.is_empty() => format!("…/{name}"),
+        _ => workspace.to_string(),
+    }
 }
 
 pub fn render_banner(frame: &mut Frame<'_>, area: Rect, message: &str) {
@@ -123,6 +237,90 @@ fn model_label(model: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn demo_session() -> SessionInfo {
+        SessionInfo {
+            provider: "demo".into(),
+            model: "offline-demo".into(),
+            workspace: "/home/someone/projects/a-rather-long-workspace-name".into(),
+            sandbox: "sandbox: partial (no seccomp)".into(),
+            window: Some(crate::protocol::Window {
+                tokens: 200_000,
+                source: crate::protocol::WindowSource::Configured,
+            }),
+            ..SessionInfo::default()
+        }
+    }
+
+    fn text(line: &Line<'_>) -> String {
+        line.spans.iter().map(|span| span.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn the_sandbox_state_and_workspace_are_shown_at_120_columns() {
+        let line = text(&status_line(&demo_session(), &TurnState::Thinking, 0, 120));
+        assert!(line.width() <= 120, "{line}");
+        assert!(line.ends_with(" · sandbox: partial (no seccomp)"), "{line}");
+        assert!(line.contains("a-rather-long-workspace-name"), "{line}");
+        assert!(!line.contains("ANTHROPIC_API_KEY"), "the key hint gives way first: {line}");
+    }
+
+    #[test]
+    fn items_give_way_in_order_and_the_sandbox_never_does() {
+        let session = demo_session();
+        let mut previous = String::new();
+        for width in (40..=200).rev() {
+            let line = text(&status_line(&session, &TurnState::Thinking, 0, width));
+            assert!(line.width() <= usize::from(width), "{width}: {line}");
+            assert!(line.ends_with("sandbox: partial (no seccomp)"), "{width}: {line}");
+            assert!(line.width() <= previous.width() || previous.is_empty(), "{width}: {line}");
+            previous = line;
+        }
+        let expected_steps = [
+            " scratchpad  ⠋ thinking · offline demo model (set ANTHROPIC_API_KEY for Claude) · offline-demo · 200.0k window · /home/someone/projects/a-rather-long-workspace-name · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · offline demo model · offline-demo · 200.0k window · /home/someone/projects/a-rather-long-workspace-name · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · offline demo model · offline-demo · 200.0k window · …/a-rather-long-workspace-name · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · offline demo model · offline-demo · …/a-rather-long-workspace-name · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · offline demo model · …/a-rather-long-workspace-name · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · offline demo model · sandbox: partial (no seccomp)",
+            " scratchpad  ⠋ thinking · sandbox: partial (no seccomp)",
+            " ⠋ thinking · sandbox: partial (no seccomp)",
+        ];
+        let seen: Vec<String> = (40..=220)
+            .rev()
+            .map(|width| text(&status_line(&session, &TurnState::Thinking, 0, width)))
+            .filter(|line| !line.contains('…') || line.contains("…/"))
+            .fold(Vec::new(), |mut seen, line| {
+                if seen.last() != Some(&line) {
+                    seen.push(line);
+                }
+                seen
+            });
+        assert_eq!(seen, expected_steps);
+    }
+
+    #[test]
+    fn a_workspace_is_cut_to_its_folder_name() {
+        assert_eq!(folder_name("/home/a/project"), "…/project");
+        assert_eq!(folder_name("/home/a/project/"), "…/project");
+        assert_eq!(folder_name("/project"), "/project");
+        assert_eq!(folder_name("project"), "project");
+    }
+
+    #[test]
+    fn a_long_turn_label_is_shortened_rather_than_the_sandbox_state() {
+        let turn = TurnState::Retrying {
+            at: std::time::Instant::now(),
+            attempt: 2,
+            reason: "the server said it is overloaded, please wait a while".into(),
+        };
+        let line = text(&status_line(&demo_session(), &turn, 0, 50));
+        assert_eq!(line.width(), 50, "{line}");
+        assert!(line.contains("…"), "{line}");
+        assert!(line.ends_with(" · sandbox: partial (no seccomp)"), "{line}");
+    }
+
     #[test]
     fn a_model_path_is_shown_by_its_file_name() {
         assert_eq!(super::model_label("/root/models/SmolLM2.gguf"), "SmolLM2.gguf");

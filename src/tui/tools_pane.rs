@@ -81,9 +81,9 @@ pub fn render(
             Style::default()
         };
         // The name keeps room for the mark and the time; the summary gets what is left.
-        let name = ellipsized(&call.name, width.saturating_sub(4 + time.len()).max(1));
+        let name = super::ellipsized(&call.name, width.saturating_sub(4 + time.len()).max(1));
         let fixed = 2 + name.chars().count() + 1 + time.len() + 1;
-        let summary = ellipsized(&call.summary, width.saturating_sub(fixed));
+        let summary = super::ellipsized(&call.summary, width.saturating_sub(fixed));
         lines.push(
             Line::from(vec![
                 mark,
@@ -107,7 +107,7 @@ pub fn render(
             }
             let total = call.output.lines;
             for line in &call.output.head {
-                let shown = ellipsized(line, width.saturating_sub(4));
+                let shown = super::ellipsized(line, width.saturating_sub(4));
                 lines.push(Line::from(Span::styled(
                     format!("  │ {shown}"),
                     Style::default().fg(theme::palette().muted),
@@ -142,18 +142,6 @@ pub fn render(
     let start = end.saturating_sub(height);
     let visible: Vec<Line<'static>> = lines.into_iter().skip(start).take(height).collect();
     frame.render_widget(Paragraph::new(visible), inner);
-}
-
-/// `text` in at most `width` characters, its end replaced by `…` when cut.
-fn ellipsized(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let mut shown: String = text.chars().take(width.saturating_sub(1)).collect();
-    if width > 0 {
-        shown.push('…');
-    }
-    shown
 }
 
 #[cfg(test)]
