@@ -29,13 +29,24 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
     let mut pinned = Vec::new();
     for (at, message) in messages.iter().enumerate() {
         let role = role_name(message.role);
+        // A tool result is told by its call (`bash cargo test (result)`): the text of a
+        // cleared one is only its reference.
         let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>, id: Option<&str>| {
+            let preview = match (id, category) {
+                (Some(id), Category::ToolResult) => format!(
+                    "{} · {}",
+                    describe_result(messages, at, id, config.describe_input),
+                    one_line(text)
+                ),
+                (Some(id), _) => describe_result(messages, at, id, config.describe_input),
+                (None, _) => one_line(text),
+            };
             items.push(Item {
                 category,
                 chars,
                 message: at + 1,
                 role: role.into(),
-                preview: one_line(text),
+                preview,
                 saved_path,
                 text: prefix_chars(text, SHOWN_TEXT).to_string(),
                 tool_use_id: id.map(str::to_string),
@@ -97,6 +108,11 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
     add(Category::Framing, estimate.saturating_sub(blocks));
     let limit = config.context_char_limit;
     add(Category::Free, limit.saturating_sub(estimate));
+    let tool_results = items
+        .iter()
+        .filter(|item| item.tool_use_id.is_some())
+        .cloned()
+        .collect();
     items.sort_by(|a, b| b.chars.cmp(&a.chars).then(a.message.cmp(&b.message)));
     items.truncate(10);
     ContextBreakdown {
@@ -105,6 +121,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
         fixed,
         totals,
         largest: items,
+        tool_results,
         pinned,
     }
 }

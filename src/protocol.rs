@@ -461,7 +461,7 @@ impl Category {
     }
 }
 
-/// One block of the context, for the largest-items list.
+/// One block of the context, for the lists of `/context`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Item {
     pub category: Category,
@@ -495,6 +495,10 @@ pub struct ContextBreakdown {
     /// Characters per category, in `Category::ALL` order (free space last).
     pub totals: Vec<(Category, usize)>,
     pub largest: Vec<Item>,
+    /// Every tool result, in history order, whatever its state: what `/context`
+    /// lists to restore, pin or drop.
+    #[serde(default)]
+    pub tool_results: Vec<Item>,
     /// The pinned tool results, described (`read_file src/a.rs (result)`).
     #[serde(default)]
     pub pinned: Vec<String>,

@@ -526,6 +526,31 @@ async fn context_pins_drops_and_restores_a_tool_result() {
         unreachable!("until returns only what it waited for")
     };
     assert!(map.pinned.is_empty(), "a dropped result is no longer pinned");
+    // The output as `seq` printed it, computed here rather than taken from the agent.
+    let output = (1..=2000).map(|n| format!("{n}\n")).collect::<String>();
+    let t1 = |map: &scratchpad::context_map::ContextBreakdown| {
+        let listed: Vec<_> = map
+            .tool_results
+            .iter()
+            .filter(|item| item.tool_use_id.as_deref() == Some("t1"))
+            .cloned()
+            .collect();
+        assert_eq!(listed.len(), 1, "every tool result is listed once: {listed:?}");
+        listed[0].clone()
+    };
+    let dropped = t1(&map);
+    assert_eq!(dropped.category, scratchpad::context_map::Category::ClearedReference);
+    let saved = dropped.saved_path.clone().expect("a dropped result names its file");
+    assert_eq!(
+        dropped.text,
+        format!("[Earlier tool result saved at {saved}]"),
+        "the history holds only the reference"
+    );
+    assert_eq!(
+        std::fs::read_to_string(agent.dir.path().join(&saved)).unwrap(),
+        output,
+        "the archive holds the output byte for byte"
+    );
 
     agent
         .ops
@@ -533,12 +558,25 @@ async fn context_pins_drops_and_restores_a_tool_result() {
             tool_use_id: "t1".into(),
         })
         .unwrap();
-    until(&mut agent.events, breakdown).await;
+    let AgentEvent::Breakdown { breakdown: map } = until(&mut agent.events, breakdown).await else {
+        unreachable!("until returns only what it waited for")
+    };
+    let restored = t1(&map);
+    assert_eq!(restored.category, scratchpad::context_map::Category::ToolResult);
+    assert_eq!(restored.text, output);
     agent.ops.send(Op::Quit).unwrap();
     let history = agent.task.await.unwrap();
-    let output = (1..=2000).map(|n| format!("{n}\n")).collect::<String>();
-    assert!(history.iter().any(|m| m.block_slice().iter().any(|b| matches!(b,
-        ContentBlock::ToolResult { content, .. } if content.full_text() == output))));
+    let results: Vec<String> = history
+        .iter()
+        .flat_map(|m| m.block_slice())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } if tool_use_id == "t1" => Some(content.full_text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, vec![output], "back in full, byte for byte, once");
 }
 
 /// The same agent over the OpenAI wire format: a tool call streamed in pieces, run,

@@ -66,7 +66,9 @@ fn the_readme_lists_each_views_keys_as_the_help_does() {
 /// its full stop, with parenthesised remarks left out.
 fn status_line_list(label: &str) -> Vec<String> {
     let text = readme();
-    let start = text.find("- **status line** —").expect("README describes the status line");
+    let start = text
+        .find("- **status line** —")
+        .expect("README describes the status line");
     let bullet: String = text[start..]
         .lines()
         .take_while(|line| !line.trim().is_empty())
@@ -84,7 +86,10 @@ fn status_line_list(label: &str) -> Vec<String> {
             _ => {}
         }
     }
-    plain.split(',').map(|item| item.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+    plain
+        .split(',')
+        .map(|item| item.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
 }
 
 #[test]

@@ -32,6 +32,18 @@ impl Pty {
         }
     }
 
+    fn wait_until_gone(&self, needle: &str, timeout: Duration) {
+        let started = Instant::now();
+        while self.screen().contains(needle) {
+            assert!(
+                started.elapsed() < timeout,
+                "{needle:?} still on screen after {timeout:?}:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn send(&mut self, bytes: &[u8]) {
         self.type_now(bytes);
         std::thread::sleep(Duration::from_millis(150));
@@ -168,7 +180,8 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
     pty.wait_for("turn cancelled", Duration::from_secs(10));
     assert!(child.try_wait().unwrap().is_none(), "one Ctrl+C does not quit");
-    std::thread::sleep(Duration::from_millis(2_100));
+    // The hint goes when its window closes, though nothing else moves on screen.
+    pty.wait_until_gone("press Ctrl+C again to quit", Duration::from_secs(5));
     pty.send(b"survey this workspace");
     pty.send(b"\r");
     // A request typed while the turn runs is queued, and sent when it ends.

@@ -653,6 +653,128 @@ fn context_view_and_timeline() {
     assert!(matches!(s.app.overlay, scratchpad::tui::app::Overlay::Browser(_)));
 }
 
+/// `/context` lists every tool result, filtered by state, and a key that cannot act
+/// on the selection says so over the view rather than in the chat behind it.
+#[test]
+fn context_lists_tool_results_by_state_and_answers_over_the_view() {
+    use scratchpad::compact::markers::cleared_reference;
+    use scratchpad::protocol::Op;
+    let mut s = screen();
+    let result = |id: &str, text: String| {
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: id.into(),
+                content: ToolResultContent::Text(text),
+                is_error: None,
+                extra: Default::default(),
+            }],
+        )
+    };
+    let call = |id: &str| {
+        Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::ToolUse {
+                id: id.into(),
+                name: "bash".into(),
+                input: serde_json::json!({"command": "seq 1 100"}),
+                extra: Default::default(),
+            }],
+        )
+    };
+    let mut messages = vec![Message::user_text(&"count things and say how many. ".repeat(100))];
+    for at in 0..14 {
+        let id = format!("toolu_{at:02}");
+        messages.push(call(&id));
+        messages.push(if at % 3 == 0 {
+            result(&id, cleared_reference(&format!(".task_outputs/tool-results/{id}.txt")))
+        } else {
+            result(&id, format!("line {at}\n").repeat(400 + at))
+        });
+    }
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
+    });
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Inspect),
+        "opening asks for the breakdown"
+    );
+    let listed = |s: &mut Screen| text_of(&draw(&mut s.app, 120, 40));
+    assert!(listed(&mut s).contains("largest items · f: every tool result"));
+    // The largest ten leave cleared results out, all but at most one.
+    let largest = listed(&mut s);
+    let cleared_ids = ["toolu_00", "toolu_03", "toolu_06", "toolu_09", "toolu_12"];
+    let shown = cleared_ids
+        .iter()
+        .filter(|id| largest.contains(&format!("{id}.txt")))
+        .count();
+    assert!(shown <= 1, "{largest}");
+
+    s.app.handle_key(key(KeyCode::Char('f')));
+    let every = listed(&mut s);
+    assert!(
+        every.contains("every tool result (14) · f: tool results: whole"),
+        "{every}"
+    );
+    for cleared in cleared_ids {
+        assert!(every.contains(&format!("{cleared}.txt")), "{cleared} listed: {every}");
+    }
+    s.app.handle_key(key(KeyCode::Char('f')));
+    assert!(listed(&mut s).contains("tool results: whole (9)"));
+    s.app.handle_key(key(KeyCode::Char('f')));
+    assert!(listed(&mut s).contains("tool results: persisted (0)"));
+    // Nothing to act on: said where the eye is.
+    s.app.handle_key(key(KeyCode::Char('d')));
+    assert!(s._ops.try_recv().is_err(), "nothing sent");
+    assert!(listed(&mut s).contains("nothing selected: the list of tool results: persisted is empty"));
+    s.app.handle_key(key(KeyCode::Char('f')));
+    let cleared = listed(&mut s);
+    assert!(cleared.contains("tool results: cleared (5)"), "{cleared}");
+    insta::assert_snapshot!("context_cleared_results_120x40", draw(&mut s.app, 120, 40).backend());
+    // r on the selected cleared result asks for exactly that one back.
+    s.app.handle_key(key(KeyCode::Down));
+    s.app.handle_key(key(KeyCode::Char('r')));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Restore {
+            tool_use_id: "toolu_03".into()
+        })
+    );
+    // The agent's answer arrives while the view is open: shown over it.
+    s.app.apply(AgentEvent::Notice {
+        message: "put back in full: bash seq 1 100 (result) (400 chars)".into(),
+    });
+    assert!(listed(&mut s).contains("put back in full: bash seq 1 100"));
+
+    // On the largest list, p on an item that is no tool result says why not.
+    for _ in 0..2 {
+        s.app.handle_key(key(KeyCode::Char('f')));
+    }
+    assert_eq!(s.app.toast.as_ref().map(|t| t.text.contains("put back")), Some(true));
+    let largest = listed(&mut s);
+    assert!(largest.contains("largest items · f"), "{largest}");
+    let breakdown_now = breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default());
+    let first_other = breakdown_now
+        .largest
+        .iter()
+        .position(|item| item.tool_use_id.is_none())
+        .expect("the long request is among the largest");
+    for _ in 0..first_other {
+        s.app.handle_key(key(KeyCode::Down));
+    }
+    s.app.handle_key(key(KeyCode::Char('p')));
+    assert!(s._ops.try_recv().is_err(), "nothing sent");
+    let told = s.app.toast.as_ref().map(|t| t.text.clone()).unwrap_or_default();
+    assert!(
+        told.starts_with("r, p and d act on tool results, and this is"),
+        "{told}"
+    );
+    assert!(listed(&mut s).contains("r, p and d act on tool results"));
+}
+
 #[test]
 fn a_click_on_any_row_of_a_wrapped_link_opens_it() {
     use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
@@ -742,6 +864,10 @@ fn small_terminal_screens() {
         &[".transcripts/transcript_snip_compact_1.jsonl"],
     ));
     insta::assert_snapshot!("marker_60x15", draw(&mut s.app, 60, 15).backend());
+    insta::assert_snapshot!("too_small_19x6", draw(&mut s.app, 19, 6).backend());
+    insta::assert_snapshot!("too_small_40x4", draw(&mut s.app, 40, 4).backend());
+    // The smallest size that draws the app draws it.
+    assert!(!text_of(&draw(&mut s.app, 20, 5)).contains("too small"));
 }
 
 #[test]
@@ -814,10 +940,28 @@ fn an_unknown_command_keeps_its_text_and_says_why() {
     }
     s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(s.app.input.text(), "/foo bar");
+    assert_eq!(s.app.state.banner, None, "a hint is not an error");
     assert_eq!(
-        s.app.state.banner.as_deref(),
+        s.app.toast.as_ref().map(|toast| toast.text.as_str()),
         Some("unknown command /foo; /help lists them")
     );
+    let terminal = draw(&mut s.app, 80, 24);
+    assert!(
+        text_of(&terminal).contains("unknown command /foo; /help lists them"),
+        "shown over the chat"
+    );
+}
+
+fn text_of(terminal: &Terminal<TestBackend>) -> String {
+    let buffer = terminal.backend().buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]

@@ -15,7 +15,7 @@ use super::gauge::token_text;
 use super::keymap::{self, Action, View};
 use super::theme;
 use crate::compact::short_count;
-use crate::context_map::{Category, ContextBreakdown};
+use crate::context_map::{Category, ContextBreakdown, Item};
 use crate::protocol::CallPoint;
 use crate::protocol::TokenFigure;
 
@@ -64,27 +64,101 @@ pub enum ContextAction {
         title: String,
         text: String,
     },
+    /// Say this where the user looks (a key that cannot act on the selection).
+    Tell(String),
+}
+
+/// Which items the list under the table shows; `f` steps through them in this order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ItemList {
+    #[default]
+    Largest,
+    ToolResults,
+    Whole,
+    Persisted,
+    Cleared,
+    Pinned,
+}
+
+impl ItemList {
+    pub const ALL: [ItemList; 6] = [
+        ItemList::Largest,
+        ItemList::ToolResults,
+        ItemList::Whole,
+        ItemList::Persisted,
+        ItemList::Cleared,
+        ItemList::Pinned,
+    ];
+
+    fn next(self) -> ItemList {
+        let at = Self::ALL.iter().position(|&list| list == self).unwrap_or(0);
+        Self::ALL[(at + 1) % Self::ALL.len()]
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ItemList::Largest => "largest items",
+            ItemList::ToolResults => "every tool result",
+            ItemList::Whole => "tool results: whole",
+            ItemList::Persisted => "tool results: persisted",
+            ItemList::Cleared => "tool results: cleared",
+            ItemList::Pinned => "tool results: pinned",
+        }
+    }
+
+    /// The items this list shows, in the breakdown's order.
+    pub fn items(self, breakdown: &ContextBreakdown) -> Vec<&Item> {
+        let results = breakdown.tool_results.iter();
+        match self {
+            ItemList::Largest => breakdown.largest.iter().collect(),
+            ItemList::ToolResults => results.collect(),
+            ItemList::Whole => results.filter(|item| item.category == Category::ToolResult).collect(),
+            ItemList::Persisted => results
+                .filter(|item| item.category == Category::PersistedPreview)
+                .collect(),
+            ItemList::Cleared => results
+                .filter(|item| item.category == Category::ClearedReference)
+                .collect(),
+            ItemList::Pinned => results.filter(|item| item.pinned).collect(),
+        }
+    }
 }
 
 #[derive(Default)]
 pub struct ContextView {
     pub selected: usize,
+    pub list: ItemList,
 }
 
 impl ContextView {
     pub fn handle_key(&mut self, key: KeyEvent, breakdown: Option<&ContextBreakdown>) -> ContextAction {
-        let items = breakdown.map_or(0, |b| b.largest.len());
+        let items = breakdown.map(|b| self.list.items(b)).unwrap_or_default();
+        let selected = items.get(self.selected).copied();
         match keymap::action(View::Context, &key) {
             Some(Action::Close) => ContextAction::Close,
             Some(Action::CountTokens) => ContextAction::CountTokens,
+            Some(Action::NextList) => {
+                self.list = self.list.next();
+                self.selected = 0;
+                ContextAction::Stay
+            }
             Some(action @ (Action::Restore | Action::Pin | Action::Drop)) => {
-                let Some(item) = breakdown.and_then(|b| b.largest.get(self.selected)) else {
-                    return ContextAction::Stay;
+                let Some(item) = selected else {
+                    return ContextAction::Tell(format!(
+                        "nothing selected: the list of {} is empty",
+                        self.list.label()
+                    ));
                 };
                 let Some(id) = item.tool_use_id.clone() else {
-                    return ContextAction::Stay;
+                    return ContextAction::Tell(format!(
+                        "r, p and d act on tool results, and this is {}; f lists the tool results",
+                        item.category.label()
+                    ));
                 };
                 match action {
+                    Action::Restore if item.category == Category::ToolResult => {
+                        ContextAction::Tell("this tool result is whole already: nothing to put back".into())
+                    }
                     Action::Restore => ContextAction::Restore(id),
                     Action::Pin => ContextAction::Pin {
                         tool_use_id: id,
@@ -94,14 +168,14 @@ impl ContextView {
                 }
             }
             Some(Action::Next) => {
-                self.selected = (self.selected + 1).min(items.saturating_sub(1));
+                self.selected = (self.selected + 1).min(items.len().saturating_sub(1));
                 ContextAction::Stay
             }
             Some(Action::Previous) => {
                 self.selected = self.selected.saturating_sub(1);
                 ContextAction::Stay
             }
-            Some(Action::Open(_)) => match breakdown.and_then(|b| b.largest.get(self.selected)) {
+            Some(Action::Open(_)) => match selected {
                 Some(item) => match &item.saved_path {
                     Some(path) => ContextAction::OpenPath(path.clone()),
                     None => ContextAction::ShowText {
@@ -144,7 +218,7 @@ impl ContextView {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(Style::default().fg(theme::palette().link))
-            .title(" context · ↑↓ select · Enter opens · r restores · p pins · d drops · t counts tokens · Esc closes ")
+            .title(" context · ↑↓ select · Enter opens · f lists · r restores · p pins · d drops · t counts tokens · Esc closes ")
             .title_bottom(Line::from(tokens_line).right_aligned());
         let chars_per_token = tokens.map(|figure| figure.chars_per_token);
         let inner = block.inner(area);
@@ -182,7 +256,9 @@ impl ContextView {
     }
 
     fn render_items(&self, frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown) {
-        let rows = breakdown.largest.iter().map(|item| {
+        let items = self.list.items(breakdown);
+        let count = items.len();
+        let rows = items.into_iter().map(|item| {
             let saved = item
                 .saved_path
                 .as_deref()
@@ -213,16 +289,18 @@ impl ContextView {
             ],
         )
         .header(
-            Row::new(vec![
-                String::new(),
-                "chars".into(),
-                "where".into(),
-                if breakdown.pinned.is_empty() {
-                    "largest items".to_string()
+            Row::new(vec![String::new(), "chars".into(), "where".into(), {
+                let list = match self.list {
+                    ItemList::Largest => self.list.label().to_string(),
+                    list => format!("{} ({count})", list.label()),
+                };
+                let pinned = if breakdown.pinned.is_empty() {
+                    String::new()
                 } else {
-                    format!("largest items · pinned: {}", breakdown.pinned.join(", "))
-                },
-            ])
+                    format!(" · pinned: {}", breakdown.pinned.join(", "))
+                };
+                format!("{list} · f: {}{pinned}", self.list.next().label())
+            }])
             .style(Style::default().fg(theme::palette().soft)),
         )
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));

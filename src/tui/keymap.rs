@@ -65,6 +65,7 @@ pub enum Action {
     Pin,
     Drop,
     CountTokens,
+    NextList,
     AllowOnce,
     Deny,
     AlwaysAllow,
@@ -327,7 +328,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
         &[
             row(
                 "Up / Down",
-                "select one of the largest items",
+                "select an item of the list",
                 &[
                     (V::Context, key(KeyCode::Up), A::Previous),
                     (V::Context, key(KeyCode::Down), A::Next),
@@ -339,6 +340,11 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                 "Enter",
                 "open it: its saved file, or its text",
                 &[(V::Context, key(KeyCode::Enter), A::Open(0))],
+            ),
+            row(
+                "f",
+                "list the largest items, every tool result, or only the whole, persisted, cleared or pinned ones",
+                &[(V::Context, char('f'), A::NextList)],
             ),
             row(
                 "r",

@@ -18,6 +18,7 @@ pub mod modal;
 pub mod state;
 pub mod status;
 pub mod theme;
+pub mod toast;
 pub mod tools_pane;
 
 use std::io;
@@ -140,7 +141,7 @@ pub async fn run(launch: Launch) -> io::Result<String> {
                 app.loaded(done);
                 true
             }
-            _ = tick.tick(), if app.state.animating() => {
+            _ = tick.tick(), if app.animating() => {
                 app.on_tick();
                 true
             }

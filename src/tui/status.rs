@@ -175,9 +175,10 @@ fn item_spans(
         (StatusItem::Provider, 0 | 1) => {
             separated(session.provider.clone(), Style::default().fg(palette.success_bright))
         }
-        (StatusItem::Model, 0) => {
-            separated(model_label(&session.model).to_string(), Style::default().fg(palette.soft))
-        }
+        (StatusItem::Model, 0) => separated(
+            model_label(&session.model).to_string(),
+            Style::default().fg(palette.soft),
+        ),
         (StatusItem::Window, 0) => match &session.window {
             Some(window) => separated(
                 format!("{} window", crate::compact::short_count(window.tokens as usize)),
@@ -263,7 +264,10 @@ mod tests {
         assert!(line.width() <= 120, "{line}");
         assert!(line.ends_with(" · sandbox: partial (no seccomp)"), "{line}");
         assert!(line.contains("a-rather-long-workspace-name"), "{line}");
-        assert!(!line.contains("ANTHROPIC_API_KEY"), "the key hint gives way first: {line}");
+        assert!(
+            !line.contains("ANTHROPIC_API_KEY"),
+            "the key hint gives way first: {line}"
+        );
     }
 
     #[test]
@@ -274,7 +278,10 @@ mod tests {
             let line = text(&status_line(&session, &TurnState::Thinking, 0, width));
             assert!(line.width() <= usize::from(width), "{width}: {line}");
             assert!(line.ends_with("sandbox: partial (no seccomp)"), "{width}: {line}");
-            assert!(line.width() <= previous.width() || previous.is_empty(), "{width}: {line}");
+            assert!(
+                line.width() <= previous.width() || previous.is_empty(),
+                "{width}: {line}"
+            );
             previous = line;
         }
         let expected_steps = [

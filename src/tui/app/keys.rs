@@ -136,6 +136,7 @@ impl App {
                     ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
                     ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),
                     ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
+                    ContextAction::Tell(text) => self.tell(text),
                     ContextAction::OpenPath(path) => {
                         self.leave_context();
                         self.browse(Browser::open_on(&path));
@@ -291,14 +292,14 @@ impl App {
         match SlashCommand::parse(&text) {
             Some(Ok((command, rest))) => {
                 if self.state.is_busy() && !command.while_busy() {
-                    self.state.banner = Some(format!("wait for the turn to finish before {}", command.name()));
+                    self.tell(format!("wait for the turn to finish before {}", command.name()));
                 } else {
                     self.run_command(command, rest);
                 }
                 return;
             }
             Some(Err(name)) => {
-                self.state.banner = Some(format!("unknown command /{name}; /help lists them"));
+                self.tell(format!("unknown command /{name}; /help lists them"));
                 // The text stays, to be corrected.
                 self.input.set_text(&text);
                 return;
@@ -335,7 +336,7 @@ impl App {
         } else if !self.input.is_empty() {
             self.input.clear();
         }
-        self.state.banner = Some("press Ctrl+C again to quit".into());
+        self.tell_for("press Ctrl+C again to quit", QUIT_WINDOW);
     }
 
     fn run_command(&mut self, command: SlashCommand, rest: &str) {
@@ -360,7 +361,7 @@ impl App {
                 Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
                     revoke: number.parse().ok(),
                 }),
-                _ => self.state.banner = Some(format!("usage: {} {}", command.name(), command.arguments())),
+                _ => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
             },
             SlashCommand::Model => {
                 let info = &self.state.session;

@@ -23,6 +23,7 @@ use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::keymap::{self, Action, View};
 use super::state::{AppState, ChatEntry};
+use super::toast::{TOAST_FOR, Toast};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
 use crate::protocol::{AgentEvent, Op, PermissionAnswer};
@@ -70,6 +71,8 @@ pub struct App {
     config: CompactConfig,
     /// Where listing and reading files runs (never on the UI thread in the app).
     disk: Disk,
+    /// Short feedback over the open view, gone on its own.
+    pub toast: Option<Toast>,
 }
 
 impl App {
@@ -93,6 +96,7 @@ impl App {
             disk: Disk::inline(workspace.clone()),
             workspace,
             config,
+            toast: None,
         }
     }
 
@@ -133,6 +137,12 @@ impl App {
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
+        if let AgentEvent::Notice { message } = &event
+            && !matches!(self.overlay, Overlay::None)
+        {
+            // The chat keeps it, but the chat is behind the view that asked.
+            self.tell(message.clone());
+        }
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         self.state.apply(event);
         if wrote_files && matches!(self.overlay, Overlay::Browser(_)) {
@@ -161,6 +171,23 @@ impl App {
 
     pub fn on_tick(&mut self) {
         self.tick = self.tick.wrapping_add(1);
+        if self.toast.as_ref().is_some_and(|toast| toast.expired(Instant::now())) {
+            self.toast = None;
+        }
+    }
+
+    /// Whether the screen changes with time: something runs, or a toast is to go.
+    pub fn animating(&self) -> bool {
+        self.state.animating() || self.toast.is_some()
+    }
+
+    /// Feedback from the app, shown over the open view for a few seconds.
+    fn tell(&mut self, text: impl Into<String>) {
+        self.tell_for(text, TOAST_FOR);
+    }
+
+    fn tell_for(&mut self, text: impl Into<String>, lasting: Duration) {
+        self.toast = Some(Toast::new(text, lasting));
     }
 
     fn send(&mut self, op: Op) {
@@ -169,7 +196,8 @@ impl App {
         }
     }
 
-    /// A notice from the app itself (not the agent), shown in the chat.
+    /// A notice from the app itself (not the agent) that belongs to the conversation,
+    /// shown in the chat.
     fn note(&mut self, text: String) {
         self.state.push(ChatEntry::Notice(text));
     }
@@ -186,18 +214,18 @@ impl App {
             .map(|(at, event)| (at, event.id.clone(), event.stage));
         let already_undone = matches!(self.state.chat.get(selected), Some(ChatEntry::Marker(run)) if run.all_undone());
         if self.state.is_busy() {
-            self.state.banner = Some("a turn is running: undo when it ends".into());
+            self.tell("a turn is running: undo when it ends");
         } else if already_undone {
-            self.note("this compaction was undone already".into());
+            self.tell("this compaction was undone already");
         } else {
             match newest {
                 Some((at, stage_id, _)) if at == selected => self.send(Op::Undo {
                     stage_id: Some(stage_id),
                 }),
-                Some((_, _, stage)) => self.note(format!(
+                Some((_, _, stage)) => self.tell(format!(
                     "only the newest compaction can be undone: undo {stage} first (/undo)"
                 )),
-                None => self.note("nothing to undo: no compaction in force changed this conversation".into()),
+                None => self.tell("nothing to undo: no compaction in force changed this conversation"),
             }
         }
     }

@@ -2,9 +2,30 @@
 
 use super::*;
 
+/// Below this size no view can show anything useful.
+const MIN_WIDTH: u16 = 20;
+const MIN_HEIGHT: u16 = 5;
+
 impl App {
     pub fn render(&mut self, frame: &mut Frame<'_>) {
         let area = frame.area();
+        if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+            // Nothing fits: say so rather than draw a jumble, with no links left over
+            // from the last frame.
+            self.chat.hyperlinks.clear();
+            if let Overlay::Browser(browser) = &mut self.overlay {
+                browser.hyperlinks.clear();
+            }
+            let note = format!(
+                "terminal too small: {}×{}, needs {MIN_WIDTH}×{MIN_HEIGHT}",
+                area.width, area.height
+            );
+            frame.render_widget(
+                ratatui::widgets::Paragraph::new(note).wrap(ratatui::widgets::Wrap { trim: true }),
+                area,
+            );
+            return;
+        }
         let narrow = area.width < 90 || area.height < 24;
         let gauge_height = if narrow { 1 } else { 2 };
         let banner_height = u16::from(self.state.banner.is_some());
@@ -95,6 +116,9 @@ impl App {
                 thresholds,
                 tokens,
             ),
+        }
+        if let Some(toast) = &self.toast {
+            toast.render(frame, overlay_area);
         }
         if let Some(prompt) = &mut self.state.permission {
             prompt.shown_at.get_or_insert_with(std::time::Instant::now);
