@@ -682,7 +682,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
             }],
         )
     };
-    let mut messages = vec![Message::user_text(&"count things and say how many. ".repeat(100))];
+    let mut messages = vec![Message::user_text("count things and say how many. ".repeat(100))];
     for at in 0..14 {
         let id = format!("toolu_{at:02}");
         messages.push(call(&id));
