@@ -559,6 +559,15 @@ fn slash_command_popup() {
     insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "the slash popup");
     insta::assert_snapshot!("slash_popup_80x24", draw(&mut s.app, 80, 24).backend());
+    // At 120 columns every description is whole; at 60 one cut says so.
+    s.app.handle_key(key(KeyCode::Backspace));
+    s.app.handle_key(key(KeyCode::Backspace));
+    assert_eq!(s.app.input.text(), "/");
+    let wide = text_of(&draw(&mut s.app, 120, 40));
+    for command in scratchpad::tui::commands::SlashCommand::all() {
+        assert!(wide.contains(command.description()), "{command:?} whole: {wide}");
+    }
+    insta::assert_snapshot!("slash_popup_all_60x30", draw(&mut s.app, 60, 30).backend());
 }
 
 #[test]
@@ -1515,4 +1524,40 @@ fn a_folded_marker_reports_its_own_net_change_and_every_file() {
     assert!(text.contains("snip_compact ×2 · 11.2k chars out"), "{text}");
     assert!(!text.contains("50.1k → 53.9k"), "{text}");
     assert!(text.contains("one.jsonl") && text.contains("two.jsonl"), "{text}");
+}
+
+/// The first screen welcomes a newcomer in words; the demo says what it is and gets no
+/// hint to raise its limit (its small limit is the point), while a real model does.
+#[test]
+fn the_first_screen_welcomes_and_the_demo_gets_no_limit_hint() {
+    let started = |provider: &str| AgentEvent::SessionStarted {
+        session_id: "20261202-120000-1".into(),
+        provider: provider.into(),
+        model: "m".into(),
+        workspace: "/home/dev/project".into(),
+        sandbox: "sandbox: workspace-write".into(),
+        sandbox_layers: Vec::new(),
+        window: Window {
+            tokens: 200_000,
+            source: WindowSource::Configured,
+        },
+        limit_note: Some("Compaction starts at 50.0k characters, under a quarter of what this model can hold".into()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (ops, _ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut demo = App::new(ops.clone(), dir.path().to_path_buf(), CompactConfig::default());
+    demo.apply(started("demo"));
+    assert!(demo.state.chat.is_empty(), "no limit hint in the demo");
+    let shown = text_of(&draw(&mut demo, 200, 40));
+    assert!(shown.contains("scratchpad is a coding agent that shows its own context window."));
+    assert!(shown.contains("This is the offline demo model"), "{shown}");
+    assert!(shown.contains("Ctrl+X what the context holds"), "{shown}");
+    assert!(!shown.contains("under a quarter"), "{shown}");
+    insta::assert_snapshot!("welcome_demo_100x30", draw(&mut demo, 100, 30).backend());
+
+    let mut real = App::new(ops, dir.path().to_path_buf(), CompactConfig::default());
+    real.apply(started("anthropic"));
+    let shown = text_of(&draw(&mut real, 200, 40));
+    assert!(shown.contains("under a quarter"), "a real model gets the hint: {shown}");
+    assert!(!shown.contains("offline demo model"), "{shown}");
 }

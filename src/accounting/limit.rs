@@ -4,7 +4,8 @@
 use super::AUTO_WINDOW_PERCENT;
 use crate::compact::{MIN_CONTEXT_CHAR_LIMIT, short_count};
 
-/// Below this share of what the window holds a configured limit earns a hint.
+/// Below this share of what the window holds a configured limit earns a hint (which
+/// says "a quarter").
 const FAR_BELOW_PERCENT: usize = 25;
 
 /// What the limit is compared with: the window, the reply's reserve and the fixed part.
@@ -79,7 +80,8 @@ impl LimitNote {
                 short_count(*configured)
             )),
             LimitNote::FarBelow { configured, holds } => Some(format!(
-                "context_char_limit {} uses under {FAR_BELOW_PERCENT}% of the model's window (about {} chars); --limit auto sizes it to the window",
+                "Compaction starts at {} characters, under a quarter of what this model can hold (about {}). \
+                 To let conversations grow longer before they are compacted, start with --limit auto.",
                 short_count(*configured),
                 short_count(*holds)
             )),

@@ -230,9 +230,12 @@ fn request_chars(request: &ModelRequest<'_>) -> usize {
     request.system.chars().count() + json_chars(&request.tools) + json_chars(&request.messages)
 }
 
+/// The demo's provider kind, as sessions and the status line name it.
+pub const DEMO_KIND: &str = "demo";
+
 impl Provider for DemoProvider {
     fn kind(&self) -> &'static str {
-        "demo"
+        DEMO_KIND
     }
 
     fn model(&self) -> &str {

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::hyperlinks::Hyperlink;
 use super::markdown;
@@ -422,6 +422,7 @@ impl ChatView {
         revisions: &[u64],
         markers: MarkerFocus,
         focused: bool,
+        welcome: &[Line<'static>],
     ) {
         let MarkerFocus { selected, expanded } = markers;
         let border = if focused {
@@ -530,10 +531,8 @@ impl ChatView {
             line_no += height;
         }
         if entries.is_empty() {
-            visible.push(Line::from(Span::styled(
-                "Type a request and press Enter. ? shows the keys, / the commands.",
-                Style::default().fg(theme::palette().muted),
-            )));
+            frame.render_widget(Paragraph::new(welcome.to_vec()).wrap(Wrap { trim: false }), inner);
+            return;
         }
         frame.render_widget(Paragraph::new(visible), inner);
     }

@@ -11,6 +11,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui_textarea::TextArea;
+use unicode_width::UnicodeWidthStr;
 
 /// What the prompt is doing, for its title.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,12 +191,23 @@ impl InputBox {
             return;
         }
         let height = completions.len() as u16 + 2;
+        // As wide as the longest description needs, up to the screen's width; one that
+        // still does not fit ends in an ellipsis.
+        let widest = completions
+            .iter()
+            .map(|(_, help)| NAME_COLUMNS + help.width())
+            .max()
+            .unwrap_or(0);
+        let width = u16::try_from(widest + 2)
+            .unwrap_or(u16::MAX)
+            .min(area.width.saturating_sub(2));
         let popup = Rect {
             x: area.x + 1,
             y: area.y.saturating_sub(height),
-            width: area.width.saturating_sub(2).min(64),
+            width,
             height: height.min(area.y),
         };
+        let help_columns = usize::from(width.saturating_sub(2)).saturating_sub(NAME_COLUMNS);
         let lines: Vec<Line<'static>> = completions
             .iter()
             .enumerate()
@@ -206,8 +218,11 @@ impl InputBox {
                     Style::default()
                 };
                 Line::from(vec![
-                    Span::styled(format!("{name:<13}"), style.fg(theme::palette().accent)),
-                    Span::styled(help.to_string(), style.fg(theme::palette().soft)),
+                    Span::styled(
+                        format!("{name:<width$}", width = NAME_COLUMNS),
+                        style.fg(theme::palette().accent),
+                    ),
+                    Span::styled(super::ellipsized(help, help_columns), style.fg(theme::palette().soft)),
                 ])
             })
             .collect();
@@ -218,6 +233,9 @@ impl InputBox {
         );
     }
 }
+
+/// The column of command names in the completion popup.
+const NAME_COLUMNS: usize = 13;
 
 #[cfg(test)]
 mod tests {

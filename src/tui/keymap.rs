@@ -455,6 +455,15 @@ pub const VIEWS: &[(&str, &[Row])] = &[
     ),
 ];
 
+/// How the screen's key table names the keys of `action`, for text that tells the
+/// user which key to press.
+pub fn keys_for(action: Action) -> Option<&'static str> {
+    SCREEN
+        .iter()
+        .find(|row| row.bindings.iter().any(|&(_, _, bound)| bound == action))
+        .map(|row| row.keys)
+}
+
 /// What `event` does in `view`, if anything.
 pub fn action(view: View, event: &KeyEvent) -> Option<Action> {
     SCREEN

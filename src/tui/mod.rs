@@ -20,6 +20,7 @@ pub mod status;
 pub mod theme;
 pub mod toast;
 pub mod tools_pane;
+pub mod welcome;
 
 use std::io;
 use std::time::Duration;

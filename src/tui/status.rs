@@ -159,7 +159,7 @@ fn item_spans(
                 Span::styled(format!("{spinner} {}", turn_label(turn)), style),
             ]
         }
-        (StatusItem::Provider, 0 | 1) if session.provider == "demo" => {
+        (StatusItem::Provider, 0 | 1) if session.is_demo() => {
             let mut spans = separated(
                 "offline demo model".into(),
                 Style::default().fg(palette.on_colour).bg(palette.attention),

@@ -55,6 +55,11 @@ impl App {
         } else {
             None
         };
+        let welcome = if self.state.chat.is_empty() {
+            super::super::welcome::lines(&self.state.session)
+        } else {
+            Vec::new()
+        };
         self.chat.render(
             frame,
             chat_area,
@@ -65,6 +70,7 @@ impl App {
                 expanded: self.expanded_marker,
             },
             self.focus == Focus::Chat,
+            &welcome,
         );
         if let Some(tools_area) = tools_area {
             tools_pane::render(

@@ -185,7 +185,11 @@ impl AppState {
                 limit_note,
             } => {
                 let first = self.session.window.is_none();
-                if first && let Some(note) = &limit_note {
+                // The demo's small limit is the point of the demo: no hint to raise it.
+                if first
+                    && provider != crate::provider::demo::DEMO_KIND
+                    && let Some(note) = &limit_note
+                {
                     self.push(ChatEntry::Notice(note.clone()));
                 }
                 self.session = SessionInfo {

@@ -58,3 +58,10 @@ pub struct SessionInfo {
     /// How the limit was chosen, when the agent had something to say about it.
     pub limit_note: Option<String>,
 }
+
+impl SessionInfo {
+    /// Whether this session talks to the offline demo model.
+    pub fn is_demo(&self) -> bool {
+        self.provider == crate::provider::demo::DEMO_KIND
+    }
+}
