@@ -51,6 +51,14 @@ pub fn marker_style() -> Style {
         .add_modifier(Modifier::BOLD)
 }
 
+/// What the chat shows: its entries with their revisions (a changed revision redraws
+/// that entry), and the welcome for when there are none.
+pub struct ChatContent<'a> {
+    pub entries: &'a [ChatEntry],
+    pub revisions: &'a [u64],
+    pub welcome: &'a [Line<'static>],
+}
+
 /// The marker the user selected, and the one shown with its receipt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MarkerFocus {
@@ -418,12 +426,15 @@ impl ChatView {
         &mut self,
         frame: &mut Frame<'_>,
         area: Rect,
-        entries: &[ChatEntry],
-        revisions: &[u64],
+        content: ChatContent<'_>,
         markers: MarkerFocus,
         focused: bool,
-        welcome: &[Line<'static>],
     ) {
+        let ChatContent {
+            entries,
+            revisions,
+            welcome,
+        } = content;
         let MarkerFocus { selected, expanded } = markers;
         let border = if focused {
             theme::palette().accent

@@ -14,8 +14,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::browser::{Browser, BrowserAction, Viewer};
-use super::chat::ChatView;
 use super::chat::MarkerFocus;
+use super::chat::{ChatContent, ChatView};
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView, Thresholds};
 use super::disk::{Disk, DiskJob, Loaded};

@@ -63,14 +63,16 @@ impl App {
         self.chat.render(
             frame,
             chat_area,
-            &self.state.chat,
-            &self.state.revisions,
+            ChatContent {
+                entries: &self.state.chat,
+                revisions: &self.state.revisions,
+                welcome: &welcome,
+            },
             MarkerFocus {
                 selected: selected_marker,
                 expanded: self.expanded_marker,
             },
             self.focus == Focus::Chat,
-            &welcome,
         );
         if let Some(tools_area) = tools_area {
             tools_pane::render(
