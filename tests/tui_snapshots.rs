@@ -464,8 +464,17 @@ fn browser_list_and_viewer_with_search() {
         marked_runs.iter().all(|run| run.split("bug").all(str::is_empty)),
         "marked cells are the matches only: {marked_runs:?}"
     );
+    let scroll = |app: &App| match &app.overlay {
+        scratchpad::tui::app::Overlay::Browser(browser) => browser.viewer.as_ref().map(|viewer| viewer.scroll),
+        _ => None,
+    };
+    let first_match = scroll(&s.app).expect("the viewer is open");
+    assert!(first_match > 0, "the search moved the view");
     s.app.handle_key(key(KeyCode::Char('n')));
+    s.app.handle_key(key(KeyCode::Char('n')));
+    // b goes back to where the search started, however many steps since.
     s.app.handle_key(key(KeyCode::Char('b')));
+    assert_eq!(scroll(&s.app), Some(0));
     s.app.handle_key(key(KeyCode::Esc));
     // The saved output: long lines wrap in the viewer.
     s.app.handle_key(key(KeyCode::Down));
@@ -548,6 +557,33 @@ fn help_overlay() {
         s.app.handle_key(key(KeyCode::Down));
     }
     insta::assert_snapshot!("help_scrolled_60x15", draw(&mut s.app, 60, 15).backend());
+    let offset = |app: &App| match &app.overlay {
+        scratchpad::tui::app::Overlay::Help(view) => view.offset(),
+        _ => panic!("the help is open"),
+    };
+    // 15 rows: the box is the screen, 13 lines inside it.
+    s.app.handle_key(key(KeyCode::PageDown));
+    assert_eq!(offset(&s.app), 12 + 13, "PgDn moves a page");
+    s.app.handle_key(key(KeyCode::PageUp));
+    assert_eq!(offset(&s.app), 12);
+    for (code, at_top) in [
+        (KeyCode::End, false),
+        (KeyCode::Home, true),
+        (KeyCode::Char('G'), false),
+        (KeyCode::Char('g'), true),
+    ] {
+        s.app.handle_key(key(code));
+        let shown = text_of(&draw(&mut s.app, 60, 15));
+        if at_top {
+            assert_eq!(offset(&s.app), 0, "{code:?}");
+        } else {
+            assert!(offset(&s.app) > 25, "{code:?}: {}", offset(&s.app));
+            // The help's last row is on screen.
+            let (_, rows) = scratchpad::tui::keymap::VIEWS.last().expect("views");
+            let last = rows.last().expect("rows").what;
+            assert!(shown.contains(last), "{code:?}: {last:?} in {shown}");
+        }
+    }
 }
 
 #[test]

@@ -36,7 +36,9 @@ pub struct Viewer {
     pub lines: Vec<(String, LineRole)>,
     plain: Vec<String>,
     pub scroll: usize,
-    previous: Vec<usize>,
+    /// Where `b` goes: the line the view was on when the search started (or before
+    /// the last jump to the top or bottom).
+    back: Option<usize>,
     pub typing: Option<String>,
     pub query: String,
     page: usize,
@@ -258,7 +260,7 @@ impl Viewer {
             lines,
             plain,
             scroll: 0,
-            previous: Vec::new(),
+            back: None,
             typing: None,
             query: String::new(),
             page: 10,
@@ -266,7 +268,7 @@ impl Viewer {
     }
 
     fn jump_to(&mut self, line: usize) {
-        self.previous.push(self.scroll);
+        self.back = Some(self.scroll);
         self.scroll = line;
     }
 
@@ -284,7 +286,8 @@ impl Viewer {
                 (self.scroll + count - step % count) % count
             };
             if self.plain[at].contains(&query) {
-                self.jump_to(at);
+                // Stepping through matches keeps where the search started.
+                self.scroll = at;
                 return true;
             }
         }
@@ -324,10 +327,10 @@ impl Viewer {
                     // Search from just before the top so a match on the first line counts.
                     let start = self.scroll;
                     self.scroll = start.checked_sub(1).unwrap_or(self.plain.len().saturating_sub(1));
-                    if !self.find(true) {
+                    if self.find(true) {
+                        self.back = Some(start);
+                    } else {
                         self.scroll = start;
-                    } else if let Some(last) = self.previous.last_mut() {
-                        *last = start;
                     }
                 }
                 KeyCode::Backspace => {
@@ -349,8 +352,8 @@ impl Viewer {
                 self.find(false);
             }
             Some(Action::JumpBack) => {
-                if let Some(back) = self.previous.pop() {
-                    self.scroll = back;
+                if let Some(back) = self.back.take() {
+                    self.scroll = back.min(max);
                 }
             }
             Some(Action::Next) => self.scroll = (self.scroll + 1).min(max),

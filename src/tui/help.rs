@@ -7,14 +7,36 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::commands::SlashCommand;
-use super::keymap;
+use super::keymap::{self, Action};
 use super::markdown;
 use super::modal::centered;
 use super::theme;
 
-/// The most lines the help can have (at its narrowest), bounding its scroll offset.
-pub fn line_count() -> u16 {
-    help_lines(20).len() as u16
+/// The help's scroll position; the box's height (known once drawn) sets a page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HelpView {
+    offset: u16,
+    page: u16,
+}
+
+impl HelpView {
+    /// Scroll by a key's action; the next draw keeps the last line at the bottom.
+    pub fn scroll(&mut self, action: Action) {
+        let page = self.page.max(1);
+        self.offset = match action {
+            Action::Next => self.offset.saturating_add(1),
+            Action::Previous => self.offset.saturating_sub(1),
+            Action::PageDown => self.offset.saturating_add(page),
+            Action::PageUp => self.offset.saturating_sub(page),
+            Action::Top => 0,
+            Action::Bottom => u16::MAX,
+            _ => self.offset,
+        };
+    }
+
+    pub fn offset(&self) -> u16 {
+        self.offset
+    }
 }
 
 /// The help's lines at `width` columns: each description wraps under its own column
@@ -62,9 +84,9 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
     lines
 }
 
-/// Draw the help scrolled by `offset` lines, which is kept so the last line is at
-/// the bottom of the box at most, never above a blank page.
-pub fn render(frame: &mut Frame<'_>, area: Rect, offset: &mut u16) {
+/// Draw the help scrolled as `view` says, kept so the last line is at the bottom of
+/// the box at most, never above a blank page.
+pub fn render(frame: &mut Frame<'_>, area: Rect, view: &mut HelpView) {
     // Wide enough for the longest description beside the key column at 120 columns.
     let width = area.width.min(120);
     let lines = help_lines(usize::from(width.saturating_sub(2)));
@@ -72,12 +94,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, offset: &mut u16) {
     let popup = centered(area, width, count + 2);
     frame.render_widget(Clear, popup);
     let visible = popup.height.saturating_sub(2);
-    *offset = (*offset).min(count.saturating_sub(visible));
+    view.page = visible;
+    view.offset = view.offset.min(count.saturating_sub(visible));
     frame.render_widget(
-        Paragraph::new(lines).scroll((*offset, 0)).block(
+        Paragraph::new(lines).scroll((view.offset, 0)).block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(" help · ↑↓ scroll · Esc closes "),
+                .title(" help · ↑↓ PgUp PgDn Home End scroll · Esc closes "),
         ),
         popup,
     );

@@ -404,13 +404,31 @@ pub const VIEWS: &[(&str, &[Row])] = &[
         "In the help",
         &[
             row(
-                "Up / Down, PgUp / PgDn",
-                "scroll",
+                "Up / Down",
+                "scroll a line",
                 &[
                     (V::Help, key(KeyCode::Up), A::Previous),
                     (V::Help, key(KeyCode::Down), A::Next),
-                    (V::Help, key(KeyCode::PageUp), A::Previous),
-                    (V::Help, key(KeyCode::PageDown), A::Next),
+                    (V::Help, char('k'), A::Previous),
+                    (V::Help, char('j'), A::Next),
+                ],
+            ),
+            row(
+                "PgUp / PgDn",
+                "scroll a page",
+                &[
+                    (V::Help, key(KeyCode::PageUp), A::PageUp),
+                    (V::Help, key(KeyCode::PageDown), A::PageDown),
+                ],
+            ),
+            row(
+                "Home, g / End, G",
+                "the top / the bottom",
+                &[
+                    (V::Help, key(KeyCode::Home), A::Top),
+                    (V::Help, char('g'), A::Top),
+                    (V::Help, key(KeyCode::End), A::Bottom),
+                    (V::Help, char('G'), A::Bottom),
                 ],
             ),
             row(

@@ -107,12 +107,11 @@ impl App {
             return;
         }
         match &mut self.overlay {
-            Overlay::Help(offset) => {
+            Overlay::Help(view) => {
                 match keymap::action(View::Help, &key) {
                     Some(Action::Close) => self.overlay = Overlay::None,
-                    Some(Action::Next) => *offset = (*offset + 1).min(help::line_count()),
-                    Some(Action::Previous) => *offset = offset.saturating_sub(1),
-                    _ => {}
+                    Some(action) => view.scroll(action),
+                    None => {}
                 }
                 return;
             }
@@ -172,7 +171,7 @@ impl App {
                 return;
             }
             Some(Action::Help) => {
-                self.overlay = Overlay::Help(0);
+                self.overlay = Overlay::Help(HelpView::default());
                 return;
             }
             Some(Action::CancelOrBack) => {
@@ -214,7 +213,7 @@ impl App {
             Focus::Tools => self.tools_key(key),
             Focus::Input => {
                 if keymap::action(View::Prompt, &key) == Some(Action::Help) && self.input.is_empty() {
-                    self.overlay = Overlay::Help(0);
+                    self.overlay = Overlay::Help(HelpView::default());
                     return;
                 }
                 if let InputAction::Submit(text) = self.input.handle_key(key) {
@@ -386,7 +385,7 @@ impl App {
                 }
                 self.note(text);
             }
-            SlashCommand::Help => self.overlay = Overlay::Help(0),
+            SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
             SlashCommand::Quit => {
                 self.send(Op::Quit);
                 self.quit = true;

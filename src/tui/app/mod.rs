@@ -19,6 +19,7 @@ use super::chat::{ChatContent, ChatView};
 use super::commands::SlashCommand;
 use super::context_view::{ContextAction, ContextView, Thresholds};
 use super::disk::{Disk, DiskJob, Loaded};
+use super::help::HelpView;
 use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::keymap::{self, Action, View};
@@ -40,8 +41,8 @@ pub enum Focus {
 
 pub enum Overlay {
     None,
-    /// The help, scrolled down by this many lines (small terminals).
-    Help(u16),
+    /// The help, scrolled (small terminals).
+    Help(HelpView),
     Browser(Box<Browser>),
     Context(ContextView),
 }

@@ -114,7 +114,7 @@ impl App {
         };
         match &mut self.overlay {
             Overlay::None => {}
-            Overlay::Help(offset) => help::render(frame, area, offset),
+            Overlay::Help(view) => help::render(frame, area, view),
             Overlay::Browser(browser) => browser.render(frame, overlay_area),
             Overlay::Context(view) => view.render(
                 frame,
