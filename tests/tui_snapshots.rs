@@ -1597,3 +1597,83 @@ fn the_first_screen_welcomes_and_the_demo_gets_no_limit_hint() {
     assert!(shown.contains("under a quarter"), "a real model gets the hint: {shown}");
     assert!(!shown.contains("offline demo model"), "{shown}");
 }
+
+/// The row the first line containing `needle` is drawn on.
+fn row_of(terminal: &Terminal<TestBackend>, needle: &str) -> Option<usize> {
+    text_of(terminal).lines().position(|line| line.contains(needle))
+}
+
+/// Opening or closing a receipt keeps its marker where the eye is: following the
+/// bottom, the header stays on screen as its receipt opens below it, and a second
+/// marker's receipt does not throw the view far away.
+#[test]
+fn opening_a_receipt_keeps_its_marker_in_view() {
+    use scratchpad::compact::ReceiptItem;
+    let mut s = screen();
+    let marker = |name: &str, items: usize| {
+        let transcript = format!(".transcripts/transcript_{name}.jsonl");
+        let AgentEvent::Compaction { mut event } = stage(Stage::MicroCompact, items, 60_000, 40_000, &[&transcript])
+        else {
+            unreachable!("stage builds a compaction event")
+        };
+        event.id = name.to_string();
+        event.items = (0..items)
+            .map(|at| ReceiptItem {
+                position: at + 1,
+                role: Role::User,
+                what: format!("{name} result {at}"),
+                chars_before: 5_000,
+                chars_after: 60,
+                saved: Some(format!(".task_outputs/tool-results/{name}_{at}.txt")),
+                tool_use_id: None,
+                was: None,
+            })
+            .collect();
+        AgentEvent::Compaction { event }
+    };
+    for turn in 0..12 {
+        s.app.apply(AgentEvent::TurnStarted {
+            turn: scratchpad::protocol::TurnId(turn),
+            request: format!("request {turn}"),
+        });
+        if turn == 4 {
+            s.app.apply(marker("first", 60));
+        }
+        if turn == 10 {
+            s.app.apply(marker("second", 60));
+        }
+        s.app.apply(AgentEvent::TurnDone {
+            turn: scratchpad::protocol::TurnId(turn),
+            outcome: TurnOutcome::Completed,
+        });
+    }
+    s.app.handle_key(key(KeyCode::Tab)); // selects the newest marker, "second"
+    let before = draw(&mut s.app, 120, 40);
+    let header = "◆ micro_compact";
+    let row = row_of(&before, header).expect("the selected marker is on screen");
+    s.app.handle_key(key(KeyCode::Right));
+    let opened = draw(&mut s.app, 120, 40);
+    let opened_row = row_of(&opened, header);
+    assert!(
+        opened_row.is_some_and(|at| at <= row),
+        "the header stays in view as its receipt opens: {row} then {opened_row:?}\n{}",
+        text_of(&opened)
+    );
+    assert!(text_of(&opened).contains("second result 0"), "the receipt shows");
+    s.app.handle_key(key(KeyCode::Left));
+    let closed = draw(&mut s.app, 120, 40);
+    assert!(row_of(&closed, header).is_some(), "closed, the header is still in view");
+
+    // Up to the older marker, open it: its header is on screen, not far away.
+    s.app.handle_key(key(KeyCode::Up));
+    let selected = draw(&mut s.app, 120, 40);
+    let first_row = row_of(&selected, "first result").or_else(|| row_of(&selected, header));
+    assert!(first_row.is_some(), "{}", text_of(&selected));
+    s.app.handle_key(key(KeyCode::Right));
+    let opened = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        opened.contains("first result 0"),
+        "its receipt starts on screen: {opened}"
+    );
+    assert!(opened.contains(header), "with its header: {opened}");
+}

@@ -33,6 +33,9 @@ pub struct ChatView {
     page: usize,
     /// The selection the view last scrolled to: a new selection is brought into view.
     shown_selection: Option<usize>,
+    /// The marker last drawn with its receipt: opening or closing one keeps the
+    /// selected marker where it was on screen.
+    shown_expanded: Option<usize>,
 }
 
 /// One entry wrapped at the current width: its lines and, per line, the index of the
@@ -418,6 +421,22 @@ impl ChatView {
         self.scroll_up = self.total_lines.saturating_sub(new_bottom.min(self.total_lines));
     }
 
+    /// After an entry at `start` changed height: its first line stays on screen row
+    /// `row` (where it was), or, if what it now shows runs past the bottom, moves up
+    /// to show more of it, never above the top. Not on screen before: brought in.
+    fn keep_in_place(&mut self, start: usize, height: usize, row: Option<usize>) {
+        let Some(row) = row else {
+            self.bring_into_view(start, height);
+            return;
+        };
+        let page = self.page.max(1);
+        let mut top = start.saturating_sub(row.min(page - 1));
+        if start + height > top + page {
+            top = start.min((start + height).saturating_sub(page));
+        }
+        self.scroll_up = self.total_lines.saturating_sub(top + page);
+    }
+
     pub fn follow(&mut self) {
         self.scroll_up = 0;
     }
@@ -460,6 +479,22 @@ impl ChatView {
             self.cache.clear();
         }
         self.cache.resize_with(entries.len(), || None);
+        // A receipt opens or closes: note the screen row of the marker it belongs to
+        // (the selected one) before its height changes.
+        let anchor = (expanded != self.shown_expanded)
+            .then(|| selected.or(expanded).or(self.shown_expanded))
+            .flatten()
+            .filter(|&at| at < entries.len());
+        let anchor_row = anchor.and_then(|at| {
+            let start: usize = self.cache[..at]
+                .iter()
+                .map(|c| c.as_ref().map_or(0, |r| r.lines.len()))
+                .sum();
+            let bottom = self.total_lines.saturating_sub(self.scroll_up);
+            let top = bottom.saturating_sub(self.page);
+            (self.cache[at].is_some() && (top..bottom).contains(&start)).then(|| start - top)
+        });
+        self.shown_expanded = expanded;
         for (at, entry) in entries.iter().enumerate() {
             let revision = revisions.get(at).copied().unwrap_or(0);
             let look = Look {
@@ -496,6 +531,9 @@ impl ChatView {
             if let Some(at) = selected.filter(|&at| at < heights.len()) {
                 self.bring_into_view(heights[..at].iter().sum(), heights[at]);
             }
+        }
+        if let Some(at) = anchor {
+            self.keep_in_place(heights[..at].iter().sum(), heights[at], anchor_row);
         }
         // The window [top, top + page) in whole-chat line numbers.
         let bottom = self.total_lines.saturating_sub(self.scroll_up);
