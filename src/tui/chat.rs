@@ -265,7 +265,7 @@ fn marker_lines(
         .add_modifier(Modifier::UNDERLINED);
     for (n, path) in marker.paths().into_iter().enumerate() {
         let wrapped = markdown::wrap(
-            &markdown::path_segments(&path, link),
+            &markdown::path_segments(&path, link, width.saturating_sub(6)),
             width,
             Span::styled(format!("  {} ↳ ", n + 1), muted),
             "      ",
@@ -374,7 +374,7 @@ fn receipt_lines(
             .filter(|saved| event.archived.as_ref() != Some(*saved))
         {
             segments.push((" ↳ ".to_string(), muted));
-            segments.extend(markdown::path_segments(saved, link));
+            segments.extend(markdown::path_segments(saved, link, width.saturating_sub(6)));
         }
         let wrapped = markdown::wrap(&segments, width, Span::styled("    ", muted), "      ");
         push(wrapped, item.saved.clone(), lines);

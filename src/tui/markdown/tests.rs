@@ -85,13 +85,14 @@ fn nested_and_numbered_lists_tasks_quotes_links_and_emphasis() {
 fn a_path_wraps_between_its_parts() {
     let path = ".transcripts/transcript_compact_history_20261202-120000_4242-17.jsonl";
     let lines = wrap(
-        &path_segments(path, Style::default()),
+        &path_segments(path, Style::default(), 34),
         40,
         Span::raw("  1 ↳ "),
         "      ",
     );
     let shown = plain(&lines);
     assert_eq!(shown.concat().replace(' ', "").replace("1↳", ""), path);
+    // The name is wider than a line: it breaks after its own `_` and `-`.
     for line in &shown {
         let last = line.trim_end().chars().last().unwrap();
         assert!(
@@ -99,6 +100,26 @@ fn a_path_wraps_between_its_parts() {
             "{shown:?}"
         );
     }
+}
+
+#[test]
+fn a_file_name_that_fits_a_line_is_never_split() {
+    let path = ".task_outputs/tool-results/toolu_demo_017_0_read_file.txt";
+    let lines = wrap(
+        &path_segments(path, Style::default(), 50),
+        56,
+        Span::raw("  1 ↳ "),
+        "      ",
+    );
+    let shown = plain(&lines);
+    assert_eq!(
+        shown,
+        vec![
+            "  1 ↳ .task_outputs/tool-results/",
+            "      toolu_demo_017_0_read_file.txt"
+        ],
+        "the break is after a folder, not inside the name"
+    );
 }
 
 #[test]

@@ -67,10 +67,19 @@ pub fn wrap(
     out
 }
 
-/// A path as segments that wrap between its components (after each `/`, `_` or `-`),
-/// never inside a name, so a wrapped link still reads as a path.
-pub fn path_segments(path: &str, style: Style) -> Vec<(String, Style)> {
-    path.split_inclusive(['/', '_', '-'])
+/// A path as segments that wrap only after a `/`, so a folder or file name stays
+/// whole on its line. A name wider than `room` (the columns of a continuation line)
+/// cannot stay whole: it breaks after its own `_` or `-`, and only a piece wider
+/// still is cut where the line ends.
+pub fn path_segments(path: &str, style: Style, room: usize) -> Vec<(String, Style)> {
+    path.split_inclusive('/')
+        .flat_map(|part| {
+            if part.width() <= room {
+                vec![part]
+            } else {
+                part.split_inclusive(['_', '-']).collect()
+            }
+        })
         .map(|piece| (piece.to_string(), style))
         .collect()
 }
