@@ -54,9 +54,37 @@ pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Text for a cell grid the app draws itself: [`terminal_safe`], and an emoji joined
+/// with U+200D (👨‍👩‍👧) shown as its parts. Terminals disagree on how wide a joined
+/// sequence is (one glyph of 2 columns, or each part of 2), and a grid that counted
+/// it differently from the terminal leaves stale cells beside it; the parts are as
+/// wide everywhere. Print mode keeps the text as it is.
+pub(crate) fn screen_safe(text: &str) -> Cow<'_, str> {
+    const JOINER: char = '\u{200d}';
+    match terminal_safe(text) {
+        safe if !safe.contains(JOINER) => safe,
+        safe => Cow::Owned(safe.chars().filter(|&c| c != JOINER).collect()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joined_emoji_are_shown_as_parts_of_a_width_every_terminal_agrees_on() {
+        use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+        let family = "a 👨\u{200d}👩\u{200d}👧 b";
+        let shown = screen_safe(family);
+        assert_eq!(shown, "a 👨👩👧 b");
+        // The grid's width (per grapheme) is the sum of its characters' widths, as a
+        // terminal without joined glyphs draws them.
+        let per_char: usize = shown.chars().map(|c| c.width().unwrap_or(0)).sum();
+        assert_eq!(shown.width(), per_char);
+        assert!(matches!(screen_safe("plain ✓"), Cow::Borrowed(_)));
+        assert_eq!(screen_safe("x\u{1b}[2Jy"), "xy");
+        assert_eq!(terminal_safe(family), family, "print mode keeps the joiner");
+    }
 
     #[test]
     fn sequences_are_removed_whole_and_plain_text_is_kept() {

@@ -241,6 +241,7 @@ pub fn transcript_lines(text: &str) -> Vec<(String, LineRole)> {
 pub fn load_file(workspace: &Path, relative: &str) -> Result<Vec<(String, LineRole)>, String> {
     let path: PathBuf = workspace.join(relative);
     let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
+    let text = crate::terminal_text::screen_safe(&text);
     let mut lines = if relative.ends_with(".jsonl") {
         transcript_lines(&text)
     } else {

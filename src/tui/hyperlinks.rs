@@ -17,7 +17,7 @@ use crossterm::style::{PrintStyledContent, StyledContent};
 use ratatui::backend::IntoCrossterm;
 use ratatui::style::Style;
 
-use crate::terminal_text::terminal_safe;
+use crate::terminal_text::screen_safe;
 
 /// A run of cells that shows (part of) a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub fn file_url(workspace: &Path, path: &str) -> String {
 
 /// `text` as an OSC 8 hyperlink to `url`.
 pub fn osc8(url: &str, text: &str) -> String {
-    format!("\x1b]8;;{url}\x1b\\{}\x1b]8;;\x1b\\", terminal_safe(text))
+    format!("\x1b]8;;{url}\x1b\\{}\x1b]8;;\x1b\\", screen_safe(text))
 }
 
 /// Write `links` over the frame just drawn, then leave the cursor where it was hidden.

@@ -142,7 +142,7 @@ impl App {
                     }
                     ContextAction::ShowText { title, text } => {
                         self.leave_context();
-                        let lines = text
+                        let lines = crate::terminal_text::screen_safe(&text)
                             .lines()
                             .map(|l| (l.to_string(), crate::tui::browser::LineRole::Plain))
                             .collect();

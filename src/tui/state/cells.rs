@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::compact::StageEvent;
 use crate::protocol::ToolStatus;
-use crate::terminal_text::terminal_safe;
+use crate::terminal_text::screen_safe;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChatEntry {
@@ -112,7 +112,7 @@ impl OutputPreview {
                 .lines()
                 .take(OUTPUT_PREVIEW_LINES)
                 .map(|line| {
-                    terminal_safe(crate::compact::markers::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned()
+                    screen_safe(crate::compact::markers::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned()
                 })
                 .collect(),
             lines: output.lines().count(),

@@ -13,7 +13,7 @@ use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
 use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnId, TurnOutcome};
 use crate::provider::Usage;
-use crate::terminal_text::terminal_safe;
+use crate::terminal_text::screen_safe;
 
 pub use cells::{CallState, ChatEntry, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
 pub use turn::{LossyPrompt, PermissionPrompt, SessionInfo, TurnState};
@@ -222,11 +222,11 @@ impl AppState {
                         text: current,
                         streaming: true,
                     }) => {
-                        current.push_str(&terminal_safe(&text));
+                        current.push_str(&screen_safe(&text));
                         self.touch_last();
                     }
                     _ => self.push(ChatEntry::Assistant {
-                        text: terminal_safe(&text).into_owned(),
+                        text: screen_safe(&text).into_owned(),
                         streaming: true,
                     }),
                 }
@@ -254,7 +254,7 @@ impl AppState {
                 };
             }
             AgentEvent::AssistantMessage { message, .. } => {
-                let text = terminal_safe(&message.text()).into_owned();
+                let text = screen_safe(&message.text()).into_owned();
                 match self.chat.last_mut() {
                     Some(ChatEntry::Assistant {
                         text: current,
@@ -273,7 +273,7 @@ impl AppState {
                 self.tools.push(ToolCall {
                     id,
                     name,
-                    summary: terminal_safe(&summary).into_owned(),
+                    summary: screen_safe(&summary).into_owned(),
                     state: CallState::Running { since: Instant::now() },
                     output: OutputPreview::default(),
                     saved_path: None,
@@ -302,8 +302,8 @@ impl AppState {
                 self.permission = Some(PermissionPrompt {
                     request_id,
                     tool,
-                    question: terminal_safe(&question).into_owned(),
-                    subject: terminal_safe(&subject).into_owned(),
+                    question: screen_safe(&question).into_owned(),
+                    subject: screen_safe(&subject).into_owned(),
                     always,
                     shown_at: None,
                 });
@@ -407,10 +407,10 @@ impl AppState {
             }
             MessageKind::UserPrompt(text) if !text.is_empty() => {
                 self.turns += 1;
-                self.push(ChatEntry::User(terminal_safe(&text).into_owned()));
+                self.push(ChatEntry::User(screen_safe(&text).into_owned()));
             }
             MessageKind::Assistant => {
-                let text = terminal_safe(&message.text()).into_owned();
+                let text = screen_safe(&message.text()).into_owned();
                 if !text.is_empty() {
                     self.push(ChatEntry::Assistant { text, streaming: false });
                 }
@@ -427,7 +427,7 @@ impl AppState {
                 ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
                     id: id.clone(),
                     name: name.clone(),
-                    summary: terminal_safe(&crate::tools::input_summary(name, input)).into_owned(),
+                    summary: screen_safe(&crate::tools::input_summary(name, input)).into_owned(),
                     state: CallState::Done {
                         status: ToolStatus::Ok,
                         took: Duration::ZERO,

@@ -391,3 +391,25 @@ fn a_cleared_conversation_has_an_empty_timeline_and_nothing_to_undo() {
     assert!(state.timeline.is_empty(), "{:?}", state.timeline);
     assert!(state.newest_undoable().is_none());
 }
+
+/// A joined emoji streamed in two pieces (the joiner at a piece's edge) reaches the
+/// chat as its parts, whose width every terminal agrees on.
+#[test]
+fn a_joined_emoji_streamed_in_pieces_is_shown_as_its_parts() {
+    let mut state = AppState::default();
+    let turn = crate::protocol::TurnId(1);
+    state.apply(AgentEvent::TurnStarted {
+        turn,
+        request: "family".into(),
+    });
+    for piece in ["hi 👨\u{200d}", "👩\u{200d}👧 there"] {
+        state.apply(AgentEvent::TextDelta {
+            turn,
+            text: piece.into(),
+        });
+    }
+    let Some(ChatEntry::Assistant { text, .. }) = state.chat.last() else {
+        panic!("the answer is in the chat: {:?}", state.chat);
+    };
+    assert_eq!(text, "hi 👨👩👧 there");
+}
