@@ -209,9 +209,24 @@ fn describe(output: &str) -> String {
     let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let first: String = first.chars().take(80).collect();
     format!(
-        "That output has {lines} lines and {} characters; it begins with `{first}`.",
-        output.chars().count()
+        "That output has {lines} lines and {} characters; it begins with {}.",
+        output.chars().count(),
+        code_span(&first)
     )
+}
+
+/// `text` as a CommonMark code span: fenced by one backtick more than its longest run
+/// of backticks, and padded with a space where it starts or ends with one, so a line
+/// of markdown or shell quoted by the demo cannot end the span early.
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 /// The demo's token rule, stated so its figures are honest: one token per
@@ -302,6 +317,35 @@ impl Provider for DemoProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What CommonMark reads from `markdown`: the code spans and the plain text.
+    fn read(markdown: &str) -> (Vec<String>, String) {
+        use pulldown_cmark::{Event, Parser};
+        let mut code = Vec::new();
+        let mut plain = String::new();
+        for event in Parser::new(markdown) {
+            match event {
+                Event::Code(text) => code.push(text.to_string()),
+                Event::Text(text) => plain.push_str(&text),
+                _ => {}
+            }
+        }
+        (code, plain)
+    }
+
+    #[test]
+    fn a_quoted_line_with_backticks_stays_one_code_span() {
+        for line in ["Use `cargo test` here", "```rust", "`", "a `` b", "plain"] {
+            let said = describe(&format!("{line}\nmore\n"));
+            let (code, plain) = read(&said);
+            assert_eq!(code, vec![line.to_string()], "{said}");
+            assert!(plain.starts_with("That output has 2 lines"), "{said}");
+            assert!(
+                plain.ends_with("; it begins with ."),
+                "the words around it are whole: {said}"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn the_script_starts_with_glob_and_restarts_on_a_new_prompt() {
