@@ -148,6 +148,27 @@ pub enum Past {
         #[serde(default)]
         undid: String,
     },
+    /// A turn that did not complete (cancelled or failed).
+    TurnEnded { outcome: TurnOutcome },
+    /// `/compact` or the `compact` tool asked for a compaction, with its focus.
+    CompactionRequested {
+        by: CompactionRequester,
+        focus: Option<String>,
+    },
+    /// What `/compact --preview` showed.
+    Preview { events: Vec<crate::compact::StageEvent> },
+}
+
+impl Past {
+    /// Whether this is a note the chat showed and nothing else: what a journal's
+    /// `shown` record may hold (never a message or a stage, which have records of
+    /// their own that replay checks).
+    pub fn is_chat_only(&self) -> bool {
+        matches!(
+            self,
+            Past::TurnEnded { .. } | Past::CompactionRequested { .. } | Past::Preview { .. }
+        )
+    }
 }
 
 /// One model call as the timeline shows it: the estimate before the compaction that
@@ -278,6 +299,10 @@ pub enum AgentEvent {
     /// app shows of it (the history itself follows as [`AgentEvent::History`]).
     Replay {
         past: Vec<Past>,
+        /// How many messages the history holds now (compaction having replaced some
+        /// of those the session ever had).
+        #[serde(default)]
+        in_context: usize,
     },
     History {
         messages: Vec<Message>,

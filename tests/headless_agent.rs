@@ -799,3 +799,25 @@ fn a_cancelled_or_unanswered_turn_never_leaves_two_user_messages_in_a_row() {
         texts[texts.len() - 2]
     );
 }
+
+/// A turn that fails is journaled as such, so a resumed session shows that it failed
+/// rather than nothing at all.
+#[test]
+fn a_failed_turn_is_journaled_for_resume() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![common::error_reply(
+        400,
+        json!({"type":"error","error":{"type":"invalid_request_error","message":"bad request"}}),
+    )]);
+    let output = workspace.run(&api, &["-p", "Do the thing"]);
+    assert!(!output.status.success(), "the turn failed");
+    let journal = workspace.newest_journal().expect("the session has a journal");
+    let restored = scratchpad::session::restore(&journal).unwrap();
+    assert!(
+        restored.past.contains(&scratchpad::protocol::Past::TurnEnded {
+            outcome: scratchpad::protocol::TurnOutcome::Failed
+        }),
+        "{:?}",
+        restored.past
+    );
+}

@@ -1528,6 +1528,7 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
                 undid: "stage-b".into(),
             },
         ],
+        in_context: 0,
     });
     let resumed_text = format!("{:?}", draw(&mut resumed.app, 120, 40).backend());
     assert_eq!(resumed_text.matches("(undone)").count(), 1, "{resumed_text}");

@@ -169,6 +169,12 @@ impl Agent {
     }
 
     pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
+        self.journal(Record::Shown {
+            item: Past::CompactionRequested {
+                by,
+                focus: focus.clone(),
+            },
+        });
         self.emit(AgentEvent::CompactionRequested {
             by,
             focus: focus.clone(),

@@ -104,7 +104,13 @@ impl Agent {
             preview(&messages, &request, &config, &workspace, &Preview::Compact { focus })
         };
         match tokio::task::spawn_blocking(work).await {
-            Ok(events) => self.emit(AgentEvent::Preview { events }),
+            Ok(events) => {
+                self.journal(Record::Shown {
+                    item: Past::Preview { events: events.clone() },
+                });
+                self.sync_journal();
+                self.emit(AgentEvent::Preview { events });
+            }
             Err(error) => self.emit(AgentEvent::Error {
                 message: format!("the preview failed: {error}"),
             }),

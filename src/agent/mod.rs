@@ -424,7 +424,10 @@ impl Agent {
         }
         if !self.past.is_empty() {
             let past = std::mem::take(&mut self.past);
-            self.emit(AgentEvent::Replay { past });
+            self.emit(AgentEvent::Replay {
+                past,
+                in_context: self.messages.len(),
+            });
         } else if !self.messages.is_empty() {
             self.emit(AgentEvent::History {
                 messages: self.messages.clone(),

@@ -36,6 +36,11 @@ impl Agent {
                 TurnOutcome::Failed
             }
         };
+        if outcome != TurnOutcome::Completed {
+            self.journal(Record::Shown {
+                item: Past::TurnEnded { outcome },
+            });
+        }
         self.sync_journal();
         self.emit(AgentEvent::TurnDone {
             turn: self.turn,

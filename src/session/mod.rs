@@ -71,6 +71,11 @@ pub enum Record {
         undid: String,
         messages: Vec<Message>,
     },
+    /// Something the chat showed that no other record keeps (a cancelled turn, a
+    /// requested compaction and its focus, a preview), so a resumed session shows it.
+    Shown {
+        item: crate::protocol::Past,
+    },
 }
 
 /// A new id for a stage record: the time, the process and a counter, unique among

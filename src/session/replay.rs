@@ -177,6 +177,15 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
                 stages_since_call.push(event.stage);
                 restored.past.push(Past::Stage { event });
             }
+            Record::Shown { item } => {
+                if !item.is_chat_only() {
+                    restored.repairs.push(format!(
+                        "line {number} of the journal shows something that has a record of its own and was skipped"
+                    ));
+                    continue;
+                }
+                restored.past.push(item);
+            }
             Record::Call(mut point) => {
                 // Journals before the points carried their stages left them out.
                 if point.stages.is_empty() {

@@ -367,3 +367,60 @@ fn two_sessions_in_the_same_second_get_their_own_journals() {
     );
     assert_eq!(restore(first.path()).unwrap().messages.len(), 1);
 }
+
+/// What only the chat showed (a cancelled turn, a requested compaction and its focus,
+/// a preview) comes back on resume; a `shown` record that claims to be a message is
+/// someone else's doing and is skipped.
+#[test]
+fn notes_the_chat_showed_are_restored_and_a_forged_one_is_skipped() {
+    use crate::protocol::{CompactionRequester, TurnOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::create(dir.path(), "demo", "m").unwrap();
+    let shown = [
+        Past::TurnEnded {
+            outcome: TurnOutcome::Cancelled,
+        },
+        Past::CompactionRequested {
+            by: CompactionRequester::User,
+            focus: Some("the parser".into()),
+        },
+        Past::Preview {
+            events: vec![crate::compact::StageEvent::start(
+                crate::compact::Stage::CompactHistory,
+                3,
+                900,
+                String::new(),
+            )],
+        },
+    ];
+    journal
+        .append(&Record::Append {
+            message: Message::user_text("a"),
+        })
+        .unwrap();
+    for item in &shown {
+        journal.append(&Record::Shown { item: item.clone() }).unwrap();
+    }
+    journal
+        .append(&Record::Shown {
+            item: Past::Message {
+                message: Message::user_text("forged"),
+            },
+        })
+        .unwrap();
+    journal.sync().unwrap();
+    let restored = restore(journal.path()).unwrap();
+    assert_eq!(restored.messages, vec![Message::user_text("a")]);
+    let expected: Vec<Past> = std::iter::once(Past::Message {
+        message: Message::user_text("a"),
+    })
+    .chain(shown)
+    .collect();
+    assert_eq!(restored.past, expected);
+    assert_eq!(restored.repairs.len(), 1, "{:?}", restored.repairs);
+    assert!(
+        restored.repairs[0].contains("has a record of its own"),
+        "{:?}",
+        restored.repairs
+    );
+}

@@ -11,6 +11,7 @@ use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
+use crate::protocol::CompactionRequester;
 use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnId, TurnOutcome};
 use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
@@ -204,7 +205,7 @@ impl AppState {
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),
-            AgentEvent::Replay { past } => self.replay(past),
+            AgentEvent::Replay { past, in_context } => self.replay(past, in_context),
             AgentEvent::TurnStarted { turn, request } => {
                 self.current_turn = Some(turn);
                 self.turns += 1;
@@ -311,8 +312,7 @@ impl AppState {
             }
             AgentEvent::CompactionRequested { by, focus } => {
                 self.turn = TurnState::Compacting;
-                let focus = focus.map(|f| format!(" (focus: {f})")).unwrap_or_default();
-                self.push(ChatEntry::Notice(format!("compaction requested by the {by}{focus}")));
+                self.note_compaction_request(by, focus.as_deref());
             }
             AgentEvent::Compaction { event } => {
                 self.note_files(&event);
@@ -383,14 +383,28 @@ impl AppState {
                     *streaming = false;
                     self.touch_last();
                 }
-                if outcome == TurnOutcome::Cancelled {
-                    self.push(ChatEntry::Notice("turn cancelled".into()));
-                }
+                self.note_turn_end(outcome);
             }
         }
     }
 
-    /// A saved tool result's path names its call by the tool_use id.
+    /// The chat's note for a turn that did not complete, live and resumed alike.
+    fn note_turn_end(&mut self, outcome: TurnOutcome) {
+        match outcome {
+            TurnOutcome::Completed => {}
+            TurnOutcome::Cancelled => self.push(ChatEntry::Notice("turn cancelled".into())),
+            TurnOutcome::Failed => self.push(ChatEntry::Notice("turn failed".into())),
+        }
+    }
+
+    /// The chat's note for a compaction asked for, with its focus.
+    fn note_compaction_request(&mut self, by: CompactionRequester, focus: Option<&str>) {
+        let focus = focus
+            .map(|f| format!(" (focus: {})", screen_safe(f)))
+            .unwrap_or_default();
+        self.push(ChatEntry::Notice(format!("compaction requested by the {by}{focus}")));
+    }
+
     /// A message of the history in the chat and the tool pane.
     fn show_message(&mut self, message: &Message) {
         match classify(message) {
@@ -493,7 +507,7 @@ impl AppState {
 
     /// A resumed session as it happened: its messages, markers and tool calls in
     /// order, and its timeline.
-    fn replay(&mut self, past: Vec<Past>) {
+    fn replay(&mut self, past: Vec<Past>, in_context: usize) {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
@@ -518,10 +532,13 @@ impl AppState {
                     self.mark_undone();
                     self.push(ChatEntry::Notice(format!("↶ undid {stage}")));
                 }
+                Past::TurnEnded { outcome } => self.note_turn_end(outcome),
+                Past::CompactionRequested { by, focus } => self.note_compaction_request(by, focus.as_deref()),
+                Past::Preview { events } => self.push(ChatEntry::Preview(events)),
             }
         }
         self.push(ChatEntry::Notice(format!(
-            "resumed a session of {}",
+            "resumed a session of {}, {in_context} in context",
             crate::compact::counted(messages, "message", "messages")
         )));
     }
@@ -540,7 +557,7 @@ impl AppState {
         }
         if !messages.is_empty() {
             self.push(ChatEntry::Notice(format!(
-                "resumed a session of {}",
+                "resumed a session of {}, all in context",
                 crate::compact::counted(messages.len(), "message", "messages")
             )));
         }

@@ -293,12 +293,30 @@ fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
             Past::Message {
                 message: Message::assistant_text("It defines a."),
             },
+            Past::TurnEnded {
+                outcome: TurnOutcome::Cancelled,
+            },
+            Past::CompactionRequested {
+                by: CompactionRequester::User,
+                focus: Some("the parser".into()),
+            },
+            Past::Preview {
+                events: vec![stage_event(Stage::CompactHistory, &[])],
+            },
         ],
+        in_context: 2,
     });
     assert!(matches!(&state.chat[0], ChatEntry::User(text) if text == "read a.rs"));
     assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run.events[0].stage == Stage::MicroCompact));
     assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
-    assert!(matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages"));
+    assert!(matches!(&state.chat[3], ChatEntry::Notice(n) if n == "turn cancelled"));
+    assert!(
+        matches!(&state.chat[4], ChatEntry::Notice(n) if n == "compaction requested by the user (focus: the parser)")
+    );
+    assert!(matches!(&state.chat[5], ChatEntry::Preview(events) if events[0].stage == Stage::CompactHistory));
+    assert!(
+        matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages, 2 in context")
+    );
     assert_eq!(state.tools.len(), 1);
     assert_eq!(state.tools[0].output.head, ["fn a() {}"]);
     assert_eq!(
