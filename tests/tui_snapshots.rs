@@ -1283,6 +1283,7 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             kind: scratchpad::compact::loss::LossKind::Command,
             text: "cargo test --lib lexer".into(),
             position: 2,
+            from_user: false,
         }],
         total: 1,
     });

@@ -1,7 +1,10 @@
-//! The loss report of a summary: what the summarised messages mention that the summary
-//! does not — file paths, commands that were run, numbers with units, error lines,
-//! URLs and identifiers the user named — each with the message it first appears in.
-//! Deterministic: the same history and summary give the same report.
+//! The loss report of a summary: what the summarised messages had *from the user and
+//! the tools* that the summary does not — names, paths, URLs and numbers the user
+//! wrote, commands that were run, errors, paths and numbers the tools reported — each
+//! with the message it first appears in, the user's first. The model's own prose is
+//! not a source (its words are its own), and neither is what is on disk: a saved
+//! output's preview or reference, a path into the archive. Deterministic: the same
+//! history and summary give the same report.
 
 use std::sync::LazyLock;
 
@@ -9,8 +12,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::markers::{MessageKind, classify, prefix_chars};
+use super::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
 use crate::message::{ContentBlock, Message};
+use crate::store::ARCHIVE_FOLDERS;
 
 /// The most items a report lists; the rest are counted.
 pub const REPORT_LIMIT: usize = 40;
@@ -39,6 +43,21 @@ impl LossKind {
     }
 }
 
+impl LossKind {
+    /// The order a report lists kinds in, after what the user wrote: what failed,
+    /// what was run, then where and how much.
+    fn rank(self) -> u8 {
+        match self {
+            LossKind::Identifier => 0,
+            LossKind::Error => 1,
+            LossKind::Command => 2,
+            LossKind::Path => 3,
+            LossKind::Url => 4,
+            LossKind::Number => 5,
+        }
+    }
+}
+
 /// One thing the summary left out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Missing {
@@ -46,6 +65,9 @@ pub struct Missing {
     pub text: String,
     /// 1-based position of the first message that has it, in the summarised span.
     pub position: usize,
+    /// The user wrote it (a request): their constraints come first.
+    #[serde(default)]
+    pub from_user: bool,
 }
 
 /// What a summary left out, at most [`REPORT_LIMIT`] of them, and how many in all.
@@ -75,10 +97,10 @@ fn pattern(source: &str) -> Regex {
     Regex::new(source).unwrap_or_else(|error| panic!("loss report pattern {source}: {error}"))
 }
 
-/// What `summarised` mentions and `summary` does not.
+/// What `summarised` had from the user and the tools that `summary` does not.
 pub fn report(summarised: &[Message], summary: &str) -> LossReport {
     let mut found: Vec<Missing> = Vec::new();
-    let mut note = |kind: LossKind, text: &str, position: usize| {
+    let mut note = |kind: LossKind, text: &str, position: usize, from_user: bool| {
         let text = text.trim().trim_end_matches(['.', ',', ':', ';']);
         if text.chars().count() < 2 || found.iter().any(|m| m.kind == kind && m.text == text) {
             return;
@@ -87,36 +109,40 @@ pub fn report(summarised: &[Message], summary: &str) -> LossReport {
             kind,
             text: text.to_string(),
             position,
+            from_user,
         });
     };
     for (at, message) in summarised.iter().enumerate() {
         let position = at + 1;
-        let user_prompt = match classify(message) {
-            MessageKind::UserPrompt(text) => Some(text),
+        let (texts, from_user) = match classify(message) {
+            MessageKind::UserPrompt(prompt) => {
+                for names in IDENTIFIER.captures_iter(&prompt) {
+                    if let Some(name) = names.get(1).or_else(|| names.get(2)) {
+                        note(LossKind::Identifier, name.as_str(), position, true);
+                    }
+                }
+                (vec![prompt], true)
+            }
             // Earlier summaries and archive markers were accounted for when written.
             MessageKind::CompactedSummary { .. } | MessageKind::ArchiveMarker { .. } => continue,
-            _ => None,
+            _ => (tool_texts(message), false),
         };
-        if let Some(prompt) = &user_prompt {
-            for names in IDENTIFIER.captures_iter(prompt) {
-                if let Some(name) = names.get(1).or_else(|| names.get(2)) {
-                    note(LossKind::Identifier, name.as_str(), position);
-                }
+        for text in &texts {
+            for url in URL.find_iter(text) {
+                note(LossKind::Url, url.as_str(), position, from_user);
             }
-        }
-        for text in texts(message) {
-            for url in URL.find_iter(&text) {
-                note(LossKind::Url, url.as_str(), position);
+            let without_urls = URL.replace_all(text, " ");
+            for path in PATH
+                .find_iter(&without_urls)
+                .filter(|path| plausible_path(path.as_str()))
+            {
+                note(LossKind::Path, path.as_str(), position, from_user);
             }
-            let without_urls = URL.replace_all(&text, " ");
-            for path in PATH.find_iter(&without_urls) {
-                note(LossKind::Path, path.as_str(), position);
-            }
-            for number in NUMBER.find_iter(&text) {
-                note(LossKind::Number, number.as_str(), position);
+            for number in NUMBER.find_iter(text) {
+                note(LossKind::Number, number.as_str(), position, from_user);
             }
             for line in text.lines().filter(|line| is_error_line(line)) {
-                note(LossKind::Error, prefix_chars(line.trim(), 120), position);
+                note(LossKind::Error, prefix_chars(line.trim(), 120), position, from_user);
             }
         }
         for block in message.block_slice() {
@@ -127,19 +153,42 @@ pub fn report(summarised: &[Message], summary: &str) -> LossReport {
                     LossKind::Command,
                     prefix_chars(command.lines().next().unwrap_or(""), 120),
                     position,
+                    false,
                 );
             }
         }
     }
     let squeezed = squeeze(summary);
-    let missing: Vec<Missing> = found
+    let mut missing: Vec<Missing> = found
         .into_iter()
         .filter(|item| !squeezed.contains(&squeeze(&item.text)))
         .collect();
+    // Stable: within a kind, in the order the history had them.
+    missing.sort_by_key(|item| (!item.from_user, item.kind.rank()));
     LossReport {
         total: missing.len(),
         missing: missing.into_iter().take(REPORT_LIMIT).collect(),
     }
+}
+
+/// Whether a match of [`PATH`] names a file or folder: not a path into the archive
+/// (on disk, so not lost), not `I/O`, `TCP/IP` or `and/or`, not a date.
+fn plausible_path(path: &str) -> bool {
+    let relative = path.trim_start_matches("./");
+    if ARCHIVE_FOLDERS
+        .iter()
+        .any(|folder| relative.starts_with(&format!("{folder}/")))
+    {
+        return false;
+    }
+    const WORD_PAIRS: [&str; 5] = ["and/or", "either/or", "w/o", "n/a", "i/o"];
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != "." && *part != "..")
+        .collect();
+    let lettered = parts.iter().all(|part| part.chars().any(char::is_alphabetic));
+    let lowercase = parts.iter().any(|part| part.chars().any(char::is_lowercase));
+    lettered && lowercase && !WORD_PAIRS.contains(&path.to_lowercase().as_str())
 }
 
 /// Whitespace removed, so `12 ms` in the history matches `12ms` in the summary and a
@@ -155,16 +204,20 @@ fn is_error_line(line: &str) -> bool {
         .any(|word| line.starts_with(word) || line.contains(&format!(" {word}")))
 }
 
-/// The text a message carries: its own text, tool inputs and tool results.
-fn texts(message: &Message) -> Vec<String> {
-    let mut out = vec![message.text()];
+/// The text the tools gave and were given in a message: string inputs of its calls
+/// and its results, except results whose full text is on disk (a persisted preview, a
+/// cleared reference). The model's prose is not among them.
+fn tool_texts(message: &Message) -> Vec<String> {
+    let mut out = Vec::new();
     for block in message.block_slice() {
         match block {
             ContentBlock::ToolUse {
                 input: Value::Object(fields),
                 ..
             } => out.extend(fields.values().filter_map(Value::as_str).map(str::to_string)),
-            ContentBlock::ToolResult { content, .. } => out.push(content.full_text()),
+            ContentBlock::ToolResult { content, .. } if matches!(classify_result(content), ResultKind::Whole) => {
+                out.push(content.full_text())
+            }
             _ => {}
         }
     }
@@ -235,5 +288,56 @@ mod tests {
         let report = report(&history(), summary);
         assert_eq!(report.missing, Vec::new(), "{:?}", report.missing);
         assert_eq!(report.total, 0);
+    }
+
+    /// The report's sources are the user and the tools: the model's own prose, what
+    /// is on disk (saved outputs, references to them, archive paths) and words that
+    /// only look like paths are not losses. The user's constraints come first.
+    #[test]
+    fn the_report_leaves_out_chatter_what_is_on_disk_and_false_paths() {
+        use crate::compact::markers::{cleared_reference, persisted_output};
+        let saved = ".task_outputs/tool-results/toolu_9.txt";
+        let summarised = vec![
+            Message::user_text("Keep `max_retries` at 3 and never touch config/prod.toml"),
+            Message::blocks(
+                Role::Assistant,
+                vec![
+                    ContentBlock::text("That output has 27 lines; the I/O and/or TCP/IP layer is in src/chatter.rs."),
+                    ContentBlock::tool_use("a", "bash", json!({"command": "cargo build"})),
+                    ContentBlock::tool_use("b", "read_file", json!({"path": "src/net.rs"})),
+                    ContentBlock::tool_use("c", "read_file", json!({"path": "src/big.rs"})),
+                    ContentBlock::tool_use("d", "read_file", json!({"path": "src/old.rs"})),
+                ],
+            ),
+            Message::blocks(
+                Role::User,
+                vec![
+                    ContentBlock::tool_result("a", "error: linker failed after 12 s on 12/05/2026", true),
+                    ContentBlock::tool_result("b", "see src/net/tls.rs for the I/O path", false),
+                    ContentBlock::tool_result("c", persisted_output(saved, 40_000, "fn big() in src/hidden.rs"), false),
+                    ContentBlock::tool_result("d", cleared_reference(".task_outputs/tool-results/toolu_d.txt"), false),
+                ],
+            ),
+        ];
+        let found = report(&summarised, "Goal: build.");
+        let listed: Vec<(LossKind, &str, bool)> = found
+            .missing
+            .iter()
+            .map(|m| (m.kind, m.text.as_str(), m.from_user))
+            .collect();
+        assert_eq!(
+            listed,
+            vec![
+                (LossKind::Identifier, "max_retries", true),
+                (LossKind::Path, "config/prod.toml", true),
+                (LossKind::Error, "error: linker failed after 12 s on 12/05/2026", false),
+                (LossKind::Command, "cargo build", false),
+                (LossKind::Path, "src/net.rs", false),
+                (LossKind::Path, "src/big.rs", false),
+                (LossKind::Path, "src/old.rs", false),
+                (LossKind::Path, "src/net/tls.rs", false),
+                (LossKind::Number, "12 s", false),
+            ]
+        );
     }
 }
