@@ -1679,3 +1679,65 @@ fn opening_a_receipt_keeps_its_marker_in_view() {
     );
     assert!(opened.contains(header), "with its header: {opened}");
 }
+
+/// One 350k call does not squash the 50k limit into the bottom row: the chart stops at
+/// 1.6 times the limit, says so on its axis and in its title, the limit and target
+/// lines fall on rows of their own, and the legend has a row of its own.
+#[test]
+fn a_spike_in_the_timeline_is_clipped_and_said() {
+    use scratchpad::tui::context_view::{Thresholds, render_timeline};
+    let call = |before: usize, estimate: usize| CallPoint {
+        before: Some(before),
+        estimate,
+        messages: 9,
+        ..CallPoint::default()
+    };
+    let timeline = vec![
+        call(12_000, 12_000),
+        call(30_000, 30_000),
+        call(350_000, 36_000),
+        call(44_000, 44_000),
+        call(52_000, 38_000),
+    ];
+    for height in [14_u16, 8] {
+        let mut terminal = Terminal::new(TestBackend::new(100, height)).unwrap();
+        terminal
+            .draw(|frame| {
+                render_timeline(
+                    frame,
+                    frame.area(),
+                    &timeline,
+                    Thresholds {
+                        limit: 50_000,
+                        target: 40_000,
+                    },
+                )
+            })
+            .unwrap();
+        let shown = text_of(&terminal);
+        assert!(shown.contains("1 call above 80.0k drawn at the top"), "{shown}");
+        assert!(shown.contains("≥80.0k"), "{shown}");
+        let rows: Vec<&str> = shown.lines().collect();
+        let legend = rows[usize::from(height) - 1];
+        assert!(
+            legend.contains("limit 50.0k") && legend.contains("stage fired"),
+            "{shown}"
+        );
+        // Each line has a row where its colour holds most of the width.
+        let buffer = terminal.backend().buffer();
+        let row_of_colour = |colour| {
+            (0..height)
+                .max_by_key(|&y| (10..100).filter(|&x| buffer[(x, y)].fg == colour).count())
+                .filter(|&y| (10..100).filter(|&x| buffer[(x, y)].fg == colour).count() > 30)
+        };
+        let palette = scratchpad::tui::theme::palette();
+        let limit = row_of_colour(palette.failure).unwrap_or_else(|| panic!("a limit row\n{shown}"));
+        let target = row_of_colour(palette.attention).unwrap_or_else(|| panic!("a target row\n{shown}"));
+        assert!(limit < target, "the limit above the target: {limit} {target}\n{shown}");
+        // The x axis is two rows over the legend: the limit is well above it.
+        assert!(limit + 4 <= height - 2, "{limit}\n{shown}");
+        if height == 14 {
+            insta::assert_snapshot!("timeline_spike_100x14", terminal.backend());
+        }
+    }
+}

@@ -450,75 +450,91 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
 /// estimate before that call's compaction down to the estimate sent, so a compaction is
 /// a vertical drop.
 pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint], lines: Thresholds) {
+    let scale = crate::timeline::Scale::of(timeline, lines.limit);
     let points: Vec<(f64, f64)> = timeline
         .iter()
         .enumerate()
-        .flat_map(|(i, p)| [((i + 1) as f64, p.before() as f64), ((i + 1) as f64, p.estimate as f64)])
+        .flat_map(|(i, p)| {
+            let x = (i + 1) as f64;
+            [(x, scale.clip(p.before())), (x, scale.clip(p.estimate))]
+        })
         .collect();
     let marks: Vec<(f64, f64)> = timeline
         .iter()
         .enumerate()
         .filter(|(_, p)| !p.stages.is_empty())
-        .map(|(i, p)| ((i + 1) as f64, p.estimate as f64))
+        .map(|(i, p)| ((i + 1) as f64, scale.clip(p.estimate)))
         .collect();
     // What a compaction cost in cache: marked at the top of its drop.
     let cache_marks: Vec<(f64, f64)> = timeline
         .iter()
         .enumerate()
         .filter(|(_, p)| p.cache_rewritten.is_some_and(|tokens| tokens > 0))
-        .map(|(i, p)| ((i + 1) as f64, p.before() as f64))
+        .map(|(i, p)| ((i + 1) as f64, scale.clip(p.before())))
         .collect();
     let calls = timeline.len().max(2) as f64;
-    let top = timeline
-        .iter()
-        .map(CallPoint::before)
-        .max()
-        .unwrap_or(0)
-        .max(lines.limit) as f64
-        * 1.1;
     let limit = [(1.0, lines.limit as f64), (calls, lines.limit as f64)];
     let target = [(1.0, lines.target as f64), (calls, lines.target as f64)];
-    let limit_name = format!("limit {}", short_count(lines.limit));
-    let target_name = format!("target {}", short_count(lines.target));
+    let palette = theme::palette();
+    // The legend has its own row under the chart: it never covers a call.
+    let legend = Line::from(vec![
+        Span::styled("── ", Style::default().fg(palette.failure)),
+        Span::styled(
+            format!("limit {}  ", short_count(lines.limit)),
+            Style::default().fg(palette.soft),
+        ),
+        Span::styled("── ", Style::default().fg(palette.attention)),
+        Span::styled(
+            format!("target {}  ", short_count(lines.target)),
+            Style::default().fg(palette.soft),
+        ),
+        Span::styled("── ", Style::default().fg(palette.text)),
+        Span::styled("estimate  ", Style::default().fg(palette.soft)),
+        Span::styled("• ", Style::default().fg(palette.compaction)),
+        Span::styled("stage fired  ", Style::default().fg(palette.soft)),
+        Span::styled("• ", Style::default().fg(palette.attention)),
+        Span::styled("cache rewritten", Style::default().fg(palette.soft)),
+    ]);
     let datasets = vec![
         Dataset::default()
-            .name(limit_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::palette().failure))
+            .style(Style::default().fg(palette.failure))
             .data(&limit),
         Dataset::default()
-            .name(target_name)
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::palette().attention))
+            .style(Style::default().fg(palette.attention))
             .data(&target),
         Dataset::default()
-            .name("estimate")
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme::palette().text))
+            .style(Style::default().fg(palette.text))
             .data(&points),
         Dataset::default()
-            .name("cache rewritten")
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)
-            .style(Style::default().fg(theme::palette().attention))
+            .style(Style::default().fg(palette.attention))
             .data(&cache_marks),
         Dataset::default()
-            .name("stage fired")
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)
-            .style(Style::default().fg(theme::palette().compaction))
+            .style(Style::default().fg(palette.compaction))
             .data(&marks),
     ];
+    let title = match scale.clipped_note() {
+        Some(note) => format!(" timeline · {} model calls · {note} ", timeline.len()),
+        None => format!(" timeline · {} model calls ", timeline.len()),
+    };
+    let top_label = if scale.clipped > 0 {
+        format!("≥{}", short_count(scale.top as usize))
+    } else {
+        short_count(scale.top as usize)
+    };
+    let [chart_area, legend_area] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
     let chart = Chart::new(datasets)
-        .hidden_legend_constraints((Constraint::Ratio(1, 3), Constraint::Ratio(1, 1)))
-        .block(
-            Block::default()
-                .borders(Borders::TOP)
-                .title(format!(" timeline · {} model calls ", timeline.len())),
-        )
+        .legend_position(None)
+        .block(Block::default().borders(Borders::TOP).title(title))
         .x_axis(
             Axis::default()
                 .bounds([1.0, calls])
@@ -526,8 +542,9 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
         )
         .y_axis(
             Axis::default()
-                .bounds([0.0, top])
-                .labels(["0".to_string(), short_count(top as usize)]),
+                .bounds([0.0, scale.top])
+                .labels(["0".to_string(), top_label]),
         );
-    frame.render_widget(chart, area);
+    frame.render_widget(chart, chart_area);
+    frame.render_widget(Paragraph::new(legend), legend_area);
 }
