@@ -38,17 +38,33 @@ pub enum CompactCommandError {
     Output(#[from] std::io::Error),
 }
 
+/// The history to compact: a JSON array of messages, a transcript (JSONL of messages,
+/// as `.transcripts/` holds) or a session journal, whose history is the one resuming
+/// it would give (appends, compactions and undos replayed, then mended).
 pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
-    let text = crate::session::read_journal(path)?
-        .into_string()
-        .map_err(|source| CompactCommandError::Read {
+    let text = crate::session::read_journal(path)?;
+    if text.starts_with(b'[') {
+        let whole = text.into_string().map_err(|source| CompactCommandError::Read {
             path: path.display().to_string(),
             source,
         })?;
-    crate::message::parse_history(&text).map_err(|source| CompactCommandError::Parse {
-        path: path.display().to_string(),
-        source,
-    })
+        return crate::message::parse_history(&whole).map_err(|source| CompactCommandError::Parse {
+            path: path.display().to_string(),
+            source,
+        });
+    }
+    let journal = text
+        .lines()
+        .next()
+        .is_some_and(|(_, line)| crate::json::from_slice::<crate::session::Record>(line).is_ok());
+    if !journal {
+        return crate::commands::simulate::load_recording(path);
+    }
+    let restored = crate::session::restore(path)?;
+    if restored.messages.is_empty() {
+        return Err(CompactCommandError::Empty(path.display().to_string()));
+    }
+    Ok(restored.messages)
 }
 
 /// The newest user prompt's text: what `prepare` keeps as the current request.
@@ -124,6 +140,52 @@ pub fn dry_run(
 mod tests {
     use super::*;
     use crate::compact::markers::archive_marker;
+
+    /// What `simulate` reads, `compact` reads too: a transcript as its messages, and a
+    /// journal as the history it holds now (after its compactions), not every message
+    /// it ever appended.
+    #[test]
+    fn compact_reads_transcripts_and_journals() {
+        use crate::session::{Journal, Record};
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("transcript.jsonl");
+        let messages = vec![Message::user_text("a"), Message::assistant_text("b")];
+        let lines: String = messages
+            .iter()
+            .map(|m| format!("{}\n", serde_json::to_string(m).unwrap()))
+            .collect();
+        std::fs::write(&transcript, lines).unwrap();
+        assert_eq!(load_history(&transcript).unwrap(), messages);
+
+        let mut journal = Journal::create(dir.path(), "demo", "m").unwrap();
+        for message in &messages {
+            journal
+                .append(&Record::Append {
+                    message: message.clone(),
+                })
+                .unwrap();
+        }
+        let compacted = vec![Message::user_text("[Compacted] a and b")];
+        journal
+            .append(&Record::Replace {
+                messages: compacted.clone(),
+            })
+            .unwrap();
+        journal
+            .append(&Record::Append {
+                message: Message::assistant_text("c"),
+            })
+            .unwrap();
+        journal.sync().unwrap();
+        assert_eq!(
+            load_history(journal.path()).unwrap(),
+            vec![compacted[0].clone(), Message::assistant_text("c")]
+        );
+
+        let empty = dir.path().join("empty.jsonl");
+        std::fs::write(&empty, "").unwrap();
+        assert!(matches!(load_history(&empty), Err(CompactCommandError::Empty(_))));
+    }
     use crate::compact::markers::compacted_text;
 
     #[test]
