@@ -184,9 +184,17 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             notices,
         });
     }
-    let (journal, history, past, mut notices) = match resume {
-        Some(id) => {
-            let path = session::find(workspace.root(), id)?;
+    // `--continue` where nothing was begun yet begins: there is nothing to lose.
+    let found = match resume {
+        Some(id) => match session::find(workspace.root(), id) {
+            Err(session::SessionError::NoneFound(_)) if id.is_none() => None,
+            found => Some(found?),
+        },
+        None => None,
+    };
+    let nothing_to_continue = resume.is_some() && found.is_none();
+    let (journal, history, past, mut notices) = match found {
+        Some(path) => {
             // Locked before it is read: nothing can append between the read and the lock.
             let mut journal = Journal::reopen(&path)?;
             let restored = session::restore(&path)?;
@@ -209,7 +217,10 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             )?,
             Vec::new(),
             Vec::new(),
-            Vec::new(),
+            nothing_to_continue
+                .then(|| "no earlier session in this workspace to continue: this is a new one".to_string())
+                .into_iter()
+                .collect(),
         ),
     };
     notices.extend(migrated);

@@ -821,3 +821,29 @@ fn a_failed_turn_is_journaled_for_resume() {
         restored.past
     );
 }
+
+/// `--continue` in a workspace with no session yet starts one and says so, instead of
+/// failing; the next `--continue` picks that one up.
+#[test]
+fn continue_with_no_session_starts_one() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_in_thread(vec![text_reply("first answer"), text_reply("second answer")]);
+    let output = workspace.run(&api, &["--continue", "-p", "hello"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no earlier session in this workspace to continue: this is a new one"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "first answer");
+    let output = workspace.run(&api, &["--continue", "-p", "again"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("no earlier session"), "{stderr}");
+    let sent: Vec<String> = messages_of(&api.turn_requests()[1]).iter().map(Message::text).collect();
+    assert_eq!(
+        sent,
+        vec!["hello", "first answer", "again"],
+        "the second run continued the first"
+    );
+}
