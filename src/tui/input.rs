@@ -30,6 +30,8 @@ pub enum InputAction {
 
 pub struct InputBox {
     textarea: TextArea<'static>,
+    /// Large pastes, shown in the prompt as `[pasted N lines #k]` and sent whole.
+    pastes: Vec<Paste>,
     history: Vec<String>,
     /// Position in `history` while browsing it with Up/Down.
     browsing: Option<usize>,
@@ -41,6 +43,7 @@ impl Default for InputBox {
     fn default() -> Self {
         let mut input = InputBox {
             textarea: TextArea::default(),
+            pastes: Vec::new(),
             history: Vec::new(),
             browsing: None,
             draft: String::new(),
@@ -60,7 +63,10 @@ impl InputBox {
     /// Replace what the prompt holds (the cursor goes to its end).
     pub fn set_text(&mut self, text: &str) {
         let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+        self.pastes.clear();
         self.textarea = TextArea::new(lines);
+        // A long request wraps, to be read back whole, rather than scrolling sideways.
+        self.textarea.set_wrap_mode(ratatui_textarea::WrapMode::WordOrGlyph);
         self.textarea.set_cursor_line_style(Style::default());
         self.textarea
             .set_placeholder_text("Ask scratchpad… (Enter sends, Alt+Enter newline, / for commands)");
@@ -68,20 +74,56 @@ impl InputBox {
         self.textarea.move_cursor(ratatui_textarea::CursorMove::End);
     }
 
+    /// What the prompt would send: its text with each collapsed paste whole again.
     pub fn text(&self) -> String {
-        self.textarea.lines().join("\n")
+        let shown = self.textarea.lines().join("\n");
+        self.pastes
+            .iter()
+            .fold(shown, |text, paste| text.replacen(&paste.label, &paste.text, 1))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.text().is_empty()
+        self.textarea.is_empty()
     }
 
-    pub fn height(&self) -> u16 {
-        (self.textarea.lines().len() as u16).clamp(1, 6) + 2
+    /// Rows the prompt takes at `width` columns (its border included): its lines as
+    /// they wrap, at most six.
+    pub fn height(&self, width: u16) -> u16 {
+        let inner = usize::from(width.saturating_sub(2)).max(1);
+        let rows: usize = self
+            .textarea
+            .lines()
+            .iter()
+            .map(|line| line.width().div_ceil(inner).max(1))
+            .sum();
+        u16::try_from(rows).unwrap_or(u16::MAX).clamp(1, 6) + 2
     }
 
+    /// Pasted text goes in at the cursor; a large paste as one short label that is
+    /// sent whole (Ctrl+O shows it in full).
     pub fn paste(&mut self, text: &str) {
-        self.textarea.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines < COLLAPSE_LINES && text.chars().count() < COLLAPSE_CHARS {
+            self.textarea.insert_str(text);
+            return;
+        }
+        let number = self.pastes.len() + 1;
+        let label = if lines > 1 {
+            format!("[pasted {lines} lines #{number}]")
+        } else {
+            format!("[pasted {} chars #{number}]", text.chars().count())
+        };
+        self.textarea.insert_str(&label);
+        self.pastes.push(Paste { label, text });
+    }
+
+    /// Show every collapsed paste in full (Ctrl+O).
+    pub fn expand_pastes(&mut self) {
+        if !self.pastes.is_empty() {
+            let text = self.text();
+            self.set_text(&text);
+        }
     }
 
     /// Slash commands matching what is typed, while the first word is being typed.
@@ -101,6 +143,7 @@ impl InputBox {
         let tab = keymap::action(View::Screen, &key) == Some(Action::CompleteOrCycleFocus);
         match keymap::action(View::Prompt, &key) {
             Some(Action::NewLine) => self.textarea.insert_newline(),
+            Some(Action::ExpandPastes) => self.expand_pastes(),
             // As in a shell: delete from the cursor to the start of the line.
             Some(Action::DeleteToLineStart) => {
                 self.textarea.delete_line_by_head();
@@ -234,6 +277,16 @@ impl InputBox {
     }
 }
 
+/// A paste of this many lines, or of this many characters, is shown collapsed.
+const COLLAPSE_LINES: usize = 10;
+const COLLAPSE_CHARS: usize = 2_000;
+
+/// A large paste: the label the prompt shows for it, and its text.
+struct Paste {
+    label: String,
+    text: String,
+}
+
 /// The column of command names in the completion popup.
 const NAME_COLUMNS: usize = 13;
 
@@ -295,5 +348,45 @@ mod tests {
         input.handle_key(key(KeyCode::Tab));
         assert_eq!(input.text(), "/context ");
         assert!(input.completions().is_empty());
+    }
+
+    #[test]
+    fn a_large_paste_is_shown_collapsed_and_sent_whole() {
+        let mut input = InputBox::default();
+        type_text(&mut input, "look at this: ");
+        let pasted: String = (1..=240).map(|n| format!("line {n}\n")).collect();
+        input.paste(&pasted);
+        type_text(&mut input, " thanks");
+        assert_eq!(input.textarea.lines(), ["look at this: [pasted 240 lines #1] thanks"]);
+        assert_eq!(input.height(80), 3, "one row, not 240");
+        let expected = format!("look at this: {pasted} thanks");
+        assert_eq!(input.text(), expected);
+        let InputAction::Submit(sent) = input.handle_key(key(KeyCode::Enter)) else {
+            panic!("Enter sends");
+        };
+        assert_eq!(sent, expected, "sent whole");
+        assert!(input.is_empty());
+        // A small paste goes in as it is.
+        input.paste("two\nlines");
+        assert_eq!(input.textarea.lines(), ["two", "lines"]);
+    }
+
+    #[test]
+    fn ctrl_o_shows_a_collapsed_paste_in_full() {
+        let mut input = InputBox::default();
+        let long = "x".repeat(3_000);
+        input.paste(&long);
+        assert_eq!(input.textarea.lines(), ["[pasted 3000 chars #1]"]);
+        input.handle_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+        assert_eq!(input.textarea.lines(), [long.as_str()]);
+        assert_eq!(input.text(), long);
+    }
+
+    #[test]
+    fn a_long_line_wraps_in_the_box() {
+        let mut input = InputBox::default();
+        type_text(&mut input, &"word ".repeat(40));
+        assert_eq!(input.height(62), 2 + 4, "200 columns of text in a 60-column box");
+        assert_eq!(input.textarea.wrap_mode(), ratatui_textarea::WrapMode::WordOrGlyph);
     }
 }

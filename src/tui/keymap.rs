@@ -34,6 +34,7 @@ pub enum View {
 pub enum Action {
     Send,
     NewLine,
+    ExpandPastes,
     DeleteToLineStart,
     Previous,
     Next,
@@ -148,6 +149,11 @@ pub const SCREEN: &[Row] = &[
         "Ctrl+U",
         "delete from the cursor to the start of the line",
         &[(V::Prompt, ctrl('u'), A::DeleteToLineStart)],
+    ),
+    row(
+        "Ctrl+O",
+        "show a collapsed paste (`[pasted N lines]`) in full",
+        &[(V::Prompt, ctrl('o'), A::ExpandPastes)],
     ),
     row(
         "Up / Down",

@@ -15,6 +15,7 @@ pub mod input;
 pub mod keymap;
 pub mod markdown;
 pub mod modal;
+pub mod paste;
 pub mod state;
 pub mod status;
 pub mod theme;
@@ -25,13 +26,15 @@ pub mod welcome;
 use std::io;
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
-    MouseEventKind,
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, MouseEventKind,
 };
 use crossterm::execute;
-use futures::StreamExt;
-use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::agent::AskPolicy;
 use crate::launch::Launch;
@@ -40,6 +43,30 @@ use app::App;
 
 /// Input events handled between two frames at most, so a flood still gets drawn.
 const MAX_EVENTS_PER_FRAME: usize = 100_000;
+
+/// Terminal input, read on a thread of its own as fast as it comes, each event with
+/// the time it was read (how a paste is told from typing). crossterm's own stream
+/// yields one event per wake-up, and its `poll(0)` never sees events it has already
+/// parsed (its tty source skips its loop at a zero timeout), so input past one read
+/// waited for the next frame. The thread stops once `reading` is false (within its
+/// poll interval) or when the app stops listening.
+fn read_terminal(reading: Arc<AtomicBool>) -> UnboundedReceiver<io::Result<(Instant, Event)>> {
+    let (events, received) = unbounded_channel();
+    std::thread::spawn(move || {
+        while reading.load(Ordering::Relaxed) {
+            let read = match crossterm::event::poll(Duration::from_millis(100)) {
+                Ok(false) => continue,
+                Ok(true) => crossterm::event::read().map(|event| (Instant::now(), event)),
+                Err(error) => Err(error),
+            };
+            let failed = read.is_err();
+            if events.send(read).is_err() || failed {
+                break;
+            }
+        }
+    });
+    received
+}
 
 /// Hand one input event to the app; whether the screen changes (pointer motion alone
 /// does not).
@@ -89,7 +116,9 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mut app = App::new(ops.clone(), workspace, config);
     let (loaded_tx, mut loaded) = unbounded_channel();
     app.load_in_background(loaded_tx);
-    let mut input = EventStream::new();
+    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut input = read_terminal(reading.clone());
+    let mut bursts = paste::BurstDetector::default();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut redraw = true;
@@ -108,20 +137,23 @@ pub async fn run(launch: Launch) -> io::Result<String> {
             break Ok(());
         }
         redraw = tokio::select! {
-            event = input.next() => match event {
-                Some(Ok(event)) => {
-                    let mut changes = handle_input(&mut app, event);
-                    // Everything already typed is taken now, in order, before one frame:
-                    // the stream wakes once per read of the terminal, and a burst (a paste
-                    // without bracketed paste) would otherwise wait for the next key.
-                    for _ in 0..MAX_EVENTS_PER_FRAME {
-                        if !crossterm::event::poll(Duration::ZERO).unwrap_or(false) {
-                            break;
-                        }
-                        match crossterm::event::read() {
-                            Ok(event) => changes |= handle_input(&mut app, event),
+            event = input.recv() => match event {
+                Some(Ok(first)) => {
+                    // Everything already read is taken now, in order, before one frame.
+                    let mut batch = vec![first];
+                    while batch.len() < MAX_EVENTS_PER_FRAME {
+                        match input.try_recv() {
+                            Ok(Ok(event)) => batch.push(event),
+                            Ok(Err(error)) => {
+                                tracing::warn!(%error, "reading the terminal");
+                                break;
+                            }
                             Err(_) => break,
                         }
+                    }
+                    let mut changes = false;
+                    for event in bursts.take(batch, app.takes_paste()) {
+                        changes |= handle_input(&mut app, event);
                     }
                     changes
                 }
@@ -142,6 +174,16 @@ pub async fn run(launch: Launch) -> io::Result<String> {
                 app.loaded(done);
                 true
             }
+            // Keys held to tell typing from a paste, handed on once that is known.
+            _ = tokio::time::sleep_until(bursts.deadline().map_or_else(tokio::time::Instant::now, Into::into)),
+                if bursts.deadline().is_some() =>
+            {
+                let mut changes = false;
+                for event in bursts.due(Instant::now()) {
+                    changes |= handle_input(&mut app, event);
+                }
+                changes
+            }
             _ = tick.tick(), if app.animating() => {
                 app.on_tick();
                 true
@@ -154,6 +196,7 @@ pub async fn run(launch: Launch) -> io::Result<String> {
             }
         };
     };
+    reading.store(false, Ordering::Relaxed);
     let _ = ops.send(Op::Quit);
     disable_extras();
     // The terminal may be gone (its window closed). ratatui's restore and the

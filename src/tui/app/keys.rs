@@ -6,7 +6,7 @@ impl App {
     pub fn handle_event(&mut self, event: Event) {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(key),
-            Event::Paste(text) if matches!(self.overlay, Overlay::None) && self.state.permission.is_none() => {
+            Event::Paste(text) if self.takes_paste() => {
                 self.input.paste(&text);
             }
             Event::Mouse(mouse) => match mouse.kind {

@@ -182,6 +182,11 @@ impl App {
         self.state.animating() || self.toast.is_some()
     }
 
+    /// Whether pasted text goes to the prompt now: no view or question is on top.
+    pub fn takes_paste(&self) -> bool {
+        matches!(self.overlay, Overlay::None) && self.state.permission.is_none() && self.state.lossy.is_none()
+    }
+
     /// Feedback from the app, shown over the open view for a few seconds.
     fn tell(&mut self, text: impl Into<String>) {
         self.tell_for(text, TOAST_FOR);

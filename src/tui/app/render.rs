@@ -29,7 +29,7 @@ impl App {
         let narrow = area.width < 90 || area.height < 24;
         let gauge_height = if narrow { 1 } else { 2 };
         let banner_height = u16::from(self.state.banner.is_some());
-        let input_height = self.input.height().min(area.height.saturating_sub(6).max(3));
+        let input_height = self.input.height(area.width).min(area.height.saturating_sub(6).max(3));
         let [status_area, main, gauge_area, banner_area, input_area] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Min(3),
