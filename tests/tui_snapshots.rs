@@ -1741,3 +1741,52 @@ fn a_spike_in_the_timeline_is_clipped_and_said() {
         }
     }
 }
+
+/// Below the width where the tool pane fits, each call is one line in the chat where
+/// it ran: Tab reaches them, Up/Down select them, Right shows the output, and Up, Up,
+/// Enter never re-sends an earlier request.
+#[test]
+fn in_a_narrow_terminal_tool_calls_are_lines_in_the_chat() {
+    use scratchpad::protocol::Op;
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
+        outcome: TurnOutcome::Completed,
+    });
+    let wide = text_of(&draw(&mut s.app, 120, 40));
+    assert_eq!(
+        wide.matches("read_file src/parser.rs").count(),
+        1,
+        "the pane has it, the chat not: {wide}"
+    );
+    let narrow = text_of(&draw(&mut s.app, 80, 24));
+    assert!(narrow.contains("✓ read_file src/parser.rs <1s"), "{narrow}");
+    assert!(narrow.contains("⊘ bash rm -rf build <1s"), "{narrow}");
+    while s._ops.try_recv().is_ok() {}
+    // Tab to the chat selects the newest call; Up selects the one before; Enter
+    // shows its output (nothing saved to open) and sends nothing.
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Up));
+    s.app.handle_key(key(KeyCode::Up));
+    s.app.handle_key(key(KeyCode::Enter));
+    assert!(s._ops.try_recv().is_err(), "nothing was sent");
+    let terminal = draw(&mut s.app, 80, 24);
+    let expanded = text_of(&terminal);
+    assert!(
+        expanded.contains("│ pub fn parse(input: &str) -> Vec<Token> {"),
+        "{expanded}"
+    );
+    insta::assert_snapshot!("inline_tool_expanded_80x24", terminal.backend());
+    s.app.handle_key(key(KeyCode::Left));
+    let collapsed = text_of(&draw(&mut s.app, 80, 24));
+    assert!(!collapsed.contains("│ pub fn parse("), "{collapsed}");
+    assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Chat);
+    // Tab goes back to the prompt: the hidden pane is no stop.
+    s.app.handle_key(key(KeyCode::Tab));
+    assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Input);
+    assert!(
+        !matches!(s._ops.try_recv(), Ok(Op::Submit { .. })),
+        "no request was re-sent"
+    );
+}

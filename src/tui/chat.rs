@@ -10,8 +10,9 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::hyperlinks::Hyperlink;
 use super::markdown;
-use super::state::{ChatEntry, MarkerRun};
+use super::state::{CallState, ChatEntry, MarkerRun, ToolCall};
 use super::theme;
+use super::tools_pane;
 use crate::compact::{StageEvent, short_count};
 use unicode_width::UnicodeWidthStr;
 
@@ -36,6 +37,8 @@ pub struct ChatView {
     /// The marker last drawn with its receipt: opening or closing one keeps the
     /// selected marker where it was on screen.
     shown_expanded: Option<usize>,
+    /// Whether the last frame drew tool calls in the chat.
+    inline_tools: bool,
 }
 
 /// One entry wrapped at the current width: its lines and, per line, the index of the
@@ -60,6 +63,11 @@ pub struct ChatContent<'a> {
     pub entries: &'a [ChatEntry],
     pub revisions: &'a [u64],
     pub welcome: &'a [Line<'static>],
+    /// The tool calls the chat's tool entries name, drawn in the chat only when the
+    /// tool pane does not fit (`inline_tools`); `tick` turns their spinners.
+    pub tools: &'a [ToolCall],
+    pub inline_tools: bool,
+    pub tick: usize,
 }
 
 /// The marker the user selected, and the one shown with its receipt.
@@ -77,8 +85,32 @@ pub struct Look {
     pub expanded: bool,
 }
 
-fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static>>, Vec<Option<String>>) {
+/// The tool calls to draw in the chat, when the pane does not fit, and the tick.
+#[derive(Clone, Copy)]
+struct InlineTools<'a> {
+    calls: &'a [ToolCall],
+    tick: usize,
+}
+
+fn entry_lines(
+    entry: &ChatEntry,
+    width: usize,
+    look: Look,
+    inline: Option<InlineTools<'_>>,
+) -> (Vec<Line<'static>>, Vec<Option<String>>) {
     let mut link_of_line = Vec::new();
+    if let ChatEntry::Tool(index) = entry {
+        // One line each, with no blank line between: a run of calls reads as a list.
+        let lines = match inline.and_then(|tools| Some((tools.calls.get(*index)?, tools.tick))) {
+            Some((call, tick)) => {
+                let lines = tools_pane::call_lines(call, width, tick, look.selected, look.expanded);
+                link_of_line = vec![call.saved_path.clone(); lines.len()];
+                lines
+            }
+            None => Vec::new(),
+        };
+        return (lines, link_of_line);
+    }
     let mut lines = match entry {
         // Each line the user typed (or pasted) stays a line of its own.
         ChatEntry::User(text) => text
@@ -124,6 +156,7 @@ fn entry_lines(entry: &ChatEntry, width: usize, look: Look) -> (Vec<Line<'static
         ),
         ChatEntry::Marker(marker) => marker_lines(marker, width, look, &mut link_of_line),
         ChatEntry::Preview(events) => preview_lines(events, width, &mut link_of_line),
+        ChatEntry::Tool(_) => Vec::new(),
     };
     lines.push(Line::from(""));
     link_of_line.resize(lines.len(), None);
@@ -453,7 +486,11 @@ impl ChatView {
             entries,
             revisions,
             welcome,
+            tools,
+            inline_tools,
+            tick,
         } = content;
+        let inline = inline_tools.then_some(InlineTools { calls: tools, tick });
         let MarkerFocus { selected, expanded } = markers;
         let border = if focused {
             theme::palette().accent
@@ -473,9 +510,10 @@ impl ChatView {
         frame.render_widget(block, area);
         let width = inner.width.max(1);
         let palette = theme::palette();
-        if width != self.width || self.palette != Some(palette) {
+        if width != self.width || self.palette != Some(palette) || inline_tools != self.inline_tools {
             self.width = width;
             self.palette = Some(palette);
+            self.inline_tools = inline_tools;
             self.cache.clear();
         }
         self.cache.resize_with(entries.len(), || None);
@@ -501,9 +539,15 @@ impl ChatView {
                 selected: selected == Some(at),
                 expanded: expanded == Some(at),
             };
-            let fresh = matches!(&self.cache[at], Some(cached) if cached.revision == revision && cached.look == look);
+            // A running call's spinner and time move on every tick.
+            let running = inline.is_some_and(|tools| {
+                matches!(entry, ChatEntry::Tool(index)
+                    if tools.calls.get(*index).is_some_and(|call| matches!(call.state, CallState::Running { .. })))
+            });
+            let fresh = !running
+                && matches!(&self.cache[at], Some(cached) if cached.revision == revision && cached.look == look);
             if !fresh {
-                let (lines, link_of_line) = entry_lines(entry, width as usize, look);
+                let (lines, link_of_line) = entry_lines(entry, width as usize, look, inline);
                 self.cache[at] = Some(Rendered {
                     revision,
                     look,

@@ -165,7 +165,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Tab",
-        "complete a slash command; otherwise cycle focus: prompt → chat markers → tool calls",
+        "complete a slash command; otherwise cycle focus: prompt → chat → tool calls (in the chat when the pane does not fit)",
         &[(V::Screen, key(KeyCode::Tab), A::CompleteOrCycleFocus)],
     ),
     row(
@@ -175,7 +175,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Up / Down in the chat",
-        "select a compaction marker",
+        "select a compaction marker (or, in a narrow terminal, a tool call)",
         &[
             (V::Chat, key(KeyCode::Up), A::Previous),
             (V::Chat, key(KeyCode::Down), A::Next),
@@ -183,7 +183,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Enter, 1–9 in the chat",
-        "open the selected marker's first / nth file",
+        "open the selected marker's first / nth file, or a tool call's saved output (else show its output)",
         &[
             (V::Chat, key(KeyCode::Enter), A::Open(0)),
             (V::Chat, char('1'), A::Open(0)),
@@ -199,7 +199,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Right / Left in the chat",
-        "show / hide the selected marker's receipt and whole summary",
+        "show / hide the selected marker's receipt and whole summary, or a tool call's output",
         &[
             (V::Chat, key(KeyCode::Right), A::ShowReceipt),
             (V::Chat, key(KeyCode::Left), A::HideReceipt),

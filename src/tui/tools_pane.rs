@@ -41,6 +41,65 @@ fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
     }
 }
 
+/// One call as the pane and the chat show it: its status, name, input and time on one
+/// line (reversed when selected); expanded, where its output was saved and the start
+/// of the output.
+pub fn call_lines(call: &ToolCall, width: usize, tick: usize, selected: bool, expanded: bool) -> Vec<Line<'static>> {
+    let (mark, time) = status_span(call, tick);
+    let name_style = Style::default().fg(theme::palette().text).add_modifier(Modifier::BOLD);
+    let row_style = if selected {
+        Style::default().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::default()
+    };
+    // The name keeps room for the mark and the time; the summary gets what is left.
+    let name = super::ellipsized(&call.name, width.saturating_sub(4 + time.len()).max(1));
+    let fixed = 2 + name.chars().count() + 1 + time.len() + 1;
+    let summary = super::ellipsized(&call.summary, width.saturating_sub(fixed));
+    let mut lines = vec![
+        Line::from(vec![
+            mark,
+            Span::raw(" "),
+            Span::styled(name, name_style),
+            Span::raw(" "),
+            Span::styled(summary, Style::default().fg(theme::palette().soft)),
+            Span::raw(" "),
+            Span::styled(time, Style::default().fg(theme::palette().muted)),
+        ])
+        .style(row_style),
+    ];
+    if !expanded {
+        return lines;
+    }
+    if let Some(path) = &call.saved_path {
+        lines.push(Line::from(Span::styled(
+            format!("  saved: {path}"),
+            Style::default()
+                .fg(theme::palette().link)
+                .add_modifier(Modifier::UNDERLINED),
+        )));
+    }
+    let total = call.output.lines;
+    for line in &call.output.head {
+        let shown = super::ellipsized(line, width.saturating_sub(4));
+        lines.push(Line::from(Span::styled(
+            format!("  │ {shown}"),
+            Style::default().fg(theme::palette().muted),
+        )));
+    }
+    if total > call.output.head.len() {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  │ … {} more lines ({} chars)",
+                total - call.output.head.len(),
+                call.output.chars
+            ),
+            Style::default().fg(theme::palette().muted),
+        )));
+    }
+    lines
+}
+
 pub fn render(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -72,57 +131,9 @@ pub fn render(
                 Style::default().fg(theme::palette().muted),
             )));
         }
-        let (mark, time) = status_span(call, tick);
         let is_selected = selected == Some(at);
-        let name_style = Style::default().fg(theme::palette().text).add_modifier(Modifier::BOLD);
-        let row_style = if is_selected {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default()
-        };
-        // The name keeps room for the mark and the time; the summary gets what is left.
-        let name = super::ellipsized(&call.name, width.saturating_sub(4 + time.len()).max(1));
-        let fixed = 2 + name.chars().count() + 1 + time.len() + 1;
-        let summary = super::ellipsized(&call.summary, width.saturating_sub(fixed));
-        lines.push(
-            Line::from(vec![
-                mark,
-                Span::raw(" "),
-                Span::styled(name, name_style),
-                Span::raw(" "),
-                Span::styled(summary, Style::default().fg(theme::palette().soft)),
-                Span::raw(" "),
-                Span::styled(time, Style::default().fg(theme::palette().muted)),
-            ])
-            .style(row_style),
-        );
+        lines.extend(call_lines(call, width, tick, is_selected, is_selected));
         if is_selected {
-            if let Some(path) = &call.saved_path {
-                lines.push(Line::from(Span::styled(
-                    format!("  saved: {path}"),
-                    Style::default()
-                        .fg(theme::palette().link)
-                        .add_modifier(Modifier::UNDERLINED),
-                )));
-            }
-            let total = call.output.lines;
-            for line in &call.output.head {
-                let shown = super::ellipsized(line, width.saturating_sub(4));
-                lines.push(Line::from(Span::styled(
-                    format!("  │ {shown}"),
-                    Style::default().fg(theme::palette().muted),
-                )));
-            }
-            if total > call.output.head.len() {
-                lines.push(Line::from(Span::styled(
-                    format!(
-                        "  │ … {} more lines ({} chars)",
-                        total - call.output.head.len(),
-                        call.output.chars
-                    ),
-                    Style::default().fg(theme::palette().muted),
-                )));
-            }
             selected_end = lines.len();
         }
     }

@@ -17,7 +17,7 @@ impl App {
                         self.open_path(&path);
                     } else if let Some(&(_, entry)) = self.chat.marker_rows.iter().find(|(row, _)| *row == mouse.row) {
                         self.focus = Focus::Chat;
-                        self.selected_marker = Some(entry);
+                        self.selected_entry = Some(entry);
                     }
                 }
                 _ => {}
@@ -38,12 +38,17 @@ impl App {
         }
     }
 
-    fn marker_entries(&self) -> Vec<usize> {
+    /// The chat entries Up/Down select: markers with files, and tool calls while
+    /// they are drawn in the chat (the tool pane does not fit).
+    fn selectable_entries(&self) -> Vec<usize> {
         self.state
             .chat
             .iter()
             .enumerate()
-            .filter(|(_, e)| !e.paths().is_empty())
+            .filter(|(_, entry)| match entry {
+                ChatEntry::Tool(_) => !self.tools_visible,
+                entry => !entry.paths().is_empty(),
+            })
             .map(|(at, _)| at)
             .collect()
     }
@@ -192,15 +197,19 @@ impl App {
                     Focus::Chat if self.tools_visible => Focus::Tools,
                     Focus::Chat | Focus::Tools => Focus::Input,
                 };
-                if self.focus == Focus::Chat && self.selected_marker.is_none() {
-                    self.selected_marker = self.marker_entries().last().copied();
+                if self.focus == Focus::Chat && self.selected_entry.is_none() {
+                    self.selected_entry = self.selectable_entries().last().copied();
                 }
                 return;
             }
             _ => {}
         }
         let chat_action = keymap::action(View::Chat, &key);
-        let undo_key = self.focus == Focus::Chat && self.selected_marker.is_some() && chat_action == Some(Action::Undo);
+        let on_marker = self
+            .selected_entry
+            .and_then(|at| self.state.chat.get(at))
+            .is_some_and(|entry| matches!(entry, ChatEntry::Marker(_)));
+        let undo_key = self.focus == Focus::Chat && on_marker && chat_action == Some(Action::Undo);
         let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
             && !undo_key
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
@@ -224,33 +233,40 @@ impl App {
     }
 
     fn chat_key(&mut self, key: KeyEvent) {
-        let markers = self.marker_entries();
-        let position = self.selected_marker.and_then(|m| markers.iter().position(|&e| e == m));
+        let markers = self.selectable_entries();
+        let position = self.selected_entry.and_then(|m| markers.iter().position(|&e| e == m));
         match keymap::action(View::Chat, &key) {
             Some(Action::Undo) => self.undo_selected(),
-            Some(Action::ShowReceipt) => self.expanded_marker = self.selected_marker,
-            Some(Action::HideReceipt) => self.expanded_marker = None,
+            Some(Action::ShowReceipt) => self.expanded_entry = self.selected_entry,
+            Some(Action::HideReceipt) => self.expanded_entry = None,
             Some(Action::Previous) => {
-                self.selected_marker = match position {
+                self.selected_entry = match position {
                     Some(p) => markers.get(p.saturating_sub(1)).copied(),
                     None => markers.last().copied(),
                 }
             }
             Some(Action::Next) => {
-                self.selected_marker = match position {
+                self.selected_entry = match position {
                     Some(p) => markers.get((p + 1).min(markers.len().saturating_sub(1))).copied(),
                     None => markers.last().copied(),
                 }
             }
-            Some(Action::Open(nth)) => {
-                let path = self
-                    .selected_marker
-                    .and_then(|m| self.state.chat.get(m))
-                    .and_then(|entry| entry.paths().get(usize::from(nth)).cloned());
-                if let Some(path) = path {
-                    self.open_path(&path);
+            Some(Action::Open(nth)) => match self.selected_entry.and_then(|at| self.state.chat.get(at)) {
+                // A call in the chat: its saved output, or else its output under it.
+                Some(ChatEntry::Tool(index)) => {
+                    match self.state.tools.get(*index).and_then(|call| call.saved_path.clone()) {
+                        Some(path) => self.open_path(&path),
+                        None if self.expanded_entry == self.selected_entry => self.expanded_entry = None,
+                        None => self.expanded_entry = self.selected_entry,
+                    }
                 }
-            }
+                Some(entry) => {
+                    if let Some(path) = entry.paths().get(usize::from(nth)).cloned() {
+                        self.open_path(&path);
+                    }
+                }
+                None => {}
+            },
             _ => {}
         }
     }

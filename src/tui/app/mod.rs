@@ -53,9 +53,9 @@ pub struct App {
     chat: ChatView,
     pub focus: Focus,
     pub overlay: Overlay,
-    pub selected_marker: Option<usize>,
+    pub selected_entry: Option<usize>,
     /// The marker shown with its receipt (→ on a selected marker).
-    pub expanded_marker: Option<usize>,
+    pub expanded_entry: Option<usize>,
     pub selected_tool: Option<usize>,
     tick: usize,
     pub quit: bool,
@@ -84,8 +84,8 @@ impl App {
             chat: ChatView::default(),
             focus: Focus::Input,
             overlay: Overlay::None,
-            selected_marker: None,
-            expanded_marker: None,
+            selected_entry: None,
+            expanded_entry: None,
             selected_tool: None,
             tick: 0,
             quit: false,
@@ -211,7 +211,7 @@ impl App {
     /// `u` on a selected marker: undo its newest firing, if that is the newest still in
     /// force (compactions come undone newest first). The agent checks the stage id too.
     fn undo_selected(&mut self) {
-        let Some(selected) = self.selected_marker else {
+        let Some(selected) = self.selected_entry else {
             return;
         };
         let newest = self

@@ -50,8 +50,8 @@ impl App {
         } else {
             (main, None)
         };
-        let selected_marker = if self.focus == Focus::Chat {
-            self.selected_marker
+        let selected_entry = if self.focus == Focus::Chat {
+            self.selected_entry
         } else {
             None
         };
@@ -67,10 +67,13 @@ impl App {
                 entries: &self.state.chat,
                 revisions: &self.state.revisions,
                 welcome: &welcome,
+                tools: &self.state.tools,
+                inline_tools: !self.tools_visible,
+                tick: self.tick,
             },
             MarkerFocus {
-                selected: selected_marker,
-                expanded: self.expanded_marker,
+                selected: selected_entry,
+                expanded: self.expanded_entry,
             },
             self.focus == Focus::Chat,
         );

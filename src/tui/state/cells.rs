@@ -21,6 +21,9 @@ pub enum ChatEntry {
     Notice(String),
     /// What a compaction would do, from `/compact --preview`: nothing was written.
     Preview(Vec<StageEvent>),
+    /// A tool call, by its place in the tool list: shown in the chat only when the
+    /// tool pane does not fit, as one line that expands.
+    Tool(usize),
 }
 
 impl ChatEntry {

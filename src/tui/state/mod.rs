@@ -94,6 +94,22 @@ impl AppState {
         self.revisions.push(revision);
     }
 
+    /// A tool call joins the tool list, and the chat at this point.
+    fn add_tool(&mut self, call: ToolCall) {
+        self.tools.push(call);
+        self.push(ChatEntry::Tool(self.tools.len() - 1));
+    }
+
+    /// The tool call with this id changed: its chat entry is drawn again.
+    fn touch_tool(&mut self, id: &str) {
+        let Some(index) = self.tools.iter().rposition(|call| call.id == id) else {
+            return;
+        };
+        if let Some(at) = self.chat.iter().rposition(|entry| *entry == ChatEntry::Tool(index)) {
+            self.revisions[at] = self.new_revision();
+        }
+    }
+
     fn touch_last(&mut self) {
         let revision = self.new_revision();
         if let Some(last) = self.revisions.last_mut() {
@@ -271,7 +287,7 @@ impl AppState {
             }
             AgentEvent::ToolStarted { id, name, summary, .. } => {
                 self.turn = TurnState::RunningTool(name.clone());
-                self.tools.push(ToolCall {
+                self.add_tool(ToolCall {
                     id,
                     name,
                     summary: screen_safe(&summary).into_owned(),
@@ -290,6 +306,7 @@ impl AppState {
                     call.state = CallState::Done { status, took };
                     call.output = OutputPreview::of(&output);
                 }
+                self.touch_tool(&id);
                 self.turn = TurnState::Thinking;
             }
             AgentEvent::PermissionRequest {
@@ -438,7 +455,7 @@ impl AppState {
         }
         for block in message.block_slice() {
             match block {
-                ContentBlock::ToolUse { id, name, input, .. } => self.tools.push(ToolCall {
+                ContentBlock::ToolUse { id, name, input, .. } => self.add_tool(ToolCall {
                     id: id.clone(),
                     name: name.clone(),
                     summary: screen_safe(&crate::tools::input_summary(name, input)).into_owned(),
@@ -465,6 +482,7 @@ impl AppState {
                             };
                         }
                     }
+                    self.touch_tool(tool_use_id);
                 }
                 _ => {}
             }
@@ -502,6 +520,7 @@ impl AppState {
             if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == saved.tool_use_id) {
                 call.saved_path = Some(saved.path.clone());
             }
+            self.touch_tool(&saved.tool_use_id);
         }
     }
 

@@ -102,7 +102,7 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
     for event in events {
         state.apply(event);
     }
-    assert_eq!(state.chat.len(), 4, "{:?}", state.chat);
+    assert_eq!(state.chat.len(), 5, "{:?}", state.chat);
     assert_eq!(state.chat[0], ChatEntry::User("survey".into()));
     assert!(matches!(&state.chat[1], ChatEntry::Notice(n) if n.starts_with("retrying (attempt 2)")));
     assert_eq!(
@@ -112,7 +112,8 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
             streaming: false
         }
     );
-    assert!(matches!(&state.chat[3], ChatEntry::Marker(run) if run.events[0].stage == Stage::ToolResultBudget));
+    assert_eq!(state.chat[3], ChatEntry::Tool(0), "the call where it ran");
+    assert!(matches!(&state.chat[4], ChatEntry::Marker(run) if run.events[0].stage == Stage::ToolResultBudget));
     assert_eq!(
         state.tools[0].saved_path.as_deref(),
         Some(".task_outputs/tool-results/toolu_1.txt")
@@ -307,13 +308,14 @@ fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
         in_context: 2,
     });
     assert!(matches!(&state.chat[0], ChatEntry::User(text) if text == "read a.rs"));
-    assert!(matches!(&state.chat[1], ChatEntry::Marker(run) if run.events[0].stage == Stage::MicroCompact));
-    assert!(matches!(&state.chat[2], ChatEntry::Assistant { text, .. } if text == "It defines a."));
-    assert!(matches!(&state.chat[3], ChatEntry::Notice(n) if n == "turn cancelled"));
+    assert_eq!(state.chat[1], ChatEntry::Tool(0));
+    assert!(matches!(&state.chat[2], ChatEntry::Marker(run) if run.events[0].stage == Stage::MicroCompact));
+    assert!(matches!(&state.chat[3], ChatEntry::Assistant { text, .. } if text == "It defines a."));
+    assert!(matches!(&state.chat[4], ChatEntry::Notice(n) if n == "turn cancelled"));
     assert!(
-        matches!(&state.chat[4], ChatEntry::Notice(n) if n == "compaction requested by the user (focus: the parser)")
+        matches!(&state.chat[5], ChatEntry::Notice(n) if n == "compaction requested by the user (focus: the parser)")
     );
-    assert!(matches!(&state.chat[5], ChatEntry::Preview(events) if events[0].stage == Stage::CompactHistory));
+    assert!(matches!(&state.chat[6], ChatEntry::Preview(events) if events[0].stage == Stage::CompactHistory));
     assert!(
         matches!(state.chat.last(), Some(ChatEntry::Notice(n)) if n == "resumed a session of 4 messages, 2 in context")
     );
