@@ -1790,3 +1790,439 @@ fn in_a_narrow_terminal_tool_calls_are_lines_in_the_chat() {
         "no request was re-sent"
     );
 }
+
+/// The situations the key table's cases start from.
+#[derive(Clone, Copy, Debug)]
+enum Setup {
+    Idle,
+    /// A turn is running.
+    Busy,
+    /// A compaction (id `stage-x`) fired: its marker is the newest undoable one.
+    Marker,
+    /// `/context` is open on a history with one cleared tool result, `toolu_c`.
+    Context,
+    /// The permission question, request 7, with an "always" offer, shown a while ago.
+    Permission,
+    /// The summarise question, request 9, shown a while ago.
+    Summarise,
+    /// An error banner is up.
+    Banner,
+}
+
+fn set_up(setup: Setup) -> Screen {
+    use scratchpad::compact::markers::cleared_reference;
+    let mut s = screen();
+    match setup {
+        Setup::Idle => {}
+        Setup::Busy => s.app.apply(AgentEvent::TurnStarted {
+            turn: scratchpad::protocol::TurnId(1),
+            request: "work".into(),
+        }),
+        Setup::Marker => {
+            let AgentEvent::Compaction { mut event } =
+                stage(Stage::MicroCompact, 3, 60_000, 40_000, &[".transcripts/stage-x.jsonl"])
+            else {
+                unreachable!("stage builds a compaction event")
+            };
+            event.id = "stage-x".into();
+            s.app.apply(AgentEvent::Compaction { event });
+        }
+        Setup::Context => {
+            let messages = vec![
+                Message::user_text("go"),
+                Message::blocks(
+                    Role::Assistant,
+                    vec![ContentBlock::ToolUse {
+                        id: "toolu_c".into(),
+                        name: "bash".into(),
+                        input: serde_json::json!({"command": "seq 1 100"}),
+                        extra: Default::default(),
+                    }],
+                ),
+                Message::blocks(
+                    Role::User,
+                    vec![ContentBlock::ToolResult {
+                        tool_use_id: "toolu_c".into(),
+                        content: ToolResultContent::Text(cleared_reference(".task_outputs/tool-results/toolu_c.txt")),
+                        is_error: None,
+                        extra: Default::default(),
+                    }],
+                ),
+            ];
+            s.app
+                .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+            s.app.apply(AgentEvent::Breakdown {
+                breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
+            });
+        }
+        Setup::Permission => {
+            s.app.apply(AgentEvent::PermissionRequest {
+                turn: scratchpad::protocol::TurnId(1),
+                request_id: 7,
+                tool: "bash".into(),
+                question: "Run it?".into(),
+                subject: "cargo test".into(),
+                always: Some("bash: cargo test".into()),
+            });
+            draw(&mut s.app, 120, 40);
+            std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+        }
+        Setup::Summarise => {
+            s.app.apply(AgentEvent::LossyQuestion {
+                request_id: 9,
+                estimate: 60_000,
+                limit: 50_000,
+                preview: Vec::new(),
+            });
+            draw(&mut s.app, 120, 40);
+            std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+        }
+        Setup::Banner => s.app.apply(AgentEvent::Error {
+            message: "the server said no".into(),
+        }),
+    }
+    draw(&mut s.app, 120, 40);
+    while s._ops.try_recv().is_ok() {}
+    s
+}
+
+/// What the app is showing, for the cases that change it rather than send an op.
+#[derive(Debug, PartialEq)]
+enum Shown {
+    Unchanged,
+    Context,
+    Browser,
+    Help,
+    NoOverlay,
+    Quitting,
+    NoBanner,
+    NoticeContaining(&'static str),
+}
+
+/// Each binding and slash command does what the README and the help say, checked
+/// against expectations written here, not read from the key table: a swapped binding
+/// fails. Each case starts in a situation, presses keys (or types a command and
+/// Enter), and names the ops sent, in order, and what the screen shows after.
+#[test]
+fn every_binding_and_command_does_what_it_documents() {
+    use scratchpad::protocol::Op;
+    let plain = |c: char| key(KeyCode::Char(c));
+    let ctrl = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    let typed = |text: &str| -> Vec<KeyEvent> {
+        let mut keys: Vec<KeyEvent> = text.chars().map(|c| key(KeyCode::Char(c))).collect();
+        keys.push(key(KeyCode::Enter));
+        keys
+    };
+    let restore = |id: &str| Op::Restore { tool_use_id: id.into() };
+    let cases: Vec<(&str, Setup, Vec<KeyEvent>, Vec<Op>, Shown)> = vec![
+        (
+            "/compact",
+            Setup::Idle,
+            typed("/compact"),
+            vec![Op::Compact { focus: None }],
+            Shown::Unchanged,
+        ),
+        (
+            "/compact FOCUS",
+            Setup::Idle,
+            typed("/compact the parser"),
+            vec![Op::Compact {
+                focus: Some("the parser".into()),
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "/compact --preview",
+            Setup::Idle,
+            typed("/compact --preview"),
+            vec![Op::Preview { focus: None }],
+            Shown::Unchanged,
+        ),
+        (
+            "/compact --preview FOCUS",
+            Setup::Idle,
+            typed("/compact --preview tests"),
+            vec![Op::Preview {
+                focus: Some("tests".into()),
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "/undo",
+            Setup::Idle,
+            typed("/undo"),
+            vec![Op::Undo { stage_id: None }],
+            Shown::Unchanged,
+        ),
+        (
+            "/clear",
+            Setup::Idle,
+            typed("/clear"),
+            vec![Op::Clear],
+            Shown::Unchanged,
+        ),
+        (
+            "/permissions",
+            Setup::Idle,
+            typed("/permissions"),
+            vec![Op::Permissions { revoke: None }],
+            Shown::Unchanged,
+        ),
+        (
+            "/permissions revoke N",
+            Setup::Idle,
+            typed("/permissions revoke 2"),
+            vec![Op::Permissions { revoke: Some(2) }],
+            Shown::Unchanged,
+        ),
+        (
+            "/model",
+            Setup::Idle,
+            typed("/model"),
+            vec![],
+            Shown::NoticeContaining("claude-sonnet-4-5"),
+        ),
+        (
+            "/context",
+            Setup::Idle,
+            typed("/context"),
+            vec![Op::Inspect],
+            Shown::Context,
+        ),
+        (
+            "/transcripts",
+            Setup::Idle,
+            typed("/transcripts"),
+            vec![],
+            Shown::Browser,
+        ),
+        ("/help", Setup::Idle, typed("/help"), vec![], Shown::Help),
+        ("/quit", Setup::Idle, typed("/quit"), vec![Op::Quit], Shown::Quitting),
+        (
+            "a request",
+            Setup::Idle,
+            typed("fix it"),
+            vec![Op::Submit { text: "fix it".into() }],
+            Shown::Unchanged,
+        ),
+        (
+            "Ctrl+X",
+            Setup::Idle,
+            vec![ctrl('x')],
+            vec![Op::Inspect],
+            Shown::Context,
+        ),
+        ("Ctrl+T", Setup::Idle, vec![ctrl('t')], vec![], Shown::Browser),
+        ("F1", Setup::Idle, vec![key(KeyCode::F(1))], vec![], Shown::Help),
+        (
+            "? on an empty prompt",
+            Setup::Idle,
+            vec![plain('?')],
+            vec![],
+            Shown::Help,
+        ),
+        ("Ctrl+D", Setup::Banner, vec![ctrl('d')], vec![], Shown::NoBanner),
+        (
+            "Esc in a turn",
+            Setup::Busy,
+            vec![key(KeyCode::Esc)],
+            vec![Op::Cancel],
+            Shown::Unchanged,
+        ),
+        (
+            "Ctrl+C in a turn",
+            Setup::Busy,
+            vec![ctrl('c')],
+            vec![Op::Cancel],
+            Shown::Unchanged,
+        ),
+        (
+            "Ctrl+C twice",
+            Setup::Idle,
+            vec![ctrl('c'), ctrl('c')],
+            vec![Op::Quit],
+            Shown::Quitting,
+        ),
+        (
+            "u on the newest marker",
+            Setup::Marker,
+            vec![key(KeyCode::Tab), plain('u')],
+            vec![Op::Undo {
+                stage_id: Some("stage-x".into()),
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "t in /context",
+            Setup::Context,
+            vec![plain('t')],
+            vec![Op::CountTokens],
+            Shown::Context,
+        ),
+        (
+            "f, r in /context",
+            Setup::Context,
+            vec![plain('f'), plain('r')],
+            vec![restore("toolu_c")],
+            Shown::Context,
+        ),
+        (
+            "f, p in /context",
+            Setup::Context,
+            vec![plain('f'), plain('p')],
+            vec![Op::Pin {
+                tool_use_id: "toolu_c".into(),
+                pinned: true,
+            }],
+            Shown::Context,
+        ),
+        (
+            "f, d in /context",
+            Setup::Context,
+            vec![plain('f'), plain('d')],
+            vec![Op::Drop {
+                tool_use_id: "toolu_c".into(),
+            }],
+            Shown::Context,
+        ),
+        (
+            "Esc in /context",
+            Setup::Context,
+            vec![key(KeyCode::Esc)],
+            vec![],
+            Shown::NoOverlay,
+        ),
+        (
+            "q in /context",
+            Setup::Context,
+            vec![plain('q')],
+            vec![],
+            Shown::NoOverlay,
+        ),
+        (
+            "y in the question",
+            Setup::Permission,
+            vec![plain('y')],
+            vec![Op::Permission {
+                request_id: 7,
+                answer: PermissionAnswer::AllowOnce,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "Enter in the question",
+            Setup::Permission,
+            vec![key(KeyCode::Enter)],
+            vec![Op::Permission {
+                request_id: 7,
+                answer: PermissionAnswer::AllowOnce,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "n in the question",
+            Setup::Permission,
+            vec![plain('n')],
+            vec![Op::Permission {
+                request_id: 7,
+                answer: PermissionAnswer::Deny,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "a in the question",
+            Setup::Permission,
+            vec![plain('a')],
+            vec![Op::Permission {
+                request_id: 7,
+                answer: PermissionAnswer::AlwaysForSession,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "Esc in the question",
+            Setup::Permission,
+            vec![key(KeyCode::Esc)],
+            vec![Op::Cancel],
+            Shown::Unchanged,
+        ),
+        (
+            "c in the summarise question",
+            Setup::Summarise,
+            vec![plain('c')],
+            vec![Op::Lossy {
+                request_id: 9,
+                compact_now: true,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "n in the summarise question",
+            Setup::Summarise,
+            vec![plain('n')],
+            vec![Op::Lossy {
+                request_id: 9,
+                compact_now: false,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "x in the summarise question",
+            Setup::Summarise,
+            vec![plain('x')],
+            vec![Op::Inspect],
+            Shown::Context,
+        ),
+        (
+            "Esc in the summarise question",
+            Setup::Summarise,
+            vec![key(KeyCode::Esc)],
+            vec![Op::Cancel],
+            Shown::Unchanged,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (what, setup, keys, sends, shown) in cases {
+        let mut s = set_up(setup);
+        let overlay_before = overlay_name(&s.app);
+        for key in keys {
+            s.app.handle_key(key);
+        }
+        let mut sent = Vec::new();
+        while let Ok(op) = s._ops.try_recv() {
+            sent.push(op);
+        }
+        if sent != sends {
+            failures.push(format!("{what}: sent {sent:?}, documented {sends:?}"));
+        }
+        let holds = match &shown {
+            Shown::Unchanged => overlay_name(&s.app) == overlay_before && !s.app.quit,
+            Shown::Context => overlay_name(&s.app) == "context",
+            Shown::Browser => overlay_name(&s.app) == "browser",
+            Shown::Help => overlay_name(&s.app) == "help",
+            Shown::NoOverlay => overlay_name(&s.app) == "none",
+            Shown::Quitting => s.app.quit,
+            Shown::NoBanner => s.app.state.banner.is_none(),
+            Shown::NoticeContaining(text) => matches!(
+                s.app.state.chat.last(),
+                Some(scratchpad::tui::state::ChatEntry::Notice(notice)) if notice.contains(text)
+            ),
+        };
+        if !holds {
+            failures.push(format!(
+                "{what}: expected {shown:?}, the overlay is {}",
+                overlay_name(&s.app)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn overlay_name(app: &App) -> &'static str {
+    match app.overlay {
+        scratchpad::tui::app::Overlay::None => "none",
+        scratchpad::tui::app::Overlay::Help(_) => "help",
+        scratchpad::tui::app::Overlay::Browser(_) => "browser",
+        scratchpad::tui::app::Overlay::Context(_) => "context",
+    }
+}
