@@ -64,12 +64,14 @@ async fn cancel_kills_a_long_bash_and_every_call_still_gets_a_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
     let api = MockApi::start(vec![
-        tool_reply("Deleting.", &[("t1", "bash", json!({"command": "rm -f nothing.txt"}))]),
-        tool_reply("Again.", &[("t2", "bash", json!({"command": "rm -f nothing.txt"}))]),
+        tool_reply("Deleting.", &[("t1", "bash", json!({"command": "rm -f victim.txt"}))]),
+        tool_reply("Again.", &[("t2", "bash", json!({"command": "rm -f victim.txt"}))]),
         text_reply("done"),
     ])
     .await;
     let mut agent = start(&api, AskPolicy::Ask).await;
+    let victim = agent.dir.path().join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
     agent.ops.send(Op::Submit { text: "clean".into() }).unwrap();
     let refused = answer_next_question(&mut agent, PermissionAnswer::Deny).await;
     assert!(matches!(
@@ -79,6 +81,11 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
             ..
         }
     ));
+    assert_eq!(
+        std::fs::read_to_string(&victim).ok().as_deref(),
+        Some("keep me"),
+        "denied: the file is untouched"
+    );
     let allowed = answer_next_question(&mut agent, PermissionAnswer::AllowOnce).await;
     assert!(
         matches!(
@@ -90,6 +97,7 @@ async fn a_destructive_command_asks_and_the_answer_is_obeyed() {
         ),
         "{allowed:?}"
     );
+    assert!(!victim.exists(), "allowed: the command ran and the file is gone");
     until(&mut agent.events, |e| {
         matches!(
             e,
@@ -151,14 +159,28 @@ fn path_escapes_never_run_unasked() {
     for (tool, input) in [
         ("read_file", json!({"path": ""})),
         ("read_file", json!({"path": "a\u{0}b"})),
-        ("glob", json!({"pattern": "../**"})),
-        ("glob", json!({"pattern": "/etc/*"})),
         ("bash", json!({"command": "sudo cat /etc/shadow"})),
     ] {
         let plan = tools.plan(tool, &input);
-        let blocked = matches!(plan, Plan::Refused(_) | Plan::Invalid(_))
-            || matches!(&plan, Plan::Run(scratchpad::tools::Job::Glob { .. }));
-        assert!(blocked, "{tool} {input}: {plan:?}");
+        assert!(
+            matches!(plan, Plan::Refused(_) | Plan::Invalid(_)),
+            "{tool} {input}: {plan:?}"
+        );
+    }
+    // glob runs without a question (it only lists names) and refuses, when it runs,
+    // any pattern that leaves the workspace.
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    for pattern in ["../**", "/etc/*", "sub/../../*"] {
+        let Plan::Run(job) = tools.plan("glob", &json!({ "pattern": pattern })) else {
+            panic!("glob {pattern} is planned to run");
+        };
+        let output = runtime.block_on(tools.run(job));
+        assert!(output.is_error, "{pattern}: {}", output.text);
+        assert!(
+            output.text.starts_with("glob: patterns must stay inside the workspace"),
+            "{pattern}: {}",
+            output.text
+        );
     }
     // Inside paths run without a question, even through harmless `..`.
     for path in ["sub/../f.txt", "sub/new.txt", "./f.txt"] {
