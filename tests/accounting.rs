@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{MockApi, Running, agent_settings, messages_of, start_agent, text_reply, until};
+use common::{
+    MockApi, Running, agent_settings, messages_of, python_dumps_len, start_agent, text_reply, until,
+    without_cache_control,
+};
 use scratchpad::accounting::{Fit, LimitChoice, fixed_chars};
 use scratchpad::agent::AskPolicy;
 use scratchpad::compact::{EstimateMode, Stage, estimate_chars};
@@ -70,7 +73,20 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
     let point = next_call(&mut agent).await;
     // The characters of the request as sent: the fixed part and the messages.
     let sent = &api.turn_requests()[0];
-    let sent_chars = fixed() + estimate_chars(&messages_of(sent));
+    // The fixed part as the wire carried it, counted independently: the system text
+    // and the tool definitions as Python's json.dumps prints them.
+    let system: String = match &sent.body["system"] {
+        serde_json::Value::String(text) => text.clone(),
+        blocks => blocks
+            .as_array()
+            .expect("the system prompt as text or as blocks")
+            .iter()
+            .filter_map(|block| block["text"].as_str())
+            .collect(),
+    };
+    let wire_fixed = system.chars().count() + python_dumps_len(&without_cache_control(&sent.body["tools"]));
+    assert_eq!(fixed(), wire_fixed, "the fixed part is what the wire carries");
+    let sent_chars = wire_fixed + estimate_chars(&messages_of(sent));
     assert_eq!(point.request_chars, Some(sent_chars));
     assert_eq!(point.input_tokens, Some(REPORTED));
     let measured = next_context(&mut agent).await;
@@ -174,8 +190,9 @@ async fn a_window_found_at_props_clamps_a_limit_it_cannot_hold() {
     let note = note.expect("the clamp is explained");
     assert!(note.contains("50.0k is more than the model's window holds"), "{note}");
     let status = next_context(&mut agent).await;
+    // 8,192 tokens less the reply's 100, at 4 characters a token, less the fixed part.
+    assert_eq!(status.limit, (8_192 - 100) * 4 - fixed());
     assert_eq!(status.limit, fit(8_192).holds_chars());
-    assert!(status.limit < 50_000);
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }

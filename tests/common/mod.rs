@@ -697,3 +697,50 @@ pub fn results_of(workspace: &Workspace, calls: &[(&str, &str, Value)], extra: &
     assert_eq!(results.len(), calls.len(), "every call got exactly one result");
     results
 }
+
+/// The length of `json.dumps(value, ensure_ascii=False)` as Python counts it (code
+/// points, `", "` and `": "` separators), computed here and not by scratchpad's own
+/// estimate, so a test can check that estimate against an independent figure.
+pub fn python_dumps_len(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(number) => number.to_string().chars().count(),
+        Value::String(text) => {
+            2 + text
+                .chars()
+                .map(|c| match c {
+                    '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+                    c if (c as u32) < 0x20 => 6,
+                    _ => 1,
+                })
+                .sum::<usize>()
+        }
+        Value::Array(items) => {
+            2 + items.iter().map(python_dumps_len).sum::<usize>() + 2 * items.len().saturating_sub(1)
+        }
+        Value::Object(fields) => {
+            2 + fields
+                .iter()
+                .map(|(key, value)| python_dumps_len(&Value::String(key.clone())) + 2 + python_dumps_len(value))
+                .sum::<usize>()
+                + 2 * fields.len().saturating_sub(1)
+        }
+    }
+}
+
+/// `value` without the `cache_control` markers the Anthropic wire adds (they are not
+/// part of what the estimate counts).
+pub fn without_cache_control(value: &Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(key, _)| *key != "cache_control")
+                .map(|(key, value)| (key.clone(), without_cache_control(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
