@@ -141,7 +141,7 @@ fn expected_after(complete: usize) -> Vec<Message> {
         )
     };
     let request = Message::user_text("list the files");
-    let compacted = vec![Message::user_text("[Compacted] summary"), call("t1"), result("t1")];
+    let compacted = [Message::user_text("[Compacted] summary"), call("t1"), result("t1")];
     let after_compaction = |more: Vec<Message>| compacted.iter().cloned().chain(more).collect::<Vec<_>>();
     match complete {
         0 | 1 => vec![],
