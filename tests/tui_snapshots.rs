@@ -1886,6 +1886,10 @@ fn set_up(setup: Setup) -> Screen {
     s
 }
 
+/// One case of the key table: what it is, where it starts, the keys pressed, the ops
+/// they must send and what must show after.
+type KeyCase = (&'static str, Setup, Vec<KeyEvent>, Vec<scratchpad::protocol::Op>, Shown);
+
 /// What the app is showing, for the cases that change it rather than send an op.
 #[derive(Debug, PartialEq)]
 enum Shown {
@@ -1914,7 +1918,7 @@ fn every_binding_and_command_does_what_it_documents() {
         keys
     };
     let restore = |id: &str| Op::Restore { tool_use_id: id.into() };
-    let cases: Vec<(&str, Setup, Vec<KeyEvent>, Vec<Op>, Shown)> = vec![
+    let cases: Vec<KeyCase> = vec![
         (
             "/compact",
             Setup::Idle,
