@@ -1533,6 +1533,23 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
     });
     let resumed_text = format!("{:?}", draw(&mut resumed.app, 120, 40).backend());
     assert_eq!(resumed_text.matches("(undone)").count(), 1, "{resumed_text}");
+    // /context lists both, the undone one said to be so.
+    for app in [&mut s.app, &mut resumed.app] {
+        app.handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+        app.apply(AgentEvent::Breakdown {
+            breakdown: breakdown(
+                "You are scratchpad.",
+                &[],
+                &[Message::user_text("go on")],
+                &CompactConfig::default(),
+            ),
+        });
+        let context = text_of(&draw(app, 120, 40));
+        assert!(
+            context.contains("compactions: ◆ micro_compact 60.0k → 40.0k · ◆ compact_history 45.0k → 9.0k (undone)"),
+            "{context}"
+        );
+    }
 }
 
 /// A folded marker gives the net change of its own firings and links every file.

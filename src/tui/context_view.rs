@@ -13,6 +13,7 @@ use ratatui::widgets::{Axis, Block, Borders, Chart, Clear, Dataset, GraphType, P
 
 use super::gauge::token_text;
 use super::keymap::{self, Action, View};
+use super::state::Compaction;
 use super::theme;
 use crate::compact::short_count;
 use crate::context_map::{Category, ContextBreakdown, Item};
@@ -34,6 +35,17 @@ pub fn category_colour(category: Category) -> Color {
         Category::Framing => theme::palette().muted,
         Category::Free => theme::palette().muted,
     }
+}
+
+/// What the view draws: the breakdown (once the agent sent it), the timeline with its
+/// lines, the token figure, and each compaction of the session with whether it was
+/// undone.
+pub struct ContextShown<'a> {
+    pub breakdown: Option<&'a ContextBreakdown>,
+    pub timeline: &'a [CallPoint],
+    pub thresholds: Thresholds,
+    pub tokens: Option<&'a TokenFigure>,
+    pub compactions: &'a [Compaction],
 }
 
 /// The limit and target lines of the timeline: the agent's, which an automatic limit
@@ -194,15 +206,14 @@ impl ContextView {
         }
     }
 
-    pub fn render(
-        &self,
-        frame: &mut Frame<'_>,
-        area: Rect,
-        breakdown: Option<&ContextBreakdown>,
-        timeline: &[CallPoint],
-        lines: Thresholds,
-        tokens: Option<&TokenFigure>,
-    ) {
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, shown: ContextShown<'_>) {
+        let ContextShown {
+            breakdown,
+            timeline,
+            thresholds: lines,
+            tokens,
+            compactions,
+        } = shown;
         frame.render_widget(Clear, area);
         let tokens_line = match tokens {
             Some(figure) => {
@@ -235,9 +246,12 @@ impl ContextView {
             _ => 0,
         };
         let table_rows = shown_categories(breakdown).count() as u16 + 3;
-        let [top, items_area, chart_area] = Layout::vertical([
-            Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3))),
+        // A small screen keeps the numbers rather than the list of compactions.
+        let compactions_height = u16::from(!compactions.is_empty() && inner.height >= 17);
+        let [top, items_area, compactions_area, chart_area] = Layout::vertical([
+            Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3 + compactions_height))),
             Constraint::Min(3),
+            Constraint::Length(compactions_height),
             Constraint::Length(chart_height),
         ])
         .areas(inner);
@@ -250,6 +264,12 @@ impl ContextView {
             render_table(frame, top, breakdown, chars_per_token);
         }
         self.render_items(frame, items_area, breakdown);
+        if compactions_height > 0 {
+            frame.render_widget(
+                Paragraph::new(compactions_line(compactions)).wrap(ratatui::widgets::Wrap { trim: true }),
+                compactions_area,
+            );
+        }
         if chart_height > 0 {
             render_timeline(frame, chart_area, timeline, lines);
         }
@@ -307,6 +327,34 @@ impl ContextView {
         let mut state = TableState::default().with_selected(Some(self.selected));
         frame.render_stateful_widget(table, area, &mut state);
     }
+}
+
+/// `compactions: ◆ micro_compact 52.0k → 38.0k · ◆ compact_history 45.0k → 9.0k (undone)`,
+/// the undone ones dim and struck through.
+fn compactions_line(compactions: &[Compaction]) -> Line<'static> {
+    let palette = theme::palette();
+    let mut spans = vec![Span::styled("compactions: ", Style::default().fg(palette.soft))];
+    for (at, compaction) in compactions.iter().enumerate() {
+        if at > 0 {
+            spans.push(Span::styled(" · ", Style::default().fg(palette.muted)));
+        }
+        let text = format!(
+            "◆ {} {} → {}",
+            compaction.stage,
+            short_count(compaction.chars_before),
+            short_count(compaction.chars_after)
+        );
+        if compaction.undone {
+            spans.push(Span::styled(
+                text,
+                Style::default().fg(palette.muted).add_modifier(Modifier::CROSSED_OUT),
+            ));
+            spans.push(Span::styled(" (undone)", Style::default().fg(palette.muted)));
+        } else {
+            spans.push(Span::styled(text, Style::default().fg(palette.compaction)));
+        }
+    }
+    Line::from(spans)
 }
 
 /// One cell per slice of the limit, in category order; free space is dim dots. The

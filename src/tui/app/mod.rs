@@ -17,7 +17,7 @@ use super::browser::{Browser, BrowserAction, Viewer};
 use super::chat::MarkerFocus;
 use super::chat::{ChatContent, ChatView};
 use super::commands::SlashCommand;
-use super::context_view::{ContextAction, ContextView, Thresholds};
+use super::context_view::{ContextAction, ContextShown, ContextView, Thresholds};
 use super::disk::{Disk, DiskJob, Loaded};
 use super::help::HelpView;
 use super::hyperlinks::Hyperlink;

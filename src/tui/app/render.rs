@@ -122,10 +122,13 @@ impl App {
             Overlay::Context(view) => view.render(
                 frame,
                 overlay_area,
-                self.state.breakdown.as_ref(),
-                &self.state.timeline,
-                thresholds,
-                tokens,
+                ContextShown {
+                    breakdown: self.state.breakdown.as_ref(),
+                    timeline: &self.state.timeline,
+                    thresholds,
+                    tokens,
+                    compactions: &self.state.compactions(),
+                },
             ),
         }
         if let Some(toast) = &self.toast {

@@ -36,6 +36,16 @@ impl ChatEntry {
     }
 }
 
+/// A compaction as `/context` lists it: its stage, what it took the estimate from and
+/// to, and whether it was undone since.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    pub stage: crate::compact::Stage,
+    pub chars_before: usize,
+    pub chars_after: usize,
+    pub undone: bool,
+}
+
 /// The firings one marker shows, and which of them were undone since.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MarkerRun {

@@ -16,7 +16,7 @@ use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, Tu
 use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
 
-pub use cells::{CallState, ChatEntry, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
+pub use cells::{CallState, ChatEntry, Compaction, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
 pub use turn::{LossyPrompt, PermissionPrompt, SessionInfo, TurnState};
 
 #[derive(Debug)]
@@ -92,6 +92,30 @@ impl AppState {
         self.chat.push(entry);
         let revision = self.new_revision();
         self.revisions.push(revision);
+    }
+
+    /// Every compaction the chat shows, oldest first, with whether it was undone: what
+    /// `/context` lists.
+    pub fn compactions(&self) -> Vec<Compaction> {
+        self.chat
+            .iter()
+            .filter_map(|entry| match entry {
+                ChatEntry::Marker(run) => Some(run),
+                _ => None,
+            })
+            .flat_map(|run| {
+                run.events
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, event)| event.replaced > 0)
+                    .map(|(at, event)| Compaction {
+                        stage: event.stage,
+                        chars_before: event.chars_before,
+                        chars_after: event.chars_after,
+                        undone: run.is_undone(at),
+                    })
+            })
+            .collect()
     }
 
     /// A tool call joins the tool list, and the chat at this point.
