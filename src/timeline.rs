@@ -9,6 +9,8 @@ use crate::compact::{CompactConfig, Stage};
 use crate::protocol::CallPoint;
 
 const WIDTH: u32 = 900;
+/// How far apart (in calls) the marks of stages that fired before one call are drawn.
+const MARK_SPACING: f64 = 0.2;
 const HEIGHT: u32 = 420;
 
 /// Each stage's colour in the chart, as RGB.
@@ -134,11 +136,16 @@ fn draw(out: &mut String, points: &[CallPoint], config: &CompactConfig) -> Resul
     entries.push(("estimate (before → after prepare)".into(), Swatch::Line(BLACK, 2)));
     for stage in Stage::all() {
         let colour = stage_colour(stage);
+        // Stages that fired before the same call sit side by side, not on top of
+        // each other.
         let marks: Vec<(f64, f64)> = points
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.stages.contains(&stage))
-            .map(|(i, p)| ((i + 1) as f64, scale.clip(p.estimate)))
+            .filter_map(|(i, p)| {
+                let nth = p.stages.iter().position(|fired| *fired == stage)?;
+                let spread = (nth as f64 - (p.stages.len() - 1) as f64 / 2.0) * MARK_SPACING;
+                Some(((i + 1) as f64 + spread, scale.clip(p.estimate)))
+            })
             .collect();
         if marks.is_empty() {
             continue;
@@ -239,5 +246,24 @@ mod tests {
             "{}",
             &svg[at.saturating_sub(200)..at + 20]
         );
+    }
+
+    #[test]
+    fn stages_before_one_call_are_drawn_side_by_side() {
+        let points = vec![CallPoint {
+            before: Some(70_000),
+            estimate: 30_000,
+            messages: 9,
+            stages: vec![Stage::SnipCompact, Stage::MicroCompact, Stage::CompactHistory],
+            ..CallPoint::default()
+        }];
+        let svg = svg(&points, &CompactConfig::default()).unwrap();
+        let centres: std::collections::BTreeSet<String> = svg
+            .split("<circle")
+            .skip(1)
+            .filter_map(|circle| circle.split("cx=\"").nth(1)?.split('"').next().map(str::to_string))
+            .collect();
+        // Three stage marks and their three legend swatches, each at its own x.
+        assert!(centres.len() >= 4, "the marks do not hide each other: {centres:?}");
     }
 }
