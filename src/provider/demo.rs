@@ -209,8 +209,9 @@ fn describe(output: &str) -> String {
     let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let first: String = first.chars().take(80).collect();
     format!(
-        "That output has {lines} lines and {} characters; it begins with {}.",
-        output.chars().count(),
+        "That output has {} and {}; it begins with {}.",
+        crate::compact::counted(lines, "line", "lines"),
+        crate::compact::counted(output.chars().count(), "character", "characters"),
         code_span(&first)
     )
 }
