@@ -313,16 +313,41 @@ fn a_refusal_of_a_short_history_with_large_results_persists_them_instead_of_summ
     assert_eq!(check_pairing(&retried), Ok(()));
 }
 
+/// A second refusal (the server measures more exactly than our estimate) shrinks the
+/// history once more and the retry goes through, rather than failing the turn.
 #[test]
-fn two_refusals_in_a_row_surface_the_error_and_keep_the_history() {
+fn a_second_refusal_shrinks_once_more_and_the_retry_goes_through() {
     let workspace = Workspace::new();
     workspace.earlier_session(6, 2_000);
-    let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("unused")]);
+    let api = MockApi::start_in_thread(vec![prompt_too_long(), prompt_too_long(), text_reply("fits now")]);
+    let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "fits now");
+    let requests = api.turn_requests();
+    assert_eq!(requests.len(), 3);
+    let sizes: Vec<usize> = requests.iter().map(|r| r.body["messages"].to_string().len()).collect();
+    assert!(
+        sizes[1] < sizes[0] && sizes[2] <= sizes[1],
+        "each retry smaller: {sizes:?}"
+    );
+}
+
+#[test]
+fn refusals_past_the_retry_budget_surface_the_error_and_keep_the_history() {
+    let workspace = Workspace::new();
+    workspace.earlier_session(6, 2_000);
+    let api = MockApi::start_in_thread(vec![
+        prompt_too_long(),
+        prompt_too_long(),
+        prompt_too_long(),
+        text_reply("unused"),
+    ]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("prompt is too long"), "{stderr}");
-    assert_eq!(api.turn_requests().len(), 2);
+    assert_eq!(api.turn_requests().len(), 3);
     let journal = newest_journal(&workspace);
     let restored = scratchpad::session::restore(&journal).unwrap();
     // The earlier work is kept (summarised, with its transcript); the request that got
@@ -850,4 +875,55 @@ fn continue_with_no_session_starts_one() {
         vec!["hello", "first answer", "again"],
         "the second run continued the first"
     );
+}
+
+/// The reactive retry fits by construction: after compacting, the history is measured
+/// by its content (units scaled by the tokens per unit the server just counted), and
+/// a round that would still not fit aims lower before anything is sent. A long pasted
+/// run of spaced digits (about a token a character) is far denser than the prose it
+/// follows (a token a word): sized by the refused request's average alone, the retry
+/// was refused again and the turn failed. Where the request fits whole it is kept
+/// whole; where it cannot, it is summarised with the rest. One refusal either way.
+#[test]
+fn a_reactive_retry_measured_by_content_fits_at_once() {
+    for (digits_count, fits_whole) in [(2_000, true), (2_600, false)] {
+        let workspace = Workspace::new();
+        // An earlier session of prose: six exchanges of about 2,000 characters each.
+        let journal = workspace.earlier_session(6, 10);
+        let prose =
+            "The parser drops the last token when the input ends without a newline, so we read it again. ".repeat(22);
+        let mut history = scratchpad::history::History::new();
+        for turn in 0..6 {
+            history = history
+                .request(format!("question {turn}: {prose}"))
+                .answer(format!("answer {turn}: {prose}"));
+        }
+        let lines: String = history
+            .build()
+            .into_iter()
+            .map(|message| serde_json::to_string(&scratchpad::session::Record::Append { message }).unwrap() + "\n")
+            .collect();
+        std::fs::write(&journal, lines).unwrap();
+        let digits: String = (0..digits_count).map(|n| format!("{} ", n % 10)).collect();
+        let request = format!("Add these up: {digits}");
+        let api = MockApi::start_with_window_in_thread(vec![text_reply("the sum")], 3_000);
+        let output = workspace.run(&api, &["--continue", "-p", &request]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{digits_count} digits: {stderr}");
+        let requests = api.turn_requests();
+        let counts: Vec<u64> = requests.iter().map(|r| common::mock_tokens(&r.body)).collect();
+        assert_eq!(
+            requests.len(),
+            2,
+            "{digits_count} digits: refused once, then the retry fit: {counts:?}"
+        );
+        assert!(counts[0] > 3_000 && counts[1] <= 3_000, "{counts:?}");
+        let sent: String = messages_of(&requests[1]).iter().map(Message::text).collect();
+        assert_eq!(
+            sent.contains(&digits),
+            fits_whole,
+            "{digits_count} digits ({counts:?}): {}",
+            &sent[..200.min(sent.len())]
+        );
+    }
 }

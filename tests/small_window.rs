@@ -257,9 +257,11 @@ async fn a_summary_refused_twice_is_replaced_by_the_extractive_one_and_hi_still_
 
 #[tokio::test]
 async fn after_a_request_the_window_cannot_take_the_session_can_still_send_hi() {
+    // Refused past the retry budget (a refusal, and one more after each reactive round).
     let replies: Vec<Reply> = vec![
         llama_too_long(2_400, 2_048),
         llama_too_long(2_100, 2_048),
+        llama_too_long(2_060, 2_048),
         text_reply("hello"),
     ];
     let api = MockApi::start_with_props(replies, props_2048()).await;

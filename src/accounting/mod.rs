@@ -48,6 +48,7 @@ pub fn fixed_chars<T: Serialize + ?Sized>(system: &str, tools: &T, mode: Estimat
 
 mod ledger;
 mod limit;
+pub mod units;
 mod window;
 
 pub use ledger::Ledger;

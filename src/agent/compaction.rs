@@ -3,6 +3,7 @@
 //! (`compaction.confirm_lossy`), and `/compact`.
 
 use super::*;
+use crate::accounting::units::{history_units, text_units};
 
 impl Agent {
     /// What a summary request may take of the window: its reply and its history text.
@@ -205,14 +206,47 @@ impl Agent {
         .await;
     }
 
-    /// The estimate of the messages that would fit what the server said it takes: the
-    /// whole request (system prompt and tools included) measured against the tokens it
-    /// counted gives the characters per token, with a tenth kept in reserve.
-    pub(super) fn fitting_estimate(&self, overflow: TokenOverflow) -> usize {
-        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
-        let fixed = self.ledger.fixed();
-        let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
-        let fitting = overflow.max_tokens as f64 * chars_per_token * 0.9;
-        (fitting as usize).saturating_sub(fixed)
+    /// Token-like units of the fixed part (system prompt and tool definitions).
+    fn fixed_units(&self) -> usize {
+        let tools = serde_json::to_string(&self.tools.specs()).unwrap_or_default();
+        text_units(&self.settings.system_prompt) + text_units(&tools)
     }
+
+    /// What a refusal measured: the server's tokens per unit of the request it refused
+    /// (content-aware, unlike one characters-per-token average), and what a retry may
+    /// take, a tenth of the window kept in reserve for the reply and the error of the
+    /// units.
+    pub(super) fn refusal_fit(&self, overflow: TokenOverflow) -> RefusalFit {
+        let units = self.fixed_units() + history_units(&self.messages);
+        RefusalFit {
+            tokens_per_unit: overflow.prompt_tokens as f64 / units.max(1) as f64,
+            budget_tokens: overflow.max_tokens as f64 * (1.0 - REFUSAL_MARGIN),
+        }
+    }
+
+    /// The tokens the history as it is now would take, by `fit`'s measure.
+    pub(super) fn predicted_tokens(&self, fit: &RefusalFit) -> f64 {
+        (self.fixed_units() + history_units(&self.messages)) as f64 * fit.tokens_per_unit
+    }
+
+    /// The estimate (characters) to aim the first reactive round at: the token budget
+    /// in characters at the refused request's average characters per token, less the
+    /// fixed part. What is kept may be denser than that average (a pasted run of
+    /// digits after prose); [`Agent::predicted_tokens`] checks the result by content
+    /// before the retry is sent.
+    pub(super) fn fitting_goal(&self, fit: &RefusalFit, overflow: TokenOverflow) -> usize {
+        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
+        let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
+        ((fit.budget_tokens * chars_per_token) as usize).saturating_sub(self.ledger.fixed())
+    }
+}
+
+/// Of the window a refusal stated, the share a retry leaves unused.
+const REFUSAL_MARGIN: f64 = 0.1;
+
+/// A refused request's measure: tokens per unit, and the tokens a retry may take.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RefusalFit {
+    pub(super) tokens_per_unit: f64,
+    pub(super) budget_tokens: f64,
 }

@@ -6,6 +6,12 @@ use super::*;
 use crate::compact::markers::{MessageKind, classify, cut_off_note};
 use crate::provider::STOP_MAX_TOKENS;
 
+/// Refusals as too long one model call may answer with a reactive compaction: a
+/// second refusal (the server measures more exactly than any estimate) gets one more,
+/// rather than failing a turn that could fit. Also how many more times a round may
+/// aim lower before the retry, while the server's measure says it would not fit.
+const MAX_REACTIVE_ROUNDS: u32 = 2;
+
 impl Agent {
     /// The newest user prompt (tool results travel as user messages too).
     pub(super) fn active_request(&self) -> String {
@@ -89,7 +95,7 @@ impl Agent {
     }
 
     async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Ended {
-        let mut reactive_used = false;
+        let mut reactive_rounds = 0;
         let mut step = 0;
         while step < self.settings.max_steps {
             step += 1;
@@ -98,23 +104,34 @@ impl Agent {
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
                 Err(CallFailed::Interrupted) => return Ended::Cancelled,
-                Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow })) if !reactive_used => {
-                    reactive_used = true;
+                Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow }))
+                    if reactive_rounds < MAX_REACTIVE_ROUNDS =>
+                {
+                    reactive_rounds += 1;
                     step -= 1;
                     tracing::warn!(%message, "prompt refused as too long; compacting reactively");
-                    let request = request.to_string();
-                    let target = overflow.map(|overflow| self.fitting_estimate(overflow));
-                    let events = self
-                        .on_history(move |messages, sizes, config, store, summariser| {
-                            let events = reactive_compact(messages, &request, target, config, store, summariser);
-                            *sizes = Sizes::of(messages, config.estimate);
-                            events
-                        })
-                        .await;
-                    if events.iter().all(|e| e.replaced == 0) {
+                    let fit = overflow.map(|overflow| self.refusal_fit(overflow));
+                    let goal = fit
+                        .zip(overflow)
+                        .map(|(fit, overflow)| self.fitting_goal(&fit, overflow));
+                    if !self.reactive_round(request, goal).await {
                         return Ended::Failed(format!(
                             "The prompt is too long and reactive compaction could not shrink it: {message}"
                         ));
+                    }
+                    // By construction: while the server's own measure says the retry
+                    // would still not fit, aim lower before sending it.
+                    if let Some(fit) = fit {
+                        for _ in 0..MAX_REACTIVE_ROUNDS {
+                            let predicted = self.predicted_tokens(&fit);
+                            if predicted <= fit.budget_tokens {
+                                break;
+                            }
+                            let goal = (self.sizes.total() as f64 * fit.budget_tokens / predicted * 0.95) as usize;
+                            if !self.reactive_round(request, Some(goal)).await {
+                                break;
+                            }
+                        }
                     }
                     continue;
                 }
@@ -175,6 +192,20 @@ impl Agent {
             "Stopped after {} model calls in one request.",
             self.settings.max_steps
         ))
+    }
+
+    /// One reactive compaction aimed at `goal` characters (half the history when the
+    /// server did not say how much it takes). Whether it made the history smaller.
+    async fn reactive_round(&mut self, request: &str, goal: Option<usize>) -> bool {
+        let request = request.to_string();
+        let events = self
+            .on_history(move |messages, sizes, config, store, summariser| {
+                let events = reactive_compact(messages, &request, goal, config, store, summariser);
+                *sizes = Sizes::of(messages, config.estimate);
+                events
+            })
+            .await;
+        events.iter().any(|event| event.replaced > 0)
     }
 
     /// The request the history makes now.

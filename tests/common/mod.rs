@@ -77,6 +77,9 @@ struct Script {
     props: Option<Value>,
     /// Replies to summary requests, in order; once used up, a fixed summary.
     summary_replies: VecDeque<Reply>,
+    /// A window in tokens, by [`mock_tokens`]: a turn request over it is refused as
+    /// llama.cpp refuses it, with the count and the window.
+    window: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -112,6 +115,14 @@ impl MockApi {
             axum::serve(listener, app).await.ok();
         });
         MockApi { url, script }
+    }
+
+    /// Start a mock with a window of `window` tokens, counted by [`mock_tokens`], on a
+    /// runtime of its own thread: turn requests over it are refused as llama.cpp does.
+    pub fn start_with_window_in_thread(replies: Vec<Reply>, window: u64) -> Self {
+        let api = Self::start_in_thread(replies);
+        api.script.lock().unwrap().window = Some(window);
+        api
     }
 
     /// Start on a runtime of its own thread, for tests that drive the binary.
@@ -170,9 +181,13 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
         body,
     };
     let summary = recorded.is_summary();
+    let tokens = mock_tokens(&recorded.body);
     let reply = {
         let mut script = script.lock().unwrap();
         script.requests.push(recorded);
+        if let Some(window) = script.window.filter(|&window| !summary && tokens > window) {
+            return respond(llama_too_long(tokens, window));
+        }
         if summary {
             Some(
                 script
@@ -438,6 +453,40 @@ pub fn error_reply(status: u16, body: Value) -> Reply {
         headers: vec![],
         body: body.to_string(),
     }
+}
+
+/// The mock's tokenizer, unlike scratchpad's units and like a real one in what
+/// matters here: a word is one token however long, each digit and each symbol one.
+/// It counts the system prompt, the tools and the messages of a request body.
+pub fn mock_tokens(body: &Value) -> u64 {
+    fn strings(value: &Value, out: &mut u64) {
+        match value {
+            Value::String(text) => {
+                let mut in_word = false;
+                for c in text.chars() {
+                    if c.is_alphabetic() {
+                        if !in_word {
+                            *out += 1;
+                        }
+                        in_word = true;
+                    } else {
+                        in_word = false;
+                        if !c.is_whitespace() {
+                            *out += 1;
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+            Value::Object(fields) => fields.values().for_each(|field| strings(field, out)),
+            _ => {}
+        }
+    }
+    let mut tokens = 0;
+    for part in ["system", "tools", "messages"] {
+        strings(&body[part], &mut tokens);
+    }
+    tokens
 }
 
 /// llama.cpp's refusal of a prompt over its window, with the counts it gives.
