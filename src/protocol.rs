@@ -356,6 +356,9 @@ pub enum AgentEvent {
         /// not offered (destructive or unclassifiable commands).
         always: Option<String>,
     },
+    /// A refusal as too long is being answered: the reactive stage runs (and may ask
+    /// a model for a summary) before the call is sent again.
+    Compacting,
     /// The model or the user asked for compaction; the summary is being written.
     CompactionRequested {
         by: CompactionRequester,

@@ -939,17 +939,26 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
         s.app.handle_key(key(KeyCode::Char(c)));
     }
     s.app.handle_key(key(KeyCode::Enter));
-    assert_eq!(s.app.input.text(), "second request", "the text stays, editable");
+    assert_eq!(
+        s.app.input.text(),
+        "second request\n",
+        "the text stays, editable, and what is typed next starts a line of its own"
+    );
     insta::assert_snapshot!("queued_80x24", draw(&mut s.app, 80, 24).backend());
     assert_readable_in_both_themes(&mut s.app, 80, 24, "a queued request");
     assert!(s._ops.try_recv().is_err(), "nothing is sent while the turn runs");
+    // A second request queued behind it does not run into the first.
+    for c in "and a third".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
     s.app.apply(AgentEvent::TurnDone {
         turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
     });
     match s._ops.try_recv() {
-        Ok(Op::Submit { text }) => assert_eq!(text, "second request"),
-        other => panic!("expected the queued request, got {other:?}"),
+        Ok(Op::Submit { text }) => assert_eq!(text, "second request\nand a third"),
+        other => panic!("expected the queued requests, got {other:?}"),
     }
     assert!(s.app.input.text().is_empty());
 }

@@ -197,6 +197,7 @@ impl Agent {
     /// One reactive compaction aimed at `goal` characters (half the history when the
     /// server did not say how much it takes). Whether it made the history smaller.
     async fn reactive_round(&mut self, request: &str, goal: Option<usize>) -> bool {
+        self.emit(AgentEvent::Compacting);
         let request = request.to_string();
         let events = self
             .on_history(move |messages, sizes, config, store, summariser| {

@@ -322,8 +322,9 @@ impl App {
             None => {}
         }
         if self.state.is_busy() {
-            // Queued, not lost: it stays in the prompt, editable, until the turn ends.
-            self.input.set_text(&text);
+            // Queued, not lost: it stays in the prompt, editable, until the turn ends;
+            // what is typed next starts on a line of its own rather than running on.
+            self.input.set_text(&format!("{}\n", text.trim_end_matches('\n')));
             self.queued = true;
             return;
         }

@@ -154,7 +154,7 @@ impl App {
         }
         if self.queued && !self.state.is_busy() {
             self.queued = false;
-            let text = self.input.text();
+            let text = self.input.text().trim_end().to_string();
             self.input.clear();
             if !text.trim().is_empty() {
                 self.submit(text);
@@ -166,7 +166,10 @@ impl App {
     /// for after it stays in the prompt, unsent: stopping means stop, not "go on
     /// with the next one".
     fn cancel_turn(&mut self) {
-        self.queued = false;
+        if std::mem::take(&mut self.queued) {
+            let text = self.input.text().trim_end().to_string();
+            self.input.set_text(&text);
+        }
         self.send(Op::Cancel);
     }
 

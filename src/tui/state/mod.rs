@@ -351,6 +351,7 @@ impl AppState {
                 });
                 self.turn = TurnState::AwaitingPermission;
             }
+            AgentEvent::Compacting => self.turn = TurnState::Compacting,
             AgentEvent::CompactionRequested { by, focus } => {
                 self.turn = TurnState::Compacting;
                 self.note_compaction_request(by, focus.as_deref());
@@ -362,7 +363,9 @@ impl AppState {
                     // The history shrank: an earlier error (too long, a failed stage) is stale.
                     self.banner = None;
                 }
-                if self.turn == TurnState::Compacting && event.stage == Stage::CompactHistory {
+                if self.turn == TurnState::Compacting
+                    && matches!(event.stage, Stage::CompactHistory | Stage::ReactiveCompact)
+                {
                     self.turn = if self.in_turn {
                         TurnState::Thinking
                     } else {

@@ -433,3 +433,20 @@ fn a_joined_emoji_streamed_in_pieces_is_shown_as_its_parts() {
     };
     assert_eq!(text, "hi 👨👩👧 there");
 }
+
+/// While a refusal is answered (the reactive stage may ask a model for a summary) the
+/// status says compacting, not thinking; the stage's marker ends that.
+#[test]
+fn a_reactive_compaction_shows_as_compacting_until_its_marker() {
+    let mut state = AppState::default();
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "go".into(),
+    });
+    state.apply(AgentEvent::Compacting);
+    assert_eq!(state.turn, TurnState::Compacting);
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::ReactiveCompact, &[".transcripts/t.jsonl"]),
+    });
+    assert_eq!(state.turn, TurnState::Thinking);
+}
