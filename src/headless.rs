@@ -88,7 +88,21 @@ fn show(
     } else {
         match event {
             AgentEvent::TextDelta { text, .. } => pending.push_str(text),
-            AgentEvent::StreamReset { .. } => pending.clear(),
+            AgentEvent::StreamReset {
+                attempt,
+                delay_ms,
+                reason,
+                ..
+            } => {
+                // Said at once, each time: a server that does not answer is not silence.
+                pending.clear();
+                writeln!(
+                    stderr.lock(),
+                    "note: {} (attempt {attempt} failed; retrying in {:.1} s)",
+                    terminal_safe(reason),
+                    *delay_ms as f64 / 1000.0
+                )?;
+            }
             AgentEvent::AssistantMessage { .. } => {
                 writeln!(out, "{}", terminal_safe(&std::mem::take(pending)))?;
             }

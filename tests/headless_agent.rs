@@ -927,3 +927,46 @@ fn a_reactive_retry_measured_by_content_fits_at_once() {
         );
     }
 }
+
+/// A server that is not there is said at once, by its address and with the likely
+/// cause, and every retry is said as it happens; at the end the turn fails with the
+/// same plain reason (it used to be 20 s of silence, then "error sending request").
+#[test]
+fn a_server_that_is_not_running_is_said_at_once_and_each_retry_too() {
+    use std::io::{BufRead, BufReader};
+    let workspace = Workspace::new();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    // The workspace's configuration allows 3 attempts, a few milliseconds apart.
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let mut child = workspace
+        .command_at(Command::new(env!("CARGO_BIN_EXE_scratchpad")), &base, &["-p", "hi"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = format!("connection refused at 127.0.0.1:{port} (is the server running?)");
+    let first = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|line| line.contains(&said))
+        .unwrap_or_else(|| {
+            panic!(
+                "never said {said:?}; log: {}",
+                std::fs::read_to_string(workspace.home.path().join("log.txt")).unwrap_or_default()
+            )
+        });
+    assert!(started.elapsed() < Duration::from_secs(5), "said at once: {first}");
+    assert!(first.contains("attempt 1 failed; retrying in"), "{first}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|line| line.contains("attempt 2 failed")), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|line| line.starts_with("error:") && line.contains(&said)),
+        "{rest:?}"
+    );
+    assert!(!child.wait().unwrap().success());
+}

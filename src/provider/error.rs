@@ -37,6 +37,29 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// A request that never got an answer, said plainly: a refused connection names
+    /// the address and asks whether the server runs, a timeout says how long it waited.
+    pub fn from_request(error: &reqwest::Error) -> Self {
+        let at = error
+            .url()
+            .and_then(|url| Some(format!("{}:{}", url.host_str()?, url.port_or_known_default()?)))
+            .unwrap_or_else(|| "the server".into());
+        let refused = std::iter::successors(Some(error as &dyn std::error::Error), |error| error.source())
+            .filter_map(|error| error.downcast_ref::<std::io::Error>())
+            .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
+        if refused {
+            ProviderError::Network(format!("connection refused at {at} (is the server running?)"))
+        } else if error.is_timeout() {
+            ProviderError::Network(format!(
+                "no answer from {at} in time (is it overloaded, or still loading?)"
+            ))
+        } else if error.is_connect() {
+            ProviderError::Network(format!("cannot connect to {at}: {error}"))
+        } else {
+            ProviderError::Network(error.to_string())
+        }
+    }
+
     /// Errors that another attempt may cure.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -336,7 +336,7 @@ pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Re
     let response = request
         .send()
         .await
-        .map_err(|error| ProviderError::Network(error.to_string()))?;
+        .map_err(|error| ProviderError::from_request(&error))?;
     if response.status().is_success() {
         return Ok(response);
     }
