@@ -215,3 +215,29 @@ async fn an_automatic_limit_is_the_share_of_the_found_window() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// `-c 512`: the system prompt and tools alone do not fit. The start says so plainly,
+/// with what to do, instead of a limit worked out from a negative number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_smaller_than_the_fixed_part_is_said_at_start() {
+    let api = MockApi::start_with_props(vec![], llama_props(512)).await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Refuse)).await;
+    let (window, note) = session_started(&mut agent).await;
+    assert_eq!(window.tokens, 512);
+    let note = note.expect("the start explains the window");
+    // The fixed part counted independently of the app, at the default 4 chars a token.
+    let fixed_tokens = fixed().div_ceil(4);
+    assert!(
+        fixed_tokens + 256 > 512,
+        "the scenario needs a fixed part over the window"
+    );
+    assert!(
+        note.contains(&format!(
+            "window of 512 tokens cannot hold scratchpad's system prompt and tool definitions (about {fixed_tokens} tokens)"
+        )),
+        "{note}"
+    );
+    assert!(note.contains("-c 4096 or more"), "{note}");
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

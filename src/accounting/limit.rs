@@ -1,7 +1,7 @@
 //! The limit in force: the configured characters, or, with `auto`, what the window
 //! leaves for the messages once the reply and the fixed part are set aside.
 
-use super::AUTO_WINDOW_PERCENT;
+use super::{AUTO_WINDOW_PERCENT, MIN_REPLY_TOKENS};
 use crate::compact::{MIN_CONTEXT_CHAR_LIMIT, short_count};
 
 /// Below this share of what the window holds a configured limit earns a hint (which
@@ -67,6 +67,9 @@ pub enum LimitNote {
     Clamped { configured: usize, label: String },
     /// The configured limit uses little of the window.
     FarBelow { configured: usize, holds: usize },
+    /// The window cannot hold the fixed part (system prompt and tools) with a reply:
+    /// every request would be refused, whatever the limit.
+    WindowTooSmall { window_tokens: u64, fixed_tokens: u64 },
 }
 
 impl LimitNote {
@@ -78,6 +81,14 @@ impl LimitNote {
             LimitNote::Clamped { configured, label } => Some(format!(
                 "context_char_limit {} is more than the model's window holds; using {label}",
                 short_count(*configured)
+            )),
+            LimitNote::WindowTooSmall {
+                window_tokens,
+                fixed_tokens,
+            } => Some(format!(
+                "The model's window of {window_tokens} tokens cannot hold scratchpad's system prompt and tool \
+                 definitions (about {fixed_tokens} tokens) and a reply, so every request would be refused. \
+                 Give the model a larger window (for llama-server, start it with -c 4096 or more)."
             )),
             LimitNote::FarBelow { configured, holds } => Some(format!(
                 "Compaction starts at {} characters, under a quarter of what this model can hold (about {}). \
@@ -102,6 +113,18 @@ pub fn decide_limit(choice: LimitChoice, configured: usize, fit: &Fit) -> LimitD
         )
     };
     let holds = fit.holds_chars();
+    let fixed_tokens = (fit.fixed_chars as f64 / fit.chars_per_token).ceil() as u64;
+    if fixed_tokens + MIN_REPLY_TOKENS >= fit.window_tokens {
+        // The limit cannot help: say so rather than a limit worked out from less
+        // than nothing.
+        return LimitDecision {
+            chars: MIN_CONTEXT_CHAR_LIMIT,
+            note: LimitNote::WindowTooSmall {
+                window_tokens: fit.window_tokens,
+                fixed_tokens,
+            },
+        };
+    }
     match choice {
         LimitChoice::Auto => {
             let chars = fit.auto_chars();

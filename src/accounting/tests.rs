@@ -45,10 +45,27 @@ fn a_limit_above_the_window_is_clamped_and_one_far_below_gets_a_hint() {
 }
 
 #[test]
-fn a_tiny_window_still_leaves_the_configured_minimum() {
+fn a_window_that_cannot_hold_the_fixed_part_says_so_plainly() {
+    // 2,400 fixed characters at 4 a token are 600 tokens: with a reply, more than 512.
+    for choice in [LimitChoice::Auto, LimitChoice::Configured] {
+        let decision = decide_limit(choice, 50_000, &fit(512, 8_192));
+        assert_eq!(decision.chars, MIN_CONTEXT_CHAR_LIMIT);
+        assert_eq!(
+            decision.note,
+            LimitNote::WindowTooSmall {
+                window_tokens: 512,
+                fixed_tokens: 600
+            }
+        );
+        let said = decision.note.message().unwrap();
+        assert!(said.contains("window of 512 tokens cannot hold"), "{said}");
+        assert!(said.contains("about 600 tokens"), "{said}");
+        assert!(said.contains("-c 4096"), "{said}");
+    }
+    // 600 + a 256-token reply fit in 1,024: the limit is worked out as usual.
     assert_eq!(
-        decide_limit(LimitChoice::Auto, 50_000, &fit(512, 8_192)).chars,
-        MIN_CONTEXT_CHAR_LIMIT
+        decide_limit(LimitChoice::Auto, 50_000, &fit(1_024, 8_192)).note,
+        LimitNote::Auto("2.0k chars (80% of 1.0k tokens − 512 for the reply, × 4.0 chars/token, − 2.4k fixed)".into())
     );
 }
 
