@@ -513,3 +513,37 @@ fn the_real_binary_works_through_a_small_window_over_the_anthropic_api() {
 fn the_real_binary_works_through_a_small_window_over_the_openai_api() {
     three_turns_through_a_small_window(&["--provider", "openai"]);
 }
+
+/// At `-c 512` the system prompt and tools alone overflow the window: the start says
+/// so plainly, with what to do (it used to show a 2.0k limit worked out from a
+/// negative number, then fail every request talking of "35 characters").
+#[test]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+fn a_window_too_small_for_the_fixed_part_is_said_at_start() {
+    let server = server(512);
+    let workspace = Workspace::new();
+    let args = [
+        "--provider",
+        "anthropic",
+        "--base-url",
+        &server.url,
+        "--events",
+        "jsonl",
+        "-p",
+        "hi",
+    ];
+    let output = workspace
+        .command_at(Command::new(env!("CARGO_BIN_EXE_scratchpad")), &server.url, &args)
+        .output()
+        .expect("run the binary");
+    let started = events(&output)
+        .into_iter()
+        .find(|e| e["type"] == "session_started")
+        .expect("the session started");
+    let note = started["limit_note"].as_str().unwrap_or_default().to_string();
+    assert!(
+        note.contains("window of 512 tokens cannot hold scratchpad's system prompt and tool definitions"),
+        "{started}"
+    );
+    assert!(note.contains("-c 4096 or more"), "{note}");
+}
