@@ -138,7 +138,7 @@ pub enum Past {
     /// A message joined the history.
     Message { message: crate::message::Message },
     /// A compaction stage fired.
-    Stage { event: crate::compact::StageEvent },
+    Stage { event: Box<crate::compact::StageEvent> },
     /// A model call.
     Call { point: CallPoint },
     /// The newest compaction stage then was undone: `undid` is its id (empty in

@@ -1531,8 +1531,8 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
     let mut resumed = screen();
     resumed.app.apply(AgentEvent::Replay {
         past: vec![
-            scratchpad::protocol::Past::Stage { event: older },
-            scratchpad::protocol::Past::Stage { event: newer },
+            scratchpad::protocol::Past::Stage { event: Box::new(older) },
+            scratchpad::protocol::Past::Stage { event: Box::new(newer) },
             scratchpad::protocol::Past::Undo {
                 stage: Stage::CompactHistory,
                 undid: "stage-b".into(),

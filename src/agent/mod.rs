@@ -254,7 +254,7 @@ impl Agent {
                     // Its files can be read back while they keep their recorded hashes.
                     self.store.recognise(&event.digests);
                     if event.can_be_undone() {
-                        self.stage_log.push(event.clone());
+                        self.stage_log.push((**event).clone());
                     }
                 }
                 Past::Undo { .. } => {
@@ -347,7 +347,9 @@ impl Agent {
             if event.can_be_undone() {
                 self.stage_log.push(event.clone());
             }
-            self.journal(Record::Stage { event: event.clone() });
+            self.journal(Record::Stage {
+                event: Box::new(event.clone()),
+            });
             self.emit(AgentEvent::Compaction { event });
         }
         self.messages = messages;

@@ -7,7 +7,9 @@
 use super::Archive;
 use super::estimate::Sizes;
 use super::markers::{MessageKind, classify, compacted_text, prefix_chars};
-use super::{CompactConfig, Context, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count};
+use super::{
+    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count,
+};
 use crate::message::Message;
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
@@ -138,7 +140,7 @@ pub(super) fn summarise_prefix(
     let kept_request = messages[job.end..]
         .iter()
         .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
-    let compacted = fitted_message(
+    let (compacted, request_cut) = fitted_message(
         (!kept_request).then_some(job.active_request),
         &summary,
         &path,
@@ -148,6 +150,7 @@ pub(super) fn summarise_prefix(
             .saturating_sub(sizes.total_with_empty_prefix(job.end)),
         sizes,
     );
+    event.request_cut = request_cut;
     event.items = receipt::left(messages, sizes, 0..job.end, &path, ctx.config.describe_input);
     event.loss = Some(loss::report(&messages[..job.end], &summary));
     event.summary = Some(summary);
@@ -160,7 +163,8 @@ pub(super) fn summarise_prefix(
 }
 
 /// The `[Compacted]` message, with the longer of summary and request cut first so that
-/// its JSON takes at most `budget` characters where that is possible at all.
+/// its JSON takes at most `budget` characters where that is possible at all; and how
+/// much of the request it kept, when it had to cut it.
 fn fitted_message(
     request: Option<&str>,
     summary: &str,
@@ -168,7 +172,7 @@ fn fitted_message(
     count: usize,
     budget: usize,
     sizes: &Sizes,
-) -> Message {
+) -> (Message, Option<RequestCut>) {
     let mut request_keep = request.map_or(0, |request| request.chars().count());
     let mut summary_keep = summary.chars().count();
     let full_request = request_keep;
@@ -183,7 +187,11 @@ fn fitted_message(
         ));
         let size = sizes.measure(&message);
         if size <= budget || (request_keep == 0 && summary_keep == 0) {
-            return message;
+            let cut = (request_keep < full_request).then_some(RequestCut {
+                kept: request_keep,
+                whole: full_request,
+            });
+            return (message, cut);
         }
         // The longer of the two gives way first, so that a huge request cannot push
         // the whole summary out (nor a huge summary the request); then both shrink.
@@ -333,6 +341,18 @@ mod tests {
         }
         let event = compact_history(&mut history, &mut sizes, &request, &ctx, &mut Huge).unwrap();
         assert!(event.chars_after <= 50_000, "{}", event.chars_after);
+        // The marker says so: the request was cut, and how much of it is kept.
+        let cut = event.request_cut.expect("the request was cut");
+        assert_eq!(cut.whole, 80_000);
+        assert!(cut.kept < cut.whole && cut.kept > 0, "{cut:?}");
+        assert!(
+            event.summary_line().contains(&format!(
+                "your request was cut to {} of 80.0k chars (whole in the transcript)",
+                short_count(cut.kept)
+            )),
+            "{}",
+            event.summary_line()
+        );
         assert_eq!(crate::compact::estimate_chars(&history), event.chars_after);
         assert!(
             history[0]

@@ -245,6 +245,17 @@ pub struct StageEvent {
     /// Cached prompt tokens the next call had to write again (known after that call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_rewritten: Option<u64>,
+    /// A summarising stage had to cut the current request to fit its `[Compacted]`
+    /// message: the characters kept of the whole (which is in the transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_cut: Option<RequestCut>,
+}
+
+/// How much of the current request a `[Compacted]` message kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestCut {
+    pub kept: usize,
+    pub whole: usize,
 }
 
 /// One message or tool result that a stage took out of the context or shrank.
@@ -293,6 +304,7 @@ impl StageEvent {
             summary: None,
             loss: None,
             cache_rewritten: None,
+            request_cut: None,
         }
     }
 
@@ -364,6 +376,13 @@ impl StageEvent {
             short_count(self.chars_before),
             short_count(self.chars_after)
         );
+        if let Some(cut) = self.request_cut {
+            line.push_str(&format!(
+                " · your request was cut to {} of {} chars (whole in the transcript)",
+                short_count(cut.kept),
+                short_count(cut.whole)
+            ));
+        }
         for error in &self.errors {
             line.push_str(" · error: ");
             line.push_str(error);

@@ -46,7 +46,7 @@ pub enum Record {
         messages: Vec<Message>,
     },
     Stage {
-        event: StageEvent,
+        event: Box<StageEvent>,
     },
     /// One model call: the estimate before and after compaction, and the tokens the
     /// API reported for it.

@@ -260,7 +260,7 @@ fn an_older_call_record_takes_the_stages_journaled_before_it() {
             message: Message::user_text("go")
         })
         .unwrap(),
-        serde_json::to_string(&Record::Stage { event: stage }).unwrap(),
+        serde_json::to_string(&Record::Stage { event: Box::new(stage) }).unwrap(),
         r#"{"type":"call","estimate":400,"messages":1,"input_tokens":120}"#,
     );
     std::fs::write(&path, text).unwrap();
@@ -296,7 +296,7 @@ fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
         let mut event = StageEvent::start(crate::compact::Stage::MicroCompact, 3, 100, String::new());
         event.id = id.to_string();
         event.replaced = 1;
-        Record::Stage { event }
+        Record::Stage { event: Box::new(event) }
     };
     let undo = |id: &str, text: &str| Record::Undo {
         stage: crate::compact::Stage::MicroCompact,

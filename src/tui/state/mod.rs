@@ -568,7 +568,7 @@ impl AppState {
                 }
                 Past::Stage { event } => {
                     self.note_files(&event);
-                    self.add_marker(event);
+                    self.add_marker(*event);
                 }
                 Past::Call { point } => {
                     self.note_cache_cost(&point);

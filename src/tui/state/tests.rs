@@ -279,7 +279,10 @@ fn a_resumed_session_shows_its_messages_markers_tools_and_timeline() {
             Past::Message { message: call },
             Past::Message { message: result },
             Past::Stage {
-                event: stage_event(Stage::MicroCompact, &[".task_outputs/tool-results/toolu_1.txt"]),
+                event: Box::new(stage_event(
+                    Stage::MicroCompact,
+                    &[".task_outputs/tool-results/toolu_1.txt"],
+                )),
             },
             Past::Call {
                 point: CallPoint {
