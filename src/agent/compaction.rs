@@ -213,20 +213,24 @@ impl Agent {
     }
 
     /// What a refusal measured: the server's tokens per unit of the request it refused
-    /// (content-aware, unlike one characters-per-token average), and what a retry may
-    /// take, a tenth of the window kept in reserve for the reply and the error of the
-    /// units.
+    /// (content-aware, unlike one characters-per-token average) and its average
+    /// characters per token, and what a retry may take, a tenth of the window kept in
+    /// reserve for the reply and the error of the units.
     pub(super) fn refusal_fit(&self, overflow: TokenOverflow) -> RefusalFit {
-        let units = self.fixed_units() + history_units(&self.messages);
+        let fixed_units = self.fixed_units();
+        let units = fixed_units + history_units(&self.messages);
+        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
         RefusalFit {
             tokens_per_unit: overflow.prompt_tokens as f64 / units.max(1) as f64,
+            chars_per_token: request_chars / overflow.prompt_tokens.max(1) as f64,
             budget_tokens: overflow.max_tokens as f64 * (1.0 - REFUSAL_MARGIN),
+            fixed_units,
         }
     }
 
     /// The tokens the history as it is now would take, by `fit`'s measure.
     pub(super) fn predicted_tokens(&self, fit: &RefusalFit) -> f64 {
-        (self.fixed_units() + history_units(&self.messages)) as f64 * fit.tokens_per_unit
+        (fit.fixed_units + history_units(&self.messages)) as f64 * fit.tokens_per_unit
     }
 
     /// The estimate (characters) to aim the first reactive round at: the token budget
@@ -234,19 +238,21 @@ impl Agent {
     /// fixed part. What is kept may be denser than that average (a pasted run of
     /// digits after prose); [`Agent::predicted_tokens`] checks the result by content
     /// before the retry is sent.
-    pub(super) fn fitting_goal(&self, fit: &RefusalFit, overflow: TokenOverflow) -> usize {
-        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
-        let chars_per_token = request_chars / overflow.prompt_tokens.max(1) as f64;
-        ((fit.budget_tokens * chars_per_token) as usize).saturating_sub(self.ledger.fixed())
+    pub(super) fn fitting_goal(&self, fit: &RefusalFit) -> usize {
+        ((fit.budget_tokens * fit.chars_per_token) as usize).saturating_sub(self.ledger.fixed())
     }
 }
 
 /// Of the window a refusal stated, the share a retry leaves unused.
 const REFUSAL_MARGIN: f64 = 0.1;
 
-/// A refused request's measure: tokens per unit, and the tokens a retry may take.
+/// A refused request's measure: tokens per unit and characters per token, the tokens
+/// a retry may take, and the units of the fixed part (which compaction leaves as
+/// they are).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RefusalFit {
     pub(super) tokens_per_unit: f64,
+    pub(super) chars_per_token: f64,
     pub(super) budget_tokens: f64,
+    pub(super) fixed_units: usize,
 }

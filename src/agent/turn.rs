@@ -111,9 +111,7 @@ impl Agent {
                     step -= 1;
                     tracing::warn!(%message, "prompt refused as too long; compacting reactively");
                     let fit = overflow.map(|overflow| self.refusal_fit(overflow));
-                    let goal = fit
-                        .zip(overflow)
-                        .map(|(fit, overflow)| self.fitting_goal(&fit, overflow));
+                    let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));
                     if !self.reactive_round(request, goal).await {
                         return Ended::Failed(format!(
                             "The prompt is too long and reactive compaction could not shrink it: {message}"
