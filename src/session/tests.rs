@@ -70,19 +70,25 @@ fn replays_appends_and_replacements_and_skips_a_torn_line() {
 use crate::compact::pairing::check_pairing;
 use crate::message::{ContentBlock, Role};
 
+/// The scripted session's tool call `id` (`ls`, after a line of text).
+fn call(id: &str) -> Message {
+    Message::blocks(
+        Role::Assistant,
+        vec![
+            ContentBlock::text("checking"),
+            ContentBlock::tool_use(id, "bash", serde_json::json!({"command": "ls"})),
+        ],
+    )
+}
+
+/// The scripted session's result of call `id`.
+fn result(id: &str) -> Message {
+    Message::blocks(Role::User, vec![ContentBlock::tool_result(id, "a\nb ✓", false)])
+}
+
 /// A scripted session: a prompt, a tool round, a compaction, then a kill while the
 /// second tool runs (the call is the last record).
 fn scripted_records() -> Vec<Record> {
-    let call = |id: &str| {
-        Message::blocks(
-            Role::Assistant,
-            vec![
-                ContentBlock::text("checking"),
-                ContentBlock::tool_use(id, "bash", serde_json::json!({"command": "ls"})),
-            ],
-        )
-    };
-    let result = |id: &str| Message::blocks(Role::User, vec![ContentBlock::tool_result(id, "a\nb ✓", false)]);
     vec![
         Record::Meta {
             version: 1,
@@ -120,16 +126,6 @@ fn scripted_records() -> Vec<Record> {
 /// gives, written out by hand (not by replaying and repairing): each call left without
 /// a result gets an interrupted one.
 fn expected_after(complete: usize) -> Vec<Message> {
-    let call = |id: &str| {
-        Message::blocks(
-            Role::Assistant,
-            vec![
-                ContentBlock::text("checking"),
-                ContentBlock::tool_use(id, "bash", serde_json::json!({"command": "ls"})),
-            ],
-        )
-    };
-    let result = |id: &str| Message::blocks(Role::User, vec![ContentBlock::tool_result(id, "a\nb ✓", false)]);
     let interrupted = |id: &str| {
         Message::blocks(
             Role::User,
