@@ -184,8 +184,16 @@ pub struct CallPoint {
     /// Characters of the whole request: the fixed part plus `estimate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_chars: Option<usize>,
+    /// Token-like units of the whole request (a digit or a mark each, a unit per four
+    /// letters): what moves the figure after a compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_units: Option<usize>,
     /// Prompt tokens the call reported (input + cache read + cache creation).
     pub input_tokens: Option<u64>,
+    /// The tokens the gauge showed for this request before it was sent, to be held
+    /// against `input_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_tokens: Option<u64>,
     /// Stages that fired since the previous call.
     #[serde(default)]
     pub stages: Vec<crate::compact::Stage>,
@@ -271,7 +279,8 @@ pub struct TokenFigure {
     pub window_tokens: u64,
     /// Characters of the request `tokens` is for (fixed part + estimate).
     pub request_chars: usize,
-    /// `request_chars / tokens` of the call that was measured.
+    /// `request_chars / tokens`: measured by a call, or re-estimated by content after
+    /// a compaction, so that it applies to what the context holds.
     pub chars_per_token: f64,
     pub basis: TokenBasis,
 }

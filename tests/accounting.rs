@@ -128,7 +128,7 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
         "the mock's count"
     );
 
-    // /compact: the figure is re-estimated from the measured ratio and marked.
+    // /compact: the figure is re-estimated by content from the exact count, and marked.
     agent.ops.send(Op::Compact { focus: None }).unwrap();
     until(
         &mut agent.events,
@@ -138,9 +138,11 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
     let compacted = next_context(&mut agent).await;
     let estimate = tokens(&compacted);
     assert_eq!(estimate.basis, TokenBasis::Estimated);
-    // From the newest measured ratio: the exact count's.
-    let expected = ((compacted.estimate + compacted.fixed) as f64 / exact.chars_per_token).round() as u64;
-    assert_eq!(estimate.tokens, expected);
+    // The exact count, less what the compaction took away; its ratio is the figure's.
+    assert!(estimate.tokens < exact.tokens, "{estimate:?} after {exact:?}");
+    assert_eq!(estimate.request_chars, compacted.fixed + compacted.estimate);
+    let ratio = estimate.request_chars as f64 / estimate.tokens as f64;
+    assert!((estimate.chars_per_token - ratio).abs() < 1e-9);
     assert!(compacted.estimate < status.estimate);
 
     // The next call reports again, and its point shows the drop.

@@ -886,7 +886,7 @@ fn continue_with_no_session_starts_one() {
 /// whole; where it cannot, it is summarised with the rest. One refusal either way.
 #[test]
 fn a_reactive_retry_measured_by_content_fits_at_once() {
-    for (digits_count, fits_whole) in [(2_000, true), (2_600, false)] {
+    for (digits_count, fits_whole) in [(1_000, true), (1_300, false)] {
         let workspace = Workspace::new();
         // An earlier session of prose: six exchanges of about 2,000 characters each.
         let journal = workspace.earlier_session(6, 10);

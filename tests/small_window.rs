@@ -7,7 +7,7 @@ mod common;
 
 use common::{
     MockApi, Reply, Running, agent_settings, llama_too_long, messages_of, openai_cut_off_reply, openai_reply,
-    sse_cut_off_reply, start_agent, start_openai_agent, text_reply, until,
+    sse_cut_off_reply, sse_text, start_agent, start_openai_agent, text_reply, until,
 };
 use scratchpad::agent::{AgentSettings, AskPolicy};
 use scratchpad::compact::pairing::check_pairing;
@@ -194,6 +194,31 @@ async fn max_tokens_is_capped_to_what_the_window_leaves_after_the_prompt() {
     let mut roomy = start_agent(&without_window, settings_for_a_small_window()).await;
     assert_eq!(turn(&mut roomy, "hi").await.outcome, TurnOutcome::Completed);
     assert_eq!(without_window.turn_requests()[0].body["max_tokens"], 8_192);
+}
+
+/// llama-server stops a reply where prompt and reply fill the window, and reports it
+/// as a length stop like `max_tokens`: the notice names the full window (1,500 prompt
+/// tokens and a 530-token reply of the far more it was allowed), not `max_tokens`.
+#[tokio::test]
+async fn a_reply_stopped_by_a_full_window_is_not_blamed_on_max_tokens() {
+    let stopped = sse_text("The answer is")
+        .replace("\"stop_reason\":\"end_turn\"", "\"stop_reason\":\"max_tokens\"")
+        .replace("\"output_tokens\":42", "\"output_tokens\":530");
+    let api = MockApi::start_with_props(vec![Reply::sse(stopped)], props_2048()).await;
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    let done = turn(&mut agent, "hi").await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    assert!(
+        done.notices.iter().any(|n| n
+            == "the reply stopped at the end of the model's window (1500 prompt + 530 reply tokens filled its 2048)"),
+        "{:?}",
+        done.notices
+    );
+    assert!(
+        !done.notices.iter().any(|n| n.contains("max_tokens")),
+        "{:?}",
+        done.notices
+    );
 }
 
 /// The summariser's history text of a recorded summary request.

@@ -656,6 +656,7 @@ fn context_view_and_timeline() {
                 stages,
                 cache_read: Some(1_000),
                 cache_rewritten,
+                ..CallPoint::default()
             },
             usage: Usage {
                 input_tokens: (estimate / 4) as u64,
@@ -1308,6 +1309,7 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             stages: vec![Stage::CompactHistory],
             cache_read: Some(600),
             cache_rewritten: Some(12_400),
+            ..CallPoint::default()
         },
         usage: Usage::default(),
     });

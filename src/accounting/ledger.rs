@@ -14,6 +14,14 @@ pub struct Ledger {
     configured: usize,
     limit: LimitDecision,
     tokens: Option<TokenFigure>,
+    /// Token-like units of the request `tokens` is for, when known: what a compaction
+    /// scales the figure by.
+    units: Option<usize>,
+    /// Tokens per unit of what changes between two measured requests (the fixed
+    /// part's JSON weighs differently and stays out of it), learned from them.
+    tokens_per_unit: f64,
+    /// The last measured request: its tokens and units, to learn from the next.
+    measured_at: Option<(u64, usize)>,
     basis: TokenBasis,
     /// The estimate before the first compaction since the last call.
     before: Option<usize>,
@@ -21,6 +29,13 @@ pub struct Ledger {
     /// The prompt tokens the previous call left in the provider's cache.
     cached: Option<u64>,
 }
+
+/// A change of fewer units between two measured requests says too little about the
+/// rate (a template's few tokens, a short reply).
+const LEARN_FROM_UNITS: usize = 200;
+
+/// Tokens per unit outside this range are a server's odd count, not text.
+const PLAUSIBLE_TOKENS_PER_UNIT: std::ops::RangeInclusive<f64> = 0.3..=3.0;
 
 impl Ledger {
     pub fn new(window: Window, fixed: usize, max_tokens: u64, choice: LimitChoice, configured: usize) -> Self {
@@ -35,6 +50,9 @@ impl Ledger {
                 note: LimitNote::AsConfigured,
             },
             tokens: None,
+            units: None,
+            tokens_per_unit: 1.0,
+            measured_at: None,
             basis: TokenBasis::Reported,
             before: None,
             stages: Vec::new(),
@@ -108,47 +126,102 @@ impl Ledger {
     }
 
     /// A compaction took the history from `before` to `after` with `stages`: the
-    /// token figure is re-estimated from the measured ratio.
-    pub fn compacted(&mut self, before: usize, after: usize, stages: impl IntoIterator<Item = Stage>) {
-        self.before.get_or_insert(before);
+    /// token figure follows what is left in the context (see [`Ledger::rescaled`]).
+    pub fn compacted(&mut self, before: Extent, after: Extent, stages: impl IntoIterator<Item = Stage>) {
+        self.before.get_or_insert(before.estimate);
         self.stages.extend(stages);
-        if let Some(figure) = &self.tokens {
-            self.tokens = Some(re_estimated(figure, self.request_chars(after)));
+        self.rescale(before, after);
+    }
+
+    /// The history changed outside a compaction (an undo, a request taken back): the
+    /// token figure follows it as after a compaction.
+    pub fn changed(&mut self, before: Extent, after: Extent) {
+        self.rescale(before, after);
+    }
+
+    fn rescale(&mut self, before: Extent, after: Extent) {
+        if let Some(tokens) = self.predicted(after).or_else(|| self.predicted_by_chars(before, after)) {
+            let request_chars = self.request_chars(after.estimate);
+            if let Some(figure) = &mut self.tokens {
+                *figure = TokenFigure {
+                    tokens: tokens.max(1),
+                    request_chars,
+                    chars_per_token: request_chars as f64 / tokens.max(1) as f64,
+                    basis: TokenBasis::Estimated,
+                    window_tokens: figure.window_tokens,
+                };
+                self.units = Some(after.units);
+            }
         }
     }
 
-    /// The history changed outside a compaction (an undo): the token figure is
-    /// re-estimated for it.
-    pub fn changed(&mut self, estimate: usize) {
-        if let Some(figure) = &self.tokens {
-            self.tokens = Some(re_estimated(figure, self.request_chars(estimate)));
-        }
+    /// The tokens a request of the history at `now` is expected to take. One
+    /// characters-per-token ratio is right for text like the text it was measured on
+    /// and wrong for text of another kind (digits pack a token a character, prose
+    /// four): the last reported count is moved by the content units added or taken
+    /// away since, each at the learned tokens per unit, so that what a compaction took
+    /// away weighs as its content does. Without the units of the measured request (a
+    /// journal from before they were kept), by characters.
+    pub fn predicted(&self, now: Extent) -> Option<u64> {
+        let figure = self.tokens.as_ref()?;
+        Some(match self.units {
+            Some(units) => {
+                let change = (now.units as f64 - units as f64) * self.tokens_per_unit;
+                (figure.tokens as f64 + change).round().max(1.0) as u64
+            }
+            None => re_estimated(figure, self.request_chars(now.estimate)).tokens,
+        })
     }
 
-    /// A call was sent with `estimate` over `messages` messages and reported
-    /// `prompt_tokens` (0: not reported). Returns its timeline point and what to tell
-    /// the user about the limit, if the measurement changed it in kind.
-    pub fn called(&mut self, estimate: usize, messages: usize, prompt_tokens: u64) -> (CallPoint, Option<String>) {
-        let request_chars = self.request_chars(estimate);
+    /// [`Ledger::predicted`] by characters alone, scaled by the units that are left
+    /// when both ends of the change are known.
+    fn predicted_by_chars(&self, before: Extent, after: Extent) -> Option<u64> {
+        let figure = self.tokens.as_ref()?;
+        let before_tokens = re_estimated(figure, self.request_chars(before.estimate)).tokens as f64;
+        Some((before_tokens * after.units as f64 / before.units.max(1) as f64).round() as u64)
+    }
+
+    /// A call was sent with the history at `sent` over `messages` messages and
+    /// reported `prompt_tokens` (0: not reported). Returns its timeline point, with
+    /// the tokens the gauge predicted for it, and what to tell the user about the
+    /// limit, if the measurement changed it in kind.
+    pub fn called(&mut self, sent: Extent, messages: usize, prompt_tokens: u64) -> (CallPoint, Option<String>) {
+        let request_chars = self.request_chars(sent.estimate);
         let point = CallPoint {
             before: self.before.take(),
-            estimate,
+            estimate: sent.estimate,
             messages,
             request_chars: Some(request_chars),
+            request_units: Some(sent.units),
             input_tokens: (prompt_tokens > 0).then_some(prompt_tokens),
+            predicted_tokens: self.predicted(sent),
             stages: std::mem::take(&mut self.stages),
             ..CallPoint::default()
         };
-        let note = (prompt_tokens > 0).then(|| {
-            self.tokens = Some(measured(
-                prompt_tokens,
-                request_chars,
-                self.window.tokens,
-                self.basis.clone(),
-            ));
-            self.redecide()
-        });
+        let note = (prompt_tokens > 0).then(|| self.measure(prompt_tokens, sent, self.basis.clone()));
         (point, note.flatten())
+    }
+
+    /// The server refused the history at `sent` as too long and said it takes
+    /// `prompt_tokens`: a measurement like a call's, so the re-estimate after the
+    /// reactive compaction starts from the size the server just reported.
+    pub fn refused(&mut self, sent: Extent, prompt_tokens: u64) -> Option<String> {
+        self.measure(prompt_tokens, sent, self.basis.clone())
+    }
+
+    fn measure(&mut self, tokens: u64, sent: Extent, basis: TokenBasis) -> Option<String> {
+        if let Some((last_tokens, last_units)) = self.measured_at {
+            let units = sent.units as f64 - last_units as f64;
+            let rate = (tokens as f64 - last_tokens as f64) / units;
+            if units.abs() >= LEARN_FROM_UNITS as f64 && PLAUSIBLE_TOKENS_PER_UNIT.contains(&rate) {
+                self.tokens_per_unit = rate;
+            }
+        }
+        self.measured_at = Some((tokens, sent.units));
+        let request_chars = self.request_chars(sent.estimate);
+        self.tokens = Some(measured(tokens, request_chars, self.window.tokens, basis));
+        self.units = Some(sent.units);
+        self.redecide()
     }
 
     /// What the call of `point` reported about the provider's prompt cache: after
@@ -168,10 +241,8 @@ impl Ledger {
     }
 
     /// The provider counted the history as it is (`estimate`) exactly.
-    pub fn counted(&mut self, tokens: u64, estimate: usize) -> Option<String> {
-        let request_chars = self.request_chars(estimate);
-        self.tokens = Some(measured(tokens, request_chars, self.window.tokens, TokenBasis::Counted));
-        self.redecide()
+    pub fn counted(&mut self, tokens: u64, sent: Extent) -> Option<String> {
+        self.measure(tokens, sent, TokenBasis::Counted)
     }
 
     /// The newest measured call of a resumed session.
@@ -179,26 +250,51 @@ impl Ledger {
         if let Some(tokens) = point.input_tokens {
             let request_chars = point.request_chars.unwrap_or(self.request_chars(point.estimate));
             self.tokens = Some(measured(tokens, request_chars, self.window.tokens, self.basis.clone()));
+            self.units = point.request_units;
+            self.measured_at = point.request_units.map(|units| (tokens, units));
             self.redecide();
         }
     }
 
-    /// The reply's `max_tokens` for a request whose messages estimate `estimate`: as
-    /// configured, but no more than the window leaves after the prompt (its tokens
-    /// from the measured ratio, a twentieth more in reserve), and at least
+    /// The reply's `max_tokens` for a request of the history at `now`: as
+    /// configured, but no more than the window leaves after the prompt (its tokens as
+    /// the gauge predicts them from the last reported count, a twentieth more in
+    /// reserve), and at least
     /// [`MIN_REPLY_TOKENS`] (unless configured lower).
-    pub fn reply_tokens(&self, estimate: usize) -> u32 {
-        let prompt = (self.request_chars(estimate) as f64 / self.fit().chars_per_token).ceil() as u64;
+    pub fn reply_tokens(&self, now: Extent) -> u32 {
+        let prompt = self
+            .predicted(now)
+            .unwrap_or_else(|| (self.request_chars(now.estimate) as f64 / self.fit().chars_per_token).ceil() as u64);
         let left = self.window.tokens.saturating_sub(prompt + prompt / 20);
         let tokens = self.max_tokens.min(left.max(MIN_REPLY_TOKENS));
         u32::try_from(tokens).unwrap_or(u32::MAX)
     }
 
+    /// Where a reply given `max_tokens` ended when the server stopped it for length:
+    /// with prompt and reply at the window (within the few tokens a template adds),
+    /// it was the window that was full.
+    pub fn reply_end(&self, usage: &crate::protocol::Usage, max_tokens: u32) -> ReplyEnd {
+        let prompt = usage.prompt_tokens();
+        let reply = usage.output_tokens;
+        let window = self.window.tokens;
+        if prompt > 0 && (prompt + reply) * 100 >= window * 98 {
+            ReplyEnd::WindowFull { prompt, reply, window }
+        } else {
+            ReplyEnd::MaxTokens { max_tokens }
+        }
+    }
+
     /// The summariser's own request sized to the window: its reply a quarter of the
-    /// window (at most [`SUMMARY_MAX_TOKENS`]), its history text what the automatic
+    /// window and a third of the limit (at least [`MIN_REPLY_TOKENS`], at most
+    /// [`SUMMARY_MAX_TOKENS`]), its history text what the automatic
     /// share of the window leaves after that reply and `instructions_chars`.
     pub fn summary_budget(&self, instructions_chars: usize) -> SummaryBudget {
-        let max_tokens = (self.window.tokens / 4).clamp(MIN_REPLY_TOKENS, SUMMARY_MAX_TOKENS);
+        // At most a third of the limit too: a summary that fills the limit makes the
+        // next turn compact again (at -c 2048 a quarter of the window was 75–99% of it).
+        let limit_tokens = (self.limit.chars as f64 / self.fit().chars_per_token) as u64;
+        let max_tokens = (self.window.tokens / 4)
+            .min(limit_tokens / 3)
+            .clamp(MIN_REPLY_TOKENS, SUMMARY_MAX_TOKENS);
         let share = self.window.tokens * AUTO_WINDOW_PERCENT / 100;
         let input_tokens = share.saturating_sub(max_tokens);
         let input_chars = (input_tokens as f64 * self.fit().chars_per_token) as usize;
@@ -213,6 +309,8 @@ impl Ledger {
     /// `/clear`: a new conversation has measured nothing yet.
     pub fn clear(&mut self) {
         self.tokens = None;
+        self.units = None;
+        self.measured_at = None;
         self.before = None;
         self.stages.clear();
         self.cached = None;

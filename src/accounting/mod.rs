@@ -57,6 +57,36 @@ pub use window::{
     known_window, model_from_models, model_from_props, tools_from_props, window_from_models, window_from_props,
 };
 
+/// The history's size both ways the accounting weighs it: its estimate in characters
+/// and the token-like units of the whole request (fixed part included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub estimate: usize,
+    pub units: usize,
+}
+
+/// Where a reply that the server stopped for length ended. A server stops a reply at
+/// its `max_tokens`, or sooner where the prompt and the reply fill the window; the
+/// two need different fixes, so the notice names the one that happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyEnd {
+    MaxTokens { max_tokens: u32 },
+    WindowFull { prompt: u64, reply: u64, window: u64 },
+}
+
+impl std::fmt::Display for ReplyEnd {
+    /// What the reply reached: `its max_tokens limit (512 tokens)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplyEnd::MaxTokens { max_tokens } => write!(f, "its max_tokens limit ({max_tokens} tokens)"),
+            ReplyEnd::WindowFull { prompt, reply, window } => write!(
+                f,
+                "the end of the model's window ({prompt} prompt + {reply} reply tokens filled its {window})"
+            ),
+        }
+    }
+}
+
 /// The token figure for a call that reported `tokens` for `request_chars` characters.
 pub fn measured(tokens: u64, request_chars: usize, window: u64, basis: TokenBasis) -> TokenFigure {
     TokenFigure {

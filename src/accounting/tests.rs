@@ -97,6 +97,15 @@ fn chars_per_token_come_from_one_call_and_re_estimates_are_marked() {
     assert_eq!(after.basis, TokenBasis::Estimated);
 }
 
+/// A history of `estimate` characters whose request units are a quarter of its
+/// characters and the fixed part's (the ratio of plain prose).
+fn at(estimate: usize) -> Extent {
+    Extent {
+        estimate,
+        units: (1_000 + estimate) / 4,
+    }
+}
+
 fn ledger(choice: LimitChoice) -> Ledger {
     let window = Window {
         tokens: 10_000,
@@ -110,38 +119,44 @@ fn the_ledger_measures_each_call_and_re_estimates_after_compaction() {
     let mut ledger = ledger(LimitChoice::Configured);
     // 10k tokens − 1k reply at 4 chars/token − 1k fixed: 35k chars fit, so 50k is clamped.
     assert_eq!(ledger.limit().chars, 35_000);
-    let (point, note) = ledger.called(9_000, 3, 2_500);
+    let (point, note) = ledger.called(at(9_000), 3, 2_500);
     assert_eq!(point.request_chars, Some(10_000));
+    assert_eq!(point.predicted_tokens, None, "nothing measured before the first call");
     assert_eq!(point.before(), 9_000);
     assert!(note.is_none(), "still clamped, nothing new to say");
     let figure = ledger.tokens().unwrap().clone();
     assert_eq!((figure.tokens, figure.basis), (2_500, TokenBasis::Reported));
     assert!((figure.chars_per_token - 4.0).abs() < 1e-9);
-    ledger.compacted(9_000, 3_000, [Stage::CompactHistory]);
+    ledger.compacted(at(9_000), at(3_000), [Stage::CompactHistory]);
     let figure = ledger.tokens().unwrap();
     assert_eq!((figure.tokens, &figure.basis), (1_000, &TokenBasis::Estimated));
-    let (point, _) = ledger.called(3_100, 2, 1_000);
+    let (point, _) = ledger.called(at(3_100), 2, 1_000);
+    assert_eq!(
+        point.predicted_tokens,
+        Some(1_025),
+        "4k chars at the 4 chars/token left"
+    );
     assert_eq!((point.before(), point.estimate), (9_000, 3_100));
     assert_eq!(point.stages, vec![Stage::CompactHistory]);
     assert_eq!(ledger.tokens().unwrap().basis, TokenBasis::Reported);
-    let (point, _) = ledger.called(3_200, 4, 0);
+    let (point, _) = ledger.called(at(3_200), 4, 0);
     assert_eq!((point.before, point.stages.len(), point.input_tokens), (None, 0, None));
 }
 
 #[test]
 fn a_compaction_costs_the_cached_prefix_the_next_call_writes_again() {
     let mut ledger = ledger(LimitChoice::Configured);
-    let (mut first, _) = ledger.called(9_000, 3, 2_500);
+    let (mut first, _) = ledger.called(at(9_000), 3, 2_500);
     ledger.cache(&mut first, 0, 2_000);
     assert_eq!((first.cache_read, first.cache_rewritten), (Some(0), None));
-    let (mut second, _) = ledger.called(9_500, 5, 2_600);
+    let (mut second, _) = ledger.called(at(9_500), 5, 2_600);
     ledger.cache(&mut second, 2_000, 500);
     assert_eq!(second.cache_rewritten, None, "no compaction in between");
-    ledger.compacted(9_500, 3_000, [Stage::MicroCompact]);
-    let (mut third, _) = ledger.called(3_100, 5, 800);
+    ledger.compacted(at(9_500), at(3_000), [Stage::MicroCompact]);
+    let (mut third, _) = ledger.called(at(3_100), 5, 800);
     ledger.cache(&mut third, 300, 500);
     assert_eq!(third.cache_rewritten, Some(2_500 - 300));
-    let (mut uncached, _) = ledger.called(3_200, 6, 800);
+    let (mut uncached, _) = ledger.called(at(3_200), 6, 800);
     ledger.cache(&mut uncached, 0, 0);
     assert_eq!(uncached.cache_read, None, "a provider without caching");
 }
@@ -150,7 +165,7 @@ fn a_compaction_costs_the_cached_prefix_the_next_call_writes_again() {
 fn an_automatic_limit_follows_the_measured_ratio_and_the_found_window() {
     let mut ledger = ledger(LimitChoice::Auto);
     assert_eq!(ledger.limit().chars, (8_000 - 1_000) * 4 - 1_000);
-    ledger.called(5_000, 2, 2_000);
+    ledger.called(at(5_000), 2, 2_000);
     assert_eq!(ledger.limit().chars, (8_000 - 1_000) * 3 - 1_000);
     let note = ledger.set_window(Window {
         tokens: 20_000,
@@ -179,12 +194,12 @@ fn the_reply_gets_what_the_window_leaves_after_the_prompt() {
     };
     let mut tight = small(8_192);
     // (1k fixed + 3k) / 4 chars per token = 1,000 tokens, plus a twentieth.
-    assert_eq!(tight.reply_tokens(3_000), 2_048 - 1_050);
+    assert_eq!(tight.reply_tokens(at(3_000)), 2_048 - 1_050);
     // Measured at 2 chars per token the same prompt takes twice the tokens.
-    tight.called(3_000, 1, 2_000);
-    assert_eq!(tight.reply_tokens(3_000), u32::try_from(MIN_REPLY_TOKENS).unwrap());
-    assert_eq!(small(100).reply_tokens(10), 100, "a smaller setting stands");
-    assert_eq!(ledger(LimitChoice::Configured).reply_tokens(1_000), 1_000);
+    tight.called(at(3_000), 1, 2_000);
+    assert_eq!(tight.reply_tokens(at(3_000)), u32::try_from(MIN_REPLY_TOKENS).unwrap());
+    assert_eq!(small(100).reply_tokens(at(10)), 100, "a smaller setting stands");
+    assert_eq!(ledger(LimitChoice::Configured).reply_tokens(at(1_000)), 1_000);
 }
 
 #[test]
@@ -202,8 +217,10 @@ fn the_summary_request_is_sized_to_the_window() {
         )
     };
     let small = at(2_048).summary_budget(1_000);
-    assert_eq!(small.max_tokens, 512);
-    assert_eq!(small.input_chars, (1_638 - 512) * 4 - 1_000);
+    // A quarter of the window is 512 tokens; a third of the (clamped) limit, 3,096
+    // chars at 4 a token, is less.
+    assert_eq!(small.max_tokens, 258);
+    assert_eq!(small.input_chars, (1_638 - 258) * 4 - 1_000);
     let large = at(200_000).summary_budget(1_000);
     assert_eq!(large.max_tokens, 4_096);
     assert!(
@@ -225,4 +242,78 @@ fn a_server_names_its_model_and_says_whether_its_template_renders_tools() {
     assert_eq!(model_from_models(&one).as_deref(), Some("qwen"));
     let two = json!({"data": [{"id": "a"}, {"id": "b"}]});
     assert_eq!(model_from_models(&two), None, "which one is in use is not said");
+}
+
+/// After a compaction took away text of another kind than what stays, the figure
+/// follows the content, not the ratio the whole request was measured at: a history
+/// of digits (a token a character) and prose (four characters a token) measured
+/// together, then the prose summarised away.
+#[test]
+fn after_a_compaction_the_figure_follows_what_is_left_in_the_context() {
+    let mut ledger = ledger(LimitChoice::Configured);
+    // 1k fixed (250 units) + 4k of digits (4,000 units, 4,000 tokens) + 8k of prose
+    // (2,000 units, 2,000 tokens): 13k chars, 6,250 units, measured at 6,250 tokens.
+    let before = Extent {
+        estimate: 12_000,
+        units: 6_250,
+    };
+    ledger.called(before, 5, 6_250);
+    let after = Extent {
+        estimate: 4_400,
+        units: 4_350,
+    };
+    ledger.compacted(before, after, [Stage::CompactHistory]);
+    let figure = ledger.tokens().unwrap();
+    assert_eq!(
+        figure.tokens, 4_350,
+        "the digits' tokens are left, not 5.4k chars at 2.08 a token"
+    );
+    assert!((figure.chars_per_token - 5_400.0 / 4_350.0).abs() < 1e-9);
+    assert_eq!(ledger.predicted(after), Some(4_350));
+    // A refusal is a measurement: the server said what the history takes.
+    ledger.refused(after, 5_000);
+    assert_eq!(
+        (ledger.tokens().unwrap().tokens, ledger.predicted(after)),
+        (5_000, Some(5_000))
+    );
+}
+
+/// A reply the server stopped for length is blamed on what stopped it: llama-server
+/// at -c 2048 gave 1,995 prompt tokens a 53-token reply of the 512 asked for.
+#[test]
+fn a_reply_cut_by_a_full_window_is_not_blamed_on_max_tokens() {
+    let small = Ledger::new(
+        Window {
+            tokens: 2_048,
+            source: WindowSource::Configured,
+        },
+        1_000,
+        512,
+        LimitChoice::Configured,
+        2_000,
+    );
+    let usage = |input_tokens, output_tokens| crate::protocol::Usage {
+        input_tokens,
+        output_tokens,
+        ..Default::default()
+    };
+    let full = small.reply_end(&usage(1_995, 53), 512);
+    assert_eq!(
+        full,
+        ReplyEnd::WindowFull {
+            prompt: 1_995,
+            reply: 53,
+            window: 2_048
+        }
+    );
+    assert_eq!(
+        full.to_string(),
+        "the end of the model's window (1995 prompt + 53 reply tokens filled its 2048)"
+    );
+    let limit = small.reply_end(&usage(900, 400), 512);
+    assert_eq!(limit.to_string(), "its max_tokens limit (512 tokens)");
+    assert_eq!(
+        small.reply_end(&usage(0, 0), 512),
+        ReplyEnd::MaxTokens { max_tokens: 512 }
+    );
 }

@@ -13,7 +13,9 @@ const LETTERS_PER_UNIT: usize = 4;
 
 /// Token-like units of `text`: a run of letters one per [`LETTERS_PER_UNIT`] (rounded
 /// up), each digit, each punctuation mark or symbol, each character outside ASCII, and
-/// each line break or run of two or more spaces; a single space joins the next word.
+/// each line break or run of two or more spaces. A single space joins the word after
+/// it, not a digit or a mark: tokenizers that split digits one by one (Llama 3,
+/// SmolLM2) keep the space between them a token of its own.
 pub fn text_units(text: &str) -> usize {
     let mut units = 0;
     let mut letters: usize = 0;
@@ -31,7 +33,8 @@ pub fn text_units(text: &str) -> usize {
             spaces += 1;
             continue;
         }
-        if spaces > 1 {
+        // Spaces before a digit or a mark, or a run of them before anything.
+        if spaces > 1 || (spaces > 0 && !c.is_whitespace()) {
             units += 1;
         }
         spaces = 0;
@@ -42,14 +45,19 @@ pub fn text_units(text: &str) -> usize {
     units + letters.div_ceil(LETTERS_PER_UNIT) + usize::from(spaces > 1)
 }
 
-/// Units of what a message carries to the model: its text, each call's name and
-/// input, each result's text.
+/// Units of what a message carries to the model: its wrapping, its text, each call's
+/// name and input, each result's text.
 pub fn message_units(message: &Message) -> usize {
-    match &message.content {
-        crate::message::Content::Text(text) => text_units(text),
-        crate::message::Content::Blocks(blocks) => blocks.iter().map(block_units).sum(),
-    }
+    MESSAGE_UNITS
+        + match &message.content {
+            crate::message::Content::Text(text) => text_units(text),
+            crate::message::Content::Blocks(blocks) => blocks.iter().map(block_units).sum(),
+        }
 }
+
+/// What a chat template wraps each message in (`<|im_start|>user\n` … `<|im_end|>`):
+/// a few tokens a message, which a compaction of many short messages takes away.
+const MESSAGE_UNITS: usize = 4;
 
 fn block_units(block: &ContentBlock) -> usize {
     match block {
@@ -77,7 +85,8 @@ mod tests {
         assert_eq!(text_units("word"), 1);
         assert_eq!(text_units("words"), 2);
         assert_eq!(text_units("the quick fox"), 4, "quick is five letters: two units");
-        assert_eq!(text_units("1 2 3 4"), 4, "each digit; single spaces join");
+        assert_eq!(text_units("1 2 3 4"), 7, "each digit, and each space before one");
+        assert_eq!(text_units("a b"), 2, "a single space joins the next word");
         assert_eq!(text_units("a,b."), 4);
         assert_eq!(text_units("line\nnext"), 3);
         assert_eq!(text_units("x    y"), 3, "a run of spaces is a unit");

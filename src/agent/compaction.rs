@@ -3,7 +3,7 @@
 //! (`compaction.confirm_lossy`), and `/compact`.
 
 use super::*;
-use crate::accounting::units::{history_units, text_units};
+use crate::accounting::Extent;
 
 impl Agent {
     /// What a summary request may take of the window: its reply and its history text.
@@ -64,8 +64,8 @@ impl Agent {
                 events
             }
             Ok((messages, _, Err(_), _)) => {
-                self.sizes = Sizes::of(&messages, self.settings.compaction.estimate);
-                self.messages = messages;
+                let sizes = Sizes::of(&messages, self.settings.compaction.estimate);
+                self.set_history(messages, sizes);
                 self.emit(AgentEvent::Error {
                     message: "compaction failed (a bug, logged); the history is kept".into(),
                 });
@@ -206,31 +206,23 @@ impl Agent {
         .await;
     }
 
-    /// Token-like units of the fixed part (system prompt and tool definitions).
-    fn fixed_units(&self) -> usize {
-        let tools = serde_json::to_string(&self.tools.specs()).unwrap_or_default();
-        text_units(&self.settings.system_prompt) + text_units(&tools)
-    }
-
     /// What a refusal measured: the server's tokens per unit of the request it refused
     /// (content-aware, unlike one characters-per-token average) and its average
     /// characters per token, and what a retry may take, a tenth of the window kept in
     /// reserve for the reply and the error of the units.
     pub(super) fn refusal_fit(&self, overflow: TokenOverflow) -> RefusalFit {
-        let fixed_units = self.fixed_units();
-        let units = fixed_units + history_units(&self.messages);
-        let request_chars = self.ledger.request_chars(self.sizes.total()) as f64;
+        let Extent { estimate, units } = self.extent();
+        let request_chars = self.ledger.request_chars(estimate) as f64;
         RefusalFit {
             tokens_per_unit: overflow.prompt_tokens as f64 / units.max(1) as f64,
             chars_per_token: request_chars / overflow.prompt_tokens.max(1) as f64,
             budget_tokens: overflow.max_tokens as f64 * (1.0 - REFUSAL_MARGIN),
-            fixed_units,
         }
     }
 
     /// The tokens the history as it is now would take, by `fit`'s measure.
     pub(super) fn predicted_tokens(&self, fit: &RefusalFit) -> f64 {
-        (fit.fixed_units + history_units(&self.messages)) as f64 * fit.tokens_per_unit
+        self.extent().units as f64 * fit.tokens_per_unit
     }
 
     /// The estimate (characters) to aim the first reactive round at: the token budget
@@ -246,13 +238,11 @@ impl Agent {
 /// Of the window a refusal stated, the share a retry leaves unused.
 const REFUSAL_MARGIN: f64 = 0.1;
 
-/// A refused request's measure: tokens per unit and characters per token, the tokens
-/// a retry may take, and the units of the fixed part (which compaction leaves as
-/// they are).
+/// A refused request's measure: tokens per unit and characters per token, and the
+/// tokens a retry may take.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct RefusalFit {
     pub(super) tokens_per_unit: f64,
     pub(super) chars_per_token: f64,
     pub(super) budget_tokens: f64,
-    pub(super) fixed_units: usize,
 }

@@ -27,9 +27,8 @@ impl Agent {
                     messages: messages.clone(),
                 });
                 self.sync_journal();
-                self.messages = messages;
-                self.sizes = sizes;
-                self.ledger.changed(self.sizes.total());
+                let before = self.set_history(messages, sizes);
+                self.ledger.changed(before, self.extent());
                 self.emit(AgentEvent::Notice {
                     message: format!(
                         "put back in full: {} ({} chars)",
@@ -152,9 +151,9 @@ impl Agent {
                 });
                 self.sync_journal();
                 self.stage_log.pop();
-                self.sizes = Sizes::of(&restored, mode);
-                self.messages = restored;
-                self.ledger.changed(self.sizes.total());
+                let sizes = Sizes::of(&restored, mode);
+                let before = self.set_history(restored, sizes);
+                self.ledger.changed(before, self.extent());
                 self.emit(AgentEvent::Undone {
                     stage,
                     undid,
@@ -173,7 +172,7 @@ impl Agent {
     pub(super) async fn count_exactly(&mut self) {
         match self.provider.count_tokens(&self.model_request()).await {
             Ok(Some(tokens)) => {
-                let note = self.ledger.counted(tokens, self.sizes.total());
+                let note = self.ledger.counted(tokens, self.extent());
                 self.apply_limit(note);
                 self.emit_context();
             }

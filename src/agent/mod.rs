@@ -16,7 +16,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use approvals::Approvals;
 
-use crate::accounting::{Ledger, LimitChoice, fixed_chars, known_window};
+use crate::accounting::units::{history_units, message_units, text_units};
+use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
 use crate::compact::compact_history::compact_history;
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{
@@ -75,6 +76,10 @@ pub struct Agent {
     messages: Vec<Message>,
     /// Per-message sizes of `messages`, kept in step with it: the estimate.
     sizes: Sizes,
+    /// Token-like units of `messages`, kept in step with it, and of the fixed part:
+    /// what the token figure follows through a compaction.
+    units: usize,
+    fixed_units: usize,
     /// The window, the fixed part, the last measured call and the limit in force.
     ledger: Ledger,
     events: UnboundedSender<AgentEvent>,
@@ -207,6 +212,9 @@ impl Agent {
             source: WindowSource::Configured,
         });
         let fixed = fixed_chars(&settings.system_prompt, &tools.specs(), settings.compaction.estimate);
+        let fixed_units = text_units(&settings.system_prompt)
+            + text_units(&serde_json::to_string(&tools.specs()).unwrap_or_default());
+        let units = history_units(&history);
         let ledger = Ledger::new(
             window,
             fixed,
@@ -225,6 +233,8 @@ impl Agent {
             journal,
             messages: history,
             sizes,
+            units,
+            fixed_units,
             ledger,
             events,
             approvals: Approvals::default(),
@@ -310,11 +320,30 @@ impl Agent {
 
     fn append(&mut self, message: Message) {
         self.sizes.push(&message);
+        self.units += message_units(&message);
         self.journal(Record::Append {
             message: message.clone(),
         });
         self.messages.push(message);
         self.emit_context();
+    }
+
+    /// The history's size now, both ways the accounting weighs it.
+    fn extent(&self) -> Extent {
+        Extent {
+            estimate: self.sizes.total(),
+            units: self.fixed_units + self.units,
+        }
+    }
+
+    /// Put a whole new history in place (its size table given), keeping its units in
+    /// step; the extent it replaced is returned.
+    fn set_history(&mut self, messages: Vec<Message>, sizes: Sizes) -> Extent {
+        let before = self.extent();
+        self.units = history_units(&messages);
+        self.messages = messages;
+        self.sizes = sizes;
+        before
     }
 
     /// The history after a pipeline run, and what its stages did.
@@ -325,23 +354,19 @@ impl Agent {
         }
         if events.iter().all(|e| e.replaced == 0) {
             self.messages = messages;
-            let estimate = self.sizes.total();
+            let extent = self.extent();
             self.ledger
-                .compacted(estimate, estimate, events.iter().map(|event| event.stage));
+                .compacted(extent, extent, events.iter().map(|event| event.stage));
             for event in events {
                 self.emit(AgentEvent::Compaction { event });
             }
             return;
         }
-        self.ledger.compacted(
-            self.sizes.total(),
-            sizes.total(),
-            events.iter().map(|event| event.stage),
-        );
-        self.sizes = sizes;
-        self.journal(Record::Replace {
-            messages: messages.clone(),
-        });
+        let journaled = messages.clone();
+        let before = self.set_history(messages, sizes);
+        self.ledger
+            .compacted(before, self.extent(), events.iter().map(|event| event.stage));
+        self.journal(Record::Replace { messages: journaled });
         for mut event in events {
             event.id = crate::session::new_stage_id();
             if event.can_be_undone() {
@@ -352,7 +377,6 @@ impl Agent {
             });
             self.emit(AgentEvent::Compaction { event });
         }
-        self.messages = messages;
         self.sync_journal();
         self.emit_context();
     }
@@ -486,8 +510,7 @@ impl Agent {
 
     fn clear(&mut self) {
         self.approvals.clear();
-        self.messages.clear();
-        self.sizes = Sizes::of(&[], self.settings.compaction.estimate);
+        self.set_history(Vec::new(), Sizes::of(&[], self.settings.compaction.estimate));
         self.stage_log.clear();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;

@@ -3,6 +3,7 @@
 
 use super::tool_runner::CompactRequest;
 use super::*;
+use crate::accounting::ReplyEnd;
 use crate::compact::markers::{MessageKind, classify, cut_off_note};
 use crate::provider::STOP_MAX_TOKENS;
 
@@ -62,12 +63,14 @@ impl Agent {
         let Some(last) = self.messages.last() else { return };
         match classify(last) {
             MessageKind::UserPrompt(text) if text == request => {
-                self.messages.pop();
-                self.sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
+                let mut messages = std::mem::take(&mut self.messages);
+                messages.pop();
+                let sizes = Sizes::of(&messages, self.settings.compaction.estimate);
+                let before = self.set_history(messages, sizes);
                 self.journal(Record::Replace {
                     messages: self.messages.clone(),
                 });
-                self.ledger.changed(self.sizes.total());
+                self.ledger.changed(before, self.extent());
                 self.emit(AgentEvent::Notice {
                     message: "the request got no answer, so it was taken out of the history; send it again when ready"
                         .into(),
@@ -110,6 +113,10 @@ impl Agent {
                     reactive_rounds += 1;
                     step -= 1;
                     tracing::warn!(%message, "prompt refused as too long; compacting reactively");
+                    if let Some(overflow) = overflow {
+                        let note = self.ledger.refused(self.extent(), overflow.prompt_tokens);
+                        self.apply_limit(note);
+                    }
                     let fit = overflow.map(|overflow| self.refusal_fit(overflow));
                     let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));
                     if !self.reactive_round(request, goal).await {
@@ -135,7 +142,8 @@ impl Agent {
                 }
                 Err(CallFailed::Provider(error)) => return Ended::Failed(error.to_string()),
             };
-            let reached_max_tokens = response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS);
+            let reached = (response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS))
+                .then(|| self.ledger.reply_end(&response.usage, max_tokens));
             let cut_off = response.cut_off;
             let mut content = response.content;
             let calls = checked_calls(&mut content, &self.messages);
@@ -152,20 +160,21 @@ impl Agent {
             // results of the calls that were complete, and may try again smaller.
             let cut_note = (!cut_off.is_empty()).then(|| {
                 let names: Vec<&str> = cut_off.iter().map(|call| call.name.as_str()).collect();
+                let reached = reached.unwrap_or(ReplyEnd::MaxTokens { max_tokens }).to_string();
                 self.emit(AgentEvent::Notice {
                     message: format!(
-                        "the response reached its max_tokens limit ({max_tokens}) inside a call to {}; \
+                        "the response reached {reached} inside a call to {}; \
                          that call was not run and the model was asked to retry smaller",
                         names.join(", ")
                     ),
                 });
-                ContentBlock::text(cut_off_note(&cut_off, max_tokens))
+                ContentBlock::text(cut_off_note(&cut_off, &reached))
             });
             if calls.is_empty() {
                 let Some(note) = cut_note else {
-                    if reached_max_tokens {
+                    if let Some(reached) = reached {
                         self.emit(AgentEvent::Notice {
-                            message: format!("the reply stopped at its max_tokens limit ({max_tokens} tokens)"),
+                            message: format!("the reply stopped at {reached}"),
                         });
                     }
                     return Ended::Completed;
@@ -219,7 +228,7 @@ impl Agent {
 
     /// `max_tokens` for a call with the history as it is: what the window leaves.
     fn reply_tokens(&self) -> u32 {
-        self.ledger.reply_tokens(self.sizes.total())
+        self.ledger.reply_tokens(self.extent())
     }
 
     /// One model call.
@@ -266,9 +275,9 @@ impl Agent {
             Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
                 let usage = response.usage;
-                let (mut point, note) =
-                    self.ledger
-                        .called(self.sizes.total(), self.messages.len(), usage.prompt_tokens());
+                let (mut point, note) = self
+                    .ledger
+                    .called(self.extent(), self.messages.len(), usage.prompt_tokens());
                 self.ledger.cache(
                     &mut point,
                     usage.cache_read_input_tokens,
@@ -299,7 +308,9 @@ impl Agent {
             messages: self.messages.clone(),
             notes: notes.clone(),
         });
-        self.sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
+        let sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
+        let messages = std::mem::take(&mut self.messages);
+        self.set_history(messages, sizes);
         for note in notes {
             self.emit(AgentEvent::Notice {
                 message: format!("mended the history before sending it: {note}"),

@@ -133,14 +133,15 @@ pub struct CutCall {
 
 /// What the model reads in place of the calls it did not finish: they were not run,
 /// and why, so that it can try again smaller.
-pub fn cut_off_note(calls: &[CutCall], max_tokens: u32) -> String {
+/// `reached` is what the response reached: `its max_tokens limit (512 tokens)`.
+pub fn cut_off_note(calls: &[CutCall], reached: &str) -> String {
     let named = calls
         .iter()
         .map(|call| format!("{} (after {} characters of input)", call.name, call.received_chars))
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "{CUT_OFF_TAG} Your response reached its max_tokens limit ({max_tokens} tokens) in the middle of a tool call, \
+        "{CUT_OFF_TAG} Your response reached {reached} in the middle of a tool call, \
          so these calls were not run: {named}. Make the call again with a smaller input \
          (for example, write a large file in several parts)."
     )
@@ -378,7 +379,7 @@ mod tests {
                         name: "write_file".into(),
                         received_chars: 900,
                     }],
-                    512,
+                    "its max_tokens limit (512 tokens)",
                 )),
                 MessageKind::CutOffNote,
             ),

@@ -306,10 +306,11 @@ impl Provider for DemoProvider {
         &'a self,
         request: &'a SummaryRequest<'a>,
         _max_tokens: u32,
-    ) -> BoxFuture<'a, Result<String, ProviderError>> {
+    ) -> BoxFuture<'a, Result<super::ModelSummary, ProviderError>> {
         Box::pin(async move {
             ExtractiveSummariser
                 .summarise(request)
+                .map(|text| super::ModelSummary { text, cut: false })
                 .map_err(|error| ProviderError::Protocol(error.to_string()))
         })
     }

@@ -123,7 +123,7 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: &'a SummaryRequest<'a>,
         max_tokens: u32,
-    ) -> BoxFuture<'a, Result<String, ProviderError>> {
+    ) -> BoxFuture<'a, Result<ModelSummary, ProviderError>> {
         Box::pin(async move {
             let messages = [Message::user_text(format!(
                 "{SUMMARY_REMINDER}\n\n<history>\n{}\n</history>",
@@ -137,8 +137,35 @@ pub trait Provider: Send + Sync {
             };
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
             let response = self.complete(&model_request, &sink).await?;
-            Ok(response.text())
+            Ok(ModelSummary {
+                text: response.text(),
+                cut: response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS),
+            })
         })
+    }
+}
+
+/// A summary as the model wrote it, and whether its `max_tokens` cut it off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSummary {
+    pub text: String,
+    pub cut: bool,
+}
+
+/// `text` up to the end of its last complete sentence (or line), for a summary cut off
+/// mid-sentence; all of it when no sentence ends in its second half.
+fn to_last_sentence(text: &str) -> &str {
+    let end = text
+        .char_indices()
+        .filter(|&(at, c)| {
+            let next = text[at + c.len_utf8()..].chars().next();
+            c == '\n' || (matches!(c, '.' | '!' | '?') && next.is_none_or(char::is_whitespace))
+        })
+        .map(|(at, c)| at + c.len_utf8())
+        .next_back();
+    match end {
+        Some(end) if end >= text.len() / 2 => text[..end].trim_end(),
+        _ => text,
     }
 }
 
@@ -173,8 +200,32 @@ impl ProviderSummariser {
         std::mem::take(&mut self.notices)
     }
 
-    fn ask(&self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
-        self.runtime.block_on(self.provider.summarise(request, self.max_tokens))
+    /// One summary request, told how long the summary may be (so that it leaves room
+    /// in a small window); a summary its `max_tokens` cut off is trimmed to its last
+    /// full sentence, with a notice.
+    fn ask(&mut self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
+        let sized = SummaryRequest {
+            instructions: format!(
+                "{}\nKeep the summary under {} words.",
+                request.instructions,
+                u64::from(self.max_tokens) * 3 / 4
+            ),
+            ..request.clone()
+        };
+        let summary = self
+            .runtime
+            .block_on(self.provider.summarise(&sized, self.max_tokens))?;
+        if !summary.cut {
+            return Ok(summary.text);
+        }
+        let kept = to_last_sentence(&summary.text).to_string();
+        self.notices.push(format!(
+            "the summary reached its max_tokens limit ({} tokens) and was cut off; {} of its {} characters were kept, to the last full sentence",
+            self.max_tokens,
+            crate::compact::short_count(kept.chars().count()),
+            crate::compact::short_count(summary.text.chars().count())
+        ));
+        Ok(kept)
     }
 }
 
@@ -376,5 +427,25 @@ pub(crate) async fn read_events<T>(
     {
         Some(event) => handle(event),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_last_sentence;
+
+    #[test]
+    fn a_cut_summary_is_trimmed_to_its_last_full_sentence() {
+        assert_eq!(
+            to_last_sentence("Goal: fix the parser, keep the tests green. Files: a.rs, b.r"),
+            "Goal: fix the parser, keep the tests green."
+        );
+        assert_eq!(to_last_sentence("- one\n- two\n- thr"), "- one\n- two");
+        assert_eq!(
+            to_last_sentence("It is out. See v1.2 now. Then"),
+            "It is out. See v1.2 now."
+        );
+        let early = "Short. Then a very long sentence that the limit cut off before it ended";
+        assert_eq!(to_last_sentence(early), early, "less than half would be left");
     }
 }

@@ -456,13 +456,15 @@ pub fn error_reply(status: u16, body: Value) -> Reply {
 }
 
 /// The mock's tokenizer, unlike scratchpad's units and like a real one in what
-/// matters here: a word is one token however long, each digit and each symbol one.
-/// It counts the system prompt, the tools and the messages of a request body.
+/// matters here (SmolLM2's, the real peer's): a word is one token however long, each
+/// digit and each symbol one, and so is a space before a digit or a symbol. It counts
+/// the system prompt, the tools and the messages of a request body.
 pub fn mock_tokens(body: &Value) -> u64 {
     fn strings(value: &Value, out: &mut u64) {
         match value {
             Value::String(text) => {
                 let mut in_word = false;
+                let mut after_space = false;
                 for c in text.chars() {
                     if c.is_alphabetic() {
                         if !in_word {
@@ -472,9 +474,10 @@ pub fn mock_tokens(body: &Value) -> u64 {
                     } else {
                         in_word = false;
                         if !c.is_whitespace() {
-                            *out += 1;
+                            *out += 1 + u64::from(after_space);
                         }
                     }
+                    after_space = c == ' ';
                 }
             }
             Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
