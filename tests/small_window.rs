@@ -261,6 +261,51 @@ async fn a_refused_summary_request_is_sent_again_shrunk_to_what_the_server_takes
     assert!(sent[0].text().contains("Goal: the long task."), "{}", sent[0].text());
 }
 
+/// A summary its own `max_tokens` cut off was used silently (49 of 57 at -c 2048).
+/// Now the request says how long the summary may be, and a cut one is trimmed to its
+/// last full sentence, with a notice.
+#[tokio::test]
+async fn a_summary_cut_off_by_its_max_tokens_is_trimmed_to_a_sentence_and_said() {
+    let api = MockApi::start_with_props(vec![text_reply("done")], props_2048()).await;
+    let cut = sse_text("Goal: the long task, with its tests kept green. Files: src/a.rs, src/b")
+        .replace("\"stop_reason\":\"end_turn\"", "\"stop_reason\":\"max_tokens\"");
+    api.script_summaries(vec![Reply::sse(cut)]);
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    let request = format!("the long task: {}", "word ".repeat(1_500));
+    let done = turn(&mut agent, &request).await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    assert!(
+        done.notices
+            .iter()
+            .any(|n| n.starts_with("the summary reached its max_tokens limit") && n.contains("last full sentence")),
+        "{:?}",
+        done.notices
+    );
+    let summary_request = api
+        .requests()
+        .into_iter()
+        .find(common::Recorded::is_summary)
+        .expect("a summary was asked for");
+    let max_tokens = summary_request.body["max_tokens"].as_u64().unwrap();
+    assert!(
+        summary_request.body["system"]
+            .to_string()
+            .contains(&format!("Keep the summary under {} words.", max_tokens * 3 / 4)),
+        "{}",
+        summary_request.body["system"]
+    );
+    let sent = messages_of(&api.turn_requests()[0]);
+    let compacted = sent[0].text();
+    assert!(
+        compacted.contains("Goal: the long task, with its tests kept green."),
+        "{compacted}"
+    );
+    assert!(
+        !compacted.contains("src/b"),
+        "the unfinished sentence is dropped: {compacted}"
+    );
+}
+
 #[tokio::test]
 async fn a_summary_refused_twice_is_replaced_by_the_extractive_one_and_hi_still_works() {
     let api = MockApi::start_with_props(vec![text_reply("done"), text_reply("hello")], props_2048()).await;
