@@ -221,6 +221,59 @@ async fn a_reply_stopped_by_a_full_window_is_not_blamed_on_max_tokens() {
     );
 }
 
+/// A server still loading its model at the start (503 from `/props`) left the
+/// session on the configured 200k window and model forever. It is asked again before
+/// each request until it answers; then its window and model are used, and said.
+#[tokio::test]
+async fn a_server_that_was_loading_at_the_start_gives_its_window_by_the_next_request() {
+    let api = MockApi::start_with_props(vec![text_reply("hello"), text_reply("again")], props_2048()).await;
+    api.set_loading(true);
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    let first = turn(&mut agent, "hi").await;
+    assert_eq!(first.outcome, TurnOutcome::Completed, "{:?}", first.errors);
+    assert_eq!(
+        api.turn_requests()[0].body["max_tokens"],
+        8_192,
+        "still the configured window"
+    );
+    api.set_loading(false);
+    let second = turn(&mut agent, "and again").await;
+    assert_eq!(second.outcome, TurnOutcome::Completed, "{:?}", second.errors);
+    assert!(
+        second
+            .notices
+            .iter()
+            .any(|n| n.starts_with("the server answers now: its window is 2048 tokens (from the server's /props)")),
+        "{:?}",
+        second.notices
+    );
+    let max_tokens = api.turn_requests()[1].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        max_tokens < 2_048,
+        "the reply is capped to the found window: {max_tokens}"
+    );
+}
+
+/// A refusal that states the window (llama.cpp's `n_ctx`) is believed: a server that
+/// gave no window at the start has one from then on, and the user is told.
+#[tokio::test]
+async fn a_refusal_that_states_the_window_sets_it() {
+    let api = MockApi::start(vec![llama_too_long(3_000, 2_048), text_reply("done")]).await;
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    let request = format!("the long task: {}", "word ".repeat(300));
+    let done = turn(&mut agent, &request).await;
+    assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    assert!(
+        done.notices.iter().any(|n| n.starts_with(
+            "the server's refusal stated the window: its window is 2048 tokens (from the server's refusal)"
+        )),
+        "{:?}",
+        done.notices
+    );
+    let retry = api.turn_requests()[1].body["max_tokens"].as_u64().unwrap();
+    assert!(retry < 2_048, "the retry's reply fits the stated window: {retry}");
+}
+
 /// The summariser's history text of a recorded summary request.
 fn summary_input(request: &common::Recorded) -> String {
     messages_of(request)[0].text()

@@ -94,6 +94,9 @@ pub struct Agent {
     past: Vec<Past>,
     /// The stages that changed the history, oldest first, for `/undo` (newest first).
     stage_log: Vec<StageEvent>,
+    /// The server did not answer at the start (down, or loading its model): it is
+    /// asked again before each request until it does.
+    rediscover: bool,
     /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
     /// Nothing is sent, run or changed.
     read_only: Option<String>,
@@ -244,6 +247,7 @@ impl Agent {
             notices: Vec::new(),
             past: Vec::new(),
             stage_log: Vec::new(),
+            rediscover: false,
             read_only: None,
         }
     }
@@ -404,6 +408,39 @@ impl Agent {
         }
     }
 
+    /// Ask a server that did not answer at the start again: once it does, its window
+    /// and model replace the configured ones, said in a notice and in the session
+    /// line.
+    async fn discover_again(&mut self) {
+        if !self.rediscover {
+            return;
+        }
+        let facts = self.provider.discover().await;
+        self.rediscover = facts.unreachable;
+        let Some(window) = facts.window else { return };
+        self.learn_window(window, "the server answers now");
+    }
+
+    /// The server told the window (`how`): the limit follows it, and the user is told.
+    fn learn_window(&mut self, window: Window, how: &str) {
+        if window.tokens == self.ledger.window().tokens {
+            return;
+        }
+        let note = self.ledger.set_window(window.clone());
+        self.apply_limit(note);
+        self.emit(AgentEvent::Notice {
+            message: format!(
+                "{how}: its window is {} tokens ({}), model {}; the limit is now {} chars",
+                window.tokens,
+                window.source,
+                self.provider.model(),
+                crate::compact::short_count(self.ledger.limit().chars)
+            ),
+        });
+        self.announce_session();
+        self.emit_context();
+    }
+
     fn announce_session(&self) {
         self.emit(AgentEvent::SessionStarted {
             session_id: self.journal.as_ref().map(|j| j.id().to_string()).unwrap_or_default(),
@@ -420,6 +457,7 @@ impl Agent {
     /// Serve ops until the channel closes or the user quits.
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
         let facts = self.provider.discover().await;
+        self.rediscover = facts.unreachable;
         if let Some(window) = facts.window {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);

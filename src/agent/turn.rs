@@ -98,6 +98,7 @@ impl Agent {
     }
 
     async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Ended {
+        self.discover_again().await;
         let mut reactive_rounds = 0;
         let mut step = 0;
         while step < self.settings.max_steps {
@@ -116,6 +117,13 @@ impl Agent {
                     if let Some(overflow) = overflow {
                         let note = self.ledger.refused(self.extent(), overflow.prompt_tokens);
                         self.apply_limit(note);
+                        let window = Window {
+                            tokens: overflow.max_tokens,
+                            source: WindowSource::Server {
+                                endpoint: "refusal".into(),
+                            },
+                        };
+                        self.learn_window(window, "the server's refusal stated the window");
                     }
                     let fit = overflow.map(|overflow| self.refusal_fit(overflow));
                     let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));

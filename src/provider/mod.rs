@@ -295,6 +295,9 @@ pub struct ServerFacts {
     /// Whether its chat template renders tool definitions (llama.cpp's
     /// `chat_template_caps.supports_tools`); `None` when it does not say.
     pub renders_tools: Option<bool>,
+    /// The server did not answer at all (down, or still loading its model): worth
+    /// asking again before the next request.
+    pub unreachable: bool,
 }
 
 /// A provider's model id: the configured one, else the one the server says it serves,
@@ -343,10 +346,19 @@ pub(crate) async fn probe_server(
     use crate::protocol::{Window, WindowSource};
     let trimmed = base_url.trim_end_matches('/');
     let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let unreachable = std::sync::atomic::AtomicBool::new(false);
     let get = |path: &str| {
         let request = authorise(client.get(format!("{root}{path}")).timeout(PROBE_TIMEOUT));
+        let unreachable = &unreachable;
         async move {
-            let response = request.send().await.ok()?;
+            let Ok(response) = request.send().await else {
+                unreachable.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            };
+            // llama-server answers 503 while it loads its model.
+            if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+                unreachable.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             if !response.status().is_success() {
                 return None;
             }
@@ -376,6 +388,7 @@ pub(crate) async fn probe_server(
             facts.model = crate::accounting::model_from_models(&models);
         }
     }
+    facts.unreachable = unreachable.into_inner() && facts.window.is_none();
     facts
 }
 

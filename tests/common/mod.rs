@@ -75,6 +75,8 @@ struct Script {
     requests: Vec<Recorded>,
     /// What `GET /props` answers, as llama.cpp's server does; 404 when `None`.
     props: Option<Value>,
+    /// `GET /props` answers 503 (llama-server loading its model) while set.
+    loading: bool,
     /// Replies to summary requests, in order; once used up, a fixed summary.
     summary_replies: VecDeque<Reply>,
     /// A window in tokens, by [`mock_tokens`]: a turn request over it is refused as
@@ -115,6 +117,12 @@ impl MockApi {
             axum::serve(listener, app).await.ok();
         });
         MockApi { url, script }
+    }
+
+    /// Answer `GET /props` with 503, as llama-server does while it loads its model,
+    /// until told otherwise.
+    pub fn set_loading(&self, loading: bool) {
+        self.script.lock().unwrap().loading = loading;
     }
 
     /// Start a mock with a window of `window` tokens, counted by [`mock_tokens`], on a
@@ -275,7 +283,14 @@ pub fn openai_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
 }
 
 async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
-    match script.lock().unwrap().props.clone() {
+    let script = script.lock().unwrap();
+    if script.loading {
+        return Response::builder()
+            .status(503)
+            .body(Body::from(r#"{"error":{"code":503,"message":"Loading model"}}"#))
+            .unwrap();
+    }
+    match script.props.clone() {
         Some(props) => Response::builder()
             .header("content-type", "application/json")
             .body(Body::from(props.to_string()))
