@@ -970,3 +970,51 @@ fn a_server_that_is_not_running_is_said_at_once_and_each_retry_too() {
     );
     assert!(!child.wait().unwrap().success());
 }
+
+/// The journal says what served the session: a server still loading at the first run
+/// leaves only the configured model in `meta`, and the run after it answers records
+/// the model and window it serves in a `served` line.
+#[test]
+fn the_journal_records_the_served_model_once_the_server_answers() {
+    let workspace = Workspace::new();
+    let props = json!({"default_generation_settings": {"n_ctx": 2048}, "model_alias": "smol-135m"});
+    let api = common::on_own_runtime(move || {
+        MockApi::start_with_props(
+            vec![common::openai_reply("one", &[]), common::openai_reply("two", &[])],
+            Some(props),
+        )
+    });
+    let base = format!("{}/v1", api.url);
+    let served = |journal: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(journal)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|record| matches!(record["type"].as_str(), Some("meta" | "served")))
+            .collect()
+    };
+
+    api.set_loading(true);
+    let output = workspace.run(&api, &["-p", "hi", "--provider", "openai", "--base-url", &base]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let journal = workspace.newest_journal().unwrap();
+    let records = served(&journal);
+    assert_eq!(
+        records.len(),
+        1,
+        "nothing was learned from a loading server: {records:?}"
+    );
+    assert_eq!(records[0]["model"], "local", "meta has the configured default");
+
+    api.set_loading(false);
+    let output = workspace.run(
+        &api,
+        &["--continue", "-p", "again", "--provider", "openai", "--base-url", &base],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let records = served(&journal);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[1]["type"], "served");
+    assert_eq!(records[1]["model"], "smol-135m");
+    assert_eq!(records[1]["window_tokens"], 2048);
+}

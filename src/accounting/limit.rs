@@ -8,6 +8,14 @@ use crate::compact::{MIN_CONTEXT_CHAR_LIMIT, short_count};
 /// says "a quarter").
 const FAR_BELOW_PERCENT: usize = 25;
 
+/// The least room an automatic limit gives the messages. After a summary (up to a
+/// third of the limit) a turn needs room for one exchange (a request, a file read of
+/// a couple of thousand characters and a reply), or it is summarised again at once.
+pub const MIN_WORKING_CHARS: usize = 6_000;
+
+/// Window sizes tried when saying how large a window would give the messages room.
+const LARGER_WINDOWS: std::ops::RangeInclusive<u32> = 1..=10;
+
 /// What the limit is compared with: the window, the reply's reserve and the fixed part.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fit {
@@ -33,10 +41,59 @@ impl Fit {
         self.messages_chars(self.window_tokens.saturating_sub(self.reply_reserve()))
     }
 
-    /// The automatic limit: the window's share, less the reply, in characters.
+    /// The window's share, less the reply, in characters: the automatic limit
+    /// wherever that leaves room for a turn.
     pub fn auto_chars(&self) -> usize {
         let share = self.window_tokens * AUTO_WINDOW_PERCENT / 100;
         self.messages_chars(share.saturating_sub(self.reply_reserve()))
+    }
+
+    /// What the whole window holds for the messages with the reply kept to a
+    /// quarter of it: how far a small window can stretch.
+    fn stretched_chars(&self) -> usize {
+        let reserve = self.reply_reserve().min(self.window_tokens / 4).max(MIN_REPLY_TOKENS);
+        self.messages_chars(self.window_tokens.saturating_sub(reserve))
+    }
+
+    /// The automatic limit: the window's share; where that leaves less than a turn
+    /// needs, as much of [`MIN_WORKING_CHARS`] as the stretched window holds.
+    pub fn auto_limit(&self) -> AutoLimit {
+        let share = self.auto_chars();
+        if share >= MIN_WORKING_CHARS {
+            return AutoLimit::Share(share);
+        }
+        let chars = self.stretched_chars().min(MIN_WORKING_CHARS).max(share);
+        if chars >= MIN_WORKING_CHARS {
+            return AutoLimit::Stretched { chars, share };
+        }
+        let needs_tokens = LARGER_WINDOWS
+            .map(|doubling| self.window_tokens << doubling)
+            .find(|&window_tokens| {
+                let larger = Fit { window_tokens, ..*self };
+                larger.stretched_chars() >= MIN_WORKING_CHARS
+            });
+        AutoLimit::Cramped { chars, needs_tokens }
+    }
+}
+
+/// How an automatic limit was reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoLimit {
+    /// The window's share ([`AUTO_WINDOW_PERCENT`]) less the reply and fixed part.
+    Share(usize),
+    /// The share left less than a turn needs: raised to [`MIN_WORKING_CHARS`], which
+    /// the window holds with the reply kept to a quarter of it.
+    Stretched { chars: usize, share: usize },
+    /// Even the stretched window holds less than a turn needs: all it holds, and the
+    /// window (a doubling of this one) that would give a turn room.
+    Cramped { chars: usize, needs_tokens: Option<u64> },
+}
+
+impl AutoLimit {
+    pub fn chars(self) -> usize {
+        match self {
+            AutoLimit::Share(chars) | AutoLimit::Stretched { chars, .. } | AutoLimit::Cramped { chars, .. } => chars,
+        }
     }
 }
 
@@ -67,6 +124,13 @@ pub enum LimitNote {
     Clamped { configured: usize, label: String },
     /// The configured limit uses little of the window.
     FarBelow { configured: usize, holds: usize },
+    /// Derived from a window too small for compaction to leave a turn room: every
+    /// turn or nearly would be summarised.
+    Cramped {
+        chars: usize,
+        window_tokens: u64,
+        needs_tokens: Option<u64>,
+    },
     /// The window cannot hold the fixed part (system prompt and tools) with a reply:
     /// every request would be refused, whatever the limit.
     WindowTooSmall { window_tokens: u64, fixed_tokens: u64 },
@@ -81,6 +145,19 @@ impl LimitNote {
             LimitNote::Clamped { configured, label } => Some(format!(
                 "context_char_limit {} is more than the model's window holds; using {label}",
                 short_count(*configured)
+            )),
+            LimitNote::Cramped {
+                chars,
+                window_tokens,
+                needs_tokens,
+            } => Some(format!(
+                "limit auto: {} chars, all the model's window of {window_tokens} tokens leaves for the conversation \
+                 once the system prompt, tools and a reply are set aside. That is less than one exchange needs after \
+                 a summary, so compaction will run nearly every turn.{}",
+                short_count(*chars),
+                needs_tokens.map_or_else(String::new, |tokens| format!(
+                    " A window of {tokens} tokens gives it room (for llama-server, start it with -c {tokens})."
+                ))
             )),
             LimitNote::WindowTooSmall {
                 window_tokens,
@@ -126,13 +203,29 @@ pub fn decide_limit(choice: LimitChoice, configured: usize, fit: &Fit) -> LimitD
         };
     }
     match choice {
-        LimitChoice::Auto => {
-            let chars = fit.auto_chars();
-            LimitDecision {
+        LimitChoice::Auto => match fit.auto_limit() {
+            AutoLimit::Share(chars) => LimitDecision {
                 chars,
                 note: LimitNote::Auto(describe(chars, AUTO_WINDOW_PERCENT)),
-            }
-        }
+            },
+            AutoLimit::Stretched { chars, share } => LimitDecision {
+                chars,
+                note: LimitNote::Auto(format!(
+                    "{} chars, the least a turn needs after a summary; the window's {AUTO_WINDOW_PERCENT}% share \
+                     would leave {} and every turn would be summarised",
+                    short_count(chars),
+                    short_count(share)
+                )),
+            },
+            AutoLimit::Cramped { chars, needs_tokens } => LimitDecision {
+                chars,
+                note: LimitNote::Cramped {
+                    chars,
+                    window_tokens: fit.window_tokens,
+                    needs_tokens,
+                },
+            },
+        },
         LimitChoice::Configured if configured > holds => LimitDecision {
             chars: holds,
             note: LimitNote::Clamped {

@@ -52,7 +52,7 @@ pub mod units;
 mod window;
 
 pub use ledger::Ledger;
-pub use limit::{Fit, LimitChoice, LimitDecision, LimitNote, decide_limit};
+pub use limit::{AutoLimit, Fit, LimitChoice, LimitDecision, LimitNote, MIN_WORKING_CHARS, decide_limit};
 pub use window::{
     known_window, model_from_models, model_from_props, tools_from_props, window_from_models, window_from_props,
 };

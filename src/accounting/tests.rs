@@ -62,10 +62,67 @@ fn a_window_that_cannot_hold_the_fixed_part_says_so_plainly() {
         assert!(said.contains("about 600 tokens"), "{said}");
         assert!(said.contains("-c 4096"), "{said}");
     }
-    // 600 + a 256-token reply fit in 1,024: the limit is worked out as usual.
-    assert_eq!(
+    // 600 + a 256-token reply fit in 1,024: a limit is worked out, and said to be cramped.
+    assert!(matches!(
         decide_limit(LimitChoice::Auto, 50_000, &fit(1_024, 8_192)).note,
-        LimitNote::Auto("2.0k chars (80% of 1.0k tokens − 512 for the reply, × 4.0 chars/token, − 2.4k fixed)".into())
+        LimitNote::Cramped { .. }
+    ));
+}
+
+/// `--limit auto` never settles on the 2,000-char floor where the window could give a
+/// turn room, and says so plainly where it cannot.
+#[test]
+fn an_automatic_limit_leaves_a_turn_room_or_says_the_window_is_too_small() {
+    // llama-server at -c 4096: the 80% share less half the window for the reply
+    // leaves 1,228 tokens, 4.3k chars: 0.8k once the 3.5k fixed part is set aside,
+    // which the floor raises to 2,000.
+    let small = Fit {
+        window_tokens: 4_096,
+        max_tokens: 8_192,
+        chars_per_token: 3.5,
+        fixed_chars: 3_500,
+    };
+    let share = ((4_096 * 80 / 100 - 2_048) as f64 * 3.5) as usize - 3_500;
+    assert!(share < MIN_CONTEXT_CHAR_LIMIT, "{share}");
+    // With the reply kept to a quarter (1,024 tokens) the window holds 7.2k chars:
+    // the limit takes the 6,000 a turn needs of them.
+    let holds = ((4_096 - 1_024) as f64 * 3.5) as usize - 3_500;
+    assert!(holds > MIN_WORKING_CHARS, "{holds}");
+    let decision = decide_limit(LimitChoice::Auto, 50_000, &small);
+    assert_eq!(decision.chars, MIN_WORKING_CHARS);
+    let said = decision.note.message().unwrap();
+    assert!(
+        said.starts_with("limit auto: 6.0k chars, the least a turn needs"),
+        "{said}"
+    );
+    assert!(said.contains("would leave 2.0k"), "{said}");
+
+    // At -c 2048 even the stretched window holds too little: the limit is what it
+    // holds, the note says compaction will run nearly every turn and names the
+    // window that would do (4096, the first doubling that holds 6,000 chars).
+    let tiny = Fit {
+        window_tokens: 2_048,
+        ..small
+    };
+    let stretched = ((2_048 - 512) as f64 * 3.5) as usize - 3_500;
+    assert!(stretched < MIN_WORKING_CHARS);
+    let decision = decide_limit(LimitChoice::Auto, 50_000, &tiny);
+    assert_eq!(
+        decision.note,
+        LimitNote::Cramped {
+            chars: stretched.max(MIN_CONTEXT_CHAR_LIMIT),
+            window_tokens: 2_048,
+            needs_tokens: Some(4_096)
+        }
+    );
+    let said = decision.note.message().unwrap();
+    assert!(said.contains("compaction will run nearly every turn"), "{said}");
+    assert!(said.contains("-c 4096"), "{said}");
+
+    // A large window keeps its share.
+    assert_eq!(
+        fit(200_000, 8_192).auto_limit(),
+        AutoLimit::Share((160_000 - 8_192) * 4 - 2_400)
     );
 }
 

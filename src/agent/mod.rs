@@ -97,6 +97,9 @@ pub struct Agent {
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
+    /// What the journal last said serves the session (model, window tokens), so a
+    /// `served` line is written only when discovery learns something new.
+    served_recorded: Option<(String, Option<u64>)>,
     /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
     /// Nothing is sent, run or changed.
     read_only: Option<String>,
@@ -248,6 +251,7 @@ impl Agent {
             past: Vec::new(),
             stage_log: Vec::new(),
             rediscover: false,
+            served_recorded: None,
             read_only: None,
         }
     }
@@ -417,8 +421,26 @@ impl Agent {
         }
         let facts = self.provider.discover().await;
         self.rediscover = facts.unreachable;
+        if facts.model.is_some() || facts.window.is_some() {
+            self.record_served();
+        }
         let Some(window) = facts.window else { return };
         self.learn_window(window, "the server answers now");
+    }
+
+    /// Journal what the server said it serves, when that is news to the journal.
+    fn record_served(&mut self) {
+        let window = self.ledger.window();
+        let window_tokens = matches!(window.source, WindowSource::Server { .. }).then_some(window.tokens);
+        let served = (self.provider.model().to_string(), window_tokens);
+        if self.served_recorded.as_ref() == Some(&served) {
+            return;
+        }
+        self.journal(Record::Served {
+            model: served.0.clone(),
+            window_tokens: served.1,
+        });
+        self.served_recorded = Some(served);
     }
 
     /// The server told the window (`how`): the limit follows it, and the user is told.
@@ -428,6 +450,7 @@ impl Agent {
         }
         let note = self.ledger.set_window(window.clone());
         self.apply_limit(note);
+        self.record_served();
         self.emit(AgentEvent::Notice {
             message: format!(
                 "{how}: its window is {} tokens ({}), model {}; the limit is now {} chars",
@@ -458,10 +481,13 @@ impl Agent {
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
         let facts = self.provider.discover().await;
         self.rediscover = facts.unreachable;
-        if let Some(window) = facts.window {
+        if let Some(window) = facts.window.clone() {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);
             self.apply_limit(None);
+        }
+        if facts.model.is_some() || facts.window.is_some() {
+            self.record_served();
         }
         self.announce_session();
         if facts.renders_tools == Some(false) {
@@ -560,6 +586,10 @@ impl Agent {
             match Journal::create(&folder, self.provider.kind(), self.provider.model()) {
                 Ok(journal) => {
                     self.journal = Some(journal);
+                    // The new journal has not heard what serves the session yet.
+                    if self.served_recorded.take().is_some() {
+                        self.record_served();
+                    }
                     self.announce_session();
                 }
                 Err(error) => self.emit(AgentEvent::Error {

@@ -39,6 +39,15 @@ pub enum Record {
         model: String,
         created_unix: u64,
     },
+    /// The model and window the server said it serves, once discovery learned them
+    /// (at the start, or later for a server that was down or loading): the newest
+    /// such line says what served the session, where `meta` has only what was
+    /// configured when the journal was made.
+    Served {
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window_tokens: Option<u64>,
+    },
     Append {
         message: Message,
     },

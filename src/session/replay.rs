@@ -126,7 +126,7 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
             continue;
         }
         match record {
-            Record::Meta { .. } => {}
+            Record::Meta { .. } | Record::Served { .. } => {}
             Record::Append { message } => {
                 let has_tool_ids = message.has_tool_use() || message.has_tool_result();
                 if has_tool_ids && !tool_lines.insert(line) {
