@@ -243,3 +243,45 @@ async fn a_window_smaller_than_the_fixed_part_is_said_at_start() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// `t` in `/context` over the OpenAI wire: llama.cpp's counting endpoint
+/// (`/v1/chat/completions/input_tokens`) is asked with the request as it would be sent,
+/// without streaming or `max_tokens`, and its count becomes the figure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exact_count_over_the_openai_wire_asks_llama_cpps_counting_endpoint() {
+    let api = MockApi::start(vec![common::openai_reply("Hello there.", &[])]).await;
+    let mut agent = common::start_openai_agent(&api, agent_settings(AskPolicy::Refuse)).await;
+    agent.ops.send(Op::Submit { text: "hello".into() }).unwrap();
+    status_after_turn(&mut agent).await;
+    agent.ops.send(Op::CountTokens).unwrap();
+    let counted = next_context(&mut agent).await;
+    let exact = tokens(&counted);
+    assert_eq!(exact.basis, TokenBasis::Counted);
+    let count_request = api
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/chat/completions/input_tokens")
+        .expect("the counting endpoint was asked");
+    for absent in ["stream", "stream_options", "max_tokens"] {
+        assert!(count_request.body.get(absent).is_none(), "{absent} is not sent");
+    }
+    let roles: Vec<&str> = count_request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant"],
+        "the history as it would be sent"
+    );
+    assert!(count_request.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    assert_eq!(
+        exact.tokens,
+        count_request.body.to_string().len() as u64 / 4,
+        "the mock's count"
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

@@ -53,17 +53,26 @@ fn peer_env(name: &str) -> String {
 /// Start `llama-server` with a `context`-token window, deterministic sampling and the
 /// Qwen2.5 template (tools rendered), and wait until it is ready.
 fn server(context: u32) -> Server {
+    server_at(free_port(), context)
+}
+
+/// A port nothing listens on (just now).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// [`server`] on `port`.
+fn server_at(port: u16, context: u32) -> Server {
     let (binary, model, template) = (
         peer_env("SCRATCHPAD_LLAMA_SERVER"),
         peer_env("SCRATCHPAD_LLAMA_MODEL"),
         peer_env("SCRATCHPAD_LLAMA_TEMPLATE"),
     );
     let turn = ONE_SERVER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let context = context.to_string();
     let port_text = port.to_string();
     let child = Command::new(binary)
@@ -220,13 +229,20 @@ async fn the_server_names_window_and_model_and_counts_what_it_then_reports() {
         );
     }
     let messages = [Message::user_text("Say hello in one word.")];
-    let counted = anthropic
-        .count_tokens(&request(&messages))
-        .await
-        .expect("count_tokens answers")
-        .expect("llama.cpp offers counting");
-    let reported = ask_with_usage(&anthropic, &messages).await.usage.prompt_tokens();
-    assert_eq!(counted, reported, "counted and reported tokens of the same body");
+    for provider in [&anthropic as &dyn Provider, &openai] {
+        let counted = provider
+            .count_tokens(&request(&messages))
+            .await
+            .expect("count_tokens answers")
+            .expect("llama.cpp offers counting");
+        let reported = ask_with_usage(provider, &messages).await.usage.prompt_tokens();
+        assert_eq!(
+            counted,
+            reported,
+            "{}: counted and reported tokens of the same body",
+            provider.kind()
+        );
+    }
 }
 
 #[tokio::test]
@@ -433,10 +449,14 @@ fn completed(output: &Output, turn: &str) -> Vec<Value> {
 /// compacted reactively and retried (the retry fits: it is sized by content, not by
 /// the average the prose around it gave), then "hi". Every request the server
 /// received is valid.
-fn three_turns_through_a_small_window(provider: &[&str], context: u32) {
+fn three_turns_through_a_small_window(provider: &[&str], context: u32, max_tokens: Option<u32>) {
     let server = server(context);
     let (proxy_url, log) = start_proxy(&server.url);
     let workspace = Workspace::new();
+    if let Some(max_tokens) = max_tokens {
+        let config = format!("[provider]\nmax_tokens = {max_tokens}\n");
+        std::fs::write(workspace.home.path().join("config.toml"), config).unwrap();
+    }
     std::fs::write(workspace.path().join("main.rs"), "fn main() { println!(\"hi\"); }\n").unwrap();
     let base_url = if provider.contains(&"openai") {
         format!("{proxy_url}/v1")
@@ -510,13 +530,23 @@ fn three_turns_through_a_small_window(provider: &[&str], context: u32) {
 #[test]
 #[ignore = "needs llama-server; see NEEDS_PEER"]
 fn the_real_binary_works_through_a_small_window_over_the_anthropic_api() {
-    three_turns_through_a_small_window(&["--provider", "anthropic"], 2048);
+    three_turns_through_a_small_window(&["--provider", "anthropic"], 2048, None);
 }
 
 #[test]
 #[ignore = "needs llama-server; see NEEDS_PEER"]
 fn the_real_binary_works_through_a_small_window_over_the_openai_api() {
-    three_turns_through_a_small_window(&["--provider", "openai"], 2048);
+    three_turns_through_a_small_window(&["--provider", "openai"], 2048, None);
+}
+
+/// At `-c 4096` with short replies the limit is about 10k characters: a paste of
+/// spaced digits that fills it after a file read packs about twice the tokens per
+/// character of prose, so the server refuses it, and the one reactive retry (which
+/// must cut the pasted request itself) is answered.
+#[test]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+fn a_digit_paste_that_overflows_a_4096_window_is_retried_and_answered() {
+    three_turns_through_a_small_window(&["--provider", "openai"], 4096, Some(64));
 }
 
 /// At `-c 512` the system prompt and tools alone overflow the window: the start says
@@ -647,4 +677,48 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
         max * 100.0
     );
     assert!(mean < 0.05, "the mean within 5%: {:.1}% in {calls:?}", mean * 100.0);
+}
+
+/// A session started before the server: the agent begins with the configured window
+/// and the provider's default model, the server comes up, and by the second turn the
+/// window and model are the server's (it used to keep `local` and 200k for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+async fn a_server_started_after_scratchpad_gives_its_window_and_model_by_the_second_turn() {
+    use scratchpad::agent::{AgentSettings, AskPolicy};
+    use scratchpad::protocol::{AgentEvent, TurnOutcome};
+    let port = free_port();
+    let settings = AgentSettings {
+        max_tokens: 32,
+        ..common::agent_settings(AskPolicy::Refuse)
+    };
+    let mut agent = common::start_openai_agent_at(&format!("http://127.0.0.1:{port}/v1"), "", settings);
+    let started = |event: &AgentEvent| matches!(event, AgentEvent::SessionStarted { .. });
+    let AgentEvent::SessionStarted { window, model, .. } = common::until(&mut agent.events, started).await else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_ne!(window.tokens, 2048, "nothing answered yet");
+    assert_eq!(model, "local", "the provider's default until a server names one");
+
+    let server = tokio::task::block_in_place(|| server_at(port, 2048));
+    let model_file = std::path::Path::new(&peer_env("SCRATCHPAD_LLAMA_MODEL"))
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    for request in ["Say hi.", "Say hi again."] {
+        let done = common::turn(&mut agent, request).await;
+        assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+    }
+    agent.ops.send(scratchpad::protocol::Op::Quit).unwrap();
+    let mut last = None;
+    while let Some(event) = agent.events.recv().await {
+        if let AgentEvent::SessionStarted { window, model, .. } = event {
+            last = Some((window, model));
+        }
+    }
+    let (window, model) = last.expect("the session line was said again once the server answered");
+    assert_eq!(window.tokens, 2048);
+    assert!(model.ends_with(&model_file), "{model}");
+    drop(server);
 }

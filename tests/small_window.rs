@@ -7,51 +7,17 @@ mod common;
 
 use common::{
     MockApi, Reply, Running, agent_settings, llama_too_long, messages_of, openai_cut_off_reply, openai_reply,
-    sse_cut_off_reply, sse_text, start_agent, start_openai_agent, text_reply, until,
+    sse_cut_off_reply, sse_text, start_agent, start_openai_agent, text_reply, turn, until,
 };
 use scratchpad::agent::{AgentSettings, AskPolicy};
 use scratchpad::compact::pairing::check_pairing;
 use scratchpad::message::{ContentBlock, Role};
-use scratchpad::protocol::{AgentEvent, Op, TurnOutcome};
+use scratchpad::protocol::{AgentEvent, TurnOutcome};
 use serde_json::{Value, json};
 
 /// llama.cpp's `/props` for a server started with `-c 2048`.
 fn props_2048() -> Option<Value> {
     Some(json!({"default_generation_settings": {"n_ctx": 2048}}))
-}
-
-/// What a turn said, up to its end.
-struct Turn {
-    outcome: TurnOutcome,
-    notices: Vec<String>,
-    errors: Vec<String>,
-}
-
-async fn turn(agent: &mut Running, request: &str) -> Turn {
-    agent.ops.send(Op::Submit { text: request.into() }).unwrap();
-    let mut notices = Vec::new();
-    let mut errors = Vec::new();
-    loop {
-        match until(&mut agent.events, |e| {
-            matches!(
-                e,
-                AgentEvent::Notice { .. } | AgentEvent::Error { .. } | AgentEvent::TurnDone { .. }
-            )
-        })
-        .await
-        {
-            AgentEvent::Notice { message } => notices.push(message),
-            AgentEvent::Error { message } => errors.push(message),
-            AgentEvent::TurnDone { outcome, .. } => {
-                return Turn {
-                    outcome,
-                    notices,
-                    errors,
-                };
-            }
-            _ => unreachable!("until returns only what it waited for"),
-        }
-    }
 }
 
 fn settings_for_a_small_window() -> AgentSettings {

@@ -81,13 +81,18 @@ impl OpenAiProvider {
         body
     }
 
-    async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
-        let url = format!("{}/chat/completions", self.config.base_url.trim_end_matches('/'));
-        let mut post = self.client.post(url).json(body);
-        if let Some(key) = &self.config.api_key {
-            post = post.bearer_auth(key);
+    /// A POST to `path` under the base URL, with the key when there is one.
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        let url = format!("{}{path}", self.config.base_url.trim_end_matches('/'));
+        let post = self.client.post(url).json(body);
+        match &self.config.api_key {
+            Some(key) => post.bearer_auth(key),
+            None => post,
         }
-        let response = send(post).await?;
+    }
+
+    async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
+        let response = send(self.post("/chat/completions", body)).await?;
         let mut assembler = ChatAssembler::default();
         let done = read_events(response, |event| {
             if event.data.trim() == "[DONE]" {
@@ -102,6 +107,15 @@ impl OpenAiProvider {
         }
         Err(ProviderError::StreamCut("the stream ended before [DONE]".into()))
     }
+}
+
+/// The answer of a server that has no token-counting endpoint (vLLM, Ollama, older
+/// llama.cpp): not found, not allowed, or not implemented.
+fn offers_no_count(error: &ProviderError) -> bool {
+    matches!(
+        error,
+        ProviderError::BadRequest { status: 404 | 405, .. } | ProviderError::Server { status: 501, .. }
+    )
 }
 
 fn to_openai(message: &Message, out: &mut Vec<Value>) {
@@ -303,6 +317,33 @@ impl Provider for OpenAiProvider {
         })
     }
 
+    /// llama.cpp's `POST /v1/chat/completions/input_tokens` counts the request as its
+    /// template renders it; a server without that endpoint offers no count.
+    fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        Box::pin(async move {
+            let mut body = self.request_body(request);
+            if let Value::Object(map) = &mut body {
+                for key in ["stream", "stream_options", "max_tokens"] {
+                    map.remove(key);
+                }
+            }
+            let response = match send(self.post("/chat/completions/input_tokens", &body)).await {
+                Ok(response) => response,
+                Err(error) if offers_no_count(&error) => return Ok(None),
+                Err(error) => return Err(error),
+            };
+            let text = response
+                .text()
+                .await
+                .map_err(|error| ProviderError::Network(error.to_string()))?;
+            serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
+                .map(Some)
+                .ok_or_else(|| ProviderError::Protocol(format!("input_tokens answered {text}")))
+        })
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest<'a>,
@@ -329,6 +370,18 @@ mod tests {
             retry: RetryPolicy::default(),
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_server_without_a_counting_endpoint_offers_no_count_and_other_errors_stay_errors() {
+        let answered = |status: u16| ProviderError::from_http(status, None, "{\"error\":{\"message\":\"x\"}}");
+        for status in [404, 405, 501] {
+            assert!(offers_no_count(&answered(status)), "{status}");
+        }
+        for status in [400, 401, 429, 500, 503] {
+            assert!(!offers_no_count(&answered(status)), "{status}");
+        }
+        assert!(!offers_no_count(&ProviderError::Network("refused".into())));
     }
 
     #[test]

@@ -106,6 +106,7 @@ impl MockApi {
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/chat/completions/input_tokens", post(input_tokens))
             .route("/v1/chat/completions", post(chat_completions))
             .route("/props", axum::routing::get(llama_props))
             .with_state(script.clone());
@@ -300,16 +301,28 @@ async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
 }
 
 async fn count_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = scratchpad::json::from_slice(&body).unwrap_or(Value::Null);
-    let tokens = body.to_string().len() / 4;
+    counted(&script, "/v1/messages/count_tokens", headers, &body, json!({}))
+}
+
+/// llama.cpp's OpenAI-shaped counting endpoint.
+async fn input_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let object = json!({"object": "response.input_tokens"});
+    counted(&script, "/v1/chat/completions/input_tokens", headers, &body, object)
+}
+
+/// Record a counting request and answer its body's length over 4 as `input_tokens`,
+/// with `extra` fields.
+fn counted(script: &Mutex<Script>, path: &str, headers: HeaderMap, body: &[u8], mut extra: Value) -> Response {
+    let body: Value = scratchpad::json::from_slice(body).unwrap_or(Value::Null);
+    extra["input_tokens"] = json!(body.to_string().len() / 4);
     script.lock().unwrap().requests.push(Recorded {
-        path: "/v1/messages/count_tokens".into(),
+        path: path.into(),
         headers,
         body,
     });
     Response::builder()
         .header("content-type", "application/json")
-        .body(Body::from(json!({"input_tokens": tokens}).to_string()))
+        .body(Body::from(extra.to_string()))
         .unwrap()
 }
 
@@ -703,15 +716,60 @@ pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::
 /// Start an agent with `settings` talking to `api` through the OpenAI-compatible
 /// provider (`/v1/chat/completions`), in a fresh workspace.
 pub async fn start_openai_agent(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    start_openai_agent_at(&format!("{}/v1", api.url), "local", settings)
+}
+
+/// [`start_openai_agent`] at `base_url` (up to `/v1`) with `model` configured (empty:
+/// the one the server names).
+pub fn start_openai_agent_at(base_url: &str, model: &str, settings: scratchpad::agent::AgentSettings) -> Running {
     use scratchpad::provider::openai::{OpenAiConfig, OpenAiProvider};
     let provider = OpenAiProvider::new(OpenAiConfig {
-        base_url: format!("{}/v1", api.url),
+        base_url: base_url.into(),
         api_key: None,
-        model: "local".into(),
+        model: model.into(),
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
     start_with(Arc::new(provider), settings)
+}
+
+/// What a turn said, up to its end.
+pub struct Turn {
+    pub outcome: scratchpad::protocol::TurnOutcome,
+    pub notices: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+pub async fn turn(agent: &mut Running, request: &str) -> Turn {
+    agent
+        .ops
+        .send(scratchpad::protocol::Op::Submit { text: request.into() })
+        .unwrap();
+    let mut notices = Vec::new();
+    let mut errors = Vec::new();
+    loop {
+        match until(&mut agent.events, |e| {
+            matches!(
+                e,
+                scratchpad::protocol::AgentEvent::Notice { .. }
+                    | scratchpad::protocol::AgentEvent::Error { .. }
+                    | scratchpad::protocol::AgentEvent::TurnDone { .. }
+            )
+        })
+        .await
+        {
+            scratchpad::protocol::AgentEvent::Notice { message } => notices.push(message),
+            scratchpad::protocol::AgentEvent::Error { message } => errors.push(message),
+            scratchpad::protocol::AgentEvent::TurnDone { outcome, .. } => {
+                return Turn {
+                    outcome,
+                    notices,
+                    errors,
+                };
+            }
+            _ => unreachable!("until returns only what it waited for"),
+        }
+    }
 }
 
 fn start_with(
