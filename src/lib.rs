@@ -10,6 +10,7 @@ mod config;
 pub mod context_map;
 pub mod headless;
 pub mod history;
+pub mod instructions;
 pub mod json;
 pub mod launch;
 pub mod logging;
