@@ -65,6 +65,9 @@ pub struct RunArgs {
     /// Turn Anthropic prompt caching off.
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// Read no project instruction files (AGENTS.md, CLAUDE.md).
+    #[arg(long, global = true)]
+    pub no_instructions: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
 }

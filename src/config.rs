@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accounting::LimitChoice;
 use crate::compact::CompactConfig;
+use crate::instructions::InstructionsConfig;
 use crate::provider::RetryPolicy;
 use crate::tools::ToolsConfig;
 
@@ -17,6 +18,7 @@ pub struct Config {
     pub compaction: CompactConfig,
     pub tools: ToolsConfig,
     pub ui: UiSettings,
+    pub instructions: InstructionsConfig,
     /// `context_char_limit = "auto"` (or `--limit auto`): the limit follows the window,
     /// and `compaction.context_char_limit` is only its starting point.
     #[serde(skip)]
@@ -244,6 +246,12 @@ impl Config {
             }
         }
         self.tools.hidden_env_matcher()?;
+        if let Some(name) = self.instructions.files.iter().find(|name| !is_plain_file_name(name)) {
+            return Err((
+                "files",
+                format!("instructions.files names files in each folder, not paths: {name:?}"),
+            ));
+        }
         Ok(())
     }
 }
@@ -298,8 +306,14 @@ impl Config {
                 1..=10_000_000,
             ),
             ("demo_word_delay_ms", self.ui.demo_word_delay_ms, 0..=10_000),
+            ("max_bytes", as_u64(self.instructions.max_bytes), 0..=16 << 20),
         ]
     }
+}
+
+/// A name without a folder: `AGENTS.md`, not `docs/AGENTS.md` or `..`.
+fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
 }
 
 const COMPACTION_KEYS: &[&str] = &[
@@ -441,6 +455,9 @@ mouse = false
 hyperlinks = false
 demo_word_delay_ms = 0
 theme = "light"
+[instructions]
+files = ["RULES.md"]
+max_bytes = 100
 "#;
         let config = parse(text).unwrap();
         let mut expected = Config {
@@ -477,6 +494,7 @@ theme = "light"
             confirm_lossy: true,
             pinned: Default::default(),
             describe_input: Default::default(),
+            verbatim_instructions: Vec::new(),
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;
@@ -490,6 +508,8 @@ theme = "light"
             demo_word_delay_ms: 0,
             theme: crate::tui::theme::ThemeChoice::Light,
         };
+        expected.instructions.files = vec!["RULES.md".into()];
+        expected.instructions.max_bytes = 100;
         assert_eq!(config, expected);
     }
 
@@ -526,6 +546,13 @@ theme = "light"
         assert!(
             timeout.contains("line 2") && timeout.contains("bash_timeout_secs"),
             "{timeout}"
+        );
+        let path = parse("[instructions]\n\nfiles = [\"AGENTS.md\", \"docs/AGENTS.md\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            path,
+            "config file config.toml, line 3: instructions.files names files in each folder, not paths: \"docs/AGENTS.md\""
         );
     }
 

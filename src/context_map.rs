@@ -6,18 +6,26 @@ use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result
 use crate::compact::receipt::describe_result;
 use crate::compact::render::{piece, role_name};
 use crate::message::{Content, ContentBlock, Message};
+use crate::protocol::InstructionRow;
 use crate::provider::ToolSpec;
 
 pub use crate::protocol::{Category, ContextBreakdown, Item};
 
 const SHOWN_TEXT: usize = 20_000;
 
-pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config: &CompactConfig) -> ContextBreakdown {
+pub fn breakdown(
+    system: &str,
+    instructions: &[InstructionRow],
+    tools: &[ToolSpec],
+    messages: &[Message],
+    config: &CompactConfig,
+) -> ContextBreakdown {
     let mode = config.estimate;
     let fixed = fixed_chars(system, tools, mode);
+    let instructions_chars: usize = instructions.iter().map(|row| row.prompt_chars).sum();
     let mut items = vec![Item {
         category: Category::SystemAndTools,
-        chars: fixed,
+        chars: fixed.saturating_sub(instructions_chars),
         message: 0,
         role: "system".into(),
         preview: one_line(system),
@@ -26,6 +34,17 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
         tool_use_id: None,
         pinned: false,
     }];
+    items.extend(instructions.iter().map(|row| Item {
+        category: Category::ProjectInstructions,
+        chars: row.prompt_chars,
+        message: 0,
+        role: "system".into(),
+        preview: row.path.clone(),
+        saved_path: Some(row.path.clone()),
+        text: String::new(),
+        tool_use_id: None,
+        pinned: false,
+    }));
     let mut pinned = Vec::new();
     for (at, message) in messages.iter().enumerate() {
         let role = role_name(message.role);
@@ -123,6 +142,7 @@ pub fn breakdown(system: &str, tools: &[ToolSpec], messages: &[Message], config:
         largest: items,
         tool_results,
         pinned,
+        instructions: instructions.to_vec(),
     }
 }
 
@@ -184,7 +204,13 @@ mod tests {
             ),
         ];
         let config = CompactConfig::default();
-        let map = breakdown("sys", &[], &messages, &config);
+        let rows = [InstructionRow {
+            path: "AGENTS.md".into(),
+            chars: 2,
+            prompt_chars: 4,
+            cut: false,
+        }];
+        let map = breakdown("sys\n<a>", &rows, &[], &messages, &config);
         let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
         for category in Category::ALL {
             if category != Category::Other {
@@ -203,7 +229,16 @@ mod tests {
             "the gauge's estimate"
         );
         assert_eq!(counted, map.estimate);
-        assert_eq!(total(Category::SystemAndTools), map.fixed);
+        assert_eq!(total(Category::ProjectInstructions), 4);
+        assert_eq!(
+            total(Category::SystemAndTools) + total(Category::ProjectInstructions),
+            map.fixed
+        );
+        assert_eq!(
+            map.fixed,
+            "sys\n<a>".len() + "[]".len(),
+            "the text and an empty tool list"
+        );
         assert_eq!(map.estimate + total(Category::Free), 50_000);
         assert_eq!(map.largest[0].category, Category::ToolResult);
         assert_eq!(map.largest[0].message, 5);

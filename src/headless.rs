@@ -109,6 +109,15 @@ fn show(
             AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
             AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
             AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
+            AgentEvent::Instructions { note } => {
+                let mut stderr = stderr.lock();
+                if !note.files.is_empty() || !note.changes.is_empty() {
+                    writeln!(stderr, "note: {}", terminal_safe(&note.headline()))?;
+                }
+                for problem in &note.problems {
+                    writeln!(stderr, "note: {}", terminal_safe(problem))?;
+                }
+            }
             AgentEvent::ToolFinished {
                 name,
                 status: ToolStatus::Refused,

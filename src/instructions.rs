@@ -28,6 +28,9 @@ pub struct InstructionsConfig {
     /// `--no-instructions` turns lookup off.
     #[serde(skip)]
     pub enabled: bool,
+    /// The config file's folder, where the global file is looked for.
+    #[serde(skip)]
+    pub global_dir: Option<PathBuf>,
 }
 
 impl Default for InstructionsConfig {
@@ -36,6 +39,7 @@ impl Default for InstructionsConfig {
             files: vec!["AGENTS.override.md".into(), "AGENTS.md".into(), "CLAUDE.md".into()],
             max_bytes: 32 * 1024,
             enabled: true,
+            global_dir: None,
         }
     }
 }
@@ -64,6 +68,12 @@ impl InstructionFile {
     fn tag(&self) -> String {
         let digest = Sha256::digest(self.text.as_bytes());
         digest.iter().take(4).map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// Its share of the system prompt, in characters as the estimate counts them: its
+    /// block and the line break before it.
+    pub fn prompt_chars(&self) -> usize {
+        1 + self.block().chars().count()
     }
 
     /// The file's block in the system prompt.
@@ -101,8 +111,13 @@ pub struct Instructions {
 }
 
 impl Instructions {
-    /// Look the files up for `workspace`, the global one in `global_dir`.
-    pub fn load(global_dir: Option<&Path>, workspace: &Path, config: &InstructionsConfig) -> Self {
+    /// Look the files up for `workspace`, the global one in the config's folder.
+    pub fn load(workspace: &Path, config: &InstructionsConfig) -> Self {
+        Self::load_with(config.global_dir.as_deref(), workspace, config)
+    }
+
+    /// [`Instructions::load`] with the global file looked for in `global_dir`.
+    fn load_with(global_dir: Option<&Path>, workspace: &Path, config: &InstructionsConfig) -> Self {
         let mut found = Instructions::default();
         if !config.enabled {
             return found;
@@ -246,7 +261,10 @@ fn shown_path(path: &Path, workspace: &Path) -> String {
         .find(|(_, folder)| path.starts_with(folder) && folder.parent().is_some());
     match above {
         Some((ups, folder)) if path.parent() == Some(folder) => {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             format!("{}{name}", "../".repeat(ups))
         }
         _ => path.display().to_string(),
@@ -257,7 +275,9 @@ fn shown_path(path: &Path, workspace: &Path) -> String {
 /// `allowed`), valid UTF-8, cut at a line end where it must be cut. The text and the
 /// file's whole size.
 fn read_limited(path: &Path, allowed: &Path, budget: usize) -> Result<(String, u64), String> {
-    let resolved = path.canonicalize().map_err(|error| format!("cannot be resolved ({error})"))?;
+    let resolved = path
+        .canonicalize()
+        .map_err(|error| format!("cannot be resolved ({error})"))?;
     let allowed = allowed.canonicalize().unwrap_or_else(|_| allowed.to_path_buf());
     if !resolved.starts_with(&allowed) {
         return Err(format!(

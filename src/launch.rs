@@ -38,6 +38,13 @@ pub enum LaunchError {
 /// Settings after defaults < file < environment < flags.
 pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, LaunchError> {
     let (mut config, _) = Config::load(args.config.as_deref())?;
+    // The global instruction file lives beside the config file in use.
+    config.instructions.global_dir = args
+        .config
+        .clone()
+        .or_else(crate::config::default_config_path)
+        .and_then(|path| path.parent().map(std::path::Path::to_path_buf));
+    config.instructions.enabled = !args.no_instructions;
     config.apply_env(env);
     if let Some(kind) = args.provider {
         config.provider.kind = kind;
@@ -241,6 +248,7 @@ impl Launch {
         let settings = AgentSettings {
             compaction: self.config.compaction.clone(),
             system_prompt: SYSTEM_PROMPT.to_string(),
+            instructions: self.config.instructions.clone(),
             max_tokens: self.config.provider.max_tokens,
             max_steps: 200,
             ask,

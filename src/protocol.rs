@@ -54,6 +54,8 @@ pub enum Op {
     Preview {
         focus: Option<String>,
     },
+    /// `/instructions`: read the project's instruction files again and show them.
+    Instructions,
     /// The answer to [`AgentEvent::LossyQuestion`]: summarise now, or send this call
     /// over the limit.
     Lossy {
@@ -78,6 +80,7 @@ impl Op {
             Op::Inspect
             | Op::CountTokens
             | Op::Preview { .. }
+            | Op::Instructions
             | Op::Permissions { .. }
             | Op::Permission { .. }
             | Op::Lossy { .. }
@@ -157,6 +160,66 @@ pub enum Past {
     },
     /// What `/compact --preview` showed.
     Preview { events: Vec<crate::compact::StageEvent> },
+    /// The project's instruction files changed during the session.
+    Instructions { note: InstructionsNote },
+}
+
+/// The project's instruction files as the system prompt carries them: said at the
+/// start, on `/instructions`, and when they change (which rewrites the cached prefix).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionsNote {
+    pub files: Vec<InstructionRow>,
+    /// Files left out or cut, a line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+    /// What changed since the files were last read: empty at the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<String>,
+    /// Cached prompt tokens the next call had to write again (known after that call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_rewritten: Option<u64>,
+}
+
+impl InstructionsNote {
+    /// The one line that says it: the files with their sizes, or what changed.
+    pub fn headline(&self) -> String {
+        if self.changes.is_empty() {
+            let listed: Vec<String> = self.files.iter().map(InstructionRow::sized).collect();
+            format!("instructions: {}", listed.join(", "))
+        } else {
+            format!(
+                "instructions changed: {} · the system prompt changed, so its cached prefix is written again",
+                self.changes.join(", ")
+            )
+        }
+    }
+}
+
+impl InstructionRow {
+    /// `AGENTS.md (2.1k)`, `AGENTS.md (32.0k, cut)`.
+    pub fn sized(&self) -> String {
+        format!("{} {}", self.path, self.size())
+    }
+
+    /// `(2.1k)`, `(32.0k, cut)`.
+    pub fn size(&self) -> String {
+        format!(
+            "({}{})",
+            crate::compact::short_count(self.chars),
+            if self.cut { ", cut" } else { "" }
+        )
+    }
+}
+
+/// One instruction file: its path as shown (the link opens it) and its size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionRow {
+    pub path: String,
+    pub chars: usize,
+    /// Its block's characters in the system prompt (delimiters included): its share
+    /// of the fixed part.
+    pub prompt_chars: usize,
+    pub cut: bool,
 }
 
 impl Past {
@@ -166,7 +229,10 @@ impl Past {
     pub fn is_chat_only(&self) -> bool {
         matches!(
             self,
-            Past::TurnEnded { .. } | Past::CompactionRequested { .. } | Past::Preview { .. }
+            Past::TurnEnded { .. }
+                | Past::CompactionRequested { .. }
+                | Past::Preview { .. }
+                | Past::Instructions { .. }
         )
     }
 }
@@ -288,6 +354,11 @@ pub struct TokenFigure {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
+    /// The project's instruction files: at the start, on `/instructions`, and when
+    /// one changed before a model call.
+    Instructions {
+        note: InstructionsNote,
+    },
     SessionStarted {
         /// The journal's id; empty when the session is not journaled.
         session_id: String,
@@ -450,6 +521,8 @@ impl Usage {
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     SystemAndTools,
+    /// The project's instruction files, in the system prompt.
+    ProjectInstructions,
     UserText,
     AssistantText,
     ToolUseInput,
@@ -465,8 +538,9 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 12] = [
+    pub const ALL: [Category; 13] = [
         Category::SystemAndTools,
+        Category::ProjectInstructions,
         Category::UserText,
         Category::AssistantText,
         Category::ToolUseInput,
@@ -483,6 +557,7 @@ impl Category {
     pub fn label(self) -> &'static str {
         match self {
             Category::SystemAndTools => "system prompt + tools",
+            Category::ProjectInstructions => "project instructions",
             Category::UserText => "user text",
             Category::AssistantText => "assistant text",
             Category::ToolUseInput => "tool_use inputs",
@@ -539,12 +614,25 @@ pub struct ContextBreakdown {
     /// The pinned tool results, described (`read_file src/a.rs (result)`).
     #[serde(default)]
     pub pinned: Vec<String>,
+    /// The project's instruction files, each its share of the fixed part: a row each
+    /// under their category.
+    #[serde(default)]
+    pub instructions: Vec<InstructionRow>,
 }
 
 impl Category {
     /// Whether the limit counts this category (the fixed part and free space are not).
     pub fn counts_against_limit(self) -> bool {
-        !matches!(self, Category::SystemAndTools | Category::Free)
+        !matches!(
+            self,
+            Category::SystemAndTools | Category::ProjectInstructions | Category::Free
+        )
+    }
+
+    /// Whether it is part of the fixed part: the system prompt, the instruction files
+    /// and the tools, sent with every request and outside the limit.
+    pub fn is_fixed(self) -> bool {
+        matches!(self, Category::SystemAndTools | Category::ProjectInstructions)
     }
 }
 

@@ -688,7 +688,7 @@ fn context_view_and_timeline() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "/context");
@@ -741,7 +741,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
     });
     assert_eq!(
         s._ops.try_recv().ok(),
@@ -802,7 +802,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
     assert_eq!(s.app.toast.as_ref().map(|t| t.text.contains("put back")), Some(true));
     let largest = listed(&mut s);
     assert!(largest.contains("largest items · f"), "{largest}");
-    let breakdown_now = breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default());
+    let breakdown_now = breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default());
     let first_other = breakdown_now
         .largest
         .iter()
@@ -1137,7 +1137,7 @@ fn closing_a_viewer_returns_to_where_it_was_opened() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("sys", &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown("sys", &[], &[], &messages, &CompactConfig::default()),
     });
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Enter));
@@ -1551,6 +1551,7 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
             breakdown: breakdown(
                 "You are scratchpad.",
                 &[],
+                &[],
                 &[Message::user_text("go on")],
                 &CompactConfig::default(),
             ),
@@ -1880,7 +1881,7 @@ fn set_up(setup: Setup) -> Screen {
             s.app
                 .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
             s.app.apply(AgentEvent::Breakdown {
-                breakdown: breakdown("You are scratchpad.", &[], &messages, &CompactConfig::default()),
+                breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
             });
         }
         Setup::Permission => {

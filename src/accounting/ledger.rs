@@ -28,6 +28,9 @@ pub struct Ledger {
     stages: Vec<Stage>,
     /// The prompt tokens the previous call left in the provider's cache.
     cached: Option<u64>,
+    /// The fixed part changed since the last call (an instruction file was edited):
+    /// the next call rewrites the cache as after a compaction.
+    prefix_changed: bool,
 }
 
 /// A change of fewer units between two measured requests says too little about the
@@ -57,6 +60,7 @@ impl Ledger {
             before: None,
             stages: Vec::new(),
             cached: None,
+            prefix_changed: false,
         };
         ledger.limit = decide_limit(choice, configured, &ledger.fit());
         ledger
@@ -137,6 +141,16 @@ impl Ledger {
     /// token figure follows it as after a compaction.
     pub fn changed(&mut self, before: Extent, after: Extent) {
         self.rescale(before, after);
+    }
+
+    /// The fixed part became `fixed` characters (an instruction file changed): the
+    /// token figure follows its units as after a compaction, the limit is decided
+    /// again, and the next call's cache cost is reported as a compaction's is.
+    pub fn fixed_changed(&mut self, fixed: usize, before: Extent, after: Extent) -> Option<String> {
+        self.fixed = fixed;
+        self.prefix_changed = true;
+        self.rescale(before, after);
+        self.redecide()
     }
 
     fn rescale(&mut self, before: Extent, after: Extent) {
@@ -232,7 +246,8 @@ impl Ledger {
             return;
         }
         point.cache_read = Some(read);
-        if !point.stages.is_empty()
+        let prefix_changed = std::mem::take(&mut self.prefix_changed);
+        if (!point.stages.is_empty() || prefix_changed)
             && let Some(cached) = self.cached
         {
             point.cache_rewritten = Some(cached.saturating_sub(read));

@@ -9,7 +9,8 @@ impl Agent {
     pub(super) fn breakdown(&self) -> AgentEvent {
         AgentEvent::Breakdown {
             breakdown: crate::context_map::breakdown(
-                &self.settings.system_prompt,
+                &self.system,
+                &self.instructions_note(Vec::new()).files,
                 &self.tools.specs(),
                 &self.messages,
                 &self.settings.compaction,

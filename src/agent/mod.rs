@@ -5,6 +5,7 @@
 mod approvals;
 mod compaction;
 mod context_ops;
+mod instructions;
 mod tool_runner;
 mod turn;
 
@@ -23,6 +24,7 @@ use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{
     CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_recoverable, prepare_sized, reactive_compact,
 };
+use crate::instructions::Instructions;
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{
     AgentEvent, CompactionRequester, ContextStatus, Op, Past, PermissionAnswer, ToolStatus, TurnId, TurnOutcome,
@@ -49,7 +51,9 @@ pub enum AskPolicy {
 #[derive(Clone, Debug)]
 pub struct AgentSettings {
     pub compaction: CompactConfig,
+    /// scratchpad's own system prompt; the project's instruction files follow it.
     pub system_prompt: String,
+    pub instructions: crate::instructions::InstructionsConfig,
     pub max_tokens: u32,
     /// Model calls one request may take before the agent stops it.
     pub max_steps: usize,
@@ -67,7 +71,20 @@ const TOOLS_NOT_RENDERED: &str = "the server's chat template does not render too
      Start llama-server with --jinja and a template that renders tools, e.g. \
      --chat-template-file models/templates/Qwen-Qwen2.5-7B-Instruct.jinja";
 
+/// The fixed part of a request with `system` as its system prompt: its characters as
+/// the estimate counts them, and its token-like units.
+fn fixed_part(system: &str, tools: &ToolBox, mode: crate::compact::EstimateMode) -> (usize, usize) {
+    let specs = tools.specs();
+    let chars = fixed_chars(system, &specs, mode);
+    let units = text_units(system) + text_units(&serde_json::to_string(&specs).unwrap_or_default());
+    (chars, units)
+}
+
 pub struct Agent {
+    /// The project's instruction files, as the system prompt carries them.
+    instructions: Instructions,
+    /// The system prompt sent: scratchpad's own, then the instruction files.
+    system: String,
     provider: Arc<dyn Provider>,
     settings: AgentSettings,
     store: Store,
@@ -217,9 +234,9 @@ impl Agent {
             tokens: settings.configured_window_tokens,
             source: WindowSource::Configured,
         });
-        let fixed = fixed_chars(&settings.system_prompt, &tools.specs(), settings.compaction.estimate);
-        let fixed_units = text_units(&settings.system_prompt)
-            + text_units(&serde_json::to_string(&tools.specs()).unwrap_or_default());
+        let instructions = Instructions::load(tools.workspace().root(), &settings.instructions);
+        let system = instructions.system_prompt(&settings.system_prompt);
+        let (fixed, fixed_units) = fixed_part(&system, &tools, settings.compaction.estimate);
         let units = history_units(&history);
         let ledger = Ledger::new(
             window,
@@ -231,7 +248,10 @@ impl Agent {
         .with_basis(provider.token_basis());
         let mut settings = settings;
         settings.compaction.context_char_limit = ledger.limit().chars;
+        settings.compaction.verbatim_instructions = instructions.shown_paths();
         Agent {
+            instructions,
+            system,
             provider,
             settings,
             store,
@@ -526,6 +546,8 @@ impl Agent {
         for message in std::mem::take(&mut self.notices) {
             self.emit(AgentEvent::Notice { message });
         }
+        // After the replay, which starts the chat afresh.
+        self.announce_instructions();
         if let Some(view) = &self.read_only {
             self.emit(AgentEvent::Notice {
                 message: format!("This is {view}."),
@@ -557,6 +579,7 @@ impl Agent {
                 }
                 Op::Clear => self.clear(),
                 Op::Permissions { revoke } => self.permissions(revoke),
+                Op::Instructions => self.reload_instructions(),
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
                 Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),

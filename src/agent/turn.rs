@@ -103,6 +103,8 @@ impl Agent {
         let mut step = 0;
         while step < self.settings.max_steps {
             step += 1;
+            // Before the pipeline: a changed file changes the fixed part, and so the limit.
+            self.refresh_instructions();
             self.prepare_history(request, ops).await;
             let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
@@ -227,7 +229,7 @@ impl Agent {
     /// The request the history makes now.
     pub(super) fn model_request(&self) -> ModelRequest<'_> {
         ModelRequest {
-            system: self.settings.system_prompt.clone(),
+            system: self.system.clone(),
             tools: self.tools.specs(),
             messages: &self.messages,
             max_tokens: self.reply_tokens(),

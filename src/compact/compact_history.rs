@@ -120,6 +120,12 @@ pub(super) fn summarise_prefix(
         instructions.push_str("\nPay particular attention to: ");
         instructions.push_str(focus.trim());
     }
+    if !ctx.config.verbatim_instructions.is_empty() {
+        instructions.push_str(&format!(
+            "\nThe project's instruction files ({}) stay in the system prompt verbatim: do not restate them.",
+            ctx.config.verbatim_instructions.join(", ")
+        ));
+    }
     let request = SummaryRequest {
         instructions,
         history_text: render_capped(summarised, ctx.config.summary_input_chars),
@@ -151,6 +157,13 @@ pub(super) fn summarise_prefix(
         sizes,
     );
     event.request_cut = request_cut;
+    event.kept_verbatim = kept_verbatim(
+        &messages[job.end..],
+        ctx.config,
+        kept_request,
+        job.active_request,
+        request_cut,
+    );
     event.items = receipt::left(messages, sizes, 0..job.end, &path, ctx.config.describe_input);
     event.loss = Some(loss::report(&messages[..job.end], &summary));
     event.summary = Some(summary);
@@ -160,6 +173,41 @@ pub(super) fn summarise_prefix(
     event.replaced = job.end;
     event.stop(messages.len(), sizes.total());
     event
+}
+
+/// What survives a summary word for word: the instruction files (in the system
+/// prompt, which no stage touches), the current request unless it had to be cut, and
+/// the pinned results among the messages kept after the summary.
+fn kept_verbatim(
+    kept: &[Message],
+    config: &CompactConfig,
+    request_in_kept: bool,
+    request: &str,
+    request_cut: Option<RequestCut>,
+) -> Vec<String> {
+    let mut lines: Vec<String> = config
+        .verbatim_instructions
+        .iter()
+        .map(|path| format!("instruction file {path} (in the system prompt)"))
+        .collect();
+    if !request.trim().is_empty() && request_cut.is_none() {
+        let place = if request_in_kept {
+            "among the kept messages"
+        } else {
+            "in the [Compacted] message"
+        };
+        lines.push(format!("the current request ({place})"));
+    }
+    for message in kept {
+        for block in message.block_slice() {
+            if let crate::message::ContentBlock::ToolResult { tool_use_id, .. } = block
+                && config.pinned.contains(tool_use_id)
+            {
+                lines.push(format!("pinned result {tool_use_id}"));
+            }
+        }
+    }
+    lines
 }
 
 /// The `[Compacted]` message, with the longer of summary and request cut first so that

@@ -78,6 +78,11 @@ pub struct CompactConfig {
     /// How receipts name a call's input, handed in by whoever owns the tools.
     #[serde(skip)]
     pub describe_input: receipt::InputDescriber,
+    /// The project instruction files the system prompt carries, by path (session
+    /// state, not a setting): the summariser is told they stay, and every summarising
+    /// stage's receipt lists them as kept verbatim.
+    #[serde(skip)]
+    pub verbatim_instructions: Vec<String>,
 }
 
 impl Default for CompactConfig {
@@ -99,6 +104,7 @@ impl Default for CompactConfig {
             confirm_lossy: false,
             pinned: std::collections::BTreeSet::new(),
             describe_input: receipt::InputDescriber::default(),
+            verbatim_instructions: Vec::new(),
         }
     }
 }
@@ -249,6 +255,10 @@ pub struct StageEvent {
     /// message: the characters kept of the whole (which is in the transcript).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_cut: Option<RequestCut>,
+    /// What a summarising stage left verbatim, a line each: the instruction files in
+    /// the system prompt, the current request, pinned results it kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_verbatim: Vec<String>,
 }
 
 /// How much of the current request a `[Compacted]` message kept.
@@ -305,6 +315,7 @@ impl StageEvent {
             loss: None,
             cache_rewritten: None,
             request_cut: None,
+            kept_verbatim: Vec::new(),
         }
     }
 

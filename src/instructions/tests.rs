@@ -26,7 +26,7 @@ fn layout() -> Layout {
 }
 
 fn load(layout: &Layout, config: &InstructionsConfig) -> Instructions {
-    Instructions::load(Some(&layout.global), &layout.workspace, config)
+    Instructions::load_with(Some(&layout.global), &layout.workspace, config)
 }
 
 #[test]
@@ -72,26 +72,28 @@ fn without_a_repository_only_the_workspace_is_looked_in_and_the_names_are_config
     std::fs::write(dir.path().join("AGENTS.md"), "above, no repository\n").unwrap();
     std::fs::write(workspace.join("AGENTS.md"), "here\n").unwrap();
     std::fs::write(workspace.join("RULES.md"), "rules\n").unwrap();
-    let found = Instructions::load(None, &workspace, &InstructionsConfig::default());
+    let found = Instructions::load_with(None, &workspace, &InstructionsConfig::default());
     assert_eq!(found.shown_paths(), ["AGENTS.md"]);
     let config = InstructionsConfig {
         files: vec!["RULES.md".into()],
         ..InstructionsConfig::default()
     };
-    let found = Instructions::load(None, &workspace, &config);
+    let found = Instructions::load_with(None, &workspace, &config);
     assert_eq!(found.files[0].text, "rules\n");
     let off = InstructionsConfig {
         enabled: false,
         ..InstructionsConfig::default()
     };
-    assert_eq!(Instructions::load(None, &workspace, &off), Instructions::default());
+    assert_eq!(Instructions::load_with(None, &workspace, &off), Instructions::default());
 }
 
 #[test]
 fn the_files_share_the_size_cap_and_the_cut_is_said() {
     let layout = layout();
     std::fs::write(layout.root.join("AGENTS.md"), "a".repeat(60) + "\n").unwrap();
-    let long: String = (0..20).map(|n| format!("line {n:02} of the workspace file\n")).collect();
+    let long: String = (0..20)
+        .map(|n| format!("line {n:02} of the workspace file\n"))
+        .collect();
     std::fs::write(layout.workspace.join("AGENTS.md"), &long).unwrap();
     let config = InstructionsConfig {
         max_bytes: 200,
@@ -199,9 +201,15 @@ fn a_block_holds_its_file_byte_for_byte_and_its_text_cannot_close_it() {
     assert_ne!(tag, "00000000");
     assert_eq!(
         block,
-        format!("<project-instructions path=\"AGENTS.md\" id=\"{tag}\">\n{hostile}\n</project-instructions id=\"{tag}\">\n")
+        format!(
+            "<project-instructions path=\"AGENTS.md\" id=\"{tag}\">\n{hostile}\n</project-instructions id=\"{tag}\">\n"
+        )
     );
-    assert_eq!(prompt.matches(&format!("id=\"{tag}\">")).count(), 2, "opened and closed once");
+    assert_eq!(
+        prompt.matches(&format!("id=\"{tag}\">")).count(),
+        2,
+        "opened and closed once"
+    );
     assert_eq!(Instructions::default().system_prompt("base prompt"), "base prompt");
 }
 

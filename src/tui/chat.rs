@@ -156,6 +156,7 @@ fn entry_lines(
         ),
         ChatEntry::Marker(marker) => marker_lines(marker, width, look, &mut link_of_line),
         ChatEntry::Preview(events) => preview_lines(events, width, &mut link_of_line),
+        ChatEntry::Instructions(note) => instructions_lines(note, width, &mut link_of_line),
         ChatEntry::Tool(_) => Vec::new(),
     };
     lines.push(Line::from(""));
@@ -312,6 +313,89 @@ fn marker_lines(
     lines
 }
 
+/// The project's instruction files: one line naming each with its size (a link when
+/// there is one file; a link line per file when there are more), what changed and
+/// what that cost in cache, and each file left out or cut.
+fn instructions_lines(
+    note: &crate::protocol::InstructionsNote,
+    width: usize,
+    link_of_line: &mut Vec<Option<String>>,
+) -> Vec<Line<'static>> {
+    let muted = Style::default().fg(theme::palette().muted);
+    let soft = Style::default().fg(theme::palette().soft);
+    let link = Style::default()
+        .fg(theme::palette().link)
+        .add_modifier(Modifier::UNDERLINED);
+    let sized = |row: &crate::protocol::InstructionRow| format!(" {}", row.size());
+    let mut lines = Vec::new();
+    let mut push = |wrapped: Vec<Line<'static>>, path: Option<&str>, lines: &mut Vec<Line<'static>>| {
+        link_of_line.resize(lines.len(), None);
+        link_of_line.extend(std::iter::repeat_n(path.map(str::to_string), wrapped.len()));
+        lines.extend(wrapped);
+    };
+    if note.changes.is_empty() {
+        match note.files.as_slice() {
+            [] => {}
+            [only] => {
+                let mut pieces = markdown::path_segments(&only.path, link, width.saturating_sub(18));
+                pieces.push((sized(only), muted));
+                let wrapped = markdown::wrap(&pieces, width, Span::styled("· instructions: ", muted), "  ");
+                push(wrapped, Some(&only.path), &mut lines);
+            }
+            files => {
+                push(
+                    markdown::wrap(&[(note.headline(), muted)], width, Span::styled("· ", muted), "  "),
+                    None,
+                    &mut lines,
+                );
+                for row in files {
+                    let pieces = markdown::path_segments(&row.path, link, width.saturating_sub(6));
+                    let wrapped = markdown::wrap(&pieces, width, Span::styled("  ↳ ", muted), "    ");
+                    push(wrapped, Some(&row.path), &mut lines);
+                }
+            }
+        }
+    } else {
+        let style = marker_style();
+        push(
+            markdown::wrap(&[(note.headline(), style)], width, Span::styled("◆ ", style), "  "),
+            None,
+            &mut lines,
+        );
+        for row in &note.files {
+            let mut pieces = markdown::path_segments(&row.path, link, width.saturating_sub(14));
+            pieces.push((sized(row), muted));
+            let wrapped = markdown::wrap(&pieces, width, Span::styled("  ↳ ", muted), "    ");
+            push(wrapped, Some(&row.path), &mut lines);
+        }
+        if let Some(rewritten) = note.cache_rewritten {
+            let cost = format!(
+                "cache: the next call wrote {} cached prompt tokens again",
+                short_count(rewritten as usize)
+            );
+            push(
+                markdown::wrap(&[(cost, soft)], width, Span::styled("  ", muted), "  "),
+                None,
+                &mut lines,
+            );
+        }
+    }
+    let attention = Style::default().fg(theme::palette().attention);
+    for problem in &note.problems {
+        push(
+            markdown::wrap(
+                &[(problem.clone(), attention)],
+                width,
+                Span::styled("  ! ", attention),
+                "    ",
+            ),
+            None,
+            &mut lines,
+        );
+    }
+    lines
+}
+
 /// `/compact --preview`: what each stage would do, with its receipt; nothing was written.
 fn preview_lines(events: &[StageEvent], width: usize, link_of_line: &mut Vec<Option<String>>) -> Vec<Line<'static>> {
     let soft = Style::default().fg(theme::palette().soft);
@@ -369,6 +453,14 @@ fn receipt_lines(
         None,
         lines,
     );
+    if !event.kept_verbatim.is_empty() {
+        let kept = format!("kept verbatim: {}", event.kept_verbatim.join(", "));
+        push(
+            markdown::wrap(&[(kept, soft)], width, Span::styled("  ", muted), "  "),
+            None,
+            lines,
+        );
+    }
     if let Some(rewritten) = event.cache_rewritten {
         let cost = format!(
             "cache: the next call wrote {} cached prompt tokens again",
@@ -602,21 +694,24 @@ impl ChatView {
                     continue;
                 }
                 let row = inner.y + (global - top) as u16;
-                if matches!(entries[at], ChatEntry::Marker(_)) {
+                let is_marker = matches!(entries[at], ChatEntry::Marker(_));
+                if is_marker {
                     self.marker_rows.push((row, at));
-                    if let Some(path) = &rendered.link_of_line[k] {
-                        self.links.push((row, path.clone()));
-                        if let [prefix, shown @ ..] = line.spans.as_slice()
-                            && let Some(first) = shown.first()
-                        {
-                            self.hyperlinks.push(Hyperlink {
-                                row,
-                                x: inner.x + prefix.content.width() as u16,
-                                text: shown.iter().map(|span| span.content.as_ref()).collect(),
-                                style: first.style,
-                                path: path.clone(),
-                            });
-                        }
+                }
+                if (is_marker || matches!(entries[at], ChatEntry::Instructions(_)))
+                    && let Some(path) = &rendered.link_of_line[k]
+                {
+                    self.links.push((row, path.clone()));
+                    if let [prefix, shown @ ..] = line.spans.as_slice()
+                        && let Some(first) = shown.first()
+                    {
+                        self.hyperlinks.push(Hyperlink {
+                            row,
+                            x: inner.x + prefix.content.width() as u16,
+                            text: shown.iter().map(|span| span.content.as_ref()).collect(),
+                            style: first.style,
+                            path: path.clone(),
+                        });
                     }
                 }
                 visible.push(line.clone());

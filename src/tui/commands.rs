@@ -15,6 +15,8 @@ pub enum SlashCommand {
     Clear,
     #[strum(to_string = "/permissions")]
     Permissions,
+    #[strum(to_string = "/instructions")]
+    Instructions,
     #[strum(to_string = "/model")]
     Model,
     #[strum(to_string = "/help")]
@@ -53,15 +55,20 @@ impl SlashCommand {
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
             SlashCommand::Permissions => "what was approved \"always\" this session; revoke one",
+            SlashCommand::Instructions => "the project's instruction files (AGENTS.md): read them again and list them",
             SlashCommand::Model => "show the provider, model, window and how the limit was chosen",
             SlashCommand::Help => "keys and commands",
             SlashCommand::Quit => "leave scratchpad (also /exit)",
         }
     }
 
-    /// Whether it may run while a turn is running (it changes no history).
+    /// Whether it may run while a turn is running (it changes neither the history nor
+    /// the system prompt).
     pub fn while_busy(self) -> bool {
-        !matches!(self, SlashCommand::Compact | SlashCommand::Undo | SlashCommand::Clear)
+        !matches!(
+            self,
+            SlashCommand::Compact | SlashCommand::Undo | SlashCommand::Clear | SlashCommand::Instructions
+        )
     }
 
     /// `text` as a command and its arguments: `None` when it is no slash command,

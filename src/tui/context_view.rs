@@ -23,6 +23,7 @@ use crate::protocol::TokenFigure;
 pub fn category_colour(category: Category) -> Color {
     match category {
         Category::SystemAndTools => theme::palette().soft,
+        Category::ProjectInstructions => theme::palette().success,
         Category::UserText => theme::palette().accent,
         Category::AssistantText => theme::palette().success_bright,
         Category::ToolUseInput => theme::palette().attention,
@@ -366,11 +367,7 @@ pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdo
     let scale = breakdown.limit.max(breakdown.estimate).max(1) as f64 / cells as f64;
     let mut symbols: Vec<Span<'static>> = Vec::with_capacity(cells);
     let mut carried = 0.0;
-    for (category, chars) in breakdown
-        .totals
-        .iter()
-        .filter(|(category, _)| *category != Category::SystemAndTools)
-    {
+    for (category, chars) in breakdown.totals.iter().filter(|(category, _)| !category.is_fixed()) {
         carried += *chars as f64 / scale;
         let count = carried.floor() as usize;
         carried -= count as f64;
@@ -411,7 +408,10 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
     // When the rows do not fit, the smallest message categories share one row, so
     // the fixed part, the free space and the totals always show.
     let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
-    let room = (area.height as usize).saturating_sub(3).max(2);
+    // Three rows are the header and the totals; each instruction file has one.
+    let room = (area.height as usize)
+        .saturating_sub(3 + breakdown.instructions.len())
+        .max(2);
     let mut by_size: Vec<&(Category, usize)> = categories
         .iter()
         .filter(|(category, _)| category.counts_against_limit())
@@ -453,12 +453,18 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
             };
             rows.push(row(None, label, sum, share(sum)));
         }
-        let of_limit = if *category == Category::SystemAndTools {
+        let of_limit = if category.is_fixed() {
             "outside".to_string()
         } else {
             share(*chars)
         };
         rows.push(row(Some(*category), category.label().to_string(), *chars, of_limit));
+        if *category == Category::ProjectInstructions {
+            for file in &breakdown.instructions {
+                let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });
+                rows.push(row(None, label, file.prompt_chars, String::new()));
+            }
+        }
     }
     let bold = Style::default().add_modifier(Modifier::BOLD);
     rows.push(

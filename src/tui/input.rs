@@ -238,7 +238,7 @@ impl InputBox {
         // still does not fit ends in an ellipsis.
         let widest = completions
             .iter()
-            .map(|(_, help)| NAME_COLUMNS + help.width())
+            .map(|(_, help)| name_columns() + help.width())
             .max()
             .unwrap_or(0);
         let width = u16::try_from(widest + 2)
@@ -250,7 +250,7 @@ impl InputBox {
             width,
             height: height.min(area.y),
         };
-        let help_columns = usize::from(width.saturating_sub(2)).saturating_sub(NAME_COLUMNS);
+        let help_columns = usize::from(width.saturating_sub(2)).saturating_sub(name_columns());
         let lines: Vec<Line<'static>> = completions
             .iter()
             .enumerate()
@@ -262,7 +262,7 @@ impl InputBox {
                 };
                 Line::from(vec![
                     Span::styled(
-                        format!("{name:<width$}", width = NAME_COLUMNS),
+                        format!("{name:<width$}", width = name_columns()),
                         style.fg(theme::palette().accent),
                     ),
                     Span::styled(super::ellipsized(help, help_columns), style.fg(theme::palette().soft)),
@@ -287,8 +287,14 @@ struct Paste {
     text: String,
 }
 
-/// The column of command names in the completion popup.
-const NAME_COLUMNS: usize = 13;
+/// The column of command names in the completion popup: the longest and a space.
+fn name_columns() -> usize {
+    SlashCommand::all()
+        .map(|command| command.name().width())
+        .max()
+        .unwrap_or(0)
+        + 1
+}
 
 #[cfg(test)]
 mod tests {

@@ -685,6 +685,7 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
     scratchpad::agent::AgentSettings {
         compaction: scratchpad::compact::CompactConfig::default(),
         system_prompt: "test".into(),
+        instructions: scratchpad::instructions::InstructionsConfig::default(),
         max_tokens: 100,
         max_steps: 10,
         ask,

@@ -379,6 +379,7 @@ impl App {
                 }),
                 _ => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
             },
+            SlashCommand::Instructions => self.send(Op::Instructions),
             SlashCommand::Model => {
                 let info = &self.state.session;
                 let mut text = format!("provider {} · model {}", info.provider, info.model);

@@ -24,6 +24,8 @@ pub enum ChatEntry {
     /// A tool call, by its place in the tool list: shown in the chat only when the
     /// tool pane does not fit, as one line that expands.
     Tool(usize),
+    /// The project's instruction files: at the start, and each time they changed.
+    Instructions(crate::protocol::InstructionsNote),
 }
 
 impl ChatEntry {

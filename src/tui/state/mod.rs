@@ -215,6 +215,7 @@ impl AppState {
             return;
         }
         match event {
+            AgentEvent::Instructions { note } => self.push(ChatEntry::Instructions(note)),
             AgentEvent::SessionStarted {
                 session_id,
                 provider,
@@ -522,17 +523,21 @@ impl AppState {
         let Some(rewritten) = point.cache_rewritten else {
             return;
         };
+        // A changed instruction file rewrites the cached prefix as a compaction does.
         let Some(at) = self
             .chat
             .iter()
-            .rposition(|entry| matches!(entry, ChatEntry::Marker(_)))
+            .rposition(|entry| matches!(entry, ChatEntry::Marker(_) | ChatEntry::Instructions(_)))
         else {
             return;
         };
-        if let ChatEntry::Marker(run) = &mut self.chat[at]
-            && let Some(newest) = run.events.last_mut()
-        {
-            newest.cache_rewritten = Some(rewritten);
+        let noted = match &mut self.chat[at] {
+            ChatEntry::Marker(run) => run.events.last_mut().map(|newest| &mut newest.cache_rewritten),
+            ChatEntry::Instructions(note) => Some(&mut note.cache_rewritten),
+            _ => None,
+        };
+        if let Some(noted) = noted {
+            *noted = Some(rewritten);
             let revision = self.new_revision();
             self.revisions[at] = revision;
         }
@@ -581,6 +586,7 @@ impl AppState {
                 Past::TurnEnded { outcome } => self.note_turn_end(outcome),
                 Past::CompactionRequested { by, focus } => self.note_compaction_request(by, focus.as_deref()),
                 Past::Preview { events } => self.push(ChatEntry::Preview(events)),
+                Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
             }
         }
         self.push(ChatEntry::Notice(format!(

@@ -1,0 +1,91 @@
+//! The project's instruction files in the agent: read at the start, read again before
+//! every model call (an edit reaches the next request, with a marker, since it
+//! rewrites the cached prefix), and on `/instructions`.
+
+use super::*;
+use crate::protocol::{InstructionRow, InstructionsNote};
+
+impl Agent {
+    /// What the chat and `/context` show of the files now, with `changes`.
+    pub(super) fn instructions_note(&self, changes: Vec<String>) -> InstructionsNote {
+        InstructionsNote {
+            files: self
+                .instructions
+                .files
+                .iter()
+                .map(|file| InstructionRow {
+                    path: file.shown.clone(),
+                    chars: file.text.chars().count(),
+                    prompt_chars: file.prompt_chars(),
+                    cut: file.is_cut(),
+                })
+                .collect(),
+            problems: self.instructions.problems.clone(),
+            changes,
+            cache_rewritten: None,
+        }
+    }
+
+    /// The start's line: which files the system prompt carries, and any left out.
+    pub(super) fn announce_instructions(&self) {
+        let note = self.instructions_note(Vec::new());
+        if !note.files.is_empty() || !note.problems.is_empty() {
+            self.emit(AgentEvent::Instructions { note });
+        }
+    }
+
+    /// Before a model call: read the files again, and take in any change.
+    pub(super) fn refresh_instructions(&mut self) {
+        let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
+        let changes = self.instructions.changes(&newer);
+        if changes.is_empty() {
+            return;
+        }
+        self.set_instructions(newer);
+        let note = self.instructions_note(changes);
+        self.journal(Record::Shown {
+            item: Past::Instructions { note: note.clone() },
+        });
+        self.emit(AgentEvent::Instructions { note });
+    }
+
+    /// `/instructions`: read the files again and show them, changed or not.
+    pub(super) fn reload_instructions(&mut self) {
+        let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
+        let changes = self.instructions.changes(&newer);
+        if !changes.is_empty() {
+            self.set_instructions(newer);
+            let note = self.instructions_note(changes);
+            self.journal(Record::Shown {
+                item: Past::Instructions { note: note.clone() },
+            });
+            self.emit(AgentEvent::Instructions { note });
+        } else if self.instructions.files.is_empty() && self.instructions.problems.is_empty() {
+            self.emit(AgentEvent::Notice {
+                message: format!(
+                    "no project instructions: none of {} in the workspace, the folders up to the repository root, \
+                     or the config folder",
+                    self.settings.instructions.files.join(", ")
+                ),
+            });
+        } else {
+            self.emit(AgentEvent::Instructions {
+                note: self.instructions_note(Vec::new()),
+            });
+        }
+    }
+
+    /// The system prompt carries `instructions` from the next request on: the fixed
+    /// part, its units and the limit follow.
+    fn set_instructions(&mut self, instructions: Instructions) {
+        let before = self.extent();
+        self.system = instructions.system_prompt(&self.settings.system_prompt);
+        let (fixed, fixed_units) = fixed_part(&self.system, &self.tools, self.settings.compaction.estimate);
+        self.fixed_units = fixed_units;
+        self.settings.compaction.verbatim_instructions = instructions.shown_paths();
+        self.instructions = instructions;
+        let note = self.ledger.fixed_changed(fixed, before, self.extent());
+        self.apply_limit(note);
+        self.emit_context();
+    }
+}
