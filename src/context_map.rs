@@ -39,7 +39,7 @@ pub fn breakdown(
         chars: row.prompt_chars,
         message: 0,
         role: "system".into(),
-        preview: row.path.clone(),
+        preview: "instruction file, in the system prompt".into(),
         saved_path: Some(row.path.clone()),
         text: String::new(),
         tool_use_id: None,

@@ -2259,3 +2259,84 @@ fn overlay_name(app: &App) -> &'static str {
         scratchpad::tui::app::Overlay::Context(_) => "context",
     }
 }
+
+/// The project's instruction files: the start's line with a link per file, a change
+/// as a marker that learns its cache cost from the next call, and `/context`'s rows.
+#[test]
+fn instruction_files_at_the_start_when_they_change_and_in_context() {
+    use scratchpad::protocol::{InstructionRow, InstructionsNote};
+    let mut s = screen();
+    let rows = vec![
+        InstructionRow {
+            path: "../AGENTS.md".into(),
+            chars: 2_100,
+            prompt_chars: 2_190,
+            cut: false,
+        },
+        InstructionRow {
+            path: "AGENTS.md".into(),
+            chars: 32_000,
+            prompt_chars: 32_140,
+            cut: true,
+        },
+    ];
+    s.app.apply(AgentEvent::Instructions {
+        note: InstructionsNote {
+            files: rows.clone(),
+            problems: vec![
+                "AGENTS.md cut to its first 32000 of 40000 bytes: the instruction files may hold 32768 in all \
+                 (instructions.max_bytes)"
+                    .into(),
+            ],
+            ..InstructionsNote::default()
+        },
+    });
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "go on".into(),
+    });
+    s.app.apply(AgentEvent::Instructions {
+        note: InstructionsNote {
+            files: rows.clone(),
+            changes: vec!["../AGENTS.md changed (1.9k → 2.1k)".into()],
+            ..InstructionsNote::default()
+        },
+    });
+    // The next call rewrote the cache: the change's marker says what it cost.
+    s.app.apply(AgentEvent::ModelCall {
+        point: CallPoint {
+            estimate: 12_300,
+            messages: 7,
+            cache_read: Some(0),
+            cache_rewritten: Some(9_800),
+            ..CallPoint::default()
+        },
+        usage: Usage::default(),
+    });
+    let terminal = draw(&mut s.app, 100, 24);
+    let screen_text = terminal.backend().to_string();
+    assert!(
+        screen_text.contains("cache: the next call wrote 9.8k cached prompt tokens again"),
+        "{screen_text}"
+    );
+    insta::assert_snapshot!("instructions_in_chat_100x24", terminal.backend());
+    assert_readable_in_both_themes(&mut s.app, 100, 24, "instruction files in the chat");
+
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    let system = "You are scratchpad.".to_string() + &"i".repeat(34_330);
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            &system,
+            &rows,
+            &[],
+            &[Message::user_text("go on")],
+            &CompactConfig::default(),
+        ),
+    });
+    let terminal = draw(&mut s.app, 120, 40);
+    let context = terminal.backend().to_string();
+    assert!(context.contains("project instructions"), "{context}");
+    assert!(context.contains("AGENTS.md (cut)"), "{context}");
+    insta::assert_snapshot!("instructions_in_context_120x40", terminal.backend());
+}

@@ -61,7 +61,8 @@ impl Recorded {
     }
 }
 
-fn system_text(body: &Value) -> String {
+/// The system prompt a request carried, as one text (blocks joined).
+pub fn system_text(body: &Value) -> String {
     match &body["system"] {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
@@ -702,6 +703,11 @@ pub async fn start_agent(api: &MockApi, settings: scratchpad::agent::AgentSettin
 
 /// [`start_agent`] with `model` configured (empty: the one the server names).
 pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::AgentSettings, model: &str) -> Running {
+    start_with(anthropic_provider(api, model), settings)
+}
+
+/// The Anthropic provider talking to `api`, with `model` configured.
+fn anthropic_provider(api: &MockApi, model: &str) -> Arc<dyn scratchpad::provider::Provider> {
     use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
     let provider = AnthropicProvider::new(AnthropicConfig {
         base_url: api.url.clone(),
@@ -711,7 +717,7 @@ pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
-    start_with(Arc::new(provider), settings)
+    Arc::new(provider)
 }
 
 /// Start an agent with `settings` talking to `api` through the OpenAI-compatible
@@ -777,7 +783,20 @@ fn start_with(
     provider: Arc<dyn scratchpad::provider::Provider>,
     settings: scratchpad::agent::AgentSettings,
 ) -> Running {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(tempfile::tempdir().unwrap(), provider, settings)
+}
+
+/// [`start_agent`] in `dir`, a workspace the test prepared (files the agent reads at
+/// its start).
+pub fn start_agent_in(dir: tempfile::TempDir, api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    start_in(dir, anthropic_provider(api, "m"), settings)
+}
+
+fn start_in(
+    dir: tempfile::TempDir,
+    provider: Arc<dyn scratchpad::provider::Provider>,
+    settings: scratchpad::agent::AgentSettings,
+) -> Running {
     let tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
         scratchpad::tools::ToolsConfig::default(),
