@@ -706,19 +706,21 @@ async fn a_server_started_after_scratchpad_gives_its_window_and_model_by_the_sec
         .unwrap()
         .to_string_lossy()
         .into_owned();
+    let mut notices = Vec::new();
     for request in ["Say hi.", "Say hi again."] {
         let done = common::turn(&mut agent, request).await;
         assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
+        notices.extend(done.notices);
     }
+    let learned = notices
+        .iter()
+        .find(|n| n.starts_with("the server answers now: its window is 2048 tokens (from the server's /props)"))
+        .unwrap_or_else(|| panic!("the window was learned once the server answered: {notices:?}"));
+    assert!(
+        learned.contains(&format!("{model_file}; the limit is now")),
+        "{learned}"
+    );
     agent.ops.send(scratchpad::protocol::Op::Quit).unwrap();
-    let mut last = None;
-    while let Some(event) = agent.events.recv().await {
-        if let AgentEvent::SessionStarted { window, model, .. } = event {
-            last = Some((window, model));
-        }
-    }
-    let (window, model) = last.expect("the session line was said again once the server answered");
-    assert_eq!(window.tokens, 2048);
-    assert!(model.ends_with(&model_file), "{model}");
+    agent.task.await.unwrap();
     drop(server);
 }
