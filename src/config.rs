@@ -298,6 +298,7 @@ impl Config {
             ("base_delay_ms", self.provider.retry.base_delay_ms, 0..=600_000),
             ("max_delay_ms", self.provider.retry.max_delay_ms, 0..=600_000),
             ("idle_timeout_secs", self.provider.retry.idle_timeout_secs, 1..=3_600),
+            ("startup_wait_secs", self.provider.retry.startup_wait_secs, 0..=3_600),
             ("bash_timeout_secs", self.tools.bash_timeout_secs, 1..=600),
             ("output_cap_bytes", as_u64(self.tools.output_cap_bytes), 1_000..=1 << 30),
             (
@@ -427,6 +428,7 @@ max_attempts = 2
 base_delay_ms = 5
 max_delay_ms = 10
 idle_timeout_secs = 7
+startup_wait_secs = 9
 [compaction]
 tool_result_budget_chars = 1
 persist_result_over_chars = 2
@@ -473,6 +475,7 @@ max_bytes = 100
                     base_delay_ms: 5,
                     max_delay_ms: 10,
                     idle_timeout_secs: 7,
+                    startup_wait_secs: 9,
                 },
             },
             ..Config::default()

@@ -242,7 +242,7 @@ async fn count_tokens_calls_its_endpoint_without_stream() {
 }
 
 #[tokio::test]
-async fn a_closed_port_is_a_network_error() {
+async fn a_closed_port_is_a_server_that_is_not_up() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
@@ -255,15 +255,18 @@ async fn a_closed_port_is_a_network_error() {
             max_attempts: 2,
             base_delay_ms: 1,
             max_delay_ms: 1,
+            startup_wait_secs: 0,
             ..RetryPolicy::default()
         },
     })
     .unwrap();
     let (sink, _events) = tokio::sync::mpsc::unbounded_channel();
-    assert!(matches!(
-        provider.complete(&request(), &sink).await,
-        Err(ProviderError::Network(_))
-    ));
+    let error = provider.complete(&request(), &sink).await.unwrap_err();
+    assert!(error.server_not_up(), "{error:?}");
+    assert!(
+        error.to_string().starts_with("connection refused at 127.0.0.1:"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -291,6 +294,7 @@ async fn a_server_that_goes_silent_times_out_and_is_retried() {
             base_delay_ms: 10,
             max_delay_ms: 50,
             idle_timeout_secs: 1,
+            startup_wait_secs: 0,
         },
     })
     .unwrap();

@@ -938,7 +938,8 @@ fn a_server_that_is_not_running_is_said_at_once_and_each_retry_too() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    // The workspace's configuration allows 3 attempts, a few milliseconds apart.
+    // The workspace's configuration allows 3 attempts, a few milliseconds apart, and
+    // waits a second for a server that is not up before it gives up.
     let base = format!("http://127.0.0.1:{port}");
     let started = Instant::now();
     let mut child = workspace

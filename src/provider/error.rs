@@ -30,6 +30,9 @@ pub enum ProviderError {
     BadRequest { status: u16, message: String },
     #[error("network error: {0}")]
     Network(String),
+    /// Nothing listens at the server's address (it is down, or restarting).
+    #[error("{0}")]
+    NotUp(String),
     #[error("the response stream was cut: {0}")]
     StreamCut(String),
     #[error("malformed response from the API: {0}")]
@@ -48,7 +51,7 @@ impl ProviderError {
             .filter_map(|error| error.downcast_ref::<std::io::Error>())
             .any(|io| io.kind() == std::io::ErrorKind::ConnectionRefused);
         if refused {
-            ProviderError::Network(format!("connection refused at {at} (is the server running?)"))
+            ProviderError::NotUp(format!("connection refused at {at} (is the server running?)"))
         } else if error.is_timeout() {
             ProviderError::Network(format!(
                 "no answer from {at} in time (is it overloaded, or still loading?)"
@@ -68,7 +71,18 @@ impl ProviderError {
                 | ProviderError::Overloaded { .. }
                 | ProviderError::Server { .. }
                 | ProviderError::Network(_)
+                | ProviderError::NotUp(_)
                 | ProviderError::StreamCut(_)
+        )
+    }
+
+    /// The server is not up yet: nothing listens (down, or restarting), or it says it
+    /// is unavailable (llama-server's 503 while it loads its model). Worth waiting for
+    /// longer than other failures are retried.
+    pub fn server_not_up(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::NotUp(_) | ProviderError::Server { status: 503, .. }
         )
     }
 

@@ -19,6 +19,10 @@ pub struct RetryPolicy {
     /// Longest silence while waiting for a response's headers or its next bytes; then
     /// the attempt fails like a dropped connection (and is retried).
     pub idle_timeout_secs: u64,
+    /// How long a server that is not up (connection refused, or 503 while it loads
+    /// its model) is waited for: its attempts start over until this has passed, so a
+    /// restarting server is not given up on after the few seconds `max_attempts` take.
+    pub startup_wait_secs: u64,
 }
 
 impl Default for RetryPolicy {
@@ -28,6 +32,7 @@ impl Default for RetryPolicy {
             base_delay_ms: 1_000,
             max_delay_ms: 30_000,
             idle_timeout_secs: 120,
+            startup_wait_secs: 60,
         }
     }
 }
@@ -51,29 +56,46 @@ impl RetryPolicy {
 
     /// Run `attempt` until it succeeds, fails for good, or the attempts run out. A
     /// server's `retry-after` replaces the backoff's wait; each retry is announced on
-    /// `deltas` (the partial response is to be dropped).
-    pub async fn run<T, F, Fut>(&self, deltas: &DeltaSink, attempt: F) -> Result<T, ProviderError>
+    /// `deltas` (the partial response is to be dropped). While the server is not up,
+    /// the attempts start over until `startup_wait_secs` have passed.
+    pub async fn run<T, F, Fut>(&self, deltas: &DeltaSink, mut attempt: F) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, ProviderError>>,
     {
+        let started = tokio::time::Instant::now();
+        let startup_wait = Duration::from_secs(self.startup_wait_secs);
         let mut failed = 0;
-        attempt
-            .retry(self.backoff())
-            .sleep(tokio::time::sleep)
-            .when(ProviderError::is_retryable)
-            .adjust(|error, delay| delay.map(|delay| error.retry_after().unwrap_or(delay)))
-            .notify(|error, delay| {
-                failed += 1;
-                let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-                tracing::warn!(attempt = failed, delay_ms, %error, "retrying model call");
-                let _ = deltas.send(StreamEvent::Retrying {
-                    attempt: failed,
-                    delay_ms,
-                    reason: error.to_string(),
-                });
-            })
-            .await
+        let announce = |failed: u32, error: &ProviderError, delay: Duration| {
+            let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            tracing::warn!(attempt = failed, delay_ms, %error, "retrying model call");
+            let _ = deltas.send(StreamEvent::Retrying {
+                attempt: failed,
+                delay_ms,
+                reason: error.to_string(),
+            });
+        };
+        loop {
+            let result = (&mut attempt)
+                .retry(self.backoff())
+                .sleep(tokio::time::sleep)
+                .when(ProviderError::is_retryable)
+                .adjust(|error, delay| delay.map(|delay| error.retry_after().unwrap_or(delay)))
+                .notify(|error, delay| {
+                    failed += 1;
+                    announce(failed, error, delay);
+                })
+                .await;
+            let delay = Duration::from_millis(self.max_delay_ms.max(self.base_delay_ms));
+            match result {
+                Err(error) if error.server_not_up() && started.elapsed() + delay < startup_wait => {
+                    failed += 1;
+                    announce(failed, &error, delay);
+                    tokio::time::sleep(delay).await;
+                }
+                done => return done,
+            }
+        }
     }
 }
 
@@ -142,5 +164,69 @@ mod tests {
             .await;
         assert!(unauthorised.is_err());
         assert_eq!(once, 1, "not retryable: tried once");
+    }
+
+    /// A restarting server: 3 attempts take well under a second here, but a server
+    /// that refuses connections is waited for until `startup_wait_secs`, and one that
+    /// comes up meanwhile is answered; other failures keep their few attempts.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_is_not_up_is_waited_for_until_the_startup_wait() {
+        let (deltas, mut announced) = tokio::sync::mpsc::unbounded_channel();
+        let refused = || ProviderError::NotUp("connection refused at 127.0.0.1:8080 (is the server running?)".into());
+        let policy = RetryPolicy {
+            startup_wait_secs: 10,
+            ..policy(3)
+        };
+        let started = tokio::time::Instant::now();
+        let mut calls = 0;
+        let result: Result<(), _> = policy
+            .run(&deltas, || {
+                calls += 1;
+                async { Err(refused()) }
+            })
+            .await;
+        assert!(matches!(result, Err(ProviderError::NotUp(_))));
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(8) && waited < Duration::from_secs(11),
+            "{waited:?}"
+        );
+        assert!(calls > 3, "more than max_attempts while the server is not up: {calls}");
+        let mut numbers = Vec::new();
+        while let Ok(StreamEvent::Retrying { attempt, .. }) = announced.try_recv() {
+            numbers.push(attempt);
+        }
+        assert_eq!(
+            numbers,
+            (1..calls).collect::<Vec<u32>>(),
+            "every retry said, numbered on"
+        );
+
+        // It comes up on the 6th attempt (past max_attempts): answered.
+        let mut calls = 0;
+        let result = policy
+            .run(&deltas, || {
+                calls += 1;
+                let up = calls >= 6;
+                async move { if up { Ok("hello") } else { Err(refused()) } }
+            })
+            .await;
+        assert_eq!(result.unwrap(), "hello");
+
+        // A 500 is not a server starting: its 3 attempts, then the error.
+        let mut calls = 0;
+        let result: Result<(), _> = policy
+            .run(&deltas, || {
+                calls += 1;
+                async {
+                    Err(ProviderError::Server {
+                        status: 500,
+                        message: "boom".into(),
+                    })
+                }
+            })
+            .await;
+        assert!(result.is_err());
+        assert_eq!(calls, 3);
     }
 }

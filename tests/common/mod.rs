@@ -561,7 +561,7 @@ impl Workspace {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(
             home.path().join("config.toml"),
-            "[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 20\n",
+            "[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 10\nmax_delay_ms = 20\nstartup_wait_secs = 1\n",
         )
         .unwrap();
         Workspace {
