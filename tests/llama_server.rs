@@ -724,3 +724,43 @@ async fn a_server_started_after_scratchpad_gives_its_window_and_model_by_the_sec
     agent.task.await.unwrap();
     drop(server);
 }
+
+/// A server that comes up while a request waits for it (a restart, or a late start):
+/// the refused attempts start over until `startup_wait_secs`, each said, and the
+/// request is answered once the server is ready (it used to be given up on after the
+/// few seconds that `max_attempts` take).
+#[test]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.path().join("config.toml"),
+        "[provider]\nmax_tokens = 32\n[provider.retry]\nmax_attempts = 3\nbase_delay_ms = 100\nmax_delay_ms = 400\nstartup_wait_secs = 120\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let child = workspace
+        .command_at(
+            Command::new(env!("CARGO_BIN_EXE_scratchpad")),
+            &base_url,
+            &["--provider", "openai", "--base-url", &base_url, "-p", "Say hi."],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Longer than three attempts 100–400 ms apart take.
+    std::thread::sleep(Duration::from_secs(3));
+    let server = server_at(port, 2048);
+    let output = child.wait_with_output().unwrap();
+    drop(server);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let refused = stderr
+        .lines()
+        .filter(|line| line.contains(&format!("connection refused at 127.0.0.1:{port}")))
+        .count();
+    assert!(refused > 3, "every refused attempt said, past max_attempts: {stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty(), "answered");
+}
