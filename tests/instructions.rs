@@ -261,3 +261,35 @@ async fn an_edit_during_a_session_reaches_the_next_request_with_its_marker() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// `/instructions`: with no file it says where it looked; a file created since is
+/// taken in and said as a change; asked again, the files are listed unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instructions_command_reloads_and_lists_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("AGENTS.md");
+    let api = MockApi::start(vec![]).await;
+    let mut agent = start_agent_in(dir, &api, agent_settings(AskPolicy::Refuse));
+    agent.ops.send(Op::Instructions).unwrap();
+    let AgentEvent::Notice { message } = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(
+        message.starts_with("no project instructions: none of AGENTS.override.md, AGENTS.md, CLAUDE.md"),
+        "{message}"
+    );
+    std::fs::write(&file, PROJECT).unwrap();
+    let said = |e: &AgentEvent| matches!(e, AgentEvent::Instructions { .. });
+    for expected_changes in [vec![format!("AGENTS.md added ({})", PROJECT.len())], Vec::new()] {
+        agent.ops.send(Op::Instructions).unwrap();
+        let AgentEvent::Instructions { note } = until(&mut agent.events, said).await else {
+            unreachable!("until returns only what it waited for")
+        };
+        assert_eq!(note.changes, expected_changes);
+        assert_eq!(note.files.len(), 1);
+        assert_eq!(note.files[0].path, "AGENTS.md");
+    }
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

@@ -36,31 +36,15 @@ impl Agent {
 
     /// Before a model call: read the files again, and take in any change.
     pub(super) fn refresh_instructions(&mut self) {
-        let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
-        let changes = self.instructions.changes(&newer);
-        if changes.is_empty() {
-            return;
-        }
-        self.set_instructions(newer);
-        let note = self.instructions_note(changes);
-        self.journal(Record::Shown {
-            item: Past::Instructions { note: note.clone() },
-        });
-        self.emit(AgentEvent::Instructions { note });
+        self.take_in_changes();
     }
 
     /// `/instructions`: read the files again and show them, changed or not.
     pub(super) fn reload_instructions(&mut self) {
-        let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
-        let changes = self.instructions.changes(&newer);
-        if !changes.is_empty() {
-            self.set_instructions(newer);
-            let note = self.instructions_note(changes);
-            self.journal(Record::Shown {
-                item: Past::Instructions { note: note.clone() },
-            });
-            self.emit(AgentEvent::Instructions { note });
-        } else if self.instructions.files.is_empty() && self.instructions.problems.is_empty() {
+        if self.take_in_changes() {
+            return;
+        }
+        if self.instructions.files.is_empty() && self.instructions.problems.is_empty() {
             self.emit(AgentEvent::Notice {
                 message: format!(
                     "no project instructions: none of {} in the workspace, the folders up to the repository root, \
@@ -73,6 +57,23 @@ impl Agent {
                 note: self.instructions_note(Vec::new()),
             });
         }
+    }
+
+    /// Read the files again; when they changed, use them from the next request on and
+    /// say what changed (journaled, so a resumed session shows it too).
+    fn take_in_changes(&mut self) -> bool {
+        let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
+        let changes = self.instructions.changes(&newer);
+        if changes.is_empty() {
+            return false;
+        }
+        self.set_instructions(newer);
+        let note = self.instructions_note(changes);
+        self.journal(Record::Shown {
+            item: Past::Instructions { note: note.clone() },
+        });
+        self.emit(AgentEvent::Instructions { note });
+        true
     }
 
     /// The system prompt carries `instructions` from the next request on: the fixed
