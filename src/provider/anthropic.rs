@@ -159,15 +159,7 @@ impl Provider for AnthropicProvider {
                 map.remove("max_tokens");
             }
             let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
-            let text = response
-                .text()
-                .await
-                .map_err(|error| ProviderError::Network(error.to_string()))?;
-            serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
-                .map(Some)
-                .ok_or_else(|| ProviderError::Protocol(format!("count_tokens answered {text}")))
+            super::counted_input_tokens(response).await
         })
     }
 

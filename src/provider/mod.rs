@@ -394,6 +394,20 @@ pub(crate) async fn probe_server(
 
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// The `input_tokens` of a token-counting endpoint's answer (Anthropic's
+/// `count_tokens`, llama.cpp's OpenAI-shaped `input_tokens`).
+pub(crate) async fn counted_input_tokens(response: reqwest::Response) -> Result<Option<u64>, ProviderError> {
+    let text = response
+        .text()
+        .await
+        .map_err(|error| ProviderError::Network(error.to_string()))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|value| value.get("input_tokens").and_then(serde_json::Value::as_u64))
+        .map(Some)
+        .ok_or_else(|| ProviderError::Protocol(format!("the token count answered {text}")))
+}
+
 /// Send a request; an error status becomes a classified [`ProviderError`] (with the
 /// server's `retry-after`), a success is returned for streaming.
 pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {

@@ -332,15 +332,7 @@ impl Provider for OpenAiProvider {
                 Err(error) if offers_no_count(&error) => return Ok(None),
                 Err(error) => return Err(error),
             };
-            let text = response
-                .text()
-                .await
-                .map_err(|error| ProviderError::Network(error.to_string()))?;
-            serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|value| value.get("input_tokens").and_then(Value::as_u64))
-                .map(Some)
-                .ok_or_else(|| ProviderError::Protocol(format!("input_tokens answered {text}")))
+            super::counted_input_tokens(response).await
         })
     }
 

@@ -369,10 +369,7 @@ fn instructions_lines(
             push(wrapped, Some(&row.path), &mut lines);
         }
         if let Some(rewritten) = note.cache_rewritten {
-            let cost = format!(
-                "cache: the next call wrote {} cached prompt tokens again",
-                short_count(rewritten as usize)
-            );
+            let cost = cache_cost(rewritten);
             push(
                 markdown::wrap(&[(cost, soft)], width, Span::styled("  ", muted), "  "),
                 None,
@@ -394,6 +391,15 @@ fn instructions_lines(
         );
     }
     lines
+}
+
+/// What a change of the cached prefix (a compaction, an edited instruction file) cost
+/// the next call.
+fn cache_cost(rewritten: u64) -> String {
+    format!(
+        "cache: the next call wrote {} cached prompt tokens again",
+        short_count(rewritten as usize)
+    )
 }
 
 /// `/compact --preview`: what each stage would do, with its receipt; nothing was written.
@@ -462,10 +468,7 @@ fn receipt_lines(
         );
     }
     if let Some(rewritten) = event.cache_rewritten {
-        let cost = format!(
-            "cache: the next call wrote {} cached prompt tokens again",
-            short_count(rewritten as usize)
-        );
+        let cost = cache_cost(rewritten);
         push(
             markdown::wrap(&[(cost, soft)], width, Span::styled("  ", muted), "  "),
             None,
