@@ -47,7 +47,7 @@ pub fn breakdown(
     }));
     let mut pinned = Vec::new();
     for (at, message) in messages.iter().enumerate() {
-        let role = role_name(message.role);
+        let role = role_name(message.role());
         // A tool result is told by its call (`bash cargo test (result)`): the text of a
         // cleared one is only its reference.
         let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>, id: Option<&str>| {
@@ -73,8 +73,8 @@ pub fn breakdown(
             });
         };
         let kind = classify(message);
-        match &message.content {
-            Content::Text(text) => push(text_category(&kind), mode.count(&message.content), text, None, None),
+        match &message.content() {
+            Content::Text(text) => push(text_category(&kind), mode.count(&message.content()), text, None, None),
             Content::Blocks(blocks) => {
                 for block in blocks {
                     let chars = mode.count(block);

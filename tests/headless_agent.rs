@@ -816,9 +816,9 @@ fn a_cancelled_or_unanswered_turn_never_leaves_two_user_messages_in_a_row() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let sent = messages_of(&anthropic.turn_requests()[0]);
     assert!(
-        sent.windows(2).all(|pair| pair[0].role != pair[1].role),
+        sent.windows(2).all(|pair| pair[0].role() != pair[1].role()),
         "{:?}",
-        sent.iter().map(|m| m.role).collect::<Vec<_>>()
+        sent.iter().map(|m| m.role()).collect::<Vec<_>>()
     );
     let texts: Vec<String> = sent.iter().map(Message::text).collect();
     assert_eq!(texts[texts.len() - 3], "left open");

@@ -188,7 +188,7 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     let out = &prepared.messages;
 
     prop_assert_eq!(check_pairing(out), Ok(()));
-    prop_assert_eq!(out.first().map(|m| m.role), Some(Role::User));
+    prop_assert_eq!(out.first().map(|m| m.role()), Some(Role::User));
     prop_assert_eq!(prepared.estimate(), estimate_chars(out));
     // The limit holds after every prepare, whichever stages it took.
     prop_assert!(
@@ -261,7 +261,7 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     }
     // Every archive marker left names a transcript that parses back.
     for message in out {
-        if let Content::Text(text) = &message.content
+        if let Content::Text(text) = &message.content()
             && let Some((count, path)) = parse_archive_marker(text)
             && store.trusted_path(path).is_some()
         {

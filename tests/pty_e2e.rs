@@ -281,7 +281,7 @@ fn an_unbracketed_paste_is_text_and_enter_sends_it_whole() {
                     .iter()
                     .filter_map(|item| match item {
                         scratchpad::protocol::Past::Message { message }
-                            if message.role == scratchpad::message::Role::User =>
+                            if message.role() == scratchpad::message::Role::User =>
                         {
                             Some(message.text())
                         }

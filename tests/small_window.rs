@@ -130,7 +130,7 @@ async fn a_response_that_is_only_a_cut_off_call_is_answered_with_the_note() {
     let sent = messages_of(&api.turn_requests()[1]);
     assert_eq!(check_pairing(&sent), Ok(()));
     assert_eq!(sent.len(), 3);
-    assert_eq!(sent[2].role, Role::User);
+    assert_eq!(sent[2].role(), Role::User);
     assert!(sent[2].text().starts_with("[Cut off]"));
 }
 
@@ -368,7 +368,7 @@ async fn after_a_request_the_window_cannot_take_the_session_can_still_send_hi() 
     let size = |request: &common::Recorded| request.body["messages"].to_string().len();
     assert!(size(turns.last().unwrap()) < size(&turns[0]));
     assert!(
-        sent.iter().all(|m| m.role != Role::User || m.text().len() < 1_000),
+        sent.iter().all(|m| m.role() != Role::User || m.text().len() < 1_000),
         "the refused request is not carried whole: {sent:?}"
     );
 }

@@ -49,7 +49,7 @@ pub fn text_units(text: &str) -> usize {
 /// name and input, each result's text.
 pub fn message_units(message: &Message) -> usize {
     MESSAGE_UNITS
-        + match &message.content {
+        + match &message.content() {
             crate::message::Content::Text(text) => text_units(text),
             crate::message::Content::Blocks(blocks) => blocks.iter().map(block_units).sum(),
         }

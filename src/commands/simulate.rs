@@ -91,7 +91,7 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archiv
             request = text;
         }
         history.push(message.clone());
-        if message.role != Role::User {
+        if message.role() != Role::User {
             continue;
         }
         let before = config.estimate.count(&history);

@@ -61,7 +61,7 @@ impl Summariser for ExtractiveSummariser {
         let last_note = messages
             .iter()
             .rev()
-            .filter(|m| m.role == Role::Assistant)
+            .filter(|m| m.role() == Role::Assistant)
             .map(|m| one_line(&m.text(), 500))
             .find(|text| !text.is_empty());
 

@@ -177,7 +177,7 @@ pub enum MessageKind {
 }
 
 pub fn classify(message: &Message) -> MessageKind {
-    if message.role == Role::Assistant {
+    if message.role() == Role::Assistant {
         return MessageKind::Assistant;
     }
     if message.has_tool_result() {

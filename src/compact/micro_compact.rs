@@ -59,7 +59,7 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
     let trigger = over_limit(sizes.total(), config.context_char_limit, target);
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
     // Seen: answered by an assistant message after them.
-    let seen_end = messages.iter().rposition(|m| m.role == Role::Assistant).unwrap_or(0);
+    let seen_end = messages.iter().rposition(|m| m.role() == Role::Assistant).unwrap_or(0);
     let seen = tool_result_positions(messages, seen_end);
     let old = &seen[..seen.len().saturating_sub(config.micro_keep_recent)];
     let mut replaced = Vec::new();

@@ -7,14 +7,15 @@ use crate::message::{Content, ContentBlock, Message, Role};
 /// The blocks of a message, turning string content into a block list only when it
 /// must change.
 pub fn blocks_mut(message: &mut Message) -> &mut Vec<ContentBlock> {
-    if let Content::Text(text) = &mut message.content {
+    let content = message.content_mut();
+    if let Content::Text(text) = content {
         let text = std::mem::take(text);
-        message.content = Content::Blocks(vec![ContentBlock::Text {
+        *content = Content::Blocks(vec![ContentBlock::Text {
             text,
             extra: Default::default(),
         }]);
     }
-    match &mut message.content {
+    match content {
         Content::Blocks(blocks) => blocks,
         Content::Text(_) => unreachable!("converted above"),
     }
@@ -71,7 +72,7 @@ pub enum PairingError {
 /// tool_use except in the final message is answered in the next one, no two calls
 /// share an id, and the history starts with a user message.
 pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
-    if messages.first().is_some_and(|m| m.role != Role::User) {
+    if messages.first().is_some_and(|m| m.role() != Role::User) {
         return Err(PairingError::FirstNotUser);
     }
     let mut ids = std::collections::HashSet::new();
@@ -84,7 +85,7 @@ pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
         }
         for id in message.tool_result_ids() {
             let answered = index > 0
-                && messages[index - 1].role == Role::Assistant
+                && messages[index - 1].role() == Role::Assistant
                 && messages[index - 1].tool_use_ids().any(|call| call == id);
             if !answered {
                 return Err(PairingError::OrphanResult {
@@ -118,7 +119,7 @@ fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut notes = Vec::new();
     for index in 0..messages.len() {
-        if messages[index].role != Role::Assistant || !messages[index].has_tool_use() {
+        if messages[index].role() != Role::Assistant || !messages[index].has_tool_use() {
             continue;
         }
         let mut renamed: Vec<(String, String)> = Vec::new();
@@ -142,7 +143,7 @@ fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
         }
         if let Some(next) = messages
             .get_mut(index + 1)
-            .filter(|next| next.role == Role::User && next.has_tool_result())
+            .filter(|next| next.role() == Role::User && next.has_tool_result())
         {
             for block in blocks_mut(next) {
                 if let ContentBlock::ToolResult { tool_use_id, .. } = block
@@ -171,7 +172,7 @@ pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before thi
 /// Returns one note per change; no notes means the history was already valid.
 pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
     let mut notes = rename_repeated_ids(messages);
-    if messages.first().is_some_and(|m| m.role != Role::User) {
+    if messages.first().is_some_and(|m| m.role() != Role::User) {
         messages.insert(
             0,
             Message::user_text("[The start of this conversation was lost; it continues from here.]"),
@@ -180,19 +181,19 @@ pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
     }
     let mut index = 0;
     while index < messages.len() {
-        if messages[index].role == Role::User {
+        if messages[index].role() == Role::User {
             let calls: Vec<String> = match index.checked_sub(1) {
-                Some(previous) if messages[previous].role == Role::Assistant => {
+                Some(previous) if messages[previous].role() == Role::Assistant => {
                     messages[previous].tool_use_ids().map(str::to_string).collect()
                 }
                 _ => Vec::new(),
             };
             notes.extend(demote_orphans(&mut messages[index], index, &calls));
         }
-        if messages[index].role == Role::Assistant && messages[index].has_tool_use() {
+        if messages[index].role() == Role::Assistant && messages[index].has_tool_use() {
             let calls: Vec<String> = messages[index].tool_use_ids().map(str::to_string).collect();
             let next = index + 1;
-            if next == messages.len() || messages[next].role == Role::Assistant {
+            if next == messages.len() || messages[next].role() == Role::Assistant {
                 messages.insert(next, Message::blocks(Role::User, Vec::new()));
             }
             let answered: Vec<String> = messages[next].tool_result_ids().map(str::to_string).collect();
@@ -362,7 +363,7 @@ mod tests {
         let notes = repair(&mut history);
         assert_eq!(check_pairing(&history), Ok(()), "{history:?}");
         assert_eq!(notes.len(), 6, "{notes:?}");
-        assert_eq!(history[0].role, Role::User);
+        assert_eq!(history[0].role(), Role::User);
         // The prompt keeps its text after the synthetic result.
         assert_eq!(history[2].tool_result_ids().collect::<Vec<_>>(), ["lost"]);
         assert!(history[2].text().contains("next prompt"));

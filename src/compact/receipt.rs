@@ -138,7 +138,7 @@ pub fn describe_message(message: &Message, describe: InputDescriber) -> String {
                     ContentBlock::Text { text, .. } if !text.trim().is_empty() => Some(start(text)),
                     _ => None,
                 })
-                .or_else(|| match &message.content {
+                .or_else(|| match &message.content() {
                     crate::message::Content::Text(text) => Some(start(text)),
                     crate::message::Content::Blocks(_) => None,
                 })
@@ -165,7 +165,7 @@ pub fn left(
     range
         .map(|at| ReceiptItem {
             position: at + 1,
-            role: messages[at].role,
+            role: messages[at].role(),
             what: describe_message(&messages[at], describe),
             chars_before: sizes.of_message(at),
             chars_after: 0,

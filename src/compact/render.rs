@@ -35,7 +35,7 @@ pub fn role_name(role: Role) -> &'static str {
 
 /// The pieces of `message`, in order.
 pub fn pieces(message: &Message) -> Vec<Piece<'_>> {
-    match &message.content {
+    match &message.content() {
         Content::Text(text) => vec![Piece::Text(text)],
         Content::Blocks(blocks) => blocks.iter().map(piece).collect(),
     }
@@ -78,7 +78,7 @@ impl Piece<'_> {
 pub fn to_text(messages: &[Message]) -> String {
     let mut out = String::new();
     for message in messages {
-        out.push_str(&role_name(message.role).to_uppercase());
+        out.push_str(&role_name(message.role()).to_uppercase());
         out.push_str(":\n");
         for piece in pieces(message) {
             match piece {
@@ -90,7 +90,7 @@ pub fn to_text(messages: &[Message]) -> String {
                 }
                 Piece::Unknown(kind) => out.push_str(&format!("[{kind} block]")),
             }
-            if matches!(message.content, Content::Blocks(_)) {
+            if matches!(message.content(), Content::Blocks(_)) {
                 out.push('\n');
             }
         }

@@ -89,7 +89,7 @@ mod tests {
         assert_eq!(history.len(), 50);
         assert_eq!(history[..3], original[..3]);
         assert_eq!(history[4..], original[5..]);
-        let (count, path) = parse_archive_marker(match &history[3].content {
+        let (count, path) = parse_archive_marker(match &history[3].content() {
             crate::message::Content::Text(text) => text,
             _ => unreachable!(),
         })

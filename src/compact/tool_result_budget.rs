@@ -14,7 +14,7 @@ use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     let index = messages.len().checked_sub(1)?;
-    if messages[index].role != Role::User || !messages[index].has_tool_result() {
+    if messages[index].role() != Role::User || !messages[index].has_tool_result() {
         return None;
     }
     let estimate = sizes.total();

@@ -119,12 +119,12 @@ fn offers_no_count(error: &ProviderError) -> bool {
 }
 
 fn to_openai(message: &Message, out: &mut Vec<Value>) {
-    let role = match message.role {
+    let role = match message.role() {
         Role::User => "user",
         Role::Assistant => "assistant",
     };
-    let blocks = match &message.content {
-        Content::Text(text) if message.role == Role::User => return push_user(out, text),
+    let blocks = match &message.content() {
+        Content::Text(text) if message.role() == Role::User => return push_user(out, text),
         Content::Text(text) => {
             out.push(json!({"role": role, "content": text}));
             return;
@@ -145,7 +145,7 @@ fn to_openai(message: &Message, out: &mut Vec<Value>) {
             ContentBlock::Unknown(_) => {}
         }
     }
-    if message.role == Role::Assistant {
+    if message.role() == Role::Assistant {
         let mut entry = json!({"role": "assistant", "content": texts.join("\n")});
         if !calls.is_empty() {
             entry["tool_calls"] = Value::Array(calls);

@@ -194,7 +194,7 @@ fn a_cut_anywhere_restores_a_valid_history_losing_at_most_the_record_being_writt
             .count();
         assert_eq!(restored.messages, expected_after(complete), "cut at byte {cut}");
         if !restored.messages.is_empty() {
-            assert_eq!(restored.messages[0].role, Role::User);
+            assert_eq!(restored.messages[0].role(), Role::User);
         }
     }
     // The full journal ends with a call that never ran: it gets an interrupted result.

@@ -212,11 +212,11 @@ pub fn transcript_lines(text: &str) -> Vec<(String, LineRole)> {
             ));
             continue;
         };
-        let header = match message.role {
+        let header = match message.role() {
             Role::User => LineRole::UserHeader,
             Role::Assistant => LineRole::AssistantHeader,
         };
-        out.push((format!("── {} · {} ──", n + 1, role_name(message.role)), header));
+        out.push((format!("── {} · {} ──", n + 1, role_name(message.role())), header));
         for piece in pieces(&message) {
             match piece {
                 Piece::Text(text) => out.extend(text.lines().map(|l| (l.to_string(), LineRole::Plain))),

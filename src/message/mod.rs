@@ -8,10 +8,11 @@
 //! paired, cleared and persisted like any other. Block types we do not know (images,
 //! thinking, server tools, whatever the API adds next) are kept verbatim as JSON.
 
-use serde::de::Error as _;
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+mod read;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -20,11 +21,13 @@ pub enum Role {
     Assistant,
 }
 
+/// One message of the conversation. Its fields are reached through methods: a
+/// message changes only through [`Message::content_mut`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Message {
-    pub role: Role,
-    pub content: Content,
-    pub extra: Extra,
+    role: Role,
+    content: Content,
+    extra: Extra,
 }
 
 /// `content` is either a bare string or a list of blocks; both are legal on the wire.
@@ -65,23 +68,6 @@ pub enum ToolResultContent {
     Blocks(Vec<ContentBlock>),
 }
 
-impl<'de> Deserialize<'de> for Content {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        text_or_blocks(Value::deserialize(deserializer)?).map_err(D::Error::custom)
-    }
-}
-
-impl<'de> Deserialize<'de> for ToolResultContent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(
-            match text_or_blocks(Value::deserialize(deserializer)?).map_err(D::Error::custom)? {
-                Content::Text(text) => ToolResultContent::Text(text),
-                Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
-            },
-        )
-    }
-}
-
 /// The fields of an object that our types do not model, plus the order in which all
 /// of its fields arrived, so that it serialises back exactly as it was read.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,22 +87,6 @@ impl Extra {
 
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty() && self.layout.is_empty()
-    }
-
-    /// Split `object` into the values of `known` keys (in that order) and the rest.
-    /// Only `is_error` may be absent from an object in the usual layout.
-    fn split(mut object: Map<String, Value>, known: &[&str]) -> (Vec<Option<Value>>, Extra) {
-        let usual = known
-            .iter()
-            .filter(|key| **key != "is_error" || object.contains_key(**key));
-        let canonical = object.keys().map(String::as_str).eq(usual.copied());
-        let layout = if canonical {
-            Vec::new()
-        } else {
-            object.keys().cloned().collect()
-        };
-        let values = known.iter().map(|key| object.shift_remove(*key)).collect();
-        (values, Extra { fields: object, layout })
     }
 
     /// A modelled key that the object did not have when it was read.
@@ -229,128 +199,6 @@ impl Serialize for ContentBlock {
     }
 }
 
-/// A tool result's content as the API accepts it: a string, or blocks (objects with a
-/// string `type`).
-fn is_result_content(value: &Value) -> bool {
-    match value {
-        Value::String(_) => true,
-        Value::Array(items) => items.iter().all(|item| item.get("type").is_some_and(Value::is_string)),
-        _ => false,
-    }
-}
-
-/// The kinds of block we model.
-#[derive(Clone, Copy)]
-enum BlockKind {
-    Text,
-    ToolUse,
-    ToolResult,
-}
-
-/// The modelled form of a block object and the keys it models, or `None` when a field
-/// it needs is missing or of the wrong type (then it is kept verbatim as unknown). Every
-/// `tool_result` with a string `tool_use_id` is a tool result, as in the seed: an
-/// optional field of an unusual type (`"is_error": null`, a `content` that is neither a
-/// string nor blocks) is not modelled and stays verbatim among the extras.
-fn known_block(object: &Map<String, Value>) -> Option<(BlockKind, Vec<&'static str>)> {
-    let string = |key: &str| object.get(key).is_some_and(Value::is_string);
-    match object.get("type")?.as_str()? {
-        "text" if string("text") => Some((BlockKind::Text, vec!["type", "text"])),
-        "tool_use" if string("id") && string("name") && object.contains_key("input") => {
-            Some((BlockKind::ToolUse, vec!["type", "id", "name", "input"]))
-        }
-        "tool_result" if string("tool_use_id") => {
-            let mut keys = vec!["type", "tool_use_id"];
-            if object.get("content").is_none_or(is_result_content) {
-                keys.push("content");
-            }
-            if object.get("is_error").is_none_or(Value::is_boolean) {
-                keys.push("is_error");
-            }
-            Some((BlockKind::ToolResult, keys))
-        }
-        _ => None,
-    }
-}
-
-fn take_string(value: Option<Value>) -> String {
-    match value {
-        Some(Value::String(text)) => text,
-        _ => String::new(),
-    }
-}
-
-impl<'de> Deserialize<'de> for ContentBlock {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        block_from_value(Value::deserialize(deserializer)?).map_err(D::Error::custom)
-    }
-}
-
-/// A block from the value it was read as. Messages are read as values once, and their
-/// parts are taken out of them by hand: a second pass through serde per block would
-/// rebuild every map for nothing.
-fn block_from_value(value: Value) -> Result<ContentBlock, String> {
-    let Value::Object(object) = value else {
-        return Err("content block is not an object".into());
-    };
-    if !object.get("type").is_some_and(Value::is_string) {
-        return Err("content block without a string \"type\"".into());
-    }
-    let Some((kind, known)) = known_block(&object) else {
-        return Ok(ContentBlock::Unknown(Value::Object(object)));
-    };
-    let (values, extra) = Extra::split(object, &known);
-    let mut fields: Vec<(&str, Value)> = known
-        .iter()
-        .zip(values)
-        .filter_map(|(key, value)| Some((*key, value?)))
-        .collect();
-    let mut take = |key: &str| {
-        let at = fields.iter().position(|(name, _)| *name == key)?;
-        Some(fields.remove(at).1)
-    };
-    Ok(match kind {
-        BlockKind::Text => ContentBlock::Text {
-            text: take_string(take("text")),
-            extra,
-        },
-        BlockKind::ToolUse => ContentBlock::ToolUse {
-            id: take_string(take("id")),
-            name: take_string(take("name")),
-            input: take("input").unwrap_or(Value::Null),
-            extra,
-        },
-        BlockKind::ToolResult => ContentBlock::ToolResult {
-            tool_use_id: take_string(take("tool_use_id")),
-            content: match take("content") {
-                Some(content) => match text_or_blocks(content)? {
-                    Content::Text(text) => ToolResultContent::Text(text),
-                    Content::Blocks(blocks) => ToolResultContent::Blocks(blocks),
-                },
-                None => ToolResultContent::Text(String::new()),
-            },
-            is_error: take("is_error").and_then(|flag| flag.as_bool()),
-            extra,
-        },
-    })
-}
-
-/// A `content` value: a string, or a list of blocks.
-fn text_or_blocks(value: Value) -> Result<Content, String> {
-    match value {
-        Value::String(text) => Ok(Content::Text(text)),
-        Value::Array(items) => items
-            .into_iter()
-            .map(block_from_value)
-            .collect::<Result<_, _>>()
-            .map(Content::Blocks),
-        other => Err(format!(
-            "content is neither a string nor a list of blocks: {}",
-            crate::json::to_string(&other).unwrap_or_default()
-        )),
-    }
-}
-
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.extra.serialize(
@@ -360,36 +208,6 @@ impl Serialize for Message {
                 ("content", Some(Field::Content(&self.content))),
             ],
         )
-    }
-}
-
-impl<'de> Deserialize<'de> for Message {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let Value::Object(object) = Value::deserialize(deserializer)? else {
-            return Err(D::Error::custom("a message is not an object"));
-        };
-        let (values, extra) = Extra::split(object, &["role", "content"]);
-        let mut values = values.into_iter();
-        let role = values.next().flatten().ok_or_else(|| D::Error::missing_field("role"))?;
-        let content = values
-            .next()
-            .flatten()
-            .ok_or_else(|| D::Error::missing_field("content"))?;
-        let role = match role.as_str() {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            _ => {
-                return Err(D::Error::custom(format!(
-                    "unknown role {}, expected \"user\" or \"assistant\"",
-                    crate::json::to_string(&role).unwrap_or_default()
-                )));
-            }
-        };
-        Ok(Message {
-            role,
-            content: text_or_blocks(content).map_err(D::Error::custom)?,
-            extra,
-        })
     }
 }
 
@@ -487,6 +305,18 @@ impl Message {
             content: Content::Blocks(blocks),
             extra: Extra::default(),
         }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn content(&self) -> &Content {
+        &self.content
+    }
+
+    pub fn content_mut(&mut self) -> &mut Content {
+        &mut self.content
     }
 
     pub fn block_slice(&self) -> &[ContentBlock] {
@@ -594,7 +424,7 @@ mod tests {
         .unwrap();
         assert!(messages[0].has_tool_result(), "a result with cache_control is a result");
         let mut edited = messages.clone();
-        if let Content::Blocks(blocks) = &mut edited[0].content
+        if let Content::Blocks(blocks) = edited[0].content_mut()
             && let ContentBlock::ToolResult { content, is_error, .. } = &mut blocks[0]
         {
             *content = ToolResultContent::Text("new".into());
