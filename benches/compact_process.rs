@@ -1,7 +1,12 @@
 //! `scratchpad compact` as a whole process on generated histories of 10k, 50k and
-//! 200k messages (about 1.9 KB each), against its floor measured in the same run: one
-//! serde_json parse of the input and one serialisation of it, nothing else. The goal
-//! is at most 1.3x the floor. Set BENCH_LARGE=1 to include the 200k history (380 MB).
+//! 200k messages (about 0.9 KB each), against two figures measured in the same run:
+//! - the floor: one serde_json parse of the input and one serialisation of it, in
+//!   this process, on warm memory (the goal is at most 1.3x the floor);
+//! - the reference's floor: a Python process that does only `json.load` and
+//!   `json.dumps` of the input, which the seed's pipeline cannot beat, since it loads
+//!   the history and writes all of it to a transcript (the goal is 5x faster).
+//!
+//! Set BENCH_LARGE=1 to include the 200k history (190 MB).
 
 use std::io::Write;
 use std::process::Command;
@@ -34,6 +39,19 @@ fn history_text(messages: usize) -> String {
     serde_json::to_string(&out).expect("serialise")
 }
 
+/// What any Python run of the seed does at least: load the history and write it out
+/// whole, as its transcript does.
+const PYTHON_FLOOR: &str = "import json, sys\n\
+data = json.load(open(sys.argv[1], encoding='utf-8'))\n\
+open(sys.argv[2], 'w', encoding='utf-8').write(json.dumps(data, ensure_ascii=False))\n";
+
+fn python_available() -> bool {
+    Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
 fn bench_compact_process(c: &mut Criterion) {
     let binary = env!("CARGO_BIN_EXE_scratchpad");
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
@@ -56,6 +74,22 @@ fn bench_compact_process(c: &mut Criterion) {
                 serde_json::to_vec(&value).expect("serialise").len()
             })
         });
+        if python_available() {
+            let copy = dir.path().join(format!("python_copy_{messages}.json"));
+            group.bench_function(format!("reference_floor_python_{messages}"), |b| {
+                b.iter(|| {
+                    let output = Command::new("python3")
+                        .args(["-c", PYTHON_FLOOR])
+                        .arg(&input)
+                        .arg(&copy)
+                        .output()
+                        .expect("run python3");
+                    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+                })
+            });
+        } else {
+            println!("compact_process/{messages}: no python3 here, so no reference figure");
+        }
         let workspace = dir.path().join(format!("workspace_{messages}"));
         group.bench_function(format!("scratchpad_compact_{messages}"), |b| {
             b.iter(|| {

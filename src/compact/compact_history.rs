@@ -164,7 +164,8 @@ pub(super) fn summarise_prefix(
         job.active_request,
         request_cut,
     );
-    event.items = receipt::left(messages, sizes, 0..job.end, &path, ctx.config.describe_input);
+    event.items = receipt::left(messages, sizes, 0..job.end, ctx.config.describe_input);
+    receipt::saved_in(&mut event.items, &path);
     event.loss = Some(loss::report(&messages[..job.end], &summary));
     event.summary = Some(summary);
     let replacement = [compacted];

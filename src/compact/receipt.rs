@@ -153,13 +153,12 @@ pub fn describe_message(message: &Message, describe: InputDescriber) -> String {
     one_line(&what, WHAT_CHARS - 1)
 }
 
-/// Every message of `messages[range]` as an item that left the context; its full text
-/// is in the transcript `saved`.
+/// Every message of `messages[range]` as an item that left the context; where its
+/// full text is goes in with [`saved_in`] once the transcript is written.
 pub fn left(
     messages: &[Message],
     sizes: &Sizes,
     range: std::ops::Range<usize>,
-    saved: &str,
     describe: InputDescriber,
 ) -> Vec<ReceiptItem> {
     range
@@ -169,11 +168,18 @@ pub fn left(
             what: describe_message(&messages[at], describe),
             chars_before: sizes.of_message(at),
             chars_after: 0,
-            saved: Some(saved.to_string()),
+            saved: None,
             tool_use_id: None,
             was: None,
         })
         .collect()
+}
+
+/// The items' full text is in the transcript `path`.
+pub fn saved_in(items: &mut [ReceiptItem], path: &str) {
+    for item in items {
+        item.saved = Some(path.to_string());
+    }
 }
 
 #[cfg(test)]
@@ -206,7 +212,14 @@ mod tests {
             "tool call gone (result)"
         );
         let sizes = Sizes::of(&messages, EstimateMode::Seed);
-        let items = left(&messages, &sizes, 0..3, ".transcripts/t.jsonl", describe);
+        let mut items = left(&messages, &sizes, 0..3, describe);
+        assert!(items.iter().all(|item| item.saved.is_none()));
+        saved_in(&mut items, ".transcripts/t.jsonl");
+        assert!(
+            items
+                .iter()
+                .all(|item| item.saved.as_deref() == Some(".transcripts/t.jsonl"))
+        );
         assert_eq!(items[0].what, "request: fix the parser");
         assert_eq!(items[1].what, "calls read_file src/a.rs");
         assert_eq!(items[2].what, "tool results for t1");

@@ -24,16 +24,19 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
         config.snip_max_messages
     );
     let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total(), trigger);
-    match ctx.store.write_transcript(Stage::SnipCompact.name(), messages) {
+    // Described while the transcript is written and made durable: on a long history
+    // both take a while, and the writing waits on the disk.
+    let (written, mut items) = std::thread::scope(|scope| {
+        let writing = scope.spawn(|| ctx.store.write_transcript(Stage::SnipCompact.name(), messages));
+        let items = receipt::left(messages, sizes, head..start, ctx.config.describe_input);
+        let written = writing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (written, items)
+    });
+    match written {
         Ok(transcript) => {
             let archived = start - head;
-            event.items = receipt::left(
-                messages,
-                sizes,
-                head..start,
-                &transcript.path,
-                ctx.config.describe_input,
-            );
+            receipt::saved_in(&mut items, &transcript.path);
+            event.items = items;
             let marker = [Message::user_text(archive_marker(archived, &transcript.path))];
             messages.splice(head..start, marker.iter().cloned());
             sizes.splice(head..start, &marker);
