@@ -19,6 +19,8 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub ui: UiSettings,
     pub instructions: InstructionsConfig,
+    /// `[mcp_servers.NAME]`: the MCP servers started at launch.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerConfig>,
     /// `context_char_limit = "auto"` (or `--limit auto`): the limit follows the window,
     /// and `compaction.context_char_limit` is only its starting point.
     #[serde(skip)]
@@ -246,6 +248,9 @@ impl Config {
             }
         }
         self.tools.hidden_env_matcher()?;
+        for (name, server) in &self.mcp_servers {
+            server.check(name)?;
+        }
         if let Some(name) = self.instructions.files.iter().find(|name| !is_plain_file_name(name)) {
             return Err((
                 "files",

@@ -255,7 +255,16 @@ impl Launch {
             configured_window_tokens: self.config.provider.context_window_tokens,
             limit_choice: self.config.limit_choice,
         };
-        let tools = ToolBox::new(self.workspace, self.config.tools.clone());
+        let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
+        // A read-only view runs nothing, so it starts no server.
+        if self.read_only.is_none() && !self.config.mcp_servers.is_empty() {
+            let hub = crate::mcp::McpHub::start(
+                &self.config.mcp_servers,
+                tools.workspace().root(),
+                crate::tools::user_variable,
+            );
+            tools = tools.with_mcp(hub);
+        }
         let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
         agent
             .with_notices(self.notices)

@@ -14,6 +14,7 @@ pub mod instructions;
 pub mod json;
 pub mod launch;
 pub mod logging;
+pub mod mcp;
 pub mod message;
 pub mod protocol;
 pub mod provider;

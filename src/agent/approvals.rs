@@ -1,7 +1,8 @@
-//! What the user approved "always for this session": never a whole tool, only what the
-//! question was about. For `bash`, a prefix rule the modal offered by name (`cargo
-//! test …`), which later covers a command only when it is one simple command starting
-//! with those words; for file tools, the exact path. Destructive questions are never
+//! What the user approved "always for this session": never a whole tool of ours, only
+//! what the question was about. For `bash`, a prefix rule the modal offered by name
+//! (`cargo test …`), which later covers a command only when it is one simple command
+//! starting with those words; for file tools, the exact path; for an MCP tool, that
+//! tool (its server decides what an input means). Destructive questions are never
 //! approved this way, and `/clear` forgets everything.
 
 use crate::tools::Job;
@@ -13,6 +14,8 @@ pub(super) enum Approval {
     CommandPrefix(Vec<String>),
     /// One file tool on one path.
     Path { tool: String, path: String },
+    /// One MCP tool, whatever its input.
+    McpTool(String),
 }
 
 impl std::fmt::Display for Approval {
@@ -20,6 +23,7 @@ impl std::fmt::Display for Approval {
         match self {
             Approval::CommandPrefix(words) => write!(f, "bash: \"{} …\"", words.join(" ")),
             Approval::Path { tool, path } => write!(f, "{tool}: {path}"),
+            Approval::McpTool(tool) => write!(f, "{tool}: any input"),
         }
     }
 }
@@ -50,6 +54,7 @@ pub(super) fn rule_for(tool: &str, job: &Job) -> Option<Approval> {
             tool: tool.to_string(),
             path: shown.clone(),
         }),
+        Job::Mcp { tool, .. } => Some(Approval::McpTool(tool.qualified.clone())),
         Job::Glob { .. } | Job::Compact { .. } => None,
     }
 }
@@ -73,7 +78,7 @@ impl Approvals {
             (Approval::CommandPrefix(prefix), Job::Bash { command, .. }) => {
                 single_command(command).is_some_and(|words| words.starts_with(prefix))
             }
-            (Approval::Path { .. }, _) => rule_for(tool, job).as_ref() == Some(approval),
+            (Approval::Path { .. } | Approval::McpTool(_), _) => rule_for(tool, job).as_ref() == Some(approval),
             _ => false,
         })
     }

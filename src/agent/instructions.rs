@@ -80,7 +80,11 @@ impl Agent {
     /// part, its units and the limit follow.
     fn set_instructions(&mut self, instructions: Instructions) {
         let before = self.extent();
-        self.system = instructions.system_prompt(&self.settings.system_prompt);
+        self.system = format!(
+            "{}{}",
+            instructions.system_prompt(&self.settings.system_prompt),
+            super::mcp::mcp_instructions(self.tools.mcp())
+        );
         let (fixed, fixed_units) = fixed_part(&self.system, &self.tools, self.settings.compaction.estimate);
         self.fixed_units = fixed_units;
         self.settings.compaction.verbatim_instructions = instructions.shown_paths();

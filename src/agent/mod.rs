@@ -6,6 +6,7 @@ mod approvals;
 mod compaction;
 mod context_ops;
 mod instructions;
+mod mcp;
 mod tool_runner;
 mod turn;
 
@@ -120,6 +121,9 @@ pub struct Agent {
     /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
     /// Nothing is sent, run or changed.
     read_only: Option<String>,
+    /// The MCP servers' revision last taken in, and the lines last said of them.
+    mcp_revision: u64,
+    mcp_lines: Vec<String>,
 }
 
 /// One tool call of a model response, checked: ids unique within the response, input
@@ -273,6 +277,8 @@ impl Agent {
             rediscover: false,
             served_recorded: None,
             read_only: None,
+            mcp_revision: 0,
+            mcp_lines: Vec::new(),
         }
     }
 

@@ -103,7 +103,11 @@ impl Agent {
         let mut step = 0;
         while step < self.settings.max_steps {
             step += 1;
-            // Before the pipeline: a changed file changes the fixed part, and so the limit.
+            // Before the pipeline: a changed file or MCP server changes the fixed part,
+            // and so the limit.
+            if self.refresh_mcp(ops).await.is_err() {
+                return Ended::Cancelled;
+            }
             self.refresh_instructions();
             self.prepare_history(request, ops).await;
             let max_tokens = self.reply_tokens();

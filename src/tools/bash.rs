@@ -121,14 +121,33 @@ pub fn adopt_orphans() {
     }
 }
 
-/// Kill and reap every child of ours: once a command ended, any child left is an orphan
-/// it started (commands run one at a time). Repeats while killing one exposes more.
+/// Children that live on purpose beside the commands (MCP servers): never swept.
+static KEPT_CHILDREN: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// `pid` is a child of ours that lives on purpose: the sweep after a command leaves it.
+pub fn keep_child(pid: i32) {
+    KEPT_CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+}
+
+/// `pid` is no longer kept (it was stopped).
+pub fn release_child(pid: i32) {
+    KEPT_CHILDREN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|kept| *kept != pid);
+}
+
+/// Kill and reap every child of ours but the kept ones: once a command ended, any
+/// other child left is an orphan it started (commands run one at a time). Repeats
+/// while killing one exposes more.
 fn sweep_orphans() {
     if !ADOPTS_ORPHANS.load(Ordering::Relaxed) {
         return;
     }
     for _ in 0..50 {
-        let orphans = children_of(std::process::id());
+        let kept = KEPT_CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut orphans = children_of(std::process::id());
+        orphans.retain(|pid| !kept.contains(pid));
         if orphans.is_empty() {
             return;
         }

@@ -113,6 +113,31 @@ fn plain_schema(schema: &mut Value) {
     }
 }
 
+/// An MCP call runs outside the sandbox: asked about unless its server or tool is
+/// trusted in the config (or approved "always" in this session, which the agent knows).
+fn plan_mcp(tool: crate::mcp::McpTool, input: &Value) -> Plan {
+    let trusted = tool.trusted;
+    let question = format!(
+        "{} (a tool of the MCP server `{}`, which runs outside the sandbox) with {}. Allow?",
+        tool.qualified,
+        tool.server,
+        input_summary(&tool.qualified, input)
+    );
+    let job = Job::Mcp {
+        tool,
+        input: input.clone(),
+    };
+    if trusted {
+        Plan::Run(job)
+    } else {
+        Plan::Ask {
+            question,
+            destructive: false,
+            job,
+        }
+    }
+}
+
 fn plan_of<T: Tool>(tools: &ToolBox, input: &Value) -> Plan {
     match T::Input::deserialize(input) {
         Ok(parsed) => T::plan(parsed, tools),
@@ -165,6 +190,18 @@ static WITHHELD: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLoc
 /// Keep the variables taken out of the environment (once, at start).
 pub fn withhold(variables: Vec<(String, String)>) {
     let _ = WITHHELD.set(variables);
+}
+
+/// The user's variable `name`, also when it was withheld from commands (an MCP
+/// server's `env` may name a token on purpose).
+pub fn user_variable(name: &str) -> Option<String> {
+    std::env::var(name).ok().or_else(|| {
+        WITHHELD
+            .get()?
+            .iter()
+            .find(|(withheld, _)| withheld == name)
+            .map(|(_, value)| value.clone())
+    })
 }
 
 /// Which variables of scratchpad's environment commands never see.
@@ -291,6 +328,11 @@ pub enum Job {
     Compact {
         focus: Option<String>,
     },
+    /// A tool of an MCP server, named as the model calls it.
+    Mcp {
+        tool: crate::mcp::McpTool,
+        input: Value,
+    },
 }
 
 impl Job {
@@ -301,6 +343,7 @@ impl Job {
             Job::Read { shown, .. } | Job::Write { shown, .. } | Job::Edit { shown, .. } => shown.clone(),
             Job::Glob { pattern } => pattern.clone(),
             Job::Compact { focus } => focus.clone().unwrap_or_default(),
+            Job::Mcp { input, .. } => crate::json::to_string(input).unwrap_or_default(),
         }
     }
 }
@@ -334,6 +377,7 @@ pub struct ToolBox {
     workspace: Workspace,
     config: ToolsConfig,
     shell: Shell,
+    mcp: std::sync::Arc<crate::mcp::McpHub>,
 }
 
 impl ToolBox {
@@ -357,7 +401,19 @@ impl ToolBox {
             workspace,
             config,
             shell,
+            mcp: crate::mcp::McpHub::empty(),
         }
+    }
+
+    /// The tools of these MCP servers too.
+    pub fn with_mcp(mut self, hub: std::sync::Arc<crate::mcp::McpHub>) -> Self {
+        self.mcp = hub;
+        self
+    }
+
+    /// The MCP servers whose tools the model gets.
+    pub fn mcp(&self) -> &std::sync::Arc<crate::mcp::McpHub> {
+        &self.mcp
     }
 
     /// What the sandbox does on this machine.
@@ -374,17 +430,24 @@ impl ToolBox {
         TOOLS.iter().map(|tool| (tool.spec)(config)).collect()
     }
 
-    /// Every tool as the model sees it.
+    /// Every tool as the model sees it: ours, then those of the MCP servers ready now.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        Self::specs_for(&self.config)
+        let mut specs = Self::specs_for(&self.config);
+        specs.extend(self.mcp.tools().into_iter().map(|tool| tool.spec));
+        specs
     }
 
     /// Parse and judge a call.
     pub fn plan(&self, name: &str, input: &Value) -> Plan {
-        match TOOLS.iter().find(|tool| tool.name == name) {
-            Some(tool) => (tool.plan)(self, input),
-            None => Plan::Invalid(format!("Unknown tool `{name}`.")),
+        if let Some(tool) = TOOLS.iter().find(|tool| tool.name == name) {
+            return (tool.plan)(self, input);
         }
+        if name.starts_with(crate::mcp::naming::PREFIX)
+            && let Some(tool) = self.mcp.tool(name)
+        {
+            return plan_mcp(tool, input);
+        }
+        Plan::Invalid(format!("Unknown tool `{name}`."))
     }
 
     /// A call on a path: resolved in the workspace, and asked about first when it is
@@ -475,6 +538,7 @@ impl ToolBox {
                     .unwrap_or_else(|error| ToolOutput::error(format!("glob failed: {error}")))
             }
             Job::Compact { .. } => compact::run(),
+            Job::Mcp { tool, input } => self.mcp.call(&tool, input).await,
         }
     }
 }

@@ -1,0 +1,117 @@
+//! MCP servers in the agent: a request waits for servers still starting (Esc cancels
+//! the wait), and a change of what the servers offer (a server ready, failed or
+//! restarted) reaches the next request: their tools and instructions are part of the
+//! fixed part, so the gauge, the limit and `/context` follow, and a notice says what
+//! each server costs.
+
+use super::*;
+use crate::mcp::{McpHub, ServerState, ServerStatus};
+
+/// The system prompt's block of the servers' instructions (each capped), after the
+/// rest of the prompt; empty with no server that gives any.
+pub(super) fn mcp_instructions(hub: &McpHub) -> String {
+    hub.statuses()
+        .iter()
+        .filter(|status| matches!(status.state, ServerState::Ready | ServerState::Stopped(_)))
+        .filter_map(|status| {
+            let text = status.instructions.as_ref()?;
+            Some(format!(
+                "\n\n# Instructions of the MCP server `{}`\n\n{text}",
+                status.name
+            ))
+        })
+        .collect()
+}
+
+/// One line per server: its state and what the model gets from it.
+fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> String {
+    match &status.state {
+        ServerState::Starting => format!("MCP server `{}`: starting", status.name),
+        ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}", status.name),
+        ServerState::Stopped(reason) => format!(
+            "MCP server `{}` {reason}; it is started again on the next call",
+            status.name
+        ),
+        ServerState::Ready => {
+            let specs: Vec<_> = tools
+                .specs()
+                .into_iter()
+                .filter(|spec| status.tools.contains(&spec.name))
+                .collect();
+            let chars = mode.count(&specs) + status.instructions.as_ref().map_or(0, |text| text.chars().count());
+            let cut = if status.cut > 0 {
+                format!(
+                    " ({} chars of descriptions and instructions cut at 2,048 each)",
+                    status.cut
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "MCP server `{}`: {} tool{}, {} chars of every request{cut}",
+                status.name,
+                status.tools.len(),
+                if status.tools.len() == 1 { "" } else { "s" },
+                chars
+            )
+        }
+    }
+}
+
+impl Agent {
+    /// Before a model call: wait for servers still starting, then take in any change
+    /// of their tools. `Err` when the user cancelled the wait.
+    pub(super) async fn refresh_mcp(&mut self, ops: &mut UnboundedReceiver<Op>) -> Result<(), Interrupted> {
+        let hub = Arc::clone(self.tools.mcp());
+        if hub.starting() {
+            let starting: Vec<String> = hub
+                .statuses()
+                .into_iter()
+                .filter(|status| status.state == ServerState::Starting)
+                .map(|status| format!("`{}`", status.name))
+                .collect();
+            self.emit(AgentEvent::Notice {
+                message: format!("waiting for MCP servers to start: {}", starting.join(", ")),
+            });
+            let inspect = || self.breakdown();
+            unless_interrupted(ops, &self.events, &inspect, hub.wait_started()).await?;
+        }
+        if hub.revision() != self.mcp_revision {
+            self.mcp_revision = hub.revision();
+            self.take_in_tools();
+        }
+        Ok(())
+    }
+
+    /// The tool list or the servers' instructions may have changed: the fixed part
+    /// follows, and a change is said, per server.
+    fn take_in_tools(&mut self) {
+        let system = format!(
+            "{}{}",
+            self.instructions.system_prompt(&self.settings.system_prompt),
+            mcp_instructions(self.tools.mcp())
+        );
+        let mode = self.settings.compaction.estimate;
+        let (fixed, fixed_units) = fixed_part(&system, &self.tools, mode);
+        let lines: Vec<String> = self
+            .tools
+            .mcp()
+            .statuses()
+            .iter()
+            .map(|status| server_line(status, &self.tools, mode))
+            .collect();
+        if lines == self.mcp_lines && fixed == self.ledger.fixed() {
+            return;
+        }
+        self.mcp_lines = lines.clone();
+        let before = self.extent();
+        self.system = system;
+        self.fixed_units = fixed_units;
+        let note = self.ledger.fixed_changed(fixed, before, self.extent());
+        self.apply_limit(note);
+        for message in lines {
+            self.emit(AgentEvent::Notice { message });
+        }
+        self.emit_context();
+    }
+}

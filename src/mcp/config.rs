@@ -1,0 +1,178 @@
+//! `[mcp_servers.NAME]` in `config.toml`: how to start a server and how far to trust
+//! it, in the shape the Codex CLI uses.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program that serves MCP on its standard input and output.
+    pub command: String,
+    pub args: Vec<String>,
+    /// Variables set for the server; a value may name the user's own (`${GITHUB_TOKEN}`).
+    pub env: BTreeMap<String, String>,
+    /// Where the server runs; the workspace when unset.
+    pub cwd: Option<PathBuf>,
+    pub enabled: bool,
+    /// Longest wait for the server to start and list its tools.
+    pub startup_timeout_secs: u64,
+    /// Longest wait for one call.
+    pub tool_timeout_secs: u64,
+    /// Only these tools (by the server's names); all when unset.
+    pub enabled_tools: Option<Vec<String>>,
+    /// These tools never reach the model.
+    pub disabled_tools: Vec<String>,
+    /// Its calls run without asking.
+    pub trusted: bool,
+    /// These tools' calls run without asking.
+    pub trusted_tools: Vec<String>,
+}
+
+impl Default for McpServerConfig {
+    fn default() -> Self {
+        McpServerConfig {
+            command: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
+            enabled: true,
+            startup_timeout_secs: 30,
+            tool_timeout_secs: 120,
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            trusted: false,
+            trusted_tools: Vec::new(),
+        }
+    }
+}
+
+/// The numbers of a server's settings and their ranges, for the config check.
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3_600;
+
+impl McpServerConfig {
+    /// Whether the model gets the server's tool `tool`.
+    pub fn offers(&self, tool: &str) -> bool {
+        self.enabled_tools
+            .as_ref()
+            .is_none_or(|enabled| enabled.iter().any(|name| name == tool))
+            && !self.disabled_tools.iter().any(|name| name == tool)
+    }
+
+    /// Whether a call of `tool` runs without asking.
+    pub fn trusts(&self, tool: &str) -> bool {
+        self.trusted || self.trusted_tools.iter().any(|name| name == tool)
+    }
+
+    /// What is wrong with the settings of server `name`, with the key to point at.
+    pub fn check(&self, name: &str) -> Result<(), (&'static str, String)> {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err((
+                "mcp_servers",
+                format!("mcp_servers.{name:?}: a server's name takes letters, digits, `_` and `-` only"),
+            ));
+        }
+        if self.command.trim().is_empty() {
+            return Err((
+                "command",
+                format!("mcp_servers.{name}.command: the program that serves MCP on stdio is missing"),
+            ));
+        }
+        for (key, value) in [
+            ("startup_timeout_secs", self.startup_timeout_secs),
+            ("tool_timeout_secs", self.tool_timeout_secs),
+        ] {
+            if !TIMEOUT_RANGE.contains(&value) {
+                return Err((
+                    key,
+                    format!(
+                        "mcp_servers.{name}.{key} must be between {} and {}, got {value}",
+                        TIMEOUT_RANGE.start(),
+                        TIMEOUT_RANGE.end()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The server's environment values with `${NAME}` replaced by the user's variable
+    /// `lookup` gives (an unknown one is an error naming it, never an empty value).
+    pub fn expanded_env(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+        self.env
+            .iter()
+            .map(|(key, value)| {
+                Ok((
+                    key.clone(),
+                    expand(value, &lookup).map_err(|name| format!("env.{key} names ${{{name}}}, which is not set"))?,
+                ))
+            })
+            .collect()
+    }
+}
+
+/// `text` with each `${NAME}` replaced; the name of the first unset one as the error.
+fn expand(text: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        out.push_str(&lookup(name).ok_or_else(|| name.to_string())?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_are_expanded_and_an_unset_one_is_named() {
+        let mut config = McpServerConfig::default();
+        config.env.insert("TOKEN".into(), "Bearer ${GH}".into());
+        config.env.insert("PLAIN".into(), "x ${ unfinished".into());
+        let lookup = |name: &str| (name == "GH").then(|| "s3cret".to_string());
+        assert_eq!(
+            config.expanded_env(lookup).unwrap(),
+            vec![
+                ("PLAIN".to_string(), "x ${ unfinished".to_string()),
+                ("TOKEN".to_string(), "Bearer s3cret".to_string())
+            ]
+        );
+        config.env.insert("OTHER".into(), "${MISSING}".into());
+        assert_eq!(
+            config.expanded_env(lookup).unwrap_err(),
+            "env.OTHER names ${MISSING}, which is not set"
+        );
+    }
+
+    #[test]
+    fn tools_are_offered_and_trusted_as_configured() {
+        let mut config = McpServerConfig {
+            command: "srv".into(),
+            ..Default::default()
+        };
+        assert!(config.offers("echo") && !config.trusts("echo"));
+        config.enabled_tools = Some(vec!["echo".into(), "add".into()]);
+        config.disabled_tools = vec!["add".into()];
+        config.trusted_tools = vec!["echo".into()];
+        assert!(config.offers("echo") && !config.offers("add") && !config.offers("other"));
+        assert!(config.trusts("echo") && !config.trusts("add"));
+        assert!(config.check("ok-name_1").is_ok());
+        assert_eq!(config.check("bad name").unwrap_err().0, "mcp_servers");
+        config.tool_timeout_secs = 0;
+        assert_eq!(config.check("s").unwrap_err().0, "tool_timeout_secs");
+        config.command.clear();
+        assert_eq!(config.check("s").unwrap_err().0, "command");
+    }
+}

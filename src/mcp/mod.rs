@@ -1,0 +1,627 @@
+//! MCP servers (Model Context Protocol), through the official Rust SDK, `rmcp`. Each
+//! enabled `[mcp_servers.NAME]` is started in the background when scratchpad starts
+//! (the first frame never waits for it) as a child process speaking MCP on stdio, in
+//! its own process group, killed when scratchpad exits. Its tools reach the model as
+//! `mcp__<server>__<tool>` ([`naming`]) with their schemas as the server gives them and
+//! their descriptions and the server's instructions capped at [`DESCRIPTION_CAP`]
+//! characters, the cut counted. A call waits at most the server's
+//! `tool_timeout_secs`; a server that stopped is started again on the next call, once,
+//! and then reported as failed. MCP servers run outside the bash sandbox.
+
+pub mod config;
+pub mod naming;
+pub mod result;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+
+pub use config::McpServerConfig;
+
+use crate::provider::ToolSpec;
+use crate::tools::ToolOutput;
+
+/// The longest tool description or server instructions the model reads, as Claude
+/// Code caps them; the rest is cut and the cut counted.
+pub const DESCRIPTION_CAP: usize = 2_048;
+
+/// Lines of a server's standard error kept to show why it failed.
+const STDERR_LINES: usize = 20;
+
+/// What a server is doing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerState {
+    Starting,
+    Ready,
+    /// It stopped during a call; the next call starts it again (once), so its tools
+    /// stay offered.
+    Stopped(String),
+    Failed(String),
+}
+
+/// One tool of a ready server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerTool {
+    /// Its name on the server.
+    pub name: String,
+    /// Its description, capped at [`DESCRIPTION_CAP`] characters.
+    pub description: String,
+    /// Characters cut from its description.
+    pub cut: usize,
+    pub input_schema: Value,
+}
+
+/// A server as `/mcp`, the status line and `/context` show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerStatus {
+    pub name: String,
+    pub state: ServerState,
+    /// The tools the model gets, by the names the model calls them.
+    pub tools: Vec<String>,
+    /// The server's instructions as the system prompt carries them, capped.
+    pub instructions: Option<String>,
+    /// Characters cut from descriptions and instructions.
+    pub cut: usize,
+    /// The end of the server's standard error.
+    pub stderr_tail: Vec<String>,
+}
+
+/// An MCP tool as the model sees it and as a call of it is judged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpTool {
+    /// `mcp__<server>__<tool>`.
+    pub qualified: String,
+    pub server: String,
+    pub tool: String,
+    pub spec: ToolSpec,
+    /// Its calls run without asking.
+    pub trusted: bool,
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+struct Server {
+    name: String,
+    config: McpServerConfig,
+    cwd: PathBuf,
+    env: Result<Vec<(String, String)>, String>,
+    state: Mutex<ServerState>,
+    tools: Mutex<Vec<ServerTool>>,
+    instructions: Mutex<Option<(String, usize)>>,
+    client: tokio::sync::Mutex<Option<Client>>,
+    /// The process group of the running server, killed when it is replaced or we exit.
+    group: Mutex<Option<i32>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    restarted: AtomicBool,
+}
+
+/// The configured servers and their state, shared by the tools and the screen.
+pub struct McpHub {
+    servers: Vec<Arc<Server>>,
+    /// Bumped on every change of what the model gets: the agent takes in the new tool
+    /// list (and its cost) before the next call.
+    revision: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &self.servers.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `text` cut to `cap` characters, and how many were cut.
+fn capped(text: &str, cap: usize) -> (String, usize) {
+    let total = text.chars().count();
+    if total <= cap {
+        (text.to_string(), 0)
+    } else {
+        (text.chars().take(cap).collect(), total - cap)
+    }
+}
+
+impl McpHub {
+    /// No servers.
+    pub fn empty() -> Arc<Self> {
+        Arc::new(McpHub {
+            servers: Vec::new(),
+            revision: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Start every enabled server of `configs` in the background (on the current
+    /// runtime). `lookup` gives the user's variables for `${NAME}` in `env`.
+    pub fn start(
+        configs: &BTreeMap<String, McpServerConfig>,
+        workspace: &Path,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Arc<Self> {
+        let servers: Vec<Arc<Server>> = configs
+            .iter()
+            .filter(|(_, config)| config.enabled)
+            .map(|(name, config)| {
+                Arc::new(Server {
+                    name: name.clone(),
+                    config: config.clone(),
+                    cwd: config
+                        .cwd
+                        .as_ref()
+                        .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd)),
+                    env: config.expanded_env(&lookup),
+                    state: Mutex::new(ServerState::Starting),
+                    tools: Mutex::new(Vec::new()),
+                    instructions: Mutex::new(None),
+                    client: tokio::sync::Mutex::new(None),
+                    group: Mutex::new(None),
+                    stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+                    restarted: AtomicBool::new(false),
+                })
+            })
+            .collect();
+        let hub = Arc::new(McpHub {
+            servers,
+            revision: Arc::new(AtomicU64::new(0)),
+        });
+        for server in &hub.servers {
+            let server = Arc::clone(server);
+            let revision = Arc::clone(&hub.revision);
+            tokio::spawn(async move {
+                server.connect().await;
+                revision.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        hub
+    }
+
+    /// Changes with every change of the servers' state or tools.
+    pub fn revision(&self) -> u64 {
+        self.revision.load(Ordering::Relaxed)
+    }
+
+    /// Until no server is starting (each is bounded by its own startup timeout).
+    pub async fn wait_started(&self) {
+        while self.starting() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether any server is still starting.
+    pub fn starting(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|server| *lock(&server.state) == ServerState::Starting)
+    }
+
+    /// Every offered tool of every ready server, named as the model calls them.
+    pub fn tools(&self) -> Vec<McpTool> {
+        let mut offered: Vec<(Arc<Server>, ServerTool)> = Vec::new();
+        for server in &self.servers {
+            if !matches!(*lock(&server.state), ServerState::Ready | ServerState::Stopped(_)) {
+                continue;
+            }
+            for tool in lock(&server.tools).iter() {
+                if server.config.offers(&tool.name) {
+                    offered.push((Arc::clone(server), tool.clone()));
+                }
+            }
+        }
+        let pairs: Vec<(String, String)> = offered
+            .iter()
+            .map(|(server, tool)| (server.name.clone(), tool.name.clone()))
+            .collect();
+        naming::assign(&pairs)
+            .into_iter()
+            .zip(offered)
+            .map(|(qualified, (server, tool))| McpTool {
+                spec: ToolSpec {
+                    name: qualified.clone(),
+                    description: tool.description.clone(),
+                    input_schema: tool.input_schema.clone(),
+                },
+                qualified,
+                trusted: server.config.trusts(&tool.name),
+                server: server.name.clone(),
+                tool: tool.name,
+            })
+            .collect()
+    }
+
+    /// The tool the model calls `qualified`.
+    pub fn tool(&self, qualified: &str) -> Option<McpTool> {
+        self.tools().into_iter().find(|tool| tool.qualified == qualified)
+    }
+
+    /// Every server's state, tools and instructions.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        let tools = self.tools();
+        self.servers
+            .iter()
+            .map(|server| {
+                let instructions = lock(&server.instructions).clone();
+                let description_cut: usize = lock(&server.tools)
+                    .iter()
+                    .filter(|tool| server.config.offers(&tool.name))
+                    .map(|tool| tool.cut)
+                    .sum();
+                ServerStatus {
+                    name: server.name.clone(),
+                    state: lock(&server.state).clone(),
+                    tools: tools
+                        .iter()
+                        .filter(|tool| tool.server == server.name)
+                        .map(|tool| tool.qualified.clone())
+                        .collect(),
+                    cut: description_cut + instructions.as_ref().map_or(0, |(_, cut)| *cut),
+                    instructions: instructions.map(|(text, _)| text),
+                    stderr_tail: lock(&server.stderr_tail).iter().cloned().collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Call `tool` with `arguments`; every failure is a result the model reads.
+    pub async fn call(&self, tool: &McpTool, arguments: Value) -> ToolOutput {
+        let Some(server) = self.servers.iter().find(|server| server.name == tool.server) else {
+            return ToolOutput::error(format!("{}: no MCP server `{}`", tool.qualified, tool.server));
+        };
+        let output = server.call(tool, arguments).await;
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        output
+    }
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        for server in &self.servers {
+            server.stop();
+        }
+    }
+}
+
+impl Server {
+    /// Start the server and list its tools, within its startup timeout.
+    async fn connect(&self) {
+        *lock(&self.state) = ServerState::Starting;
+        let timeout = Duration::from_secs(self.config.startup_timeout_secs);
+        let outcome = match tokio::time::timeout(timeout, self.start()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!(
+                "did not start and list its tools within {} s (startup_timeout_secs)",
+                timeout.as_secs()
+            )),
+        };
+        match outcome {
+            Ok(client) => {
+                *self.client.lock().await = Some(client);
+                *lock(&self.state) = ServerState::Ready;
+                tracing::info!(server = %self.name, "MCP server ready");
+            }
+            Err(reason) => {
+                self.stop();
+                tracing::warn!(server = %self.name, %reason, "MCP server failed");
+                *lock(&self.state) = ServerState::Failed(reason);
+            }
+        }
+    }
+
+    async fn start(&self) -> Result<Client, String> {
+        let env = self.env.clone()?;
+        let mut command = tokio::process::Command::new(&self.config.command);
+        command
+            .args(&self.config.args)
+            .envs(env)
+            .current_dir(&self.cwd)
+            .process_group(0)
+            .kill_on_drop(true);
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|error| format!("cannot start `{}`: {error}", self.config.command))?;
+        if let Some(pid) = transport.id().and_then(|pid| i32::try_from(pid).ok()) {
+            crate::tools::bash::keep_child(pid);
+            *lock(&self.group) = Some(pid);
+        }
+        if let Some(stderr) = stderr {
+            let tail = Arc::clone(&self.stderr_tail);
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut tail = lock(&tail);
+                    if tail.len() == STDERR_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            });
+        }
+        let client = ()
+            .serve(transport)
+            .await
+            .map_err(|error| format!("did not complete the MCP handshake: {error}{}", self.stderr_hint()))?;
+        let listed = client
+            .list_all_tools()
+            .await
+            .map_err(|error| format!("did not list its tools: {error}"))?;
+        *lock(&self.tools) = listed
+            .into_iter()
+            .map(|tool| {
+                let (description, cut) = capped(tool.description.as_deref().unwrap_or(""), DESCRIPTION_CAP);
+                ServerTool {
+                    name: tool.name.to_string(),
+                    description,
+                    cut,
+                    input_schema: Value::Object((*tool.input_schema).clone()),
+                }
+            })
+            .collect();
+        *lock(&self.instructions) = client
+            .peer_info()
+            .and_then(|info| info.instructions.clone())
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| capped(&text, DESCRIPTION_CAP));
+        Ok(client)
+    }
+
+    /// The last line the server wrote to its standard error, to say why it failed.
+    fn stderr_hint(&self) -> String {
+        lock(&self.stderr_tail)
+            .back()
+            .map(|line| format!(" (its stderr: {line})"))
+            .unwrap_or_default()
+    }
+
+    /// Kill the server's process group.
+    fn stop(&self) {
+        if let Some(pgid) = lock(&self.group).take() {
+            crate::tools::bash::release_child(pgid);
+            // SAFETY: killpg only sends a signal; a stale group id fails harmlessly.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    async fn call(&self, tool: &McpTool, arguments: Value) -> ToolOutput {
+        let arguments = match arguments {
+            Value::Object(fields) => Some(fields),
+            Value::Null => None,
+            other => {
+                return ToolOutput::error(format!(
+                    "{}: the input must be an object, got {}",
+                    tool.qualified,
+                    crate::json::to_string(&other).unwrap_or_default()
+                ));
+            }
+        };
+        let stopped = self
+            .client
+            .lock()
+            .await
+            .as_ref()
+            .is_none_or(|client| client.is_closed());
+        if stopped {
+            if self.restarted.swap(true, Ordering::Relaxed) {
+                let reason = match &*lock(&self.state) {
+                    ServerState::Failed(reason) | ServerState::Stopped(reason) => reason.clone(),
+                    _ => "it stopped".to_string(),
+                };
+                return ToolOutput::error(format!(
+                    "{}: the MCP server `{}` is not running ({reason}); it was restarted once already. \
+                     /mcp shows it.",
+                    tool.qualified, self.name
+                ));
+            }
+            self.stop();
+            self.connect().await;
+            if let ServerState::Failed(reason) = &*lock(&self.state) {
+                return ToolOutput::error(format!(
+                    "{}: the MCP server `{}` stopped and did not start again: {reason}",
+                    tool.qualified, self.name
+                ));
+            }
+        }
+        let mut params = CallToolRequestParams::new(tool.tool.clone());
+        params.arguments = arguments;
+        let timeout = Duration::from_secs(self.config.tool_timeout_secs);
+        let mut running = self.client.lock().await;
+        let Some(client) = running.as_ref() else {
+            return ToolOutput::error(format!(
+                "{}: the MCP server `{}` is not running",
+                tool.qualified, self.name
+            ));
+        };
+        match tokio::time::timeout(timeout, client.call_tool(params)).await {
+            Ok(Ok(result)) => result::to_output(&result),
+            Ok(Err(error)) => {
+                let closed = matches!(
+                    error,
+                    rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+                ) || client.is_closed();
+                if closed {
+                    *running = None;
+                    let reason = format!("stopped during a call: {error}{}", self.stderr_hint());
+                    // Started again on the next call, once.
+                    *lock(&self.state) = if self.restarted.load(Ordering::Relaxed) {
+                        ServerState::Failed(reason)
+                    } else {
+                        ServerState::Stopped(reason)
+                    };
+                }
+                ToolOutput::error(format!(
+                    "{}: the MCP server `{}` failed: {error}{}",
+                    tool.qualified,
+                    self.name,
+                    match (closed, self.restarted.load(Ordering::Relaxed)) {
+                        (true, false) => "; it stopped, and is started again on the next call",
+                        (true, true) => "; it stopped again after its restart, and stays stopped (/mcp shows it)",
+                        (false, _) => "",
+                    }
+                ))
+            }
+            Err(_) => ToolOutput::error(format!(
+                "{}: no answer within {} s (tool_timeout_secs of `{}`)",
+                tool.qualified,
+                timeout.as_secs(),
+                self.name
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixture server of `tests/fixtures`, a real process speaking MCP on stdio.
+    fn fixture(name: &str, adjust: impl FnOnce(&mut McpServerConfig)) -> BTreeMap<String, McpServerConfig> {
+        let mut config = McpServerConfig {
+            command: "python3".into(),
+            args: vec![format!(
+                "{}/tests/fixtures/mcp_fixture_server.py",
+                env!("CARGO_MANIFEST_DIR")
+            )],
+            startup_timeout_secs: 20,
+            ..Default::default()
+        };
+        adjust(&mut config);
+        BTreeMap::from([(name.to_string(), config)])
+    }
+
+    async fn started(configs: &BTreeMap<String, McpServerConfig>) -> Arc<McpHub> {
+        let hub = McpHub::start(configs, Path::new(env!("CARGO_MANIFEST_DIR")), |name| {
+            (name == "FIXTURE_SECRET").then(|| "from the user".to_string())
+        });
+        hub.wait_started().await;
+        hub
+    }
+
+    fn call_of(hub: &McpHub, qualified: &str) -> McpTool {
+        hub.tool(qualified)
+            .unwrap_or_else(|| panic!("no tool {qualified}: {:?}", hub.statuses()))
+    }
+
+    #[tokio::test]
+    async fn tools_arrive_named_and_capped_and_a_call_gives_its_result() {
+        let hub = started(&fixture("fx", |config| {
+            config.disabled_tools = vec!["fail".into()];
+            config.trusted_tools = vec!["echo".into()];
+            config
+                .env
+                .insert("MCP_FIXTURE_INSTRUCTIONS".into(), "Use ${FIXTURE_SECRET}. ".repeat(200));
+        }))
+        .await;
+        let statuses = hub.statuses();
+        assert_eq!(statuses[0].state, ServerState::Ready, "{statuses:?}");
+        let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.qualified).collect();
+        assert_eq!(
+            names,
+            [
+                "mcp__fx__echo",
+                "mcp__fx__big",
+                "mcp__fx__hang",
+                "mcp__fx__die",
+                "mcp__fx__get_item_x"
+            ]
+        );
+        let lookup = call_of(&hub, "mcp__fx__get_item_x");
+        assert_eq!(lookup.tool, "get.item/x", "called by its own name on the server");
+        assert_eq!(lookup.spec.description.chars().count(), DESCRIPTION_CAP);
+        assert_eq!(
+            lookup.spec.input_schema["properties"]["id"]["minimum"].to_string(),
+            "1.5",
+            "the schema passes through as given"
+        );
+        assert!(call_of(&hub, "mcp__fx__echo").trusted && !lookup.trusted);
+        let instructions = statuses[0].instructions.clone().unwrap();
+        assert!(instructions.starts_with("Use from the user. "), "{instructions}");
+        assert_eq!(instructions.chars().count(), DESCRIPTION_CAP);
+        assert!(statuses[0].cut > 0);
+
+        let echo = hub
+            .call(&call_of(&hub, "mcp__fx__echo"), serde_json::json!({"text": "hi ✓"}))
+            .await;
+        assert_eq!(echo, ToolOutput::ok("echo: hi ✓"));
+        let wrong = hub.call(&call_of(&hub, "mcp__fx__echo"), serde_json::json!([1])).await;
+        assert!(wrong.is_error && wrong.text.contains("must be an object"), "{wrong:?}");
+    }
+
+    #[tokio::test]
+    async fn an_error_result_is_an_error_and_a_hanging_call_is_bounded() {
+        let hub = started(&fixture("fx", |config| config.tool_timeout_secs = 1)).await;
+        let failed = hub.call(&call_of(&hub, "mcp__fx__fail"), serde_json::json!({})).await;
+        assert_eq!(failed, ToolOutput::error("the fixture failed on purpose"));
+        let hung = hub.call(&call_of(&hub, "mcp__fx__hang"), serde_json::json!({})).await;
+        assert!(hung.is_error && hung.text.contains("no answer within 1 s"), "{hung:?}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_dies_is_started_again_once_then_reported() {
+        let hub = started(&fixture("fx", |_| {})).await;
+        let die = call_of(&hub, "mcp__fx__die");
+        let echo = call_of(&hub, "mcp__fx__echo");
+        let died = hub.call(&die, serde_json::json!({})).await;
+        assert!(
+            died.is_error && died.text.contains("started again on the next call"),
+            "{died:?}"
+        );
+        assert!(matches!(hub.statuses()[0].state, ServerState::Stopped(_)));
+        assert!(
+            hub.tool("mcp__fx__echo").is_some(),
+            "its tools stay offered until the restart"
+        );
+        let again = hub.call(&echo, serde_json::json!({"text": "back"})).await;
+        assert_eq!(again, ToolOutput::ok("echo: back"), "restarted for the next call");
+        assert_eq!(hub.tools().len(), 6, "a stopped server's tools stay offered");
+        let died = hub.call(&die, serde_json::json!({})).await;
+        assert!(died.is_error && died.text.contains("stays stopped"), "{died:?}");
+        assert!(hub.tools().is_empty(), "a failed server offers nothing");
+        let refused = hub.call(&echo, serde_json::json!({"text": "x"})).await;
+        assert!(
+            refused.is_error && refused.text.contains("restarted once already"),
+            "{refused:?}"
+        );
+        assert!(matches!(hub.statuses()[0].state, ServerState::Failed(_)));
+        assert!(
+            hub.statuses()[0]
+                .stderr_tail
+                .iter()
+                .any(|line| line.contains("dying on purpose"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_server_that_cannot_start_says_why_and_offers_nothing() {
+        let hub = started(&fixture("gone", |config| {
+            config.command = "/nonexistent/mcp-server".into();
+        }))
+        .await;
+        let ServerState::Failed(reason) = &hub.statuses()[0].state else {
+            panic!("{:?}", hub.statuses());
+        };
+        assert!(reason.contains("cannot start `/nonexistent/mcp-server`"), "{reason}");
+        assert!(hub.tools().is_empty());
+
+        let hub = started(&fixture("unset", |config| {
+            config.env.insert("TOKEN".into(), "${NOT_SET_ANYWHERE}".into());
+        }))
+        .await;
+        let ServerState::Failed(reason) = &hub.statuses()[0].state else {
+            panic!("{:?}", hub.statuses());
+        };
+        assert_eq!(reason, "env.TOKEN names ${NOT_SET_ANYWHERE}, which is not set");
+    }
+}
