@@ -1,0 +1,211 @@
+//! MCP servers through the real binary: the fixture server of `tests/fixtures` (a real
+//! process speaking MCP on stdio) configured in `config.toml`, a turn driven by the
+//! mock model.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn fixture_server() -> String {
+    format!("{}/tests/fixtures/mcp_fixture_server.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `[mcp_servers.fx]` running the fixture server, with `extra` settings.
+fn configure_fixture(workspace: &Workspace, extra: &str) {
+    let path = workspace.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str(&format!(
+        "\n[mcp_servers.fx]\ncommand = \"python3\"\nargs = [{:?}]\n{extra}\n",
+        fixture_server()
+    ));
+    std::fs::write(path, config).unwrap();
+}
+
+fn tool_named<'a>(request: &'a Recorded, name: &str) -> Option<&'a Value> {
+    request.body["tools"]
+        .as_array()?
+        .iter()
+        .find(|tool| tool["name"] == name)
+}
+
+#[test]
+fn an_mcp_tool_reaches_the_model_and_its_call_runs_with_yes() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "env = { MCP_FIXTURE_INSTRUCTIONS = \"Call echo first.\" }");
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Echoing.", &[("toolu_1", "mcp__fx__echo", json!({"text": "hi ✓"}))]),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Use the echo tool", "--yes"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let requests = api.turn_requests();
+    let echo = tool_named(&requests[0], "mcp__fx__echo").expect("the first request offers the MCP tool");
+    assert_eq!(
+        echo["input_schema"],
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        "the schema as the server gives it"
+    );
+    assert!(tool_named(&requests[0], "mcp__fx__get_item_x").is_some());
+    assert!(
+        system_text(&requests[0].body).contains("# Instructions of the MCP server `fx`\n\nCall echo first."),
+        "the server's instructions are in the system prompt"
+    );
+    assert_eq!(tool_results(&messages_of(&requests[1])), ["echo: hi ✓"]);
+    assert!(stderr.contains("MCP server `fx`: 6 tools,"), "{stderr}");
+}
+
+#[test]
+fn without_yes_an_untrusted_mcp_call_is_refused_in_a_line_and_a_trusted_one_runs() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "trusted_tools = [\"get.item/x\"]");
+    let api = MockApi::start_in_thread(vec![
+        tool_reply(
+            "Two calls.",
+            &[
+                ("toolu_1", "mcp__fx__echo", json!({"text": "hi"})),
+                ("toolu_2", "mcp__fx__get_item_x", json!({"id": 2})),
+            ],
+        ),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Look it up"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results = tool_results(&messages_of(&api.turn_requests()[1]));
+    assert!(
+        results[0].contains("--yes"),
+        "the refusal says how to allow it: {results:?}"
+    );
+    assert_eq!(results[1], "item 2", "a trusted tool runs without asking");
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.contains("mcp__fx__echo") && line.contains("--yes")),
+        "one line says what was refused: {stderr}"
+    );
+}
+
+/// The real third-party server `@modelcontextprotocol/server-everything` (installed
+/// from npm by `.ci/run`, which names its launcher in `SCRATCHPAD_MCP_EVERYTHING`):
+/// its tools arrive prefixed, a call's result is in the next request, the line said
+/// of the server counts its schemas and instructions, and a server killed mid-session
+/// gives the model a clear error, then is started again for the next call.
+#[test]
+#[ignore = "needs @modelcontextprotocol/server-everything from npm: .ci/run installs it and runs this with --ignored"]
+fn the_reference_everything_server_runs_dies_and_is_started_again() {
+    let launcher = std::env::var("SCRATCHPAD_MCP_EVERYTHING")
+        .expect("SCRATCHPAD_MCP_EVERYTHING names the installed mcp-server-everything (see .ci/run)");
+    let workspace = Workspace::new();
+    let path = workspace.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str(&format!(
+        "\n[mcp_servers.everything]\ncommand = {launcher:?}\nargs = [\"stdio\"]\ntrusted = true\n"
+    ));
+    std::fs::write(&path, config).unwrap();
+    let echo = |id: &str, message: &str| ("toolu_".to_string() + id, json!({"message": message}));
+    let call = |id: &str, message: &str| {
+        let (id, input) = echo(id, message);
+        tool_reply("Echo.", &[(id.as_str(), "mcp__everything__echo", input)])
+    };
+    let slow = match call("2", "after the kill") {
+        Reply::Sse { body, .. } => Reply::Sse {
+            chunk: body.len() / 2 + 1,
+            delay_ms: 2_000,
+            body,
+        },
+        other => other,
+    };
+    let api = MockApi::start_in_thread(vec![call("1", "first"), slow, call("3", "again"), text_reply("done")]);
+    let mut child = workspace
+        .command(&api, &["-p", "Echo three times"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the second request is in, the server has answered the first call: kill it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while api.requests().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "the second request never came");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let server = server_pids(child.id(), "mcp-server-everything");
+    assert_eq!(server.len(), 1, "one server process, a child of scratchpad");
+    // SAFETY: signalling the server process the test found.
+    unsafe {
+        libc::kill(server[0], libc::SIGKILL);
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+
+    let requests = api.turn_requests();
+    let first = &requests[0];
+    let tools: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .filter(|name| name.starts_with("mcp__everything__"))
+        .collect();
+    assert!(
+        tools.contains(&"mcp__everything__echo") && tools.contains(&"mcp__everything__get-sum"),
+        "{tools:?}"
+    );
+    let specs: Vec<Value> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tool| {
+            tool["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("mcp__everything__"))
+        })
+        .map(|tool| {
+            // The cache breakpoint is the wire's, not the server's.
+            let mut tool = tool.clone();
+            tool.as_object_mut().unwrap().remove("cache_control");
+            tool
+        })
+        .collect();
+    let system = system_text(&first.body);
+    let instructions = system
+        .split("# Instructions of the MCP server `everything`\n\n")
+        .nth(1)
+        .expect("the server's instructions are in the system prompt");
+    let counted = python_dumps_len(&Value::Array(specs)) + instructions.chars().count();
+    assert!(
+        stderr.contains(&format!(
+            "MCP server `everything`: {} tools, {counted} chars",
+            tools.len()
+        )),
+        "the line counts the schemas and the instructions ({counted}): {stderr}"
+    );
+    let results: Vec<String> = tool_results(&messages_of(&requests[3]));
+    assert!(results[0].contains("first"), "{results:?}");
+    assert!(
+        results[1].contains("stopped") && results[1].contains("started again on the next call"),
+        "the model is told the server died: {results:?}"
+    );
+    assert!(
+        results[2].contains("again"),
+        "started again for the next call: {results:?}"
+    );
+}
+
+/// Children of `parent` whose command line mentions `name`.
+fn server_pids(parent: u32, name: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(name)
+        })
+        .collect()
+}
