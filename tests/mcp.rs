@@ -117,7 +117,7 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
         other => other,
     };
     let api = MockApi::start_in_thread(vec![call("1", "first"), slow, call("3", "again"), text_reply("done")]);
-    let mut child = workspace
+    let child = workspace
         .command(&api, &["-p", "Echo three times"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
