@@ -56,6 +56,10 @@ pub enum Op {
     },
     /// `/instructions`: read the project's instruction files again and show them.
     Instructions,
+    /// `/mcp`: list the MCP servers, or first restart or disable one for the session.
+    Mcp {
+        action: Option<McpAction>,
+    },
     /// The answer to [`AgentEvent::LossyQuestion`]: summarise now, or send this call
     /// over the limit.
     Lossy {
@@ -81,6 +85,7 @@ impl Op {
             | Op::CountTokens
             | Op::Preview { .. }
             | Op::Instructions
+            | Op::Mcp { .. }
             | Op::Permissions { .. }
             | Op::Permission { .. }
             | Op::Lossy { .. }
@@ -88,6 +93,14 @@ impl Op {
             | Op::Quit => false,
         }
     }
+}
+
+/// What `/mcp` does to a server before listing them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpAction {
+    Restart(String),
+    Disable(String),
 }
 
 /// Who asked for a compaction outside the automatic pipeline.

@@ -86,6 +86,34 @@ fn without_yes_an_untrusted_mcp_call_is_refused_in_a_line_and_a_trusted_one_runs
     );
 }
 
+/// An MCP result is a tool result to every stage: one over the batch budget is saved
+/// whole by stage 1, its receipt names the MCP tool, and the next request carries the
+/// preview block with the path.
+#[test]
+fn a_huge_mcp_result_is_persisted_by_stage_one_with_a_receipt() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "trusted = true");
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Big.", &[("toolu_big", "mcp__fx__big", json!({"chars": 250_000}))]),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Fetch it", "--events", "jsonl"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events = events(&output);
+    let budget = events
+        .iter()
+        .find(|event| event["type"] == "compaction" && event["event"]["stage"] == "tool_result_budget")
+        .expect("stage 1 fired");
+    assert_eq!(
+        budget["event"]["items"][0]["what"], "mcp__fx__big {\"chars\":250000} (result)",
+        "the receipt names the MCP tool"
+    );
+    let result = tool_results(&messages_of(&api.turn_requests()[1])).remove(0);
+    let block = scratchpad::compact::markers::parse_persisted_output(&result).expect("a preview block");
+    let saved = std::fs::read_to_string(workspace.path().join(block.path)).unwrap();
+    assert_eq!(saved, "x".repeat(250_000), "saved whole");
+}
+
 /// The real third-party server `@modelcontextprotocol/server-everything` (installed
 /// from npm by `.ci/run`, which names its launcher in `SCRATCHPAD_MCP_EVERYTHING`):
 /// its tools arrive prefixed, a call's result is in the next request, the line said
@@ -208,4 +236,81 @@ fn server_pids(parent: u32, name: &str) -> Vec<i32> {
             ppid == Some(parent) && String::from_utf8_lossy(&cmdline).contains(name)
         })
         .collect()
+}
+
+fn mcp_tool_names(request: &Recorded) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .filter(|name| name.starts_with("mcp__"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `/mcp` command's notice after `action`.
+async fn mcp_command(agent: &mut Running, action: Option<scratchpad::protocol::McpAction>) -> String {
+    agent.ops.send(scratchpad::protocol::Op::Mcp { action }).unwrap();
+    match until(&mut agent.events, |event| {
+        matches!(event, scratchpad::protocol::AgentEvent::Notice { message }
+            if message.contains("(/mcp restart NAME") || message.starts_with("there is no MCP server"))
+    })
+    .await
+    {
+        scratchpad::protocol::AgentEvent::Notice { message } => message,
+        _ => unreachable!("until returns only a notice"),
+    }
+}
+
+/// `/mcp` lists each server with what its tools cost, disables one (its tools leave the
+/// next request, and the fixed part with them) and starts it again.
+#[tokio::test]
+async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
+    let api = MockApi::start(vec![text_reply("one"), text_reply("two"), text_reply("three")]).await;
+    let servers = std::collections::BTreeMap::from([(
+        "fx".to_string(),
+        scratchpad::mcp::McpServerConfig {
+            command: "python3".into(),
+            args: vec![fixture_server()],
+            ..Default::default()
+        },
+    )]);
+    let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
+    let first = turn(&mut agent, "hi").await;
+    assert!(
+        first
+            .notices
+            .iter()
+            .any(|notice| notice.starts_with("MCP server `fx`: 6 tools")),
+        "{:?}",
+        first.notices
+    );
+    let listing = mcp_command(&mut agent, None).await;
+    assert!(listing.contains("\n  mcp__fx__echo · "), "{listing}");
+    assert!(listing.contains("MCP servers run outside the sandbox"), "{listing}");
+
+    let disabled = mcp_command(&mut agent, Some(scratchpad::protocol::McpAction::Disable("fx".into()))).await;
+    assert!(
+        disabled.starts_with("MCP server `fx`: disabled for this session"),
+        "{disabled}"
+    );
+    turn(&mut agent, "again").await;
+    let restarted = mcp_command(&mut agent, Some(scratchpad::protocol::McpAction::Restart("fx".into()))).await;
+    assert!(restarted.starts_with("MCP server `fx`: 6 tools"), "{restarted}");
+    turn(&mut agent, "third").await;
+    let unknown = mcp_command(
+        &mut agent,
+        Some(scratchpad::protocol::McpAction::Restart("nope".into())),
+    )
+    .await;
+    assert_eq!(unknown, "there is no MCP server `nope` (see /mcp)");
+
+    let requests = api.turn_requests();
+    assert_eq!(mcp_tool_names(&requests[0]).len(), 6);
+    assert!(
+        mcp_tool_names(&requests[1]).is_empty(),
+        "a disabled server's tools leave"
+    );
+    assert_eq!(mcp_tool_names(&requests[2]).len(), 6, "and come back with it");
 }

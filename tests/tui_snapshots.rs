@@ -12,8 +12,8 @@ use scratchpad::compact::{CompactConfig, Stage, StageEvent};
 use scratchpad::context_map::breakdown;
 use scratchpad::message::{ContentBlock, Message, Role, ToolResultContent};
 use scratchpad::protocol::{
-    AgentEvent, CallPoint, ContextStatus, Op, PermissionAnswer, TokenBasis, TokenFigure, ToolStatus, TurnOutcome,
-    Window, WindowSource,
+    AgentEvent, CallPoint, ContextStatus, McpAction, Op, PermissionAnswer, TokenBasis, TokenFigure, ToolStatus,
+    TurnOutcome, Window, WindowSource,
 };
 use scratchpad::provider::Usage;
 use scratchpad::tui::app::App;
@@ -2006,6 +2006,31 @@ fn every_binding_and_command_does_what_it_documents() {
             Setup::Idle,
             typed("/permissions revoke 2"),
             vec![Op::Permissions { revoke: Some(2) }],
+            Shown::Unchanged,
+        ),
+        (
+            "/mcp",
+            Setup::Idle,
+            typed("/mcp"),
+            vec![Op::Mcp { action: None }],
+            Shown::Unchanged,
+        ),
+        (
+            "/mcp restart NAME",
+            Setup::Idle,
+            typed("/mcp restart github"),
+            vec![Op::Mcp {
+                action: Some(McpAction::Restart("github".into())),
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "/mcp disable NAME",
+            Setup::Idle,
+            typed("/mcp disable github"),
+            vec![Op::Mcp {
+                action: Some(McpAction::Disable("github".into())),
+            }],
             Shown::Unchanged,
         ),
         (

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::mcp::{McpHub, ServerState, ServerStatus};
+use crate::protocol::McpAction;
 
 /// The system prompt's block of the servers' instructions (each capped), after the
 /// rest of the prompt; empty with no server that gives any.
@@ -27,6 +28,7 @@ pub(super) fn mcp_instructions(hub: &McpHub) -> String {
 fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> String {
     match &status.state {
         ServerState::Starting => format!("MCP server `{}`: starting", status.name),
+        ServerState::Disabled => format!("MCP server `{}`: disabled for this session", status.name),
         ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}", status.name),
         ServerState::Stopped(reason) => format!(
             "MCP server `{}` {reason}; it is started again on the next call",
@@ -58,7 +60,60 @@ fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::Est
     }
 }
 
+/// `/mcp`'s view of one server: its line, then each tool with what its definition
+/// costs, or the end of its standard error when it failed.
+fn server_details(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> String {
+    let mut text = server_line(status, tools, mode);
+    for spec in tools.specs().iter().filter(|spec| status.tools.contains(&spec.name)) {
+        text.push_str(&format!("\n  {} · {} chars", spec.name, mode.count(spec)));
+    }
+    if let Some(instructions) = &status.instructions {
+        text.push_str(&format!("\n  instructions · {} chars", instructions.chars().count()));
+    }
+    if matches!(status.state, ServerState::Failed(_) | ServerState::Stopped(_)) && !status.stderr_tail.is_empty() {
+        text.push_str("\n  its stderr ends:");
+        for line in &status.stderr_tail {
+            text.push_str(&format!("\n    {line}"));
+        }
+    }
+    text
+}
+
 impl Agent {
+    /// `/mcp`: list the servers, after restarting or disabling one.
+    pub(super) async fn mcp_command(&mut self, action: Option<McpAction>) {
+        let hub = Arc::clone(self.tools.mcp());
+        if let Some(action) = action {
+            let (name, done) = match &action {
+                McpAction::Restart(name) => (name, hub.restart(name).await),
+                McpAction::Disable(name) => (name, hub.disable(name).await),
+            };
+            if !done {
+                self.emit(AgentEvent::Notice {
+                    message: format!("there is no MCP server `{name}` (see /mcp)"),
+                });
+                return;
+            }
+        }
+        self.mcp_revision = hub.revision();
+        self.take_in_tools();
+        let statuses = hub.statuses();
+        let message = if statuses.is_empty() {
+            "no MCP servers: add [mcp_servers.NAME] with its command to config.toml".to_string()
+        } else {
+            let mode = self.settings.compaction.estimate;
+            let servers: Vec<String> = statuses
+                .iter()
+                .map(|status| server_details(status, &self.tools, mode))
+                .collect();
+            format!(
+                "{}\n(/mcp restart NAME · /mcp disable NAME; MCP servers run outside the sandbox)",
+                servers.join("\n")
+            )
+        };
+        self.emit(AgentEvent::Notice { message });
+    }
+
     /// Before a model call: wait for servers still starting, then take in any change
     /// of their tools. `Err` when the user cancelled the wait.
     pub(super) async fn refresh_mcp(&mut self, ops: &mut UnboundedReceiver<Op>) -> Result<(), Interrupted> {

@@ -586,6 +586,7 @@ impl Agent {
                 Op::Clear => self.clear(),
                 Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Instructions => self.reload_instructions(),
+                Op::Mcp { action } => self.mcp_command(action).await,
                 Op::Inspect => self.emit(self.breakdown()),
                 Op::CountTokens => self.count_exactly().await,
                 Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),

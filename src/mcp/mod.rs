@@ -46,6 +46,8 @@ pub enum ServerState {
     /// stay offered.
     Stopped(String),
     Failed(String),
+    /// Turned off for this session (`/mcp disable`).
+    Disabled,
 }
 
 /// One tool of a ready server.
@@ -273,6 +275,33 @@ impl McpHub {
             .collect()
     }
 
+    /// Stop server `name` and start it again (`/mcp restart`): its one restart after
+    /// a failure is given back. `false` when there is no such server.
+    pub async fn restart(&self, name: &str) -> bool {
+        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+            return false;
+        };
+        *server.client.lock().await = None;
+        server.stop();
+        server.restarted.store(false, Ordering::Relaxed);
+        server.connect().await;
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Stop server `name` for this session (`/mcp disable`): its tools leave the next
+    /// request. `false` when there is no such server.
+    pub async fn disable(&self, name: &str) -> bool {
+        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+            return false;
+        };
+        *server.client.lock().await = None;
+        server.stop();
+        *lock(&server.state) = ServerState::Disabled;
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
     /// Call `tool` with `arguments`; every failure is a result the model reads.
     pub async fn call(&self, tool: &McpTool, arguments: Value) -> ToolOutput {
         let Some(server) = self.servers.iter().find(|server| server.name == tool.server) else {
@@ -407,6 +436,12 @@ impl Server {
                 ));
             }
         };
+        if *lock(&self.state) == ServerState::Disabled {
+            return ToolOutput::error(format!(
+                "{}: the MCP server `{}` was disabled for this session",
+                tool.qualified, self.name
+            ));
+        }
         let stopped = self
             .client
             .lock()

@@ -17,6 +17,8 @@ pub enum SlashCommand {
     Permissions,
     #[strum(to_string = "/instructions")]
     Instructions,
+    #[strum(to_string = "/mcp")]
+    Mcp,
     #[strum(to_string = "/model")]
     Model,
     #[strum(to_string = "/help")]
@@ -41,6 +43,7 @@ impl SlashCommand {
         match self {
             SlashCommand::Compact => "[--preview] [focus]",
             SlashCommand::Permissions => "[revoke N]",
+            SlashCommand::Mcp => "[restart|disable NAME]",
             _ => "",
         }
     }
@@ -56,6 +59,7 @@ impl SlashCommand {
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
             SlashCommand::Permissions => "what was approved \"always\" this session; revoke one",
             SlashCommand::Instructions => "the project's instruction files (AGENTS.md): read them again and list them",
+            SlashCommand::Mcp => "the MCP servers: their state, tools and what each costs every request",
             SlashCommand::Model => "show the provider, model, window and how the limit was chosen",
             SlashCommand::Help => "keys and commands",
             SlashCommand::Quit => "leave scratchpad (also /exit)",
@@ -67,7 +71,11 @@ impl SlashCommand {
     pub fn while_busy(self) -> bool {
         !matches!(
             self,
-            SlashCommand::Compact | SlashCommand::Undo | SlashCommand::Clear | SlashCommand::Instructions
+            SlashCommand::Compact
+                | SlashCommand::Undo
+                | SlashCommand::Clear
+                | SlashCommand::Instructions
+                | SlashCommand::Mcp
         )
     }
 

@@ -797,10 +797,37 @@ fn start_in(
     provider: Arc<dyn scratchpad::provider::Provider>,
     settings: scratchpad::agent::AgentSettings,
 ) -> Running {
-    let tools = scratchpad::tools::ToolBox::new(
+    start_in_with_mcp(dir, provider, settings, &std::collections::BTreeMap::new())
+}
+
+/// [`start_agent`] with these MCP servers (started on this runtime).
+pub fn start_agent_with_mcp(
+    api: &MockApi,
+    settings: scratchpad::agent::AgentSettings,
+    servers: &std::collections::BTreeMap<String, scratchpad::mcp::McpServerConfig>,
+) -> Running {
+    start_in_with_mcp(
+        tempfile::tempdir().unwrap(),
+        anthropic_provider(api, "m"),
+        settings,
+        servers,
+    )
+}
+
+fn start_in_with_mcp(
+    dir: tempfile::TempDir,
+    provider: Arc<dyn scratchpad::provider::Provider>,
+    settings: scratchpad::agent::AgentSettings,
+    servers: &std::collections::BTreeMap<String, scratchpad::mcp::McpServerConfig>,
+) -> Running {
+    let mut tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
         scratchpad::tools::ToolsConfig::default(),
     );
+    if !servers.is_empty() {
+        let hub = scratchpad::mcp::McpHub::start(servers, dir.path(), |_| None);
+        tools = tools.with_mcp(hub);
+    }
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
     let agent = scratchpad::agent::Agent::new(provider, settings, tools, None, Vec::new(), events_tx);

@@ -380,6 +380,21 @@ impl App {
                 _ => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
             },
             SlashCommand::Instructions => self.send(Op::Instructions),
+            SlashCommand::Mcp => {
+                let action = match rest
+                    .split_once(char::is_whitespace)
+                    .map(|(verb, name)| (verb, name.trim()))
+                {
+                    _ if rest.is_empty() => Ok(None),
+                    Some(("restart", name)) if !name.is_empty() => Ok(Some(McpAction::Restart(name.to_string()))),
+                    Some(("disable", name)) if !name.is_empty() => Ok(Some(McpAction::Disable(name.to_string()))),
+                    _ => Err(()),
+                };
+                match action {
+                    Ok(action) => self.send(Op::Mcp { action }),
+                    Err(()) => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
+                }
+            }
             SlashCommand::Model => {
                 let info = &self.state.session;
                 let mut text = format!("provider {} · model {}", info.provider, info.model);

@@ -27,7 +27,7 @@ use super::state::{AppState, ChatEntry};
 use super::toast::{TOAST_FOR, Toast};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
-use crate::protocol::{AgentEvent, Op, PermissionAnswer};
+use crate::protocol::{AgentEvent, McpAction, Op, PermissionAnswer};
 
 /// How soon a second Ctrl+C must follow the first to quit.
 const QUIT_WINDOW: Duration = Duration::from_secs(2);
