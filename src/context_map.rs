@@ -6,7 +6,7 @@ use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result
 use crate::compact::receipt::describe_result;
 use crate::compact::render::{piece, role_name};
 use crate::message::{Content, ContentBlock, Message};
-use crate::protocol::InstructionRow;
+use crate::protocol::{InstructionRow, McpServerRow};
 use crate::provider::ToolSpec;
 
 pub use crate::protocol::{Category, ContextBreakdown, Item};
@@ -16,6 +16,7 @@ const SHOWN_TEXT: usize = 20_000;
 pub fn breakdown(
     system: &str,
     instructions: &[InstructionRow],
+    mcp_servers: &[McpServerRow],
     tools: &[ToolSpec],
     messages: &[Message],
     config: &CompactConfig,
@@ -23,9 +24,10 @@ pub fn breakdown(
     let mode = config.estimate;
     let fixed = fixed_chars(system, tools, mode);
     let instructions_chars: usize = instructions.iter().map(|row| row.prompt_chars).sum();
+    let mcp_chars: usize = mcp_servers.iter().map(|row| row.chars).sum();
     let mut items = vec![Item {
         category: Category::SystemAndTools,
-        chars: fixed.saturating_sub(instructions_chars),
+        chars: fixed.saturating_sub(instructions_chars + mcp_chars),
         message: 0,
         role: "system".into(),
         preview: one_line(system),
@@ -41,6 +43,17 @@ pub fn breakdown(
         role: "system".into(),
         preview: "instruction file, in the system prompt".into(),
         saved_path: Some(row.path.clone()),
+        text: String::new(),
+        tool_use_id: None,
+        pinned: false,
+    }));
+    items.extend(mcp_servers.iter().map(|row| Item {
+        category: Category::McpServers,
+        chars: row.chars,
+        message: 0,
+        role: "system".into(),
+        preview: format!("MCP server `{}`: {} tools and its instructions", row.name, row.tools),
+        saved_path: None,
         text: String::new(),
         tool_use_id: None,
         pinned: false,
@@ -143,6 +156,7 @@ pub fn breakdown(
         tool_results,
         pinned,
         instructions: instructions.to_vec(),
+        mcp_servers: mcp_servers.to_vec(),
     }
 }
 
@@ -210,7 +224,7 @@ mod tests {
             prompt_chars: 4,
             cut: false,
         }];
-        let map = breakdown("sys\n<a>", &rows, &[], &messages, &config);
+        let map = breakdown("sys\n<a>", &rows, &[], &[], &messages, &config);
         let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
         for category in Category::ALL {
             if category != Category::Other {

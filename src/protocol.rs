@@ -536,6 +536,8 @@ pub enum Category {
     SystemAndTools,
     /// The project's instruction files, in the system prompt.
     ProjectInstructions,
+    /// The MCP servers' tool definitions and instructions.
+    McpServers,
     UserText,
     AssistantText,
     ToolUseInput,
@@ -551,9 +553,10 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 13] = [
+    pub const ALL: [Category; 14] = [
         Category::SystemAndTools,
         Category::ProjectInstructions,
+        Category::McpServers,
         Category::UserText,
         Category::AssistantText,
         Category::ToolUseInput,
@@ -571,6 +574,7 @@ impl Category {
         match self {
             Category::SystemAndTools => "system prompt + tools",
             Category::ProjectInstructions => "project instructions",
+            Category::McpServers => "MCP servers",
             Category::UserText => "user text",
             Category::AssistantText => "assistant text",
             Category::ToolUseInput => "tool_use inputs",
@@ -631,6 +635,19 @@ pub struct ContextBreakdown {
     /// under their category.
     #[serde(default)]
     pub instructions: Vec<InstructionRow>,
+    /// Each ready MCP server's share of the fixed part: a row each under their
+    /// category.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServerRow>,
+}
+
+/// One MCP server's share of the fixed part: its tool definitions and its
+/// instructions' block in the system prompt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct McpServerRow {
+    pub name: String,
+    pub tools: usize,
+    pub chars: usize,
 }
 
 impl Category {
@@ -638,14 +655,17 @@ impl Category {
     pub fn counts_against_limit(self) -> bool {
         !matches!(
             self,
-            Category::SystemAndTools | Category::ProjectInstructions | Category::Free
+            Category::SystemAndTools | Category::ProjectInstructions | Category::McpServers | Category::Free
         )
     }
 
     /// Whether it is part of the fixed part: the system prompt, the instruction files
     /// and the tools, sent with every request and outside the limit.
     pub fn is_fixed(self) -> bool {
-        matches!(self, Category::SystemAndTools | Category::ProjectInstructions)
+        matches!(
+            self,
+            Category::SystemAndTools | Category::ProjectInstructions | Category::McpServers
+        )
     }
 }
 

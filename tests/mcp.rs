@@ -197,11 +197,14 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
         })
         .collect();
     let system = system_text(&first.body);
+    let header = "\n\n# Instructions of the MCP server `everything`\n\n";
     let instructions = system
-        .split("# Instructions of the MCP server `everything`\n\n")
+        .split(header)
         .nth(1)
         .expect("the server's instructions are in the system prompt");
-    let counted = python_dumps_len(&Value::Array(specs)) + instructions.chars().count();
+    // Its definitions as they sit in the request's list (each after a separator), and
+    // its block of the system prompt.
+    let counted = python_dumps_len(&Value::Array(specs)) + header.chars().count() + instructions.chars().count();
     assert!(
         stderr.contains(&format!(
             "MCP server `everything`: {} tools, {counted} chars",
@@ -286,6 +289,38 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
         "{:?}",
         first.notices
     );
+    agent.ops.send(scratchpad::protocol::Op::Inspect).unwrap();
+    let scratchpad::protocol::AgentEvent::Breakdown { breakdown } = until(&mut agent.events, |event| {
+        matches!(event, scratchpad::protocol::AgentEvent::Breakdown { .. })
+    })
+    .await
+    else {
+        unreachable!("until returns only a breakdown")
+    };
+    let sent_definitions: Vec<Value> = api.turn_requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tool| tool["name"].as_str().is_some_and(|name| name.starts_with("mcp__")))
+        .map(|tool| {
+            let mut tool = tool.clone();
+            tool.as_object_mut().unwrap().remove("cache_control");
+            tool
+        })
+        .collect();
+    assert_eq!(breakdown.mcp_servers.len(), 1);
+    assert_eq!(
+        breakdown.mcp_servers[0].chars,
+        python_dumps_len(&Value::Array(sent_definitions)),
+        "/context's row is the server's definitions as the request carried them"
+    );
+    let fixed_rows: usize = breakdown
+        .totals
+        .iter()
+        .filter(|(category, _)| category.is_fixed())
+        .map(|(_, chars)| chars)
+        .sum();
+    assert_eq!(fixed_rows, breakdown.fixed, "the fixed part's rows sum to it");
     let listing = mcp_command(&mut agent, None).await;
     assert!(listing.contains("\n  mcp__fx__echo · "), "{listing}");
     assert!(listing.contains("MCP servers run outside the sandbox"), "{listing}");

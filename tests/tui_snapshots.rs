@@ -688,7 +688,14 @@ fn context_view_and_timeline() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown(
+            "You are scratchpad.",
+            &[],
+            &[],
+            &[],
+            &messages,
+            &CompactConfig::default(),
+        ),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "/context");
@@ -741,7 +748,14 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown(
+            "You are scratchpad.",
+            &[],
+            &[],
+            &[],
+            &messages,
+            &CompactConfig::default(),
+        ),
     });
     assert_eq!(
         s._ops.try_recv().ok(),
@@ -802,7 +816,14 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
     assert_eq!(s.app.toast.as_ref().map(|t| t.text.contains("put back")), Some(true));
     let largest = listed(&mut s);
     assert!(largest.contains("largest items · f"), "{largest}");
-    let breakdown_now = breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default());
+    let breakdown_now = breakdown(
+        "You are scratchpad.",
+        &[],
+        &[],
+        &[],
+        &messages,
+        &CompactConfig::default(),
+    );
     let first_other = breakdown_now
         .largest
         .iter()
@@ -1137,7 +1158,7 @@ fn closing_a_viewer_returns_to_where_it_was_opened() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("sys", &[], &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
     });
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Enter));
@@ -1552,6 +1573,7 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
                 "You are scratchpad.",
                 &[],
                 &[],
+                &[],
                 &[Message::user_text("go on")],
                 &CompactConfig::default(),
             ),
@@ -1881,7 +1903,14 @@ fn set_up(setup: Setup) -> Screen {
             s.app
                 .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
             s.app.apply(AgentEvent::Breakdown {
-                breakdown: breakdown("You are scratchpad.", &[], &[], &messages, &CompactConfig::default()),
+                breakdown: breakdown(
+                    "You are scratchpad.",
+                    &[],
+                    &[],
+                    &[],
+                    &messages,
+                    &CompactConfig::default(),
+                ),
             });
         }
         Setup::Permission => {
@@ -2355,6 +2384,7 @@ fn instruction_files_at_the_start_when_they_change_and_in_context() {
             &system,
             &rows,
             &[],
+            &[],
             &[Message::user_text("go on")],
             &CompactConfig::default(),
         ),
@@ -2364,4 +2394,46 @@ fn instruction_files_at_the_start_when_they_change_and_in_context() {
     assert!(context.contains("project instructions"), "{context}");
     assert!(context.contains("AGENTS.md (cut)"), "{context}");
     insta::assert_snapshot!("instructions_in_context_120x40", terminal.backend());
+}
+
+/// MCP servers: the line said of each in the chat, and `/context`'s row per server
+/// under the fixed part.
+#[test]
+fn mcp_servers_in_the_chat_and_in_context() {
+    use scratchpad::protocol::McpServerRow;
+    let mut s = screen();
+    for message in [
+        "MCP server `github`: 12 tools, 9120 chars of every request",
+        "MCP server `db` failed: cannot start `pg-mcp`: No such file or directory (os error 2)",
+    ] {
+        s.app.apply(AgentEvent::Notice {
+            message: message.into(),
+        });
+    }
+    let terminal = draw(&mut s.app, 100, 24);
+    insta::assert_snapshot!("mcp_in_chat_100x24", terminal.backend());
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    let system = "You are scratchpad.".to_string() + &"i".repeat(14_000);
+    let servers = vec![McpServerRow {
+        name: "github".into(),
+        tools: 12,
+        chars: 9_120,
+    }];
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            &system,
+            &[],
+            &servers,
+            &[],
+            &[Message::user_text("go on")],
+            &CompactConfig::default(),
+        ),
+    });
+    let terminal = draw(&mut s.app, 120, 40);
+    let context = terminal.backend().to_string();
+    assert!(context.contains("MCP servers"), "{context}");
+    assert!(context.contains("github (12 tools)"), "{context}");
+    insta::assert_snapshot!("mcp_in_context_120x40", terminal.backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "MCP servers in /context");
 }

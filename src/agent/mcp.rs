@@ -6,21 +6,57 @@
 
 use super::*;
 use crate::mcp::{McpHub, ServerState, ServerStatus};
-use crate::protocol::McpAction;
+use crate::protocol::{McpAction, McpServerRow};
 
-/// The system prompt's block of the servers' instructions (each capped), after the
-/// rest of the prompt; empty with no server that gives any.
+/// Whether the model gets the server's tools and instructions.
+fn offered(status: &ServerStatus) -> bool {
+    matches!(status.state, ServerState::Ready | ServerState::Stopped(_))
+}
+
+/// A server's block of instructions in the system prompt (capped), if it gives any.
+fn instructions_block(status: &ServerStatus) -> Option<String> {
+    let text = status.instructions.as_ref()?;
+    Some(format!(
+        "\n\n# Instructions of the MCP server `{}`\n\n{text}",
+        status.name
+    ))
+}
+
+/// The system prompt's blocks of the servers' instructions, after the rest of the
+/// prompt; empty with no server that gives any.
 pub(super) fn mcp_instructions(hub: &McpHub) -> String {
     hub.statuses()
         .iter()
-        .filter(|status| matches!(status.state, ServerState::Ready | ServerState::Stopped(_)))
-        .filter_map(|status| {
-            let text = status.instructions.as_ref()?;
-            Some(format!(
-                "\n\n# Instructions of the MCP server `{}`\n\n{text}",
-                status.name
-            ))
-        })
+        .filter(|status| offered(status))
+        .filter_map(instructions_block)
+        .collect()
+}
+
+/// What a server offered now costs every request: its tool definitions (as the
+/// estimate counts them in the request's list) and its instructions' block.
+fn server_row(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> McpServerRow {
+    let specs: Vec<_> = tools
+        .specs()
+        .into_iter()
+        .filter(|spec| status.tools.contains(&spec.name))
+        .collect();
+    // Ours come first, so each of its definitions adds a separator too.
+    let definitions: usize = specs.iter().map(|spec| mode.count(spec) + mode.separator()).sum();
+    McpServerRow {
+        name: status.name.clone(),
+        tools: specs.len(),
+        chars: definitions + instructions_block(status).map_or(0, |block| block.chars().count()),
+    }
+}
+
+/// Each offered server's share of the fixed part, for `/context`.
+pub(super) fn server_rows(tools: &ToolBox, mode: crate::compact::EstimateMode) -> Vec<McpServerRow> {
+    tools
+        .mcp()
+        .statuses()
+        .iter()
+        .filter(|status| offered(status))
+        .map(|status| server_row(status, tools, mode))
         .collect()
 }
 
@@ -35,12 +71,7 @@ fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::Est
             status.name
         ),
         ServerState::Ready => {
-            let specs: Vec<_> = tools
-                .specs()
-                .into_iter()
-                .filter(|spec| status.tools.contains(&spec.name))
-                .collect();
-            let chars = mode.count(&specs) + status.instructions.as_ref().map_or(0, |text| text.chars().count());
+            let row = server_row(status, tools, mode);
             let cut = if status.cut > 0 {
                 format!(
                     " ({} chars of descriptions and instructions cut at 2,048 each)",
@@ -52,9 +83,9 @@ fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::Est
             format!(
                 "MCP server `{}`: {} tool{}, {} chars of every request{cut}",
                 status.name,
-                status.tools.len(),
-                if status.tools.len() == 1 { "" } else { "s" },
-                chars
+                row.tools,
+                if row.tools == 1 { "" } else { "s" },
+                row.chars
             )
         }
     }

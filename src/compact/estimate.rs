@@ -39,7 +39,7 @@ impl EstimateMode {
     }
 
     /// Characters between two elements of an array.
-    fn separator(self) -> usize {
+    pub fn separator(self) -> usize {
         match self {
             EstimateMode::Seed => 2,
             EstimateMode::Compact => 1,

@@ -24,6 +24,7 @@ pub fn category_colour(category: Category) -> Color {
     match category {
         Category::SystemAndTools => theme::palette().soft,
         Category::ProjectInstructions => theme::palette().success,
+        Category::McpServers => theme::palette().info,
         Category::UserText => theme::palette().accent,
         Category::AssistantText => theme::palette().success_bright,
         Category::ToolUseInput => theme::palette().attention,
@@ -408,9 +409,10 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
     // When the rows do not fit, the smallest message categories share one row, so
     // the fixed part, the free space and the totals always show.
     let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
-    // Three rows are the header and the totals; each instruction file has one.
+    // Three rows are the header and the totals; each instruction file and each MCP
+    // server has one.
     let room = (area.height as usize)
-        .saturating_sub(3 + breakdown.instructions.len())
+        .saturating_sub(3 + breakdown.instructions.len() + breakdown.mcp_servers.len())
         .max(2);
     let mut by_size: Vec<&(Category, usize)> = categories
         .iter()
@@ -463,6 +465,17 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
             for file in &breakdown.instructions {
                 let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });
                 rows.push(row(None, label, file.prompt_chars, String::new()));
+            }
+        }
+        if *category == Category::McpServers {
+            for server in &breakdown.mcp_servers {
+                let label = format!(
+                    "  {} ({} tool{})",
+                    server.name,
+                    server.tools,
+                    if server.tools == 1 { "" } else { "s" }
+                );
+                rows.push(row(None, label, server.chars, String::new()));
             }
         }
     }
