@@ -413,6 +413,30 @@ mod tests {
     }
 
     #[test]
+    fn an_mcp_server_is_read_and_its_mistakes_are_named() {
+        let config = parse(
+            "[mcp_servers.gh]\ncommand = \"npx\"\nargs = [\"-y\", \"srv\"]\nenv = { T = \"${GH}\" }\n\
+             tool_timeout_secs = 9\ntrusted_tools = [\"a\"]\nmax_result_chars = 5000\n",
+        )
+        .unwrap();
+        let server = &config.mcp_servers["gh"];
+        assert_eq!(server.args, ["-y", "srv"]);
+        assert_eq!(server.env["T"], "${GH}");
+        assert_eq!((server.tool_timeout_secs, server.max_result_chars), (9, 5000));
+        assert!(server.trusts("a") && server.enabled);
+        let unknown = parse("[mcp_servers.gh]\ncommand = \"x\"\nurl_typo = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(unknown.contains("line 3"), "{unknown}");
+        let missing = parse("[mcp_servers.gh]\nargs = []\n").unwrap_err().to_string();
+        assert!(missing.contains("command"), "{missing}");
+        let tiny = parse("[mcp_servers.gh]\ncommand = \"x\"\nmax_result_chars = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(tiny.contains("max_result_chars must be between 200"), "{tiny}");
+    }
+
+    #[test]
     fn the_example_file_is_the_defaults() {
         let example = include_str!("../config.example.toml");
         assert_eq!(parse(example).unwrap(), Config::default());

@@ -15,9 +15,11 @@ fn fixture_server() -> String {
 fn configure_fixture(workspace: &Workspace, extra: &str) {
     let path = workspace.home.path().join("config.toml");
     let mut config = std::fs::read_to_string(&path).unwrap();
+    // The workspace's path on its command line tells this test's server from others.
     config.push_str(&format!(
-        "\n[mcp_servers.fx]\ncommand = \"python3\"\nargs = [{:?}]\n{extra}\n",
-        fixture_server()
+        "\n[mcp_servers.fx]\ncommand = \"python3\"\nargs = [{:?}, {:?}]\n{extra}\n",
+        fixture_server(),
+        workspace.path().display().to_string()
     ));
     std::fs::write(path, config).unwrap();
 }
@@ -54,6 +56,25 @@ fn an_mcp_tool_reaches_the_model_and_its_call_runs_with_yes() {
     );
     assert_eq!(tool_results(&messages_of(&requests[1])), ["echo: hi ✓"]);
     assert!(stderr.contains("MCP server `fx`: 6 tools,"), "{stderr}");
+    let tag = workspace.path().display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !processes_mentioning(&tag).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the server outlived scratchpad");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Processes whose command line mentions `text`.
+fn processes_mentioning(text: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(text)
+        })
+        .collect()
 }
 
 #[test]
@@ -348,4 +369,24 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
         "a disabled server's tools leave"
     );
     assert_eq!(mcp_tool_names(&requests[2]).len(), 6, "and come back with it");
+}
+
+/// A result over the server's `max_result_chars` is saved whole; the model gets its
+/// start and the path, never a silent cut.
+#[test]
+fn a_result_over_max_result_chars_is_saved_whole_with_its_start() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "trusted = true\nmax_result_chars = 500");
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Big.", &[("toolu_cap", "mcp__fx__big", json!({"chars": 5_000}))]),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Fetch it"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result = tool_results(&messages_of(&api.turn_requests()[1])).remove(0);
+    let block = scratchpad::compact::markers::parse_persisted_output(&result).expect("a preview block");
+    assert_eq!(block.preview, "x".repeat(500));
+    assert_eq!(block.original_chars, Some(5_000));
+    let saved = std::fs::read_to_string(workspace.path().join(block.path)).unwrap();
+    assert_eq!(saved, "x".repeat(5_000), "saved whole");
 }

@@ -32,7 +32,16 @@ impl Agent {
                     ToolStatus::Cancelled,
                 )
             } else {
-                match self.tools.plan(&name, &input) {
+                let plan = self.tools.plan(&name, &input);
+                let result_cap = match &plan {
+                    Plan::Run(Job::Mcp { tool, .. })
+                    | Plan::Ask {
+                        job: Job::Mcp { tool, .. },
+                        ..
+                    } => Some(tool.max_result_chars),
+                    _ => None,
+                };
+                let (output, status) = match plan {
                     Plan::Refused(reason) => (ToolOutput::error(reason), ToolStatus::Refused),
                     Plan::Invalid(message) => (ToolOutput::error(message), ToolStatus::Error),
                     Plan::Run(job) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
@@ -58,6 +67,10 @@ impl Agent {
                             (ToolOutput::error("Cancelled by the user."), ToolStatus::Cancelled)
                         }
                     },
+                };
+                match result_cap {
+                    Some(cap) => (self.saved_beyond(&id, output, cap), status),
+                    None => (output, status),
                 }
             };
             self.emit(AgentEvent::ToolFinished {
@@ -78,6 +91,35 @@ impl Agent {
             results,
             compact,
             cancelled,
+        }
+    }
+
+    /// An MCP result longer than its server's `max_result_chars`: saved whole to the
+    /// archive (recorded, so it can be read back), and the model gets its start and the
+    /// path; never a silent cut. Should the save fail, the whole result is kept.
+    fn saved_beyond(&mut self, id: &str, output: ToolOutput, cap: usize) -> ToolOutput {
+        let chars = output.text.chars().count();
+        if chars <= cap {
+            return output;
+        }
+        let saved = self
+            .store
+            .save_tool_result(id, &output.text)
+            .and_then(|kept| self.store.sync().map(|()| kept));
+        match saved {
+            Ok(kept) => {
+                let preview = crate::compact::markers::prefix_chars(&output.text, cap);
+                ToolOutput {
+                    text: crate::compact::markers::persisted_output(&kept.path, chars, preview),
+                    is_error: output.is_error,
+                }
+            }
+            Err(error) => {
+                self.emit(AgentEvent::Notice {
+                    message: format!("a {chars}-char MCP result could not be saved ({error}); it is kept whole"),
+                });
+                output
+            }
         }
     }
 

@@ -29,6 +29,9 @@ pub struct McpServerConfig {
     pub trusted: bool,
     /// These tools' calls run without asking.
     pub trusted_tools: Vec<String>,
+    /// A longer result is saved whole to `.task_outputs/tool-results/` and the model
+    /// gets its first this many characters with the path.
+    pub max_result_chars: usize,
 }
 
 impl Default for McpServerConfig {
@@ -45,12 +48,20 @@ impl Default for McpServerConfig {
             disabled_tools: Vec::new(),
             trusted: false,
             trusted_tools: Vec::new(),
+            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
         }
     }
 }
 
 /// The numbers of a server's settings and their ranges, for the config check.
 pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3_600;
+
+/// A result's longest text kept in the context, as a command's output is kept
+/// (`tools.output_cap_bytes`).
+pub const DEFAULT_MAX_RESULT_CHARS: usize = 1_000_000;
+
+/// The range of `max_result_chars`: a preview of at least a few lines.
+pub const MAX_RESULT_RANGE: std::ops::RangeInclusive<usize> = 200..=10_000_000;
 
 impl McpServerConfig {
     /// Whether the model gets the server's tool `tool`.
@@ -94,6 +105,17 @@ impl McpServerConfig {
                     ),
                 ));
             }
+        }
+        if !MAX_RESULT_RANGE.contains(&self.max_result_chars) {
+            return Err((
+                "max_result_chars",
+                format!(
+                    "mcp_servers.{name}.max_result_chars must be between {} and {}, got {}",
+                    MAX_RESULT_RANGE.start(),
+                    MAX_RESULT_RANGE.end(),
+                    self.max_result_chars
+                ),
+            ));
         }
         Ok(())
     }

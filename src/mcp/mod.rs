@@ -87,6 +87,8 @@ pub struct McpTool {
     pub spec: ToolSpec,
     /// Its calls run without asking.
     pub trusted: bool,
+    /// Its server's `max_result_chars`.
+    pub max_result_chars: usize,
 }
 
 type Client = RunningService<RoleClient, ()>;
@@ -236,6 +238,7 @@ impl McpHub {
                 },
                 qualified,
                 trusted: server.config.trusts(&tool.name),
+                max_result_chars: server.config.max_result_chars,
                 server: server.name.clone(),
                 tool: tool.name,
             })
