@@ -224,7 +224,12 @@ mod tests {
             prompt_chars: 4,
             cut: false,
         }];
-        let map = breakdown("sys\n<a>", &rows, &[], &[], &messages, &config);
+        let servers = [McpServerRow {
+            name: "fx".into(),
+            tools: 1,
+            chars: 3,
+        }];
+        let map = breakdown("sys\n<a>", &rows, &servers, &[], &messages, &config);
         let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
         for category in Category::ALL {
             if category != Category::Other {
@@ -244,8 +249,9 @@ mod tests {
         );
         assert_eq!(counted, map.estimate);
         assert_eq!(total(Category::ProjectInstructions), 4);
+        assert_eq!(total(Category::McpServers), 3);
         assert_eq!(
-            total(Category::SystemAndTools) + total(Category::ProjectInstructions),
+            total(Category::SystemAndTools) + total(Category::ProjectInstructions) + total(Category::McpServers),
             map.fixed
         );
         assert_eq!(

@@ -1,7 +1,7 @@
 //! From command line, config file and environment to a ready agent: the settings in
 //! their loading order, the provider, the workspace and the session journal.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -256,19 +256,45 @@ impl Launch {
             limit_choice: self.config.limit_choice,
         };
         let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
+        let mut notices = self.notices;
         // A read-only view runs nothing, so it starts no server.
-        if self.read_only.is_none() && !self.config.mcp_servers.is_empty() {
-            let hub = crate::mcp::McpHub::start(
-                &self.config.mcp_servers,
-                tools.workspace().root(),
-                crate::tools::user_variable,
-            );
+        if self.read_only.is_none() {
+            let root = tools.workspace().root().to_path_buf();
+            let hub = crate::mcp::McpHub::start(&self.config.mcp_servers, &root, crate::tools::user_variable);
+            notices.extend(project_servers(&hub, &root));
             tools = tools.with_mcp(hub);
         }
         let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
         agent
-            .with_notices(self.notices)
+            .with_notices(notices)
             .with_past(self.past)
             .with_read_only(self.read_only)
     }
+}
+
+/// A trusted `.mcp.json`'s servers joined to `hub`; the lines to say of the file (left
+/// out servers, a name `config.toml` has already, or that it waits to be trusted).
+fn project_servers(hub: &crate::mcp::McpHub, workspace: &Path) -> Vec<String> {
+    use crate::mcp::project;
+    let project = match project::read(workspace) {
+        Ok(Some(project)) => project,
+        Ok(None) => return Vec::new(),
+        Err(line) => return vec![line],
+    };
+    let mut lines = project.problems.clone();
+    if project.servers.is_empty() {
+        return lines;
+    }
+    let trusted = crate::config::data_dir().is_some_and(|data| project::is_trusted(&data, workspace, &project.sha256));
+    if trusted {
+        for name in hub.add(&project.servers, workspace, crate::tools::user_variable) {
+            lines.push(format!(
+                "{}: `{name}` is also in config.toml, which wins",
+                project::PROJECT_FILE
+            ));
+        }
+    } else {
+        lines.push(project::untrusted_line(&project));
+    }
+    lines
 }

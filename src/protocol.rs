@@ -101,6 +101,8 @@ impl Op {
 pub enum McpAction {
     Restart(String),
     Disable(String),
+    /// Trust this version of the workspace's `.mcp.json` and start its servers.
+    Trust,
 }
 
 /// Who asked for a compaction outside the automatic pipeline.

@@ -390,3 +390,41 @@ fn a_result_over_max_result_chars_is_saved_whole_with_its_start() {
     let saved = std::fs::read_to_string(workspace.path().join(block.path)).unwrap();
     assert_eq!(saved, "x".repeat(5_000), "saved whole");
 }
+
+/// A project's `.mcp.json` starts nothing until this version of it is trusted; once
+/// trusted its servers' tools are offered; an edit of the file asks again.
+#[test]
+fn a_project_mcp_json_starts_only_once_trusted_and_again_after_an_edit() {
+    let workspace = Workspace::new();
+    let write_project = |extra_arg: &str| {
+        let text = json!({"mcpServers": {"proj": {"type": "stdio", "command": "python3",
+            "args": [fixture_server(), extra_arg]}}});
+        std::fs::write(workspace.path().join(".mcp.json"), text.to_string()).unwrap();
+    };
+    write_project("first");
+    let run = |workspace: &Workspace| {
+        let api = MockApi::start_in_thread(vec![text_reply("ok")]);
+        let output = workspace.run(&api, &["-p", "hi"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        (
+            mcp_tool_names(&api.turn_requests()[0]),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let (tools, stderr) = run(&workspace);
+    assert!(tools.is_empty(), "nothing started unasked: {tools:?}");
+    assert!(
+        stderr.contains("names MCP servers `proj` (python3); none is started until you trust")
+            && stderr.contains("/mcp trust"),
+        "{stderr}"
+    );
+    let data = workspace.home.path().join("data/scratchpad");
+    let project = scratchpad::mcp::project::read(workspace.path()).unwrap().unwrap();
+    scratchpad::mcp::project::trust(&data, workspace.path(), &project.sha256).unwrap();
+    let (tools, _) = run(&workspace);
+    assert_eq!(tools.len(), 6, "trusted: its tools are offered");
+    assert!(tools.contains(&"mcp__proj__echo".to_string()));
+    write_project("edited");
+    let (tools, stderr) = run(&workspace);
+    assert!(tools.is_empty() && stderr.contains("/mcp trust"), "an edit asks again");
+}

@@ -2054,6 +2054,15 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Unchanged,
         ),
         (
+            "/mcp trust",
+            Setup::Idle,
+            typed("/mcp trust"),
+            vec![Op::Mcp {
+                action: Some(McpAction::Trust),
+            }],
+            Shown::Unchanged,
+        ),
+        (
             "/mcp disable NAME",
             Setup::Idle,
             typed("/mcp disable github"),

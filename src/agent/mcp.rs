@@ -114,10 +114,16 @@ impl Agent {
     /// `/mcp`: list the servers, after restarting or disabling one.
     pub(super) async fn mcp_command(&mut self, action: Option<McpAction>) {
         let hub = Arc::clone(self.tools.mcp());
-        if let Some(action) = action {
+        if action == Some(McpAction::Trust) {
+            if let Some(line) = self.trust_project(&hub).await {
+                self.emit(AgentEvent::Notice { message: line });
+                return;
+            }
+        } else if let Some(action) = action {
             let (name, done) = match &action {
                 McpAction::Restart(name) => (name, hub.restart(name).await),
                 McpAction::Disable(name) => (name, hub.disable(name).await),
+                McpAction::Trust => unreachable!("handled above"),
             };
             if !done {
                 self.emit(AgentEvent::Notice {
@@ -143,6 +149,37 @@ impl Agent {
             )
         };
         self.emit(AgentEvent::Notice { message });
+    }
+
+    /// `/mcp trust`: record trust in this version of the workspace's `.mcp.json` and
+    /// start its servers (waiting for them to start). A line when there is nothing to
+    /// trust or it cannot be recorded.
+    async fn trust_project(&mut self, hub: &McpHub) -> Option<String> {
+        use crate::mcp::project;
+        let root = self.tools.workspace().root().to_path_buf();
+        let project = match project::read(&root) {
+            Ok(Some(project)) if !project.servers.is_empty() => project,
+            Ok(_) => {
+                return Some(format!(
+                    "there is no {} with servers in the workspace",
+                    project::PROJECT_FILE
+                ));
+            }
+            Err(line) => return Some(line),
+        };
+        let Some(data) = crate::config::data_dir() else {
+            return Some("no data folder to record the trust in (set XDG_DATA_HOME or HOME)".into());
+        };
+        if let Err(error) = project::trust(&data, &root, &project.sha256) {
+            return Some(format!("cannot record the trust: {error}"));
+        }
+        for name in hub.add(&project.servers, &root, crate::tools::user_variable) {
+            self.emit(AgentEvent::Notice {
+                message: format!("{}: `{name}` is also in config.toml, which wins", project::PROJECT_FILE),
+            });
+        }
+        hub.wait_started().await;
+        None
     }
 
     /// Before a model call: wait for servers still starting, then take in any change

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod naming;
+pub mod project;
 pub mod result;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -110,7 +111,8 @@ struct Server {
 
 /// The configured servers and their state, shared by the tools and the screen.
 pub struct McpHub {
-    servers: Vec<Arc<Server>>,
+    /// Those of `config.toml`, then those of a trusted `.mcp.json`.
+    servers: std::sync::RwLock<Vec<Arc<Server>>>,
     /// Bumped on every change of what the model gets: the agent takes in the new tool
     /// list (and its cost) before the next call.
     revision: Arc<AtomicU64>,
@@ -119,7 +121,10 @@ pub struct McpHub {
 impl std::fmt::Debug for McpHub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpHub")
-            .field("servers", &self.servers.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "servers",
+                &self.servers().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -142,7 +147,7 @@ impl McpHub {
     /// No servers.
     pub fn empty() -> Arc<Self> {
         Arc::new(McpHub {
-            servers: Vec::new(),
+            servers: std::sync::RwLock::new(Vec::new()),
             revision: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -154,41 +159,58 @@ impl McpHub {
         workspace: &Path,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Arc<Self> {
-        let servers: Vec<Arc<Server>> = configs
-            .iter()
-            .filter(|(_, config)| config.enabled)
-            .map(|(name, config)| {
-                Arc::new(Server {
-                    name: name.clone(),
-                    config: config.clone(),
-                    cwd: config
-                        .cwd
-                        .as_ref()
-                        .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd)),
-                    env: config.expanded_env(&lookup),
-                    state: Mutex::new(ServerState::Starting),
-                    tools: Mutex::new(Vec::new()),
-                    instructions: Mutex::new(None),
-                    client: tokio::sync::Mutex::new(None),
-                    group: Mutex::new(None),
-                    stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
-                    restarted: AtomicBool::new(false),
-                })
-            })
-            .collect();
-        let hub = Arc::new(McpHub {
-            servers,
-            revision: Arc::new(AtomicU64::new(0)),
-        });
-        for server in &hub.servers {
-            let server = Arc::clone(server);
-            let revision = Arc::clone(&hub.revision);
+        let hub = Self::empty();
+        hub.add(configs, workspace, lookup);
+        hub
+    }
+
+    /// Start these servers too (a `.mcp.json` just trusted); a name already taken
+    /// keeps its server. The names left out.
+    pub fn add(
+        &self,
+        configs: &BTreeMap<String, McpServerConfig>,
+        workspace: &Path,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let mut servers = self.servers.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut taken = Vec::new();
+        for (name, config) in configs.iter().filter(|(_, config)| config.enabled) {
+            if servers.iter().any(|server| server.name == *name) {
+                taken.push(name.clone());
+                continue;
+            }
+            let server = Arc::new(Server {
+                name: name.clone(),
+                config: config.clone(),
+                cwd: config
+                    .cwd
+                    .as_ref()
+                    .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd)),
+                env: config.expanded_env(&lookup),
+                state: Mutex::new(ServerState::Starting),
+                tools: Mutex::new(Vec::new()),
+                instructions: Mutex::new(None),
+                client: tokio::sync::Mutex::new(None),
+                group: Mutex::new(None),
+                stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+                restarted: AtomicBool::new(false),
+            });
+            servers.push(Arc::clone(&server));
+            let revision = Arc::clone(&self.revision);
             tokio::spawn(async move {
                 server.connect().await;
                 revision.fetch_add(1, Ordering::Relaxed);
             });
         }
-        hub
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        taken
+    }
+
+    fn servers(&self) -> Vec<Arc<Server>> {
+        self.servers
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// Changes with every change of the servers' state or tools.
@@ -205,7 +227,7 @@ impl McpHub {
 
     /// Whether any server is still starting.
     pub fn starting(&self) -> bool {
-        self.servers
+        self.servers()
             .iter()
             .any(|server| *lock(&server.state) == ServerState::Starting)
     }
@@ -213,7 +235,7 @@ impl McpHub {
     /// Every offered tool of every ready server, named as the model calls them.
     pub fn tools(&self) -> Vec<McpTool> {
         let mut offered: Vec<(Arc<Server>, ServerTool)> = Vec::new();
-        for server in &self.servers {
+        for server in &self.servers() {
             if !matches!(*lock(&server.state), ServerState::Ready | ServerState::Stopped(_)) {
                 continue;
             }
@@ -253,7 +275,7 @@ impl McpHub {
     /// Every server's state, tools and instructions.
     pub fn statuses(&self) -> Vec<ServerStatus> {
         let tools = self.tools();
-        self.servers
+        self.servers()
             .iter()
             .map(|server| {
                 let instructions = lock(&server.instructions).clone();
@@ -281,7 +303,7 @@ impl McpHub {
     /// Stop server `name` and start it again (`/mcp restart`): its one restart after
     /// a failure is given back. `false` when there is no such server.
     pub async fn restart(&self, name: &str) -> bool {
-        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+        let Some(server) = self.servers().into_iter().find(|server| server.name == name) else {
             return false;
         };
         *server.client.lock().await = None;
@@ -295,7 +317,7 @@ impl McpHub {
     /// Stop server `name` for this session (`/mcp disable`): its tools leave the next
     /// request. `false` when there is no such server.
     pub async fn disable(&self, name: &str) -> bool {
-        let Some(server) = self.servers.iter().find(|server| server.name == name) else {
+        let Some(server) = self.servers().into_iter().find(|server| server.name == name) else {
             return false;
         };
         *server.client.lock().await = None;
@@ -307,7 +329,7 @@ impl McpHub {
 
     /// Call `tool` with `arguments`; every failure is a result the model reads.
     pub async fn call(&self, tool: &McpTool, arguments: Value) -> ToolOutput {
-        let Some(server) = self.servers.iter().find(|server| server.name == tool.server) else {
+        let Some(server) = self.servers().into_iter().find(|server| server.name == tool.server) else {
             return ToolOutput::error(format!("{}: no MCP server `{}`", tool.qualified, tool.server));
         };
         let output = server.call(tool, arguments).await;
@@ -318,7 +340,7 @@ impl McpHub {
 
 impl Drop for McpHub {
     fn drop(&mut self) {
-        for server in &self.servers {
+        for server in &self.servers() {
             server.stop();
         }
     }

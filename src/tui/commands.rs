@@ -43,7 +43,7 @@ impl SlashCommand {
         match self {
             SlashCommand::Compact => "[--preview] [focus]",
             SlashCommand::Permissions => "[revoke N]",
-            SlashCommand::Mcp => "[restart|disable NAME]",
+            SlashCommand::Mcp => "[trust|restart|disable NAME]",
             _ => "",
         }
     }

@@ -54,6 +54,11 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
         if stacked {
             lines.push(Line::from(Span::styled(format!("  {key}"), key_style)));
             lines.extend(markdown::wrap(&text, width, Span::raw("      "), "      "));
+        } else if key.chars().count() + 3 > KEY_COLUMN {
+            // A key longer than its column has a line of its own.
+            lines.push(Line::from(Span::styled(format!("  {key}"), key_style)));
+            let indent = " ".repeat(KEY_COLUMN);
+            lines.extend(markdown::wrap(&text, width, Span::raw(indent.clone()), &indent));
         } else {
             let key = Span::styled(format!("  {key:<32}"), key_style);
             lines.extend(markdown::wrap(&text, width, key, &" ".repeat(KEY_COLUMN)));

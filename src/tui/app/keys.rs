@@ -386,6 +386,7 @@ impl App {
                     .map(|(verb, name)| (verb, name.trim()))
                 {
                     _ if rest.is_empty() => Ok(None),
+                    None if rest == "trust" => Ok(Some(McpAction::Trust)),
                     Some(("restart", name)) if !name.is_empty() => Ok(Some(McpAction::Restart(name.to_string()))),
                     Some(("disable", name)) if !name.is_empty() => Ok(Some(McpAction::Disable(name.to_string()))),
                     _ => Err(()),

@@ -1,0 +1,213 @@
+//! A project's `.mcp.json` (`mcpServers`, Claude Code's shape, which other agents
+//! import). Its servers start only once the user trusted this version of the file in
+//! this workspace (`/mcp trust`): a cloned repository never starts processes unasked.
+//! Trust is kept outside the workspace, in the data folder, with the file's SHA-256,
+//! so an edit of the file (by anyone, the model included) asks again.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::McpServerConfig;
+
+/// The file's name, in the workspace.
+pub const PROJECT_FILE: &str = ".mcp.json";
+
+/// The largest `.mcp.json` read.
+const MAX_BYTES: u64 = 256 * 1024;
+
+/// The trust records' file, in the data folder.
+const TRUST_FILE: &str = "mcp-trust.json";
+
+#[derive(Deserialize)]
+struct ProjectFile {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, ProjectServer>,
+}
+
+/// One server as `.mcp.json` gives it; fields of other agents are ignored.
+#[derive(Deserialize)]
+struct ProjectServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+}
+
+/// The servers a project's `.mcp.json` names, the file's hash, and what was left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectServers {
+    pub servers: BTreeMap<String, McpServerConfig>,
+    pub sha256: String,
+    /// A line per server left out, with why.
+    pub problems: Vec<String>,
+}
+
+/// The workspace's `.mcp.json`, if it has one: `Err` with a line when it is there but
+/// cannot be used (not a regular file, too large, not JSON of that shape).
+pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
+    let path = workspace.join(PROJECT_FILE);
+    match std::fs::symlink_metadata(&path) {
+        Err(_) => return Ok(None),
+        Ok(meta) if !meta.is_file() => {
+            return Err(format!(
+                "{PROJECT_FILE} is not a regular file (a link, folder or device): left alone"
+            ));
+        }
+        Ok(_) => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut bytes = Vec::new();
+    options
+        .open(&path)
+        .and_then(|file| file.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|error| format!("cannot read {PROJECT_FILE}: {error}"))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(format!("{PROJECT_FILE} is over {MAX_BYTES} bytes: left alone"));
+    }
+    let sha256 = crate::store::sha256_hex(&bytes);
+    let file: ProjectFile = crate::json::from_slice(&bytes)
+        .map_err(|error| format!("{PROJECT_FILE} is not an object with `mcpServers`: {error}"))?;
+    let mut servers = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, server) in file.mcp_servers {
+        if server.url.is_some() {
+            problems.push(format!(
+                "{PROJECT_FILE}: `{name}` is a streamable HTTP server, which scratchpad does not run yet: left out"
+            ));
+            continue;
+        }
+        let config = McpServerConfig {
+            command: server.command.unwrap_or_default(),
+            args: server.args,
+            env: server.env,
+            cwd: server.cwd,
+            ..McpServerConfig::default()
+        };
+        match config.check(&name) {
+            Ok(()) => {
+                servers.insert(name, config);
+            }
+            Err((_, reason)) => problems.push(format!("{PROJECT_FILE}: {reason}: left out")),
+        }
+    }
+    Ok(Some(ProjectServers {
+        servers,
+        sha256,
+        problems,
+    }))
+}
+
+/// The key of `workspace` in the trust records: its real path.
+fn key(workspace: &Path) -> String {
+    workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn records(data_root: &Path) -> BTreeMap<String, String> {
+    std::fs::read(data_root.join(TRUST_FILE))
+        .ok()
+        .and_then(|bytes| crate::json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Whether the user trusted the `.mcp.json` of hash `sha256` in `workspace`.
+pub fn is_trusted(data_root: &Path, workspace: &Path, sha256: &str) -> bool {
+    records(data_root)
+        .get(&key(workspace))
+        .is_some_and(|trusted| trusted == sha256)
+}
+
+/// Record that the user trusts the `.mcp.json` of hash `sha256` in `workspace`
+/// (written whole, then renamed into place).
+pub fn trust(data_root: &Path, workspace: &Path, sha256: &str) -> std::io::Result<()> {
+    let mut all = records(data_root);
+    all.insert(key(workspace), sha256.to_string());
+    std::fs::create_dir_all(data_root)?;
+    let text = crate::json::to_vec(&all).map_err(std::io::Error::other)?;
+    let mut temp = tempfile::NamedTempFile::new_in(data_root)?;
+    std::io::Write::write_all(&mut temp, &text)?;
+    temp.as_file().sync_all()?;
+    temp.persist(data_root.join(TRUST_FILE)).map_err(|error| error.error)?;
+    Ok(())
+}
+
+/// The line said when a workspace's `.mcp.json` is not trusted (yet, or since it
+/// changed).
+pub fn untrusted_line(project: &ProjectServers) -> String {
+    let names: Vec<String> = project
+        .servers
+        .iter()
+        .map(|(name, server)| format!("`{name}` ({})", server.command))
+        .collect();
+    format!(
+        "this project's {PROJECT_FILE} names MCP servers {}; none is started until you trust this version \
+         of the file: /mcp trust",
+        names.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_are_read_in_the_shape_others_write_and_http_ones_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"mcpServers": {
+            "files": {"type": "stdio", "command": "npx", "args": ["-y", "srv"], "env": {"K": "${K}"}},
+            "web": {"type": "http", "url": "https://example.invalid/mcp"},
+            "bad name": {"command": "x"}
+        }}"#;
+        std::fs::write(dir.path().join(PROJECT_FILE), text).unwrap();
+        let project = read(dir.path()).unwrap().unwrap();
+        assert_eq!(project.servers.keys().collect::<Vec<_>>(), ["files"]);
+        assert_eq!(project.servers["files"].args, ["-y", "srv"]);
+        assert!(!project.servers["files"].trusted, "calls still ask");
+        assert_eq!(project.sha256, crate::store::sha256_hex(text.as_bytes()));
+        assert_eq!(project.problems.len(), 2, "{:?}", project.problems);
+        assert!(untrusted_line(&project).contains("`files` (npx)"));
+    }
+
+    #[test]
+    fn trust_is_for_this_version_of_the_file_in_this_workspace() {
+        let data = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        assert!(!is_trusted(data.path(), workspace.path(), "aa"));
+        trust(data.path(), workspace.path(), "aa").unwrap();
+        assert!(is_trusted(data.path(), workspace.path(), "aa"));
+        assert!(
+            !is_trusted(data.path(), workspace.path(), "bb"),
+            "an edited file asks again"
+        );
+        assert!(
+            !is_trusted(data.path(), other.path(), "aa"),
+            "another workspace asks again"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_plain_json_is_refused_with_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read(dir.path()), Ok(None));
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join(PROJECT_FILE)).unwrap();
+        assert!(read(dir.path()).unwrap_err().contains("not a regular file"));
+        std::fs::remove_file(dir.path().join(PROJECT_FILE)).unwrap();
+        std::fs::write(dir.path().join(PROJECT_FILE), "[1]").unwrap();
+        assert!(read(dir.path()).unwrap_err().contains("not an object"));
+    }
+}
