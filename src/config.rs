@@ -429,7 +429,15 @@ mod tests {
             .to_string();
         assert!(unknown.contains("line 3"), "{unknown}");
         let missing = parse("[mcp_servers.gh]\nargs = []\n").unwrap_err().to_string();
-        assert!(missing.contains("command"), "{missing}");
+        assert!(missing.contains("neither a `command`"), "{missing}");
+        let both = parse("[mcp_servers.gh]\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(both.contains("one or the other"), "{both}");
+        let web = parse("[mcp_servers.web]\nurl = \"https://h/mcp\"\nheaders = { X-Key = \"${K}\" }\n").unwrap();
+        assert_eq!(web.mcp_servers["web"].headers["X-Key"], "${K}");
+        let scheme = parse("[mcp_servers.web]\nurl = \"ftp://h\"\n").unwrap_err().to_string();
+        assert!(scheme.contains("http:// or https://"), "{scheme}");
         let tiny = parse("[mcp_servers.gh]\ncommand = \"x\"\nmax_result_chars = 3\n")
             .unwrap_err()
             .to_string();

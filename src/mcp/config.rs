@@ -1,5 +1,6 @@
-//! `[mcp_servers.NAME]` in `config.toml`: how to start a server and how far to trust
-//! it, in the shape the Codex CLI uses.
+//! `[mcp_servers.NAME]` in `config.toml`: how to start or reach a server and how far
+//! to trust it, in the shape the Codex CLI uses: a `command` serving MCP on stdio, or
+//! the `url` of one serving it over streamable HTTP.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct McpServerConfig {
     /// The program that serves MCP on its standard input and output.
     pub command: String,
+    /// Or the address of a server speaking MCP's streamable HTTP.
+    pub url: Option<String>,
+    /// Headers sent to `url`; a value may name the user's variables (`${TOKEN}`).
+    pub headers: BTreeMap<String, String>,
     pub args: Vec<String>,
     /// Variables set for the server; a value may name the user's own (`${GITHUB_TOKEN}`).
     pub env: BTreeMap<String, String>,
@@ -38,6 +43,8 @@ impl Default for McpServerConfig {
     fn default() -> Self {
         McpServerConfig {
             command: String::new(),
+            url: None,
+            headers: BTreeMap::new(),
             args: Vec::new(),
             env: BTreeMap::new(),
             cwd: None,
@@ -85,11 +92,29 @@ impl McpServerConfig {
                 format!("mcp_servers.{name:?}: a server's name takes letters, digits, `_` and `-` only"),
             ));
         }
-        if self.command.trim().is_empty() {
-            return Err((
-                "command",
-                format!("mcp_servers.{name}.command: the program that serves MCP on stdio is missing"),
-            ));
+        match (self.command.trim().is_empty(), &self.url) {
+            (true, None) => {
+                return Err((
+                    "command",
+                    format!(
+                        "mcp_servers.{name}: neither a `command` serving MCP on stdio nor the `url` of a \
+                         streamable HTTP server"
+                    ),
+                ));
+            }
+            (false, Some(_)) => {
+                return Err((
+                    "url",
+                    format!("mcp_servers.{name}: both a `command` and a `url`; a server is one or the other"),
+                ));
+            }
+            (true, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                return Err((
+                    "url",
+                    format!("mcp_servers.{name}.url must be http:// or https://, got {url:?}"),
+                ));
+            }
+            _ => {}
         }
         for (key, value) in [
             ("startup_timeout_secs", self.startup_timeout_secs),
@@ -123,16 +148,29 @@ impl McpServerConfig {
     /// The server's environment values with `${NAME}` replaced by the user's variable
     /// `lookup` gives (an unknown one is an error naming it, never an empty value).
     pub fn expanded_env(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
-        self.env
-            .iter()
-            .map(|(key, value)| {
-                Ok((
-                    key.clone(),
-                    expand(value, &lookup).map_err(|name| format!("env.{key} names ${{{name}}}, which is not set"))?,
-                ))
-            })
-            .collect()
+        expanded("env", &self.env, lookup)
     }
+
+    /// The headers for `url`, expanded as [`Self::expanded_env`] expands `env`.
+    pub fn expanded_headers(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+        expanded("headers", &self.headers, lookup)
+    }
+}
+
+/// The values of `table` (`table_name` in errors) with `${NAME}` replaced.
+fn expanded(
+    table_name: &str,
+    table: &BTreeMap<String, String>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, String> {
+    table
+        .iter()
+        .map(|(key, value)| {
+            let value = expand(value, &lookup)
+                .map_err(|name| format!("{table_name}.{key} names ${{{name}}}, which is not set"))?;
+            Ok((key.clone(), value))
+        })
+        .collect()
 }
 
 /// `text` with each `${NAME}` replaced; the name of the first unset one as the error.

@@ -99,6 +99,7 @@ struct Server {
     config: McpServerConfig,
     cwd: PathBuf,
     env: Result<Vec<(String, String)>, String>,
+    headers: Result<Vec<(String, String)>, String>,
     state: Mutex<ServerState>,
     tools: Mutex<Vec<ServerTool>>,
     instructions: Mutex<Option<(String, usize)>>,
@@ -187,6 +188,7 @@ impl McpHub {
                     .as_ref()
                     .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd)),
                 env: config.expanded_env(&lookup),
+                headers: config.expanded_headers(&lookup),
                 state: Mutex::new(ServerState::Starting),
                 tools: Mutex::new(Vec::new()),
                 instructions: Mutex::new(None),
@@ -373,6 +375,43 @@ impl Server {
     }
 
     async fn start(&self) -> Result<Client, String> {
+        let client = match &self.config.url {
+            Some(url) => self.reach(url).await?,
+            None => self.spawn().await?,
+        };
+        self.list_tools(&client).await?;
+        Ok(client)
+    }
+
+    /// Reach a server over streamable HTTP, with its headers (a bearer
+    /// `Authorization` as the transport's own).
+    async fn reach(&self, url: &str) -> Result<Client, String> {
+        use rmcp::transport::StreamableHttpClientTransport;
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+        let mut custom = std::collections::HashMap::new();
+        for (name, value) in self.headers.clone()? {
+            if name.eq_ignore_ascii_case("authorization")
+                && let Some(token) = value.strip_prefix("Bearer ")
+            {
+                config = config.auth_header(token.to_string());
+                continue;
+            }
+            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("headers.{name} is not a header name"))?;
+            // The value is never quoted back: it may hold a secret.
+            let value = reqwest::header::HeaderValue::from_str(&value)
+                .map_err(|_| format!("headers.{name} has a value a header cannot carry"))?;
+            custom.insert(header, value);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+        ().serve(transport)
+            .await
+            .map_err(|error| format!("did not complete the MCP handshake at {url}: {error}"))
+    }
+
+    /// Start the server as a child process in its own group, its stderr kept.
+    async fn spawn(&self) -> Result<Client, String> {
         let env = self.env.clone()?;
         let mut command = tokio::process::Command::new(&self.config.command);
         command
@@ -402,10 +441,13 @@ impl Server {
                 }
             });
         }
-        let client = ()
-            .serve(transport)
+        ().serve(transport)
             .await
-            .map_err(|error| format!("did not complete the MCP handshake: {error}{}", self.stderr_hint()))?;
+            .map_err(|error| format!("did not complete the MCP handshake: {error}{}", self.stderr_hint()))
+    }
+
+    /// Its tools and instructions, as the model will get them.
+    async fn list_tools(&self, client: &Client) -> Result<(), String> {
         let listed = client
             .list_all_tools()
             .await
@@ -427,7 +469,7 @@ impl Server {
             .and_then(|info| info.instructions.clone())
             .filter(|text| !text.trim().is_empty())
             .map(|text| capped(&text, DESCRIPTION_CAP));
-        Ok(client)
+        Ok(())
     }
 
     /// The last line the server wrote to its standard error, to say why it failed.
@@ -661,6 +703,55 @@ mod tests {
                 .iter()
                 .any(|line| line.contains("dying on purpose"))
         );
+    }
+
+    /// The fixture's tools over streamable HTTP on loopback: reached with the
+    /// configured header (its value from the user's variable), called like any other.
+    #[tokio::test]
+    async fn a_streamable_http_server_is_reached_with_its_headers() {
+        use std::io::BufRead;
+        let mut server = std::process::Command::new("python3")
+            .arg(format!(
+                "{}/tests/fixtures/mcp_fixture_http.py",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .env("MCP_FIXTURE_TOKEN", "from the user")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut port = String::new();
+        std::io::BufReader::new(server.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+        let reach = |token: &str| {
+            let token = token.to_string();
+            fixture("web", |config| {
+                config.command.clear();
+                config.args.clear();
+                config.url = Some(url.clone());
+                config.headers.insert("X-Fixture-Token".into(), token);
+            })
+        };
+        let hub = started(&reach("${FIXTURE_SECRET}")).await;
+        let echo = hub
+            .call(
+                &call_of(&hub, "mcp__web__echo"),
+                serde_json::json!({"text": "over http"}),
+            )
+            .await;
+        assert_eq!(echo, ToolOutput::ok("echo: over http"));
+        let refused = started(&reach("wrong")).await;
+        let ServerState::Failed(reason) = &refused.statuses()[0].state else {
+            panic!("{:?}", refused.statuses());
+        };
+        assert!(
+            reason.contains("did not complete the MCP handshake at http://127.0.0.1:"),
+            "{reason}"
+        );
+        assert!(!reason.contains("wrong"), "a header's value is never quoted: {reason}");
+        server.kill().unwrap();
+        server.wait().unwrap();
     }
 
     #[tokio::test]

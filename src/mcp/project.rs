@@ -37,6 +37,8 @@ struct ProjectServer {
     env: BTreeMap<String, String>,
     cwd: Option<PathBuf>,
     url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 /// The servers a project's `.mcp.json` names, the file's hash, and what was left out.
@@ -81,14 +83,10 @@ pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
     let mut servers = BTreeMap::new();
     let mut problems = Vec::new();
     for (name, server) in file.mcp_servers {
-        if server.url.is_some() {
-            problems.push(format!(
-                "{PROJECT_FILE}: `{name}` is a streamable HTTP server, which scratchpad does not run yet: left out"
-            ));
-            continue;
-        }
         let config = McpServerConfig {
             command: server.command.unwrap_or_default(),
+            url: server.url,
+            headers: server.headers,
             args: server.args,
             env: server.env,
             cwd: server.cwd,
@@ -151,7 +149,7 @@ pub fn untrusted_line(project: &ProjectServers) -> String {
     let names: Vec<String> = project
         .servers
         .iter()
-        .map(|(name, server)| format!("`{name}` ({})", server.command))
+        .map(|(name, server)| format!("`{name}` ({})", server.url.as_deref().unwrap_or(&server.command)))
         .collect();
     format!(
         "this project's {PROJECT_FILE} names MCP servers {}; none is started until you trust this version \
@@ -165,16 +163,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn servers_are_read_in_the_shape_others_write_and_http_ones_left_out() {
+    fn servers_are_read_in_the_shape_others_write_and_mistakes_left_out() {
         let dir = tempfile::tempdir().unwrap();
         let text = r#"{"mcpServers": {
             "files": {"type": "stdio", "command": "npx", "args": ["-y", "srv"], "env": {"K": "${K}"}},
-            "web": {"type": "http", "url": "https://example.invalid/mcp"},
-            "bad name": {"command": "x"}
+            "web": {"type": "http", "url": "https://example.invalid/mcp", "headers": {"X-Key": "${KEY}"}},
+            "bad name": {"command": "x"},
+            "neither": {"args": []}
         }}"#;
         std::fs::write(dir.path().join(PROJECT_FILE), text).unwrap();
         let project = read(dir.path()).unwrap().unwrap();
-        assert_eq!(project.servers.keys().collect::<Vec<_>>(), ["files"]);
+        assert_eq!(project.servers.keys().collect::<Vec<_>>(), ["files", "web"]);
+        assert_eq!(project.servers["web"].headers["X-Key"], "${KEY}");
         assert_eq!(project.servers["files"].args, ["-y", "srv"]);
         assert!(!project.servers["files"].trusted, "calls still ask");
         assert_eq!(project.sha256, crate::store::sha256_hex(text.as_bytes()));
