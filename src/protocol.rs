@@ -374,6 +374,12 @@ pub enum AgentEvent {
     Instructions {
         note: InstructionsNote,
     },
+    /// The MCP servers still starting and those that failed, whenever that changes:
+    /// what the status line shows.
+    McpServers {
+        starting: Vec<String>,
+        failed: Vec<String>,
+    },
     SessionStarted {
         /// The journal's id; empty when the session is not journaled.
         session_id: String,

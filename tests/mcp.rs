@@ -428,3 +428,30 @@ fn a_project_mcp_json_starts_only_once_trusted_and_again_after_an_edit() {
     let (tools, stderr) = run(&workspace);
     assert!(tools.is_empty() && stderr.contains("/mcp trust"), "an edit asks again");
 }
+
+/// The screen is told which servers failed (for its status line) as soon as they do,
+/// without waiting for a request.
+#[tokio::test]
+async fn a_failed_server_is_told_to_the_screen_without_a_request() {
+    let api = MockApi::start(vec![]).await;
+    let servers = std::collections::BTreeMap::from([(
+        "gone".to_string(),
+        scratchpad::mcp::McpServerConfig {
+            command: "/nonexistent/mcp-server".into(),
+            ..Default::default()
+        },
+    )]);
+    let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
+    let told = until(
+        &mut agent.events,
+        |event| matches!(event, scratchpad::protocol::AgentEvent::McpServers { failed, .. } if !failed.is_empty()),
+    )
+    .await;
+    assert_eq!(
+        told,
+        scratchpad::protocol::AgentEvent::McpServers {
+            starting: Vec::new(),
+            failed: vec!["gone".into()],
+        }
+    );
+}

@@ -2419,8 +2419,19 @@ fn mcp_servers_in_the_chat_and_in_context() {
             message: message.into(),
         });
     }
-    let terminal = draw(&mut s.app, 100, 24);
-    insta::assert_snapshot!("mcp_in_chat_100x24", terminal.backend());
+    s.app.apply(AgentEvent::McpServers {
+        starting: vec!["tracker".into()],
+        failed: vec!["db".into()],
+    });
+    let terminal = draw(&mut s.app, 120, 24);
+    assert!(
+        terminal
+            .backend()
+            .to_string()
+            .contains("MCP: starting tracker; db failed (/mcp)"),
+        "the status line names them"
+    );
+    insta::assert_snapshot!("mcp_in_chat_120x24", terminal.backend());
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     let system = "You are scratchpad.".to_string() + &"i".repeat(14_000);

@@ -110,6 +110,31 @@ fn server_details(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::
     text
 }
 
+/// Tell the screen which servers are starting or failed whenever that changes, for
+/// as long as the hub lives (it holds no reference that would keep it alive).
+pub(super) fn watch_servers(hub: &Arc<McpHub>, events: UnboundedSender<AgentEvent>) {
+    let mut changes = hub.changes();
+    let hub = Arc::downgrade(hub);
+    tokio::spawn(async move {
+        let mut shown = (Vec::new(), Vec::new());
+        loop {
+            let Some(trouble) = hub.upgrade().map(|hub| hub.trouble()) else {
+                return;
+            };
+            if trouble != shown {
+                let _ = events.send(AgentEvent::McpServers {
+                    starting: trouble.0.clone(),
+                    failed: trouble.1.clone(),
+                });
+                shown = trouble;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
 impl Agent {
     /// `/mcp`: list the servers, after restarting or disabling one.
     pub(super) async fn mcp_command(&mut self, action: Option<McpAction>) {

@@ -516,6 +516,7 @@ impl Agent {
             self.record_served();
         }
         self.announce_session();
+        mcp::watch_servers(self.tools.mcp(), self.events.clone());
         if facts.renders_tools == Some(false) {
             self.emit(AgentEvent::Notice {
                 message: TOOLS_NOT_RENDERED.into(),

@@ -15,7 +15,7 @@ pub mod result;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -116,7 +116,7 @@ pub struct McpHub {
     servers: std::sync::RwLock<Vec<Arc<Server>>>,
     /// Bumped on every change of what the model gets: the agent takes in the new tool
     /// list (and its cost) before the next call.
-    revision: Arc<AtomicU64>,
+    revision: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -149,7 +149,7 @@ impl McpHub {
     pub fn empty() -> Arc<Self> {
         Arc::new(McpHub {
             servers: std::sync::RwLock::new(Vec::new()),
-            revision: Arc::new(AtomicU64::new(0)),
+            revision: Arc::new(tokio::sync::watch::Sender::new(0)),
         })
     }
 
@@ -201,10 +201,10 @@ impl McpHub {
             let revision = Arc::clone(&self.revision);
             tokio::spawn(async move {
                 server.connect().await;
-                revision.fetch_add(1, Ordering::Relaxed);
+                revision.send_modify(|revision| *revision += 1);
             });
         }
-        self.revision.fetch_add(1, Ordering::Relaxed);
+        self.revision.send_modify(|revision| *revision += 1);
         taken
     }
 
@@ -217,7 +217,27 @@ impl McpHub {
 
     /// Changes with every change of the servers' state or tools.
     pub fn revision(&self) -> u64 {
-        self.revision.load(Ordering::Relaxed)
+        *self.revision.borrow()
+    }
+
+    /// Wakes on every change of the revision.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revision.subscribe()
+    }
+
+    /// The servers still starting and those that failed (or stopped), by name: what
+    /// the status line shows.
+    pub fn trouble(&self) -> (Vec<String>, Vec<String>) {
+        let mut starting = Vec::new();
+        let mut failed = Vec::new();
+        for server in self.servers() {
+            match &*lock(&server.state) {
+                ServerState::Starting => starting.push(server.name.clone()),
+                ServerState::Failed(_) | ServerState::Stopped(_) => failed.push(server.name.clone()),
+                ServerState::Ready | ServerState::Disabled => {}
+            }
+        }
+        (starting, failed)
     }
 
     /// Until no server is starting (each is bounded by its own startup timeout).
@@ -312,7 +332,7 @@ impl McpHub {
         server.stop();
         server.restarted.store(false, Ordering::Relaxed);
         server.connect().await;
-        self.revision.fetch_add(1, Ordering::Relaxed);
+        self.revision.send_modify(|revision| *revision += 1);
         true
     }
 
@@ -325,7 +345,7 @@ impl McpHub {
         *server.client.lock().await = None;
         server.stop();
         *lock(&server.state) = ServerState::Disabled;
-        self.revision.fetch_add(1, Ordering::Relaxed);
+        self.revision.send_modify(|revision| *revision += 1);
         true
     }
 
@@ -335,7 +355,7 @@ impl McpHub {
             return ToolOutput::error(format!("{}: no MCP server `{}`", tool.qualified, tool.server));
         };
         let output = server.call(tool, arguments).await;
-        self.revision.fetch_add(1, Ordering::Relaxed);
+        self.revision.send_modify(|revision| *revision += 1);
         output
     }
 }

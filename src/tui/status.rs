@@ -24,17 +24,19 @@ pub enum StatusItem {
     Model,
     Window,
     Workspace,
+    Mcp,
     Sandbox,
 }
 
 /// The status line's items in the order they are drawn.
-pub const STATUS_ORDER: [StatusItem; 7] = [
+pub const STATUS_ORDER: [StatusItem; 8] = [
     StatusItem::Badge,
     StatusItem::Turn,
     StatusItem::Provider,
     StatusItem::Model,
     StatusItem::Window,
     StatusItem::Workspace,
+    StatusItem::Mcp,
     StatusItem::Sandbox,
 ];
 
@@ -42,14 +44,16 @@ pub const STATUS_ORDER: [StatusItem; 7] = [
 /// item to its next shorter form, and past its last form it is gone (the demo's key
 /// hint goes first, the workspace is first cut to its folder's name). The turn state
 /// and the sandbox state never give way: what the model may touch stays on screen.
-pub const GIVE_WAY: [StatusItem; 7] = [
+pub const GIVE_WAY: [StatusItem; 9] = [
     StatusItem::Provider,
     StatusItem::Workspace,
     StatusItem::Window,
     StatusItem::Model,
+    StatusItem::Mcp,
     StatusItem::Workspace,
     StatusItem::Provider,
     StatusItem::Badge,
+    StatusItem::Mcp,
 ];
 
 impl StatusItem {
@@ -62,6 +66,7 @@ impl StatusItem {
             StatusItem::Model => "model",
             StatusItem::Window => "window",
             StatusItem::Workspace => "workspace",
+            StatusItem::Mcp => "MCP servers starting or failed",
             StatusItem::Sandbox => "sandbox state",
         }
     }
@@ -188,6 +193,26 @@ fn item_spans(
         },
         (StatusItem::Workspace, 0) => separated(session.workspace.clone(), Style::default().fg(palette.muted)),
         (StatusItem::Workspace, 1) => separated(folder_name(&session.workspace), Style::default().fg(palette.muted)),
+        (StatusItem::Mcp, 0 | 1) if !session.mcp_starting.is_empty() || !session.mcp_failed.is_empty() => {
+            let text = if form == 0 {
+                mcp_trouble(&session.mcp_starting, &session.mcp_failed)
+            } else {
+                let mut parts = Vec::new();
+                if !session.mcp_starting.is_empty() {
+                    parts.push(format!("{} starting", session.mcp_starting.len()));
+                }
+                if !session.mcp_failed.is_empty() {
+                    parts.push(format!("{} failed", session.mcp_failed.len()));
+                }
+                format!("MCP: {}", parts.join(", "))
+            };
+            let colour = if session.mcp_failed.is_empty() {
+                palette.muted
+            } else {
+                palette.attention
+            };
+            separated(text, Style::default().fg(colour))
+        }
         (StatusItem::Sandbox, _) => separated(
             session.sandbox.clone(),
             if SandboxState::is_full_label(&session.sandbox) {
@@ -198,6 +223,18 @@ fn item_spans(
         ),
         _ => Vec::new(),
     }
+}
+
+/// `MCP: starting a, b; c failed (/mcp)`.
+fn mcp_trouble(starting: &[String], failed: &[String]) -> String {
+    let mut parts = Vec::new();
+    if !starting.is_empty() {
+        parts.push(format!("starting {}", starting.join(", ")));
+    }
+    if !failed.is_empty() {
+        parts.push(format!("{} failed (/mcp)", failed.join(", ")));
+    }
+    format!("MCP: {}", parts.join("; "))
 }
 
 /// A workspace path cut to its last folder, `…/` saying the rest was cut.
@@ -305,6 +342,25 @@ mod tests {
                 seen
             });
         assert_eq!(seen, expected_steps);
+    }
+
+    /// MCP servers starting or failed are named, then counted, then give way last
+    /// but the badge; with none in trouble the item is not there.
+    #[test]
+    fn mcp_servers_in_trouble_are_named_then_counted() {
+        let mut session = demo_session();
+        session.mcp_starting = vec!["github".into()];
+        session.mcp_failed = vec!["db".into(), "web".into()];
+        let wide = text(&status_line(&session, &TurnState::Idle, 0, 220));
+        assert!(
+            wide.ends_with(" · MCP: starting github; db, web failed (/mcp) · sandbox: partial (no seccomp)"),
+            "{wide}"
+        );
+        let narrow = text(&status_line(&session, &TurnState::Idle, 0, 110));
+        assert!(narrow.contains(" · MCP: 1 starting, 2 failed · "), "{narrow}");
+        assert!(narrow.width() <= 110, "{narrow}");
+        let quiet = text(&status_line(&demo_session(), &TurnState::Idle, 0, 220));
+        assert!(!quiet.contains("MCP"), "{quiet}");
     }
 
     #[test]

@@ -216,6 +216,10 @@ impl AppState {
         }
         match event {
             AgentEvent::Instructions { note } => self.push(ChatEntry::Instructions(note)),
+            AgentEvent::McpServers { starting, failed } => {
+                self.session.mcp_starting = starting;
+                self.session.mcp_failed = failed;
+            }
             AgentEvent::SessionStarted {
                 session_id,
                 provider,
@@ -243,6 +247,9 @@ impl AppState {
                     sandbox_layers,
                     window: Some(window),
                     limit_note,
+                    // Said by their own event, which may come first.
+                    mcp_starting: std::mem::take(&mut self.session.mcp_starting),
+                    mcp_failed: std::mem::take(&mut self.session.mcp_failed),
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),

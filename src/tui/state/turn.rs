@@ -57,6 +57,9 @@ pub struct SessionInfo {
     pub window: Option<Window>,
     /// How the limit was chosen, when the agent had something to say about it.
     pub limit_note: Option<String>,
+    /// MCP servers still starting, and those that failed.
+    pub mcp_starting: Vec<String>,
+    pub mcp_failed: Vec<String>,
 }
 
 impl SessionInfo {
