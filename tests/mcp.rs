@@ -165,9 +165,11 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
         },
         other => other,
     };
-    let api = MockApi::start_in_thread(vec![call("1", "first"), slow, call("3", "again"), text_reply("done")]);
+    // The third echo is over stage 1's batch budget: it is saved whole with a preview.
+    let big = format!("again {}", "x".repeat(250_000));
+    let api = MockApi::start_in_thread(vec![call("1", "first"), slow, call("3", &big), text_reply("done")]);
     let child = workspace
-        .command(&api, &["-p", "Echo three times"])
+        .command(&api, &["-p", "Echo three times", "--limit", "600000"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -239,9 +241,13 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
         results[1].contains("stopped") && results[1].contains("started again on the next call"),
         "the model is told the server died: {results:?}"
     );
-    assert!(
-        results[2].contains("again"),
-        "started again for the next call: {results:?}"
+    let block = scratchpad::compact::markers::parse_persisted_output(&results[2])
+        .unwrap_or_else(|| panic!("stage 1 saved the big result: {}", &results[2][..200]));
+    let saved = std::fs::read_to_string(workspace.path().join(block.path)).unwrap();
+    assert_eq!(
+        saved,
+        format!("Echo: {big}"),
+        "started again for the next call, and saved whole"
     );
 }
 

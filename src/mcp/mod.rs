@@ -786,6 +786,16 @@ mod tests {
         assert!(reason.contains("cannot start `/nonexistent/mcp-server`"), "{reason}");
         assert!(hub.tools().is_empty());
 
+        let hub = started(&fixture("malformed", |config| {
+            config.env.insert("MCP_FIXTURE_BAD_SCHEMA".into(), "1".into());
+        }))
+        .await;
+        let ServerState::Failed(reason) = &hub.statuses()[0].state else {
+            panic!("{:?}", hub.statuses());
+        };
+        assert!(reason.starts_with("did not list its tools: "), "{reason}");
+        assert!(hub.tools().is_empty(), "a list it cannot read offers nothing");
+
         let hub = started(&fixture("unset", |config| {
             config.env.insert("TOKEN".into(), "${NOT_SET_ANYWHERE}".into());
         }))
