@@ -192,33 +192,12 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
 
     let requests = api.turn_requests();
     let first = &requests[0];
-    let tools: Vec<&str> = first.body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|tool| tool["name"].as_str())
-        .filter(|name| name.starts_with("mcp__everything__"))
-        .collect();
+    let specs = tool_definitions(first, "mcp__everything__");
+    let tools: Vec<&str> = specs.iter().filter_map(|tool| tool["name"].as_str()).collect();
     assert!(
         tools.contains(&"mcp__everything__echo") && tools.contains(&"mcp__everything__get-sum"),
         "{tools:?}"
     );
-    let specs: Vec<Value> = first.body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|tool| {
-            tool["name"]
-                .as_str()
-                .is_some_and(|name| name.starts_with("mcp__everything__"))
-        })
-        .map(|tool| {
-            // The cache breakpoint is the wire's, not the server's.
-            let mut tool = tool.clone();
-            tool.as_object_mut().unwrap().remove("cache_control");
-            tool
-        })
-        .collect();
     let system = system_text(&first.body);
     let header = "\n\n# Instructions of the MCP server `everything`\n\n";
     let instructions = system
@@ -227,7 +206,8 @@ fn the_reference_everything_server_runs_dies_and_is_started_again() {
         .expect("the server's instructions are in the system prompt");
     // Its definitions as they sit in the request's list (each after a separator), and
     // its block of the system prompt.
-    let counted = python_dumps_len(&Value::Array(specs)) + header.chars().count() + instructions.chars().count();
+    let counted =
+        python_dumps_len(&Value::Array(specs.clone())) + header.chars().count() + instructions.chars().count();
     assert!(
         stderr.contains(&format!(
             "MCP server `everything`: {} tools, {counted} chars",
@@ -269,13 +249,9 @@ fn server_pids(parent: u32, name: &str) -> Vec<i32> {
 }
 
 fn mcp_tool_names(request: &Recorded) -> Vec<String> {
-    request.body["tools"]
-        .as_array()
-        .unwrap()
+    tool_definitions(request, "mcp__")
         .iter()
-        .filter_map(|tool| tool["name"].as_str())
-        .filter(|name| name.starts_with("mcp__"))
-        .map(str::to_string)
+        .filter_map(|tool| tool["name"].as_str().map(str::to_string))
         .collect()
 }
 
@@ -324,17 +300,7 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
     else {
         unreachable!("until returns only a breakdown")
     };
-    let sent_definitions: Vec<Value> = api.turn_requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|tool| tool["name"].as_str().is_some_and(|name| name.starts_with("mcp__")))
-        .map(|tool| {
-            let mut tool = tool.clone();
-            tool.as_object_mut().unwrap().remove("cache_control");
-            tool
-        })
-        .collect();
+    let sent_definitions = tool_definitions(&api.turn_requests()[0], "mcp__");
     assert_eq!(breakdown.mcp_servers.len(), 1);
     assert_eq!(
         breakdown.mcp_servers[0].chars,

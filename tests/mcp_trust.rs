@@ -41,18 +41,7 @@ fn trusting_a_project_mcp_json_records_it_and_starts_its_servers() {
         assert!(listing.starts_with("MCP server `proj`: 6 tools"), "{listing}");
         turn(&mut agent, "again").await;
         let requests = api.turn_requests();
-        let offered = |at: usize| {
-            requests[at].body["tools"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|tool| {
-                    tool["name"]
-                        .as_str()
-                        .is_some_and(|name| name.starts_with("mcp__proj__"))
-                })
-                .count()
-        };
+        let offered = |at: usize| tool_definitions(&requests[at], "mcp__proj__").len();
         assert_eq!(offered(0), 0, "not before the trust");
         assert_eq!(offered(1), 6, "at once after it");
         let project = scratchpad::mcp::project::read(&workspace).unwrap().unwrap();

@@ -835,6 +835,24 @@ fn start_in_with_mcp(
     Running { ops, events, task, dir }
 }
 
+/// The tool definitions `request` carried whose names start with `prefix`, without
+/// the wire's cache breakpoint (which is not the tool's).
+pub fn tool_definitions(request: &Recorded, prefix: &str) -> Vec<Value> {
+    request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|tool| tool["name"].as_str().is_some_and(|name| name.starts_with(prefix)))
+        .map(|tool| {
+            let mut tool = tool.clone();
+            if let Some(fields) = tool.as_object_mut() {
+                fields.remove("cache_control");
+            }
+            tool
+        })
+        .collect()
+}
+
 /// The next event `wanted` accepts, skipping others (20 s at most).
 pub async fn until(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::AgentEvent>,
