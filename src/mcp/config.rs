@@ -68,7 +68,7 @@ pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3_600;
 pub const DEFAULT_MAX_RESULT_CHARS: usize = 1_000_000;
 
 /// The range of `max_result_chars`: a preview of at least a few lines.
-pub const MAX_RESULT_RANGE: std::ops::RangeInclusive<usize> = 200..=10_000_000;
+pub const MAX_RESULT_RANGE: std::ops::RangeInclusive<u64> = 200..=10_000_000;
 
 impl McpServerConfig {
     /// Whether the model gets the server's tool `tool`.
@@ -116,31 +116,21 @@ impl McpServerConfig {
             }
             _ => {}
         }
-        for (key, value) in [
-            ("startup_timeout_secs", self.startup_timeout_secs),
-            ("tool_timeout_secs", self.tool_timeout_secs),
+        for (key, value, range) in [
+            ("startup_timeout_secs", self.startup_timeout_secs, TIMEOUT_RANGE),
+            ("tool_timeout_secs", self.tool_timeout_secs, TIMEOUT_RANGE),
+            ("max_result_chars", self.max_result_chars as u64, MAX_RESULT_RANGE),
         ] {
-            if !TIMEOUT_RANGE.contains(&value) {
+            if !range.contains(&value) {
                 return Err((
                     key,
                     format!(
                         "mcp_servers.{name}.{key} must be between {} and {}, got {value}",
-                        TIMEOUT_RANGE.start(),
-                        TIMEOUT_RANGE.end()
+                        range.start(),
+                        range.end()
                     ),
                 ));
             }
-        }
-        if !MAX_RESULT_RANGE.contains(&self.max_result_chars) {
-            return Err((
-                "max_result_chars",
-                format!(
-                    "mcp_servers.{name}.max_result_chars must be between {} and {}, got {}",
-                    MAX_RESULT_RANGE.start(),
-                    MAX_RESULT_RANGE.end(),
-                    self.max_result_chars
-                ),
-            ));
         }
         Ok(())
     }
