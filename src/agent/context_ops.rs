@@ -11,7 +11,7 @@ impl Agent {
             breakdown: crate::context_map::breakdown(
                 &self.system,
                 &self.instructions_note(Vec::new()).files,
-                &super::mcp::server_rows(&self.tools, self.settings.compaction.estimate),
+                &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
                 &self.tools.specs(),
                 &self.messages,
                 &self.settings.compaction,

@@ -5,7 +5,7 @@
 //! each server costs.
 
 use super::*;
-use crate::mcp::{McpHub, ServerState, ServerStatus};
+use crate::mcp::{DESCRIPTION_CAP, McpHub, McpTool, ServerState, ServerStatus};
 use crate::protocol::{McpAction, McpServerRow};
 
 /// Whether the model gets the server's tools and instructions.
@@ -33,35 +33,30 @@ pub(super) fn mcp_instructions(hub: &McpHub) -> String {
 }
 
 /// What a server offered now costs every request: its tool definitions (as the
-/// estimate counts them in the request's list) and its instructions' block.
-fn server_row(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> McpServerRow {
-    let specs: Vec<_> = tools
-        .specs()
-        .into_iter()
-        .filter(|spec| status.tools.contains(&spec.name))
-        .collect();
-    // Ours come first, so each of its definitions adds a separator too.
-    let definitions: usize = specs.iter().map(|spec| mode.count(spec) + mode.separator()).sum();
+/// estimate counts them in the request's list, each after a separator since ours come
+/// first) and its instructions' block.
+fn server_row(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::EstimateMode) -> McpServerRow {
+    let own: Vec<&McpTool> = tools.iter().filter(|tool| tool.server == status.name).collect();
+    let definitions: usize = own.iter().map(|tool| mode.count(&tool.spec) + mode.separator()).sum();
     McpServerRow {
         name: status.name.clone(),
-        tools: specs.len(),
+        tools: own.len(),
         chars: definitions + instructions_block(status).map_or(0, |block| block.chars().count()),
     }
 }
 
 /// Each offered server's share of the fixed part, for `/context`.
-pub(super) fn server_rows(tools: &ToolBox, mode: crate::compact::EstimateMode) -> Vec<McpServerRow> {
-    tools
-        .mcp()
-        .statuses()
+pub(super) fn server_rows(hub: &McpHub, mode: crate::compact::EstimateMode) -> Vec<McpServerRow> {
+    let tools = hub.tools();
+    hub.statuses()
         .iter()
         .filter(|status| offered(status))
-        .map(|status| server_row(status, tools, mode))
+        .map(|status| server_row(status, &tools, mode))
         .collect()
 }
 
 /// One line per server: its state and what the model gets from it.
-fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> String {
+fn server_line(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::EstimateMode) -> String {
     match &status.state {
         ServerState::Starting => format!("MCP server `{}`: starting", status.name),
         ServerState::Disabled => format!("MCP server `{}`: disabled for this session", status.name),
@@ -74,7 +69,7 @@ fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::Est
             let row = server_row(status, tools, mode);
             let cut = if status.cut > 0 {
                 format!(
-                    " ({} chars of descriptions and instructions cut at 2,048 each)",
+                    " ({} chars of descriptions and instructions cut at {DESCRIPTION_CAP} each)",
                     status.cut
                 )
             } else {
@@ -93,13 +88,13 @@ fn server_line(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::Est
 
 /// `/mcp`'s view of one server: its line, then each tool with what its definition
 /// costs, or the end of its standard error when it failed.
-fn server_details(status: &ServerStatus, tools: &ToolBox, mode: crate::compact::EstimateMode) -> String {
+fn server_details(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::EstimateMode) -> String {
     let mut text = server_line(status, tools, mode);
-    for spec in tools.specs().iter().filter(|spec| status.tools.contains(&spec.name)) {
-        text.push_str(&format!("\n  {} · {} chars", spec.name, mode.count(spec)));
+    for tool in tools.iter().filter(|tool| tool.server == status.name) {
+        text.push_str(&format!("\n  {} · {} chars", tool.qualified, mode.count(&tool.spec)));
     }
-    if let Some(instructions) = &status.instructions {
-        text.push_str(&format!("\n  instructions · {} chars", instructions.chars().count()));
+    if let Some(block) = instructions_block(status) {
+        text.push_str(&format!("\n  instructions · {} chars", block.chars().count()));
     }
     if matches!(status.state, ServerState::Failed(_) | ServerState::Stopped(_)) && !status.stderr_tail.is_empty() {
         text.push_str("\n  its stderr ends:");
@@ -160,13 +155,14 @@ impl Agent {
         self.mcp_revision = hub.revision();
         self.take_in_tools();
         let statuses = hub.statuses();
+        let offered = hub.tools();
         let message = if statuses.is_empty() {
             "no MCP servers: add [mcp_servers.NAME] with its command to config.toml".to_string()
         } else {
             let mode = self.settings.compaction.estimate;
             let servers: Vec<String> = statuses
                 .iter()
-                .map(|status| server_details(status, &self.tools, mode))
+                .map(|status| server_details(status, &offered, mode))
                 .collect();
             format!(
                 "{}\n(/mcp restart NAME · /mcp disable NAME; MCP servers run outside the sandbox)",
@@ -241,12 +237,13 @@ impl Agent {
         );
         let mode = self.settings.compaction.estimate;
         let (fixed, fixed_units) = fixed_part(&system, &self.tools, mode);
+        let offered = self.tools.mcp().tools();
         let lines: Vec<String> = self
             .tools
             .mcp()
             .statuses()
             .iter()
-            .map(|status| server_line(status, &self.tools, mode))
+            .map(|status| server_line(status, &offered, mode))
             .collect();
         if lines == self.mcp_lines && fixed == self.ledger.fixed() {
             return;

@@ -354,8 +354,12 @@ impl McpHub {
         let Some(server) = self.servers().into_iter().find(|server| server.name == tool.server) else {
             return ToolOutput::error(format!("{}: no MCP server `{}`", tool.qualified, tool.server));
         };
+        let before = lock(&server.state).clone();
         let output = server.call(tool, arguments).await;
-        self.revision.send_modify(|revision| *revision += 1);
+        // A call may stop the server or start it again.
+        if *lock(&server.state) != before {
+            self.revision.send_modify(|revision| *revision += 1);
+        }
         output
     }
 }
