@@ -410,3 +410,53 @@ fn closing_the_terminal_under_the_app_ends_it_cleanly() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// MCP servers start behind the first frame: one that never finishes its handshake
+/// and one that cannot start show in the status line while the app is already in use,
+/// `/mcp` says what each is doing, and quitting leaves no server behind.
+#[test]
+fn mcp_servers_start_behind_the_first_frame_and_show_in_the_status_line() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("scratchpad")).unwrap();
+    // The workspace's path on the slow server's command line tells it from others.
+    let marker = workspace.path().display().to_string();
+    std::fs::write(
+        home.path().join("scratchpad/config.toml"),
+        format!(
+            "[mcp_servers.slow]\ncommand = \"sh\"\nargs = [\"-c\", \"sleep 60\", {marker:?}]\nstartup_timeout_secs = 90\n\
+             [mcp_servers.gone]\ncommand = \"/nonexistent/mcp-server\"\n"
+        ),
+    )
+    .unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    // At 120 columns beside the demo's labels, counted rather than named.
+    pty.wait_for("MCP: 1 starting, 1 failed", Duration::from_secs(20));
+    pty.send(b"/mcp");
+    pty.send(b"\r");
+    pty.wait_for("MCP server `slow`: starting", Duration::from_secs(10));
+    pty.wait_for(
+        "MCP server `gone` failed: cannot start `/nonexistent/mcp-server`",
+        Duration::from_secs(10),
+    );
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+    let started = Instant::now();
+    while still_running(&marker) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the server outlived the app"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether a process's command line mentions `text`.
+fn still_running(text: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(Result::ok).any(|entry| {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(text)
+    })
+}
