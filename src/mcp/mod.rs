@@ -92,7 +92,8 @@ pub struct McpTool {
     pub max_result_chars: usize,
 }
 
-type Client = RunningService<RoleClient, ()>;
+/// A connection to a server, as `rmcp` runs it.
+pub type Client = RunningService<RoleClient, ()>;
 
 struct Server {
     name: String,
@@ -206,6 +207,39 @@ impl McpHub {
         }
         self.revision.send_modify(|revision| *revision += 1);
         taken
+    }
+
+    /// A server already connected by the caller (one running in this process, over
+    /// any transport): its tools are listed and offered like a started one's. It
+    /// cannot be started again, so once it stops it is reported failed.
+    pub async fn attach(&self, name: &str, config: McpServerConfig, client: Client) {
+        let server = Arc::new(Server {
+            name: name.to_string(),
+            env: Ok(Vec::new()),
+            headers: Ok(Vec::new()),
+            cwd: PathBuf::new(),
+            state: Mutex::new(ServerState::Starting),
+            tools: Mutex::new(Vec::new()),
+            instructions: Mutex::new(None),
+            client: tokio::sync::Mutex::new(None),
+            group: Mutex::new(None),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            // Nothing to start again.
+            restarted: AtomicBool::new(true),
+            config,
+        });
+        self.servers
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(Arc::clone(&server));
+        *lock(&server.state) = match server.list_tools(&client).await {
+            Ok(()) => {
+                *server.client.lock().await = Some(client);
+                ServerState::Ready
+            }
+            Err(reason) => ServerState::Failed(reason),
+        };
+        self.revision.send_modify(|revision| *revision += 1);
     }
 
     fn servers(&self) -> Vec<Arc<Server>> {
@@ -401,6 +435,9 @@ impl Server {
     async fn start(&self) -> Result<Client, String> {
         let client = match &self.config.url {
             Some(url) => self.reach(url).await?,
+            None if self.config.command.is_empty() => {
+                return Err("it ran in this process and cannot be started again".into());
+            }
             None => self.spawn().await?,
         };
         self.list_tools(&client).await?;
@@ -776,6 +813,120 @@ mod tests {
         assert!(!reason.contains("wrong"), "a header's value is never quoted: {reason}");
         server.kill().unwrap();
         server.wait().unwrap();
+    }
+
+    /// A server in this process, over `tokio::io::duplex`: the fast way to give the hub
+    /// tools of any name and behaviour.
+    mod in_process {
+        use super::*;
+        use rmcp::ServerHandler;
+        use rmcp::model::{
+            CallToolResponse, CallToolResult, ContentBlock, ErrorData, ListToolsResult, PaginatedRequestParams,
+            ServerCapabilities, ServerConfig, Tool,
+        };
+        use rmcp::service::{RequestContext, RoleServer};
+
+        struct Toolbox {
+            tools: Vec<Tool>,
+        }
+
+        impl ServerHandler for Toolbox {
+            fn get_info(&self) -> ServerConfig {
+                ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions("In process.")
+            }
+
+            async fn list_tools(
+                &self,
+                _request: Option<PaginatedRequestParams>,
+                _context: RequestContext<RoleServer>,
+            ) -> Result<ListToolsResult, ErrorData> {
+                Ok(ListToolsResult::with_all_items(self.tools.clone()))
+            }
+
+            async fn call_tool(
+                &self,
+                request: rmcp::model::CallToolRequestParams,
+                _context: RequestContext<RoleServer>,
+            ) -> Result<CallToolResponse, ErrorData> {
+                if request.name == "hang" {
+                    std::future::pending::<()>().await;
+                }
+                let text = format!("{} ran with {:?}", request.name, request.arguments);
+                Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+            }
+        }
+
+        fn tool(name: &str) -> Tool {
+            Tool::new(
+                name.to_string(),
+                "A tool.",
+                serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
+            )
+        }
+
+        /// `names` served in this process, attached to `hub` as server `server`.
+        async fn attach(hub: &McpHub, server: &str, names: &[&str], config: McpServerConfig) {
+            let (server_io, client_io) = tokio::io::duplex(64 * 1024);
+            let toolbox = Toolbox {
+                tools: names.iter().map(|name| tool(name)).collect(),
+            };
+            tokio::spawn(async move {
+                if let Ok(running) = toolbox.serve(server_io).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let client = ().serve(client_io).await.expect("handshake in process");
+            hub.attach(server, config, client).await;
+        }
+
+        #[tokio::test]
+        async fn names_outside_the_set_and_collisions_are_named_apart_in_order() {
+            let hub = McpHub::empty();
+            attach(
+                &hub,
+                "one",
+                &["get.item", "get_item", "ünï/code", &"t".repeat(80)],
+                McpServerConfig::default(),
+            )
+            .await;
+            attach(&hub, "two", &["get_item"], McpServerConfig::default()).await;
+            let names: Vec<String> = hub.tools().into_iter().map(|tool| tool.qualified).collect();
+            assert_eq!(
+                names[..3],
+                ["mcp__one__get_item", "mcp__one__get_item_2", "mcp__one___n__code"]
+            );
+            assert_eq!(names[3].len(), naming::MAX_NAME);
+            assert_eq!(
+                names[4], "mcp__two__get_item",
+                "another server's tool keeps its own name"
+            );
+            let second = call_of(&hub, "mcp__one__get_item_2");
+            assert_eq!(second.tool, "get_item", "each name calls its own tool");
+            let ran = hub.call(&second, serde_json::json!({"n": 1})).await;
+            assert!(ran.text.starts_with("get_item ran with Some("), "{ran:?}");
+            assert_eq!(hub.statuses()[0].instructions.as_deref(), Some("In process."));
+        }
+
+        #[tokio::test]
+        async fn a_call_that_never_answers_is_bounded_and_the_server_is_not_started_again() {
+            let hub = McpHub::empty();
+            let config = McpServerConfig {
+                tool_timeout_secs: 1,
+                ..McpServerConfig::default()
+            };
+            attach(&hub, "slow", &["hang"], config).await;
+            let hang = call_of(&hub, "mcp__slow__hang");
+            let timed_out = hub.call(&hang, serde_json::json!({})).await;
+            assert!(
+                timed_out.is_error && timed_out.text.contains("no answer within 1 s"),
+                "{timed_out:?}"
+            );
+            assert!(hub.restart("slow").await);
+            let ServerState::Failed(reason) = &hub.statuses()[0].state else {
+                panic!("{:?}", hub.statuses());
+            };
+            assert_eq!(reason, "it ran in this process and cannot be started again");
+        }
     }
 
     #[tokio::test]
