@@ -181,23 +181,14 @@ impl McpHub {
                 taken.push(name.clone());
                 continue;
             }
-            let server = Arc::new(Server {
-                name: name.clone(),
-                config: config.clone(),
-                cwd: config
-                    .cwd
-                    .as_ref()
-                    .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd)),
-                env: config.expanded_env(&lookup),
-                headers: config.expanded_headers(&lookup),
-                state: Mutex::new(ServerState::Starting),
-                tools: Mutex::new(Vec::new()),
-                instructions: Mutex::new(None),
-                client: tokio::sync::Mutex::new(None),
-                group: Mutex::new(None),
-                stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
-                restarted: AtomicBool::new(false),
-            });
+            let cwd = config
+                .cwd
+                .as_ref()
+                .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd));
+            let mut server = Server::new(name, config.clone(), cwd);
+            server.env = config.expanded_env(&lookup);
+            server.headers = config.expanded_headers(&lookup);
+            let server = Arc::new(server);
             servers.push(Arc::clone(&server));
             let revision = Arc::clone(&self.revision);
             tokio::spawn(async move {
@@ -213,21 +204,10 @@ impl McpHub {
     /// any transport): its tools are listed and offered like a started one's. It
     /// cannot be started again, so once it stops it is reported failed.
     pub async fn attach(&self, name: &str, config: McpServerConfig, client: Client) {
-        let server = Arc::new(Server {
-            name: name.to_string(),
-            env: Ok(Vec::new()),
-            headers: Ok(Vec::new()),
-            cwd: PathBuf::new(),
-            state: Mutex::new(ServerState::Starting),
-            tools: Mutex::new(Vec::new()),
-            instructions: Mutex::new(None),
-            client: tokio::sync::Mutex::new(None),
-            group: Mutex::new(None),
-            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
-            // Nothing to start again.
-            restarted: AtomicBool::new(true),
-            config,
-        });
+        let server = Server::new(name, config, PathBuf::new());
+        // Nothing to start again.
+        server.restarted.store(true, Ordering::Relaxed);
+        let server = Arc::new(server);
         self.servers
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -407,6 +387,24 @@ impl Drop for McpHub {
 }
 
 impl Server {
+    /// A server not started yet, with no variables expanded.
+    fn new(name: &str, config: McpServerConfig, cwd: PathBuf) -> Self {
+        Server {
+            name: name.to_string(),
+            config,
+            cwd,
+            env: Ok(Vec::new()),
+            headers: Ok(Vec::new()),
+            state: Mutex::new(ServerState::Starting),
+            tools: Mutex::new(Vec::new()),
+            instructions: Mutex::new(None),
+            client: tokio::sync::Mutex::new(None),
+            group: Mutex::new(None),
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            restarted: AtomicBool::new(false),
+        }
+    }
+
     /// Start the server and list its tools, within its startup timeout.
     async fn connect(&self) {
         *lock(&self.state) = ServerState::Starting;
