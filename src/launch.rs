@@ -287,12 +287,7 @@ fn project_servers(hub: &crate::mcp::McpHub, workspace: &Path) -> Vec<String> {
     }
     let trusted = crate::config::data_dir().is_some_and(|data| project::is_trusted(&data, workspace, &project.sha256));
     if trusted {
-        for name in hub.add(&project.servers, workspace, crate::tools::user_variable) {
-            lines.push(format!(
-                "{}: `{name}` is also in config.toml, which wins",
-                project::PROJECT_FILE
-            ));
-        }
+        lines.extend(project.start_in(hub, workspace));
     } else {
         lines.push(project::untrusted_line(&project));
     }

@@ -76,19 +76,30 @@ impl Agent {
         true
     }
 
-    /// The system prompt carries `instructions` from the next request on: the fixed
-    /// part, its units and the limit follow.
+    /// The system prompt carries `instructions` from the next request on.
     fn set_instructions(&mut self, instructions: Instructions) {
-        let before = self.extent();
-        self.system = format!(
-            "{}{}",
-            instructions.system_prompt(&self.settings.system_prompt),
-            super::mcp::mcp_instructions(self.tools.mcp())
-        );
-        let (fixed, fixed_units) = fixed_part(&self.system, &self.tools, self.settings.compaction.estimate);
-        self.fixed_units = fixed_units;
         self.settings.compaction.verbatim_instructions = instructions.shown_paths();
         self.instructions = instructions;
+        self.take_in_system(self.system_prompt_now());
+    }
+
+    /// The system prompt as it is now: scratchpad's own with the instruction files,
+    /// then the MCP servers' instructions.
+    pub(super) fn system_prompt_now(&self) -> String {
+        format!(
+            "{}{}",
+            self.instructions.system_prompt(&self.settings.system_prompt),
+            super::mcp::mcp_instructions(self.tools.mcp())
+        )
+    }
+
+    /// `system` is sent from the next request on, with the tools as they are now: the
+    /// fixed part, its units and the limit follow.
+    pub(super) fn take_in_system(&mut self, system: String) {
+        let before = self.extent();
+        let (fixed, fixed_units) = fixed_part(&system, &self.tools, self.settings.compaction.estimate);
+        self.system = system;
+        self.fixed_units = fixed_units;
         let note = self.ledger.fixed_changed(fixed, before, self.extent());
         self.apply_limit(note);
         self.emit_context();

@@ -194,10 +194,8 @@ impl Agent {
         if let Err(error) = project::trust(&data, &root, &project.sha256) {
             return Some(format!("cannot record the trust: {error}"));
         }
-        for name in hub.add(&project.servers, &root, crate::tools::user_variable) {
-            self.emit(AgentEvent::Notice {
-                message: format!("{}: `{name}` is also in config.toml, which wins", project::PROJECT_FILE),
-            });
+        for message in project.start_in(hub, &root) {
+            self.emit(AgentEvent::Notice { message });
         }
         hub.wait_started().await;
         None
@@ -230,13 +228,8 @@ impl Agent {
     /// The tool list or the servers' instructions may have changed: the fixed part
     /// follows, and a change is said, per server.
     fn take_in_tools(&mut self) {
-        let system = format!(
-            "{}{}",
-            self.instructions.system_prompt(&self.settings.system_prompt),
-            mcp_instructions(self.tools.mcp())
-        );
+        let system = self.system_prompt_now();
         let mode = self.settings.compaction.estimate;
-        let (fixed, fixed_units) = fixed_part(&system, &self.tools, mode);
         let offered = self.tools.mcp().tools();
         let lines: Vec<String> = self
             .tools
@@ -245,18 +238,15 @@ impl Agent {
             .iter()
             .map(|status| server_line(status, &offered, mode))
             .collect();
-        if lines == self.mcp_lines && fixed == self.ledger.fixed() {
+        // A server's lines give its tools' cost, so equal lines and prompt mean an
+        // equal fixed part.
+        if lines == self.mcp_lines && system == self.system {
             return;
         }
         self.mcp_lines = lines.clone();
-        let before = self.extent();
-        self.system = system;
-        self.fixed_units = fixed_units;
-        let note = self.ledger.fixed_changed(fixed, before, self.extent());
-        self.apply_limit(note);
         for message in lines {
             self.emit(AgentEvent::Notice { message });
         }
-        self.emit_context();
+        self.take_in_system(system);
     }
 }

@@ -143,6 +143,17 @@ pub fn trust(data_root: &Path, workspace: &Path, sha256: &str) -> std::io::Resul
     Ok(())
 }
 
+impl ProjectServers {
+    /// Start these servers in `hub` (the file is trusted); a line for each name
+    /// `config.toml` has already, whose server is kept.
+    pub fn start_in(&self, hub: &super::McpHub, workspace: &Path) -> Vec<String> {
+        hub.add(&self.servers, workspace, crate::tools::user_variable)
+            .into_iter()
+            .map(|name| format!("{PROJECT_FILE}: `{name}` is also in config.toml, which wins"))
+            .collect()
+    }
+}
+
 /// The line said when a workspace's `.mcp.json` is not trusted (yet, or since it
 /// changed).
 pub fn untrusted_line(project: &ProjectServers) -> String {
