@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// The workspace folder (default: the current directory).
     #[arg(short = 'C', long, global = true)]
     pub workspace: Option<PathBuf>,
-    /// Resume a session: the newest, or the one with this id.
+    /// Resume a session: the one with this id, or without one, pick it from a list.
     #[arg(long, num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
     /// Continue the newest session (same as --resume without an id).
@@ -80,6 +80,33 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Undo the newest compaction stage of a session (the newest session by default).
     Undo(UndoArgs),
+    /// List this workspace's sessions, newest first, with their branches.
+    Sessions(SessionsArgs),
+    /// Start a new session from a point of another and print its id; the other is
+    /// left as it is. Restores the conversation, not the workspace's files.
+    Fork(ForkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// One JSON array of the sessions instead of a line each.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The session to fork (its id, as `scratchpad sessions` lists it).
+    pub session: String,
+    /// Where: a message position (1-based, as the session showed its messages; the
+    /// fork ends just before it) or a compaction stage's id (the history just before
+    /// that stage, rebuilt from its transcript and checked against its receipt).
+    #[arg(long, value_name = "N|STAGE_ID", value_parser = parse_fork_at)]
+    pub at: crate::session::ForkAt,
+}
+
+fn parse_fork_at(value: &str) -> Result<crate::session::ForkAt, String> {
+    value.parse()
 }
 
 #[derive(Debug, Args)]

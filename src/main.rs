@@ -81,10 +81,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let mut config = launch::resolve_config(&cli.run, &env)?;
             // stderr carries JSON events here: the limit's note is not one of them.
             let _ = launch::resolve_offline_limit(&mut config);
-            let workspace = match &cli.run.workspace {
-                Some(dir) => dir.clone(),
-                None => std::env::current_dir()?,
-            };
+            let workspace = workspace_dir(&cli)?;
             if args.dry_run {
                 commands::compact::dry_run(
                     &args.input,
@@ -114,15 +111,30 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
         }
         Some(Command::Undo(args)) => {
             let config = launch::resolve_config(&cli.run, &env)?;
-            let workspace = match &cli.run.workspace {
-                Some(dir) => dir.clone(),
-                None => std::env::current_dir()?,
-            };
+            let workspace = workspace_dir(&cli)?;
             commands::undo::run(
                 &workspace,
                 args.session.as_deref(),
                 &config.compaction,
                 &mut io::stdout().lock(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Sessions(args)) => {
+            let workspace = workspace_dir(&cli)?;
+            commands::sessions::list(&workspace, args.json, &mut io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Fork(args)) => {
+            let config = launch::resolve_config(&cli.run, &env)?;
+            let workspace = workspace_dir(&cli)?;
+            commands::sessions::fork(
+                &workspace,
+                &args.session,
+                &args.at,
+                &config.compaction,
+                &mut io::stdout().lock(),
+                &mut io::stderr().lock(),
             )?;
             Ok(ExitCode::SUCCESS)
         }
@@ -168,6 +180,14 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 }
             }
         }
+    }
+}
+
+/// The workspace of an offline command: `-C`, or the current folder.
+fn workspace_dir(cli: &Cli) -> io::Result<std::path::PathBuf> {
+    match &cli.run.workspace {
+        Some(dir) => Ok(dir.clone()),
+        None => std::env::current_dir(),
     }
 }
 

@@ -177,6 +177,8 @@ pub enum Past {
     Preview { events: Vec<crate::compact::StageEvent> },
     /// The project's instruction files changed during the session.
     Instructions { note: InstructionsNote },
+    /// The session is a fork: where it branched from (its first record).
+    Forked { origin: crate::session::Origin },
 }
 
 /// The project's instruction files as the system prompt carries them: said at the

@@ -112,6 +112,8 @@ pub struct Agent {
     past: Vec<Past>,
     /// The stages that changed the history, oldest first, for `/undo` (newest first).
     stage_log: Vec<StageEvent>,
+    /// Where the session stands, journaled at the end of each turn for the session list.
+    tally: crate::session::Tally,
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
@@ -274,6 +276,7 @@ impl Agent {
             notices: Vec::new(),
             past: Vec::new(),
             stage_log: Vec::new(),
+            tally: crate::session::Tally::default(),
             rediscover: false,
             served_recorded: None,
             read_only: None,
@@ -314,6 +317,7 @@ impl Agent {
             self.ledger.restore(point);
             self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         }
+        self.tally = crate::session::Tally::of_past(&past);
         self.past = past;
         self
     }
@@ -405,6 +409,7 @@ impl Agent {
             event.id = crate::session::new_stage_id();
             if event.can_be_undone() {
                 self.stage_log.push(event.clone());
+                self.tally.compactions += 1;
             }
             self.journal(Record::Stage {
                 event: Box::new(event.clone()),
@@ -607,6 +612,7 @@ impl Agent {
         self.approvals.clear();
         self.set_history(Vec::new(), Sizes::of(&[], self.settings.compaction.estimate));
         self.stage_log.clear();
+        self.tally = crate::session::Tally::default();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         let folder = self

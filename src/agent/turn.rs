@@ -29,6 +29,7 @@ impl Agent {
         // user messages in a row are refused by strict chat templates.
         self.close_unanswered("scratchpad stopped before it was answered");
         self.append(Message::user_text(request.clone()));
+        self.tally.turns += 1;
         let outcome = match self.steps(&request, ops).await {
             Ended::Completed => TurnOutcome::Completed,
             Ended::Cancelled => {
@@ -48,11 +49,29 @@ impl Agent {
                 item: Past::TurnEnded { outcome },
             });
         }
+        self.journal_tally(&request);
         self.sync_journal();
         self.emit(AgentEvent::TurnDone {
             turn: self.turn,
             outcome,
         });
+    }
+
+    /// Where the session stands now, for the session list to read from the tail.
+    fn journal_tally(&mut self, request: &str) {
+        use crate::session::Tally;
+        let answer = self
+            .messages
+            .iter()
+            .rev()
+            .find(|message| message.role() == crate::message::Role::Assistant)
+            .map(Message::text)
+            .unwrap_or_default();
+        self.tally.messages = self.messages.len();
+        self.tally.estimate = self.sizes.total();
+        self.tally.last_request = Tally::cut(request);
+        self.tally.last_answer = Tally::cut(&answer);
+        self.journal(Record::Tally(self.tally.clone()));
     }
 
     /// A failed request must not look answered: unanswered, it leaves the history (the

@@ -1,5 +1,6 @@
 //! Headless subcommands that work on recorded histories.
 
 pub mod compact;
+pub mod sessions;
 pub mod simulate;
 pub mod undo;

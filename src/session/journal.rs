@@ -6,7 +6,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Record, SessionError, unix_now};
+use super::{Origin, Record, SessionError, unix_now};
+use crate::message::Message;
 use crate::store::create_private_dir;
 
 pub struct Journal {
@@ -77,6 +78,29 @@ fn lock_session(journal: &Path, id: &str) -> Result<File, SessionError> {
 impl Journal {
     /// A new journal in `dir` (a workspace's [`sessions_dir`]), locked for this process.
     pub fn create(dir: &Path, provider: &str, model: &str) -> Result<Self, SessionError> {
+        Self::create_with(dir, provider, model, None, &[])
+    }
+
+    /// A new journal that starts where `parent` points, holding `messages` (the
+    /// history there), written whole before it gets its name: a crash leaves either
+    /// no fork or all of it, never a branch with half a history.
+    pub fn create_branch(
+        dir: &Path,
+        provider: &str,
+        model: &str,
+        parent: Origin,
+        messages: &[Message],
+    ) -> Result<Self, SessionError> {
+        Self::create_with(dir, provider, model, Some(parent), messages)
+    }
+
+    fn create_with(
+        dir: &Path,
+        provider: &str,
+        model: &str,
+        parent: Option<Origin>,
+        messages: &[Message],
+    ) -> Result<Self, SessionError> {
         let dir = dir.to_path_buf();
         let io = |source| SessionError::Io {
             path: dir.clone(),
@@ -84,36 +108,57 @@ impl Journal {
         };
         create_private_dir(&dir).map_err(io)?;
         let created_unix = unix_now();
+        let mut text = record_line(
+            &dir,
+            &Record::Meta {
+                version: 1,
+                provider: provider.into(),
+                model: model.into(),
+                created_unix,
+                parent,
+            },
+        )?;
+        for message in messages {
+            text.extend(record_line(
+                &dir,
+                &Record::Append {
+                    message: message.clone(),
+                },
+            )?);
+        }
         let base = format!("{}-{}", crate::time::compact_stamp(created_unix), std::process::id());
+        let temp = tempfile::Builder::new()
+            .prefix(".new-session-")
+            .suffix(".tmp")
+            .tempfile_in(&dir)
+            .map_err(io)?;
+        temp.as_file().write_all(&text).map_err(io)?;
+        temp.as_file().sync_data().map_err(io)?;
         // Two sessions of one process in the same second (a `/clear`) get new names:
-        // an existing journal is never reopened by accident.
-        let (id, path, file) = (0u32..)
+        // an existing journal is never reopened by accident (a link never replaces).
+        let (id, path) = (0u32..)
             .map(|n| if n == 0 { base.clone() } else { format!("{base}-{n}") })
             .find_map(|id| {
                 let path = dir.join(format!("{id}.jsonl"));
-                match open_new(&path) {
-                    Ok(file) => Some(Ok((id, path, file))),
+                match std::fs::hard_link(temp.path(), &path) {
+                    Ok(()) => Some(Ok((id, path))),
                     Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => None,
                     Err(error) => Some(Err(error)),
                 }
             })
             .unwrap_or_else(|| Err(std::io::ErrorKind::AlreadyExists.into()))
             .map_err(io)?;
+        drop(temp);
+        File::open(&dir).and_then(|folder| folder.sync_all()).map_err(io)?;
         let lock = lock_session(&path, &id)?;
-        let mut journal = Journal {
+        let file = open_regular(&path, OpenOptions::new().append(true))?;
+        Ok(Journal {
             file,
             id,
             path,
-            len: 0,
+            len: text.len() as u64,
             _lock: lock,
-        };
-        journal.append(&Record::Meta {
-            version: 1,
-            provider: provider.into(),
-            model: model.into(),
-            created_unix,
-        })?;
-        Ok(journal)
+        })
     }
 
     /// Reopen an existing journal to continue it. A torn last line is moved to
@@ -166,11 +211,7 @@ impl Journal {
     /// Append one record as one line, written in a single call. If the write fails
     /// (a full disk), the journal is cut back to its last complete record.
     pub fn append(&mut self, record: &Record) -> Result<(), SessionError> {
-        let mut line = crate::json::to_vec(record).map_err(|error| SessionError::Io {
-            path: self.path.clone(),
-            source: error.into(),
-        })?;
-        line.push(b'\n');
+        let line = record_line(&self.path, record)?;
         match self.file.write_all(&line) {
             Ok(()) => {
                 self.len += line.len() as u64;
@@ -195,15 +236,14 @@ impl Journal {
     }
 }
 
-fn open_new(path: &Path) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.create_new(true).append(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
+/// One record as one line of a journal at `path`.
+fn record_line(path: &Path, record: &Record) -> Result<Vec<u8>, SessionError> {
+    let mut line = crate::json::to_vec(record).map_err(|error| SessionError::Io {
+        path: path.to_path_buf(),
+        source: error.into(),
+    })?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Open `path` only if it is a regular file, without following a link and without

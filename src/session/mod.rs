@@ -12,9 +12,13 @@
 //! a repair, so a session can always be resumed.
 //!
 //! [`place`]: where a workspace's journals are; [`journal`]: the one writer of a
-//! session; [`replay`]: reading a journal back into a history.
+//! session; [`replay`]: reading a journal back into a history; [`fork`]: a new session
+//! from any point of another, the parent left untouched; [`listing`]: the sessions of
+//! a workspace as the picker shows them, read from each journal's head and tail.
 
+mod fork;
 mod journal;
+mod listing;
 mod place;
 mod replay;
 
@@ -28,7 +32,9 @@ use crate::protocol::CallPoint;
 
 pub use journal::{Journal, lock_holder, torn_side_file};
 pub use place::{LEGACY_SESSIONS_DIR, find, find_in, migrate_legacy, sessions_dir, sessions_dir_under};
-pub use replay::{JournalText, MAX_JOURNAL_BYTES, Restored, read_journal, restore};
+pub use fork::{ForkAt, ForkError, ForkPoint, Forked, Origin, fork, history_at};
+pub use listing::{SessionSummary, Tally, list};
+pub use replay::{Fed, JournalText, MAX_JOURNAL_BYTES, Replay, Restored, read_journal, restore};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -38,6 +44,9 @@ pub enum Record {
         provider: String,
         model: String,
         created_unix: u64,
+        /// For a fork: the session it branched from and where.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<Origin>,
     },
     /// The model and window the server said it serves, once discovery learned them
     /// (at the start, or later for a server that was down or loading): the newest
@@ -85,6 +94,9 @@ pub enum Record {
     Shown {
         item: crate::protocol::Past,
     },
+    /// Where the session stands, written at the end of each turn: the session list
+    /// reads it from the journal's tail instead of replaying the whole journal.
+    Tally(Tally),
 }
 
 /// A new id for a stage record: the time, the process and a counter, unique among

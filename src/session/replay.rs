@@ -96,49 +96,131 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
 /// message first), each mend named in `repairs`.
 pub fn restore(path: &Path) -> Result<Restored, SessionError> {
     let text = read_journal(path)?;
-    let mut restored = Restored::default();
-    let mut stages_since_call = Vec::new();
-    // Ids of the stages in force (journaled, not undone), oldest first.
-    let mut live_stages: Vec<String> = Vec::new();
-    let mut seen_stages: std::collections::HashSet<String> = std::collections::HashSet::new();
-    let mut previous_line: &[u8] = &[];
-    // Appended lines that carry tool ids: one seen again is the same record twice.
-    let mut tool_lines: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
-    if let Some(torn) = text.torn() {
-        restored.repairs.push(format!(
-            "the last line of the journal ({} bytes) was cut by a crash and is left out",
-            torn.len()
-        ));
-    }
+    let mut replay = Replay::new(&text);
     for (number, line) in text.lines() {
-        let repeated = line == previous_line;
-        previous_line = line;
+        replay.feed(number, line);
+    }
+    Ok(replay.finish())
+}
+
+/// What one line did to the history being replayed.
+pub enum Fed {
+    /// Not applied (not a record, or a repeat); the reason is among the repairs.
+    Skipped,
+    /// A message joined the history: the `position`-th message shown (1-based).
+    Appended { position: usize },
+    /// A compaction stage's record.
+    Stage { event: Box<crate::compact::StageEvent> },
+    /// The session's first record: what it was made for, and for a fork where it
+    /// branched from.
+    Meta {
+        provider: String,
+        model: String,
+        parent: Option<super::Origin>,
+    },
+    /// Any other record.
+    Other,
+}
+
+/// A journal's records applied one at a time, in order, with every record applied once
+/// and every skip named: what [`restore`] does to a whole journal, and a fork does to
+/// the lines up to its point.
+pub struct Replay<'a> {
+    restored: Restored,
+    stages_since_call: Vec<crate::compact::Stage>,
+    /// Ids of the stages in force (journaled, not undone), oldest first.
+    live_stages: Vec<String>,
+    seen_stages: std::collections::HashSet<String>,
+    previous_line: &'a [u8],
+    /// Appended lines that carry tool ids: one seen again is the same record twice.
+    tool_lines: std::collections::HashSet<&'a [u8]>,
+    appended: usize,
+}
+
+impl<'a> Replay<'a> {
+    pub fn new(text: &JournalText) -> Self {
+        let mut restored = Restored::default();
+        if let Some(torn) = text.torn() {
+            restored.repairs.push(format!(
+                "the last line of the journal ({} bytes) was cut by a crash and is left out",
+                torn.len()
+            ));
+        }
+        Replay {
+            restored,
+            stages_since_call: Vec::new(),
+            live_stages: Vec::new(),
+            seen_stages: std::collections::HashSet::new(),
+            previous_line: &[],
+            tool_lines: std::collections::HashSet::new(),
+            appended: 0,
+        }
+    }
+
+    /// The history as replayed so far, before any mend.
+    pub fn messages(&self) -> &[Message] {
+        &self.restored.messages
+    }
+
+    /// Take the newest message back out (a fork stops just before it).
+    pub fn unappend(&mut self) {
+        self.restored.messages.pop();
+        if matches!(self.restored.past.last(), Some(Past::Message { .. })) {
+            self.restored.past.pop();
+        }
+        self.appended -= 1;
+    }
+
+    /// Apply line `number` of the journal.
+    pub fn feed(&mut self, number: usize, line: &'a [u8]) -> Fed {
+        let repeated = line == self.previous_line;
+        self.previous_line = line;
+        let restored = &mut self.restored;
         let Ok(record) = crate::json::from_slice::<Record>(line) else {
             restored
                 .repairs
                 .push(format!("line {number} of the journal is not a record and was skipped"));
-            continue;
+            return Fed::Skipped;
         };
         if repeated && !matches!(record, Record::Call(_)) {
             restored.repairs.push(format!(
                 "line {number} of the journal repeats the line before it and was skipped"
             ));
-            continue;
+            return Fed::Skipped;
         }
         match record {
-            Record::Meta { .. } | Record::Served { .. } => {}
+            Record::Meta {
+                provider,
+                model,
+                parent,
+                ..
+            } => {
+                if let Some(origin) = &parent {
+                    restored.past.push(Past::Forked { origin: origin.clone() });
+                }
+                return Fed::Meta {
+                    provider,
+                    model,
+                    parent,
+                };
+            }
+            Record::Served { .. } | Record::Tally(_) => {}
             Record::Append { message } => {
                 let has_tool_ids = message.has_tool_use() || message.has_tool_result();
-                if has_tool_ids && !tool_lines.insert(line) {
+                if has_tool_ids && !self.tool_lines.insert(line) {
                     restored.repairs.push(format!(
                         "line {number} of the journal repeats an earlier record of tool calls or results and was skipped"
                     ));
-                    continue;
+                    return Fed::Skipped;
                 }
                 restored.past.push(Past::Message {
                     message: message.clone(),
                 });
                 restored.messages.push(message);
+                self.appended += 1;
+                return Fed::Appended {
+                    position: self.appended,
+                };
             }
             Record::Replace { messages } | Record::Repair { messages, .. } => restored.messages = messages,
             Record::Pin { tool_use_id, pinned } => {
@@ -150,52 +232,64 @@ pub fn restore(path: &Path) -> Result<Restored, SessionError> {
             }
             Record::Undo { stage, undid, messages } => {
                 if !undid.is_empty() {
-                    if live_stages.last() != Some(&undid) {
+                    if self.live_stages.last() != Some(&undid) {
                         restored.repairs.push(format!(
                             "line {number} of the journal undoes stage {undid}, which is not the newest stage, and was skipped"
                         ));
-                        continue;
+                        return Fed::Skipped;
                     }
-                    live_stages.pop();
+                    self.live_stages.pop();
                 }
                 restored.messages = messages;
                 restored.past.push(Past::Undo { stage, undid });
             }
             Record::Stage { event } => {
                 if !event.id.is_empty() {
-                    if !seen_stages.insert(event.id.clone()) {
+                    if !self.seen_stages.insert(event.id.clone()) {
                         restored.repairs.push(format!(
                             "line {number} of the journal repeats stage {} and was skipped",
                             event.id
                         ));
-                        continue;
+                        return Fed::Skipped;
                     }
                     if event.can_be_undone() {
-                        live_stages.push(event.id.clone());
+                        self.live_stages.push(event.id.clone());
                     }
                 }
-                stages_since_call.push(event.stage);
-                restored.past.push(Past::Stage { event });
+                self.stages_since_call.push(event.stage);
+                restored.past.push(Past::Stage { event: event.clone() });
+                return Fed::Stage { event };
             }
             Record::Shown { item } => {
                 if !item.is_chat_only() {
                     restored.repairs.push(format!(
                         "line {number} of the journal shows something that has a record of its own and was skipped"
                     ));
-                    continue;
+                    return Fed::Skipped;
                 }
                 restored.past.push(item);
             }
             Record::Call(mut point) => {
                 // Journals before the points carried their stages left them out.
                 if point.stages.is_empty() {
-                    point.stages = std::mem::take(&mut stages_since_call);
+                    point.stages = std::mem::take(&mut self.stages_since_call);
                 }
-                stages_since_call.clear();
+                self.stages_since_call.clear();
                 restored.past.push(Past::Call { point });
             }
         }
+        Fed::Other
     }
-    restored.repairs.extend(repair(&mut restored.messages));
-    Ok(restored)
+
+    /// The history replayed, mended to be valid to send (each mend named).
+    pub fn finish(mut self) -> Restored {
+        let mended = repair(&mut self.restored.messages);
+        self.restored.repairs.extend(mended);
+        self.restored
+    }
+
+    /// The history replayed, as it stands, with what was skipped on the way.
+    pub fn into_parts(self) -> (Vec<Message>, Vec<String>) {
+        (self.restored.messages, self.restored.repairs)
+    }
 }

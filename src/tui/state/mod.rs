@@ -594,6 +594,7 @@ impl AppState {
                 Past::CompactionRequested { by, focus } => self.note_compaction_request(by, focus.as_deref()),
                 Past::Preview { events } => self.push(ChatEntry::Preview(events)),
                 Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
+                Past::Forked { origin } => self.push(ChatEntry::Notice(branch_line(&origin))),
             }
         }
         self.push(ChatEntry::Notice(format!(
@@ -621,6 +622,11 @@ impl AppState {
             )));
         }
     }
+}
+
+/// The first marker of a branch: where it came from.
+pub fn branch_line(origin: &crate::session::Origin) -> String {
+    format!("⑂ a branch of {origin}")
 }
 
 #[cfg(test)]

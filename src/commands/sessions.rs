@@ -1,0 +1,103 @@
+//! `scratchpad sessions` and `scratchpad fork`: the workspace's sessions as a list or
+//! JSON, and a new session from any point of one, for scripting.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::compact::CompactConfig;
+use crate::session::{self, ForkAt, ForkError, ForkPoint, SessionSummary};
+use crate::store::Store;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsCommandError {
+    #[error(transparent)]
+    Session(#[from] session::SessionError),
+    #[error(transparent)]
+    Fork(#[from] ForkError),
+    #[error("cannot write the list: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// The sessions of `workspace`, newest first: one line each, or JSON.
+pub fn list(workspace: &Path, json: bool, out: &mut dyn Write) -> Result<(), SessionsCommandError> {
+    let sessions = session::list(&session::sessions_dir(workspace));
+    if json {
+        crate::json::to_writer(&mut *out, &sessions).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if sessions.is_empty() {
+        writeln!(out, "no sessions in this workspace yet")?;
+        return Ok(());
+    }
+    for summary in &sessions {
+        writeln!(out, "{}", row(summary))?;
+    }
+    Ok(())
+}
+
+/// One session in one line: id, when, its size, and its first request.
+pub fn row(summary: &SessionSummary) -> String {
+    let counts = summary.tally.as_ref().map_or_else(
+        || "no turn ended".to_string(),
+        |tally| {
+            format!(
+                "{}, {} chars, {}",
+                crate::compact::counted(tally.turns, "turn", "turns"),
+                crate::compact::short_count(tally.estimate),
+                crate::compact::counted(tally.compactions, "compaction", "compactions"),
+            )
+        },
+    );
+    let mut line = format!(
+        "{}  {}  {counts}",
+        summary.id,
+        crate::time::short_stamp(summary.last_used_unix)
+    );
+    if !summary.branches.is_empty() {
+        line.push_str(&format!(
+            ", {}",
+            crate::compact::counted(summary.branches.len(), "branch", "branches")
+        ));
+    }
+    if let Some(parent) = &summary.parent {
+        line.push_str(&format!(", ⑂ of {}", parent.session));
+    }
+    if let Some(pid) = &summary.open_in {
+        line.push_str(&format!(", open in pid {pid}"));
+    }
+    let request = summary.first_request.as_deref().unwrap_or("(no request yet)");
+    let request: String = request.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.push_str(&format!("  {}", crate::terminal_text::screen_safe(&request)));
+    line
+}
+
+/// Fork session `id` of `workspace` at `at`; the new session's id goes to `out`, what
+/// was done to `note`.
+pub fn fork(
+    workspace: &Path,
+    id: &str,
+    at: &ForkAt,
+    config: &CompactConfig,
+    out: &mut dyn Write,
+    note: &mut dyn Write,
+) -> Result<String, SessionsCommandError> {
+    let parent = session::find(workspace, Some(id))?;
+    let store = Store::new(workspace);
+    let forked = session::fork(&parent, at, &store, config.estimate)?;
+    let new_id = forked.journal.id().to_string();
+    writeln!(out, "{new_id}")?;
+    let point = match &forked.origin.at {
+        ForkPoint::Message { position } => format!("before message {position}"),
+        ForkPoint::Stage { stage, .. } => format!("before {stage}"),
+    };
+    writeln!(
+        note,
+        "forked session {id} {point} into {new_id} ({}); `scratchpad --resume {new_id}` continues it",
+        crate::compact::counted(forked.messages.len(), "message", "messages")
+    )?;
+    if let Some(request) = &forked.request {
+        writeln!(note, "the request at that point was: {request}")?;
+    }
+    Ok(new_id)
+}

@@ -1,0 +1,213 @@
+//! The sessions of a workspace as the picker and `scratchpad sessions` show them. Each
+//! journal is read at its head (where it branched from, its first request) and its
+//! tail (the newest [`Tally`]), never whole: a thousand long sessions list at once.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::journal::{lock_holder, open_regular};
+use super::{Origin, Record};
+use crate::compact::markers::{MessageKind, classify};
+
+/// Where a session stands at the end of a turn.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// Requests sent in the session (a fork counts those of its history too).
+    pub turns: usize,
+    /// Compaction stages that changed the history.
+    pub compactions: usize,
+    pub messages: usize,
+    /// The estimate of the history, in characters.
+    pub estimate: usize,
+    /// The newest request and the answer to it, cut to [`TALLY_TEXT_CHARS`].
+    #[serde(default)]
+    pub last_request: String,
+    #[serde(default)]
+    pub last_answer: String,
+}
+
+/// Characters of the newest request and answer a tally keeps: enough for a preview.
+const TALLY_TEXT_CHARS: usize = 600;
+
+impl Tally {
+    /// The requests and compactions of a session's past (a resumed one's, a fork's).
+    pub fn of_past(past: &[crate::protocol::Past]) -> Tally {
+        use crate::protocol::Past;
+        let mut tally = Tally::default();
+        for item in past {
+            match item {
+                Past::Message { message } if matches!(classify(message), MessageKind::UserPrompt(_)) => {
+                    tally.turns += 1;
+                }
+                Past::Stage { event } if event.can_be_undone() => tally.compactions += 1,
+                _ => {}
+            }
+        }
+        tally
+    }
+
+    /// `text` cut to what a tally keeps.
+    pub fn cut(text: &str) -> String {
+        match text.char_indices().nth(TALLY_TEXT_CHARS) {
+            Some((at, _)) => format!("{}…", &text[..at]),
+            None => text.to_string(),
+        }
+    }
+}
+
+/// One session as listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    /// The journal (for `simulate` and `compact`).
+    pub path: PathBuf,
+    /// For a fork: where it branched from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Origin>,
+    pub created_unix: u64,
+    /// When the journal was last written.
+    pub last_used_unix: u64,
+    pub first_request: Option<String>,
+    /// Absent until the first turn ends (or in journals older than tallies).
+    pub tally: Option<Tally>,
+    /// Ids of the sessions forked from this one.
+    pub branches: Vec<String>,
+    /// The pid of the scratchpad that has it open now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_in: Option<String>,
+}
+
+impl SessionSummary {
+    /// Whether `filter` (lowercase words, all of which must match) is in its requests
+    /// or its id.
+    pub fn matches(&self, filter: &str) -> bool {
+        let mut text = self.id.to_lowercase();
+        for part in [self.first_request.as_deref(), self.tally.as_ref().map(|t| t.last_request.as_str())]
+            .into_iter()
+            .flatten()
+        {
+            text.push('\n');
+            text.push_str(&part.to_lowercase());
+        }
+        filter.split_whitespace().all(|word| text.contains(&word.to_lowercase()))
+    }
+}
+
+/// Bytes read first at each end of a journal; grown fourfold while the record sought
+/// is not in them, up to [`MOST_READ`].
+const FIRST_READ: u64 = 8 << 10;
+const MOST_READ: u64 = 2 << 20;
+
+/// Every session in `dir`, newest first. A journal that cannot be read is left out.
+pub fn list(dir: &Path) -> Vec<SessionSummary> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let mut sessions: Vec<SessionSummary> = paths.iter().filter_map(|path| summarise(path)).collect();
+    let children: Vec<(String, String)> = sessions
+        .iter()
+        .filter_map(|s| s.parent.as_ref().map(|p| (p.session.clone(), s.id.clone())))
+        .collect();
+    for (parent, child) in children {
+        if let Some(session) = sessions.iter_mut().find(|s| s.id == parent) {
+            session.branches.push(child);
+        }
+    }
+    sessions.sort_by(|a, b| b.last_used_unix.cmp(&a.last_used_unix).then_with(|| b.id.cmp(&a.id)));
+    sessions
+}
+
+/// One journal's summary from its head and tail.
+fn summarise(path: &Path) -> Option<SessionSummary> {
+    let mut file = open_regular(path, OpenOptions::new().read(true)).ok()?;
+    let meta = file.metadata().ok()?;
+    let size = meta.len();
+    let last_used_unix = meta
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |age| age.as_secs());
+    let id = path.file_stem()?.to_string_lossy().into_owned();
+    let mut summary = SessionSummary {
+        id,
+        path: path.to_path_buf(),
+        parent: None,
+        created_unix: 0,
+        last_used_unix,
+        first_request: None,
+        tally: None,
+        branches: Vec::new(),
+        open_in: lock_holder(path),
+    };
+    read_head(&mut file, size, &mut summary);
+    summary.tally = read_tally(&mut file, size);
+    Some(summary)
+}
+
+/// The first record (where it branched from) and the first request.
+fn read_head(file: &mut File, size: u64, summary: &mut SessionSummary) {
+    let mut want = FIRST_READ;
+    loop {
+        let Some(bytes) = read_at(file, 0, want.min(size)) else { return };
+        let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |at| at + 1);
+        for line in bytes[..complete].split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
+            match crate::json::from_slice::<Record>(line) {
+                Ok(Record::Meta {
+                    created_unix, parent, ..
+                }) => {
+                    summary.created_unix = created_unix;
+                    summary.parent = parent;
+                }
+                Ok(Record::Append { message }) => {
+                    if let MessageKind::UserPrompt(text) = classify(&message) {
+                        summary.first_request = Some(Tally::cut(&text));
+                        return;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if want >= size || want >= MOST_READ {
+            return;
+        }
+        want *= 4;
+    }
+}
+
+/// The newest tally in the journal's tail.
+fn read_tally(file: &mut File, size: u64) -> Option<Tally> {
+    let mut want = FIRST_READ;
+    loop {
+        let start = size.saturating_sub(want);
+        let bytes = read_at(file, start, size - start)?;
+        // The first line of a block that starts mid-journal may be cut: skipped.
+        let lines = bytes.split(|&b| b == b'\n').skip(usize::from(start > 0));
+        let tally = lines
+            .filter(|line| memchr::memmem::find(line, b"\"type\":\"tally\"").is_some())
+            .filter_map(|line| match crate::json::from_slice::<Record>(line) {
+                Ok(Record::Tally(tally)) => Some(tally),
+                _ => None,
+            })
+            .last();
+        if tally.is_some() || start == 0 || want >= MOST_READ {
+            return tally;
+        }
+        want *= 4;
+    }
+}
+
+fn read_at(file: &mut File, start: u64, len: u64) -> Option<Vec<u8>> {
+    let mut bytes = vec![0; usize::try_from(len).ok()?];
+    file.seek(SeekFrom::Start(start)).ok()?;
+    file.read_exact(&mut bytes).ok()?;
+    Some(bytes)
+}
