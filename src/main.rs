@@ -81,7 +81,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let mut config = launch::resolve_config(&cli.run, &env)?;
             // stderr carries JSON events here: the limit's note is not one of them.
             let _ = launch::resolve_offline_limit(&mut config);
-            let workspace = workspace_dir(&cli)?;
+            let workspace = workspace_dir(&cli.run)?;
             if args.dry_run {
                 commands::compact::dry_run(
                     &args.input,
@@ -111,7 +111,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
         }
         Some(Command::Undo(args)) => {
             let config = launch::resolve_config(&cli.run, &env)?;
-            let workspace = workspace_dir(&cli)?;
+            let workspace = workspace_dir(&cli.run)?;
             commands::undo::run(
                 &workspace,
                 args.session.as_deref(),
@@ -121,13 +121,13 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sessions(args)) => {
-            let workspace = workspace_dir(&cli)?;
+            let workspace = workspace_dir(&cli.run)?;
             commands::sessions::list(&workspace, args.json, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Fork(args)) => {
             let config = launch::resolve_config(&cli.run, &env)?;
-            let workspace = workspace_dir(&cli)?;
+            let workspace = workspace_dir(&cli.run)?;
             commands::sessions::fork(
                 &workspace,
                 &args.session,
@@ -184,8 +184,8 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
 }
 
 /// The workspace of an offline command: `-C`, or the current folder.
-fn workspace_dir(cli: &Cli) -> io::Result<std::path::PathBuf> {
-    match &cli.run.workspace {
+fn workspace_dir(run: &scratchpad::cli::RunArgs) -> io::Result<std::path::PathBuf> {
+    match &run.workspace {
         Some(dir) => Ok(dir.clone()),
         None => std::env::current_dir(),
     }
