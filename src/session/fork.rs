@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::replay::{Fed, Replay, read_journal};
 use super::{Journal, Record, SessionError};
+use crate::compact::Stage;
 use crate::compact::estimate::EstimateMode;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::undo::{UndoError, undo};
-use crate::compact::Stage;
 use crate::message::Message;
 use crate::store::Store;
 
@@ -104,12 +104,7 @@ pub struct PointInTime {
 /// The history the session in `journal` had at `at`, its files read from `store` (the
 /// workspace's). Nothing is written; a transcript or saved result that no longer has
 /// the hash its stage recorded is an error.
-pub fn history_at(
-    journal: &Path,
-    at: &ForkAt,
-    store: &Store,
-    mode: EstimateMode,
-) -> Result<PointInTime, ForkError> {
+pub fn history_at(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode) -> Result<PointInTime, ForkError> {
     let session = session_id(journal);
     let text = read_journal(journal)?;
     let mut replay = Replay::new(&text);
@@ -202,7 +197,7 @@ pub fn history_at(
 }
 
 /// A new session, locked for this process, holding the history `journal` had at `at`.
-
+#[derive(Debug)]
 pub struct Forked {
     pub journal: Journal,
     pub origin: Origin,
@@ -213,12 +208,7 @@ pub struct Forked {
 
 /// Fork the session in `journal` at `at` into a new journal beside it. The parent is
 /// read, never written; on any error nothing is written.
-pub fn fork(
-    journal: &Path,
-    at: &ForkAt,
-    store: &Store,
-    mode: EstimateMode,
-) -> Result<Forked, ForkError> {
+pub fn fork(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode) -> Result<Forked, ForkError> {
     let point = history_at(journal, at, store, mode)?;
     let origin = Origin {
         session: session_id(journal),

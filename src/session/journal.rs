@@ -20,6 +20,14 @@ pub struct Journal {
     _lock: File,
 }
 
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Where a journal's lock is: `<id>.lock` beside it, holding the holder's pid.
 fn lock_path(journal: &Path) -> PathBuf {
     journal.with_extension("lock")

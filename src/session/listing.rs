@@ -85,14 +85,19 @@ impl SessionSummary {
     /// or its id.
     pub fn matches(&self, filter: &str) -> bool {
         let mut text = self.id.to_lowercase();
-        for part in [self.first_request.as_deref(), self.tally.as_ref().map(|t| t.last_request.as_str())]
-            .into_iter()
-            .flatten()
+        for part in [
+            self.first_request.as_deref(),
+            self.tally.as_ref().map(|t| t.last_request.as_str()),
+        ]
+        .into_iter()
+        .flatten()
         {
             text.push('\n');
             text.push_str(&part.to_lowercase());
         }
-        filter.split_whitespace().all(|word| text.contains(&word.to_lowercase()))
+        filter
+            .split_whitespace()
+            .all(|word| text.contains(&word.to_lowercase()))
     }
 }
 
@@ -157,7 +162,9 @@ fn summarise(path: &Path) -> Option<SessionSummary> {
 fn read_head(file: &mut File, size: u64, summary: &mut SessionSummary) {
     let mut want = FIRST_READ;
     loop {
-        let Some(bytes) = read_at(file, 0, want.min(size)) else { return };
+        let Some(bytes) = read_at(file, 0, want.min(size)) else {
+            return;
+        };
         let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |at| at + 1);
         for line in bytes[..complete].split(|&b| b == b'\n').filter(|line| !line.is_empty()) {
             match crate::json::from_slice::<Record>(line) {
