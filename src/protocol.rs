@@ -178,7 +178,7 @@ pub enum Past {
     /// The project's instruction files changed during the session.
     Instructions { note: InstructionsNote },
     /// The session is a fork: where it branched from (its first record).
-    Forked { origin: crate::session::Origin },
+    Forked { origin: Origin },
 }
 
 /// The project's instruction files as the system prompt carries them: said at the
@@ -251,6 +251,33 @@ impl Past {
                 | Past::Preview { .. }
                 | Past::Instructions { .. }
         )
+    }
+}
+
+/// Where a session branched from: its parent's id and the point in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    pub session: String,
+    #[serde(flatten)]
+    pub at: ForkPoint,
+}
+
+/// A point of a session, as a fork records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "at", rename_all = "snake_case")]
+pub enum ForkPoint {
+    /// Just before the `position`-th message the session showed (1-based).
+    Message { position: usize },
+    /// Just before compaction stage `id` changed the history.
+    Stage { id: String, stage: crate::compact::Stage },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            ForkPoint::Message { position } => write!(f, "session {} before message {position}", self.session),
+            ForkPoint::Stage { id, stage } => write!(f, "session {} before {stage} ({id})", self.session),
+        }
     }
 }
 

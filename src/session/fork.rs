@@ -5,8 +5,6 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::replay::{Fed, Replay, read_journal};
 use super::{Journal, Record, SessionError};
 use crate::compact::Stage;
@@ -14,34 +12,8 @@ use crate::compact::estimate::EstimateMode;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::undo::{UndoError, undo};
 use crate::message::Message;
+pub use crate::protocol::{ForkPoint, Origin};
 use crate::store::Store;
-
-/// Where a session branched from: its parent's id and the point in it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Origin {
-    pub session: String,
-    #[serde(flatten)]
-    pub at: ForkPoint,
-}
-
-/// A point of a session, as a fork records it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "at", rename_all = "snake_case")]
-pub enum ForkPoint {
-    /// Just before the `position`-th message the session showed (1-based).
-    Message { position: usize },
-    /// Just before compaction stage `id` changed the history.
-    Stage { id: String, stage: Stage },
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.at {
-            ForkPoint::Message { position } => write!(f, "session {} before message {position}", self.session),
-            ForkPoint::Stage { id, stage } => write!(f, "session {} before {stage} ({id})", self.session),
-        }
-    }
-}
 
 /// A point as the user names it: a message position, or a stage's id.
 #[derive(Clone, Debug, PartialEq, Eq)]

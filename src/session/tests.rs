@@ -95,6 +95,7 @@ fn scripted_records() -> Vec<Record> {
             provider: "demo".into(),
             model: "m".into(),
             created_unix: 1,
+            parent: None,
         },
         Record::Append {
             message: Message::user_text("list the files"),
