@@ -60,6 +60,16 @@ pub enum Op {
     Mcp {
         action: Option<McpAction>,
     },
+    /// `/resume`: continue another session of this workspace instead of this one.
+    Resume {
+        session: String,
+    },
+    /// A new session from a point of this one (`session: None`) or of another, the
+    /// parent left as it was; the agent continues in the new one.
+    Fork {
+        session: Option<String>,
+        at: ForkAt,
+    },
     /// The answer to [`AgentEvent::LossyQuestion`]: summarise now, or send this call
     /// over the limit.
     Lossy {
@@ -80,7 +90,9 @@ impl Op {
             | Op::Undo { .. }
             | Op::Restore { .. }
             | Op::Pin { .. }
-            | Op::Drop { .. } => true,
+            | Op::Drop { .. }
+            | Op::Resume { .. }
+            | Op::Fork { .. } => true,
             Op::Inspect
             | Op::CountTokens
             | Op::Preview { .. }
@@ -281,6 +293,29 @@ impl std::fmt::Display for Origin {
     }
 }
 
+/// A point as the user names it: a message position, or a stage's id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForkAt {
+    Message(usize),
+    Stage(String),
+}
+
+impl std::str::FromStr for ForkAt {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("give a message position (1, 2, …) or a compaction stage's id".into());
+        }
+        Ok(match text.parse::<usize>() {
+            Ok(position) => ForkAt::Message(position),
+            Err(_) => ForkAt::Stage(text.to_string()),
+        })
+    }
+}
+
 /// One model call as the timeline shows it: the estimate before the compaction that
 /// preceded it and the estimate sent, so a compaction is a vertical drop.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -433,6 +468,10 @@ pub enum AgentEvent {
         /// of those the session ever had).
         #[serde(default)]
         in_context: usize,
+    },
+    /// A request given back to edit: the fork was made just before it.
+    EditRequest {
+        text: String,
     },
     History {
         messages: Vec<Message>,

@@ -7,6 +7,7 @@ mod compaction;
 mod context_ops;
 mod instructions;
 mod mcp;
+mod sessions;
 mod tool_runner;
 mod turn;
 
@@ -295,29 +296,7 @@ impl Agent {
     /// A resumed session's earlier runs: shown at start, and its last measured call
     /// gives the gauge its tokens until the next call reports.
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
-        for item in &past {
-            match item {
-                Past::Stage { event } => {
-                    // Its files can be read back while they keep their recorded hashes.
-                    self.store.recognise(&event.digests);
-                    if event.can_be_undone() {
-                        self.stage_log.push((**event).clone());
-                    }
-                }
-                Past::Undo { .. } => {
-                    self.stage_log.pop();
-                }
-                _ => {}
-            }
-        }
-        if let Some(point) = past.iter().rev().find_map(|item| match item {
-            Past::Call { point } if point.input_tokens.is_some() => Some(point),
-            _ => None,
-        }) {
-            self.ledger.restore(point);
-            self.settings.compaction.context_char_limit = self.ledger.limit().chars;
-        }
-        self.tally = crate::session::Tally::of_past(&past);
+        self.take_in_past(&past);
         self.past = past;
         self
     }
@@ -600,6 +579,8 @@ impl Agent {
                 Op::Pin { tool_use_id, pinned } => self.pin(tool_use_id, pinned),
                 Op::Drop { tool_use_id } => self.drop_result(tool_use_id).await,
                 Op::Preview { focus } => self.preview_compact(focus).await,
+                Op::Resume { session } => self.resume_session(&session),
+                Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
             }

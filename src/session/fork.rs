@@ -12,30 +12,8 @@ use crate::compact::estimate::EstimateMode;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::undo::{UndoError, undo};
 use crate::message::Message;
-pub use crate::protocol::{ForkPoint, Origin};
+pub use crate::protocol::{ForkAt, ForkPoint, Origin};
 use crate::store::Store;
-
-/// A point as the user names it: a message position, or a stage's id.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ForkAt {
-    Message(usize),
-    Stage(String),
-}
-
-impl std::str::FromStr for ForkAt {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err("give a message position (1, 2, …) or a compaction stage's id".into());
-        }
-        Ok(match text.parse::<usize>() {
-            Ok(position) => ForkAt::Message(position),
-            Err(_) => ForkAt::Stage(text.to_string()),
-        })
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ForkError {

@@ -146,6 +146,10 @@ impl App {
         }
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         self.state.apply(event);
+        if let Some(text) = self.state.edit_request.take() {
+            self.input.set_text(&text);
+            self.focus = Focus::Input;
+        }
         if wrote_files && matches!(self.overlay, Overlay::Browser(_)) {
             // The list follows the turn: files written meanwhile appear at once.
             self.request(DiskJob::List {

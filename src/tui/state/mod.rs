@@ -47,6 +47,8 @@ pub struct AppState {
     /// The firings that undo can still put back, oldest first, as (chat entry, member
     /// of its marker): the agent's stage log as the chat shows it.
     undoable: Vec<(usize, usize)>,
+    /// A request given back to edit (a fork made before it), for the prompt to take.
+    pub edit_request: Option<String>,
 }
 
 impl Default for AppState {
@@ -70,6 +72,7 @@ impl Default for AppState {
             usage: None,
             breakdown: None,
             written_by: Vec::new(),
+            edit_request: None,
         }
     }
 }
@@ -253,6 +256,7 @@ impl AppState {
                 };
             }
             AgentEvent::History { messages } => self.load_history(&messages),
+            AgentEvent::EditRequest { text } => self.edit_request = Some(text),
             AgentEvent::Replay { past, in_context } => self.replay(past, in_context),
             AgentEvent::TurnStarted { turn, request } => {
                 self.current_turn = Some(turn);

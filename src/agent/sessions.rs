@@ -1,0 +1,144 @@
+//! Moving the agent to another session of the workspace: one resumed from the picker,
+//! or a fork of this session (or a relative) at a point, its parent left as it was.
+//! The conversation moves; the workspace's files stay as they are.
+
+use super::Agent;
+use crate::compact::Sizes;
+use crate::protocol::{AgentEvent, ForkAt, Past};
+use crate::session::{self, Journal, Record, Restored};
+
+impl Agent {
+    /// The folder of this workspace's journals: the one this session's journal is in.
+    fn sessions_folder(&self) -> Option<std::path::PathBuf> {
+        self.journal
+            .as_ref()
+            .and_then(|journal| journal.path().parent().map(std::path::Path::to_path_buf))
+    }
+
+    fn session_error(&self, message: impl Into<String>) {
+        self.emit(AgentEvent::Error {
+            message: message.into(),
+        });
+    }
+
+    /// `/resume`: continue session `id` here; this one stays as it was saved.
+    pub(super) fn resume_session(&mut self, id: &str) {
+        if self.journal.as_ref().is_some_and(|journal| journal.id() == id) {
+            self.emit(AgentEvent::Notice {
+                message: format!("session {id} is the one open"),
+            });
+            return;
+        }
+        let Some(folder) = self.sessions_folder() else {
+            return self.session_error("this session keeps no journal, so no other can be opened from it");
+        };
+        let opened = session::find_in(&folder, Some(id)).and_then(|path| {
+            // Locked before it is read: nothing can append between the read and the lock.
+            let journal = Journal::reopen(&path)?;
+            let restored = session::restore(&path)?;
+            Ok((journal, restored))
+        });
+        match opened {
+            Ok((mut journal, restored)) => {
+                if !restored.repairs.is_empty() {
+                    let mended = journal
+                        .append(&Record::Repair {
+                            messages: restored.messages.clone(),
+                            notes: restored.repairs.clone(),
+                        })
+                        .and_then(|()| journal.sync());
+                    if let Err(error) = mended {
+                        return self.session_error(error.to_string());
+                    }
+                }
+                self.switch_to(journal, restored, None);
+            }
+            Err(error) => self.session_error(error.to_string()),
+        }
+    }
+
+    /// A new session from `at` of session `id` (this one when `None`); the agent goes
+    /// on in it, with the request the fork was made before given back to edit.
+    pub(super) fn fork_session(&mut self, id: Option<&str>, at: &ForkAt) {
+        let Some(folder) = self.sessions_folder() else {
+            return self.session_error("this session keeps no journal, so it cannot be forked");
+        };
+        self.sync_journal();
+        let parent = match id {
+            Some(id) => session::find_in(&folder, Some(id)),
+            None => self
+                .journal
+                .as_ref()
+                .map(|journal| journal.path().to_path_buf())
+                .ok_or_else(|| session::SessionError::NoneFound(folder.clone())),
+        };
+        let forked = parent
+            .map_err(session::ForkError::from)
+            .and_then(|parent| session::fork(&parent, at, &self.store, self.settings.compaction.estimate));
+        let forked = match forked {
+            Ok(forked) => forked,
+            Err(error) => return self.session_error(error.to_string()),
+        };
+        match session::restore(forked.journal.path()) {
+            Ok(restored) => self.switch_to(forked.journal, restored, forked.request),
+            Err(error) => self.session_error(error.to_string()),
+        }
+    }
+
+    /// Continue in `journal`, whose history `restored` holds: what this session had
+    /// (history, approvals, undo log, measured tokens) gives way to that one's.
+    fn switch_to(&mut self, journal: Journal, restored: Restored, request: Option<String>) {
+        self.approvals.clear();
+        self.ledger.clear();
+        self.stage_log.clear();
+        self.settings.compaction.pinned = restored.pins;
+        let sizes = Sizes::of(&restored.messages, self.settings.compaction.estimate);
+        self.set_history(restored.messages, sizes);
+        self.journal = Some(journal);
+        self.take_in_past(&restored.past);
+        // The journal has not heard what serves the session yet.
+        if self.served_recorded.take().is_some() {
+            self.record_served();
+        }
+        self.emit(AgentEvent::Replay {
+            past: restored.past,
+            in_context: self.messages.len(),
+        });
+        for message in restored.repairs {
+            self.emit(AgentEvent::Notice { message });
+        }
+        self.announce_session();
+        if let Some(text) = request {
+            self.emit(AgentEvent::EditRequest { text });
+        }
+        self.emit_context();
+    }
+
+    /// What a session's past tells the agent: the files its stages kept (read back
+    /// while they keep their hashes), the stages undo can act on, the last measured
+    /// call (the gauge's tokens until the next one) and where the session stands.
+    pub(super) fn take_in_past(&mut self, past: &[Past]) {
+        for item in past {
+            match item {
+                Past::Stage { event } => {
+                    self.store.recognise(&event.digests);
+                    if event.can_be_undone() {
+                        self.stage_log.push((**event).clone());
+                    }
+                }
+                Past::Undo { .. } => {
+                    self.stage_log.pop();
+                }
+                _ => {}
+            }
+        }
+        if let Some(point) = past.iter().rev().find_map(|item| match item {
+            Past::Call { point } if point.input_tokens.is_some() => Some(point),
+            _ => None,
+        }) {
+            self.ledger.restore(point);
+            self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        }
+        self.tally = session::Tally::of_past(past);
+    }
+}
