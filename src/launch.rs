@@ -142,6 +142,8 @@ pub struct Launch {
     pub past: Vec<crate::protocol::Past>,
     /// What restoring the session had to skip or mend, shown once it starts.
     pub notices: Vec<String>,
+    /// Open the session picker first (`--resume` without an id, in the app).
+    pub pick_session: bool,
 }
 
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
@@ -189,6 +191,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             history: restored.messages,
             past: restored.past,
             notices,
+            pick_session: false,
         });
     }
     // `--continue` where nothing was begun yet begins: there is nothing to lose.
@@ -240,6 +243,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         history,
         past,
         notices,
+        pick_session: false,
     })
 }
 

@@ -155,7 +155,15 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             }
             scratchpad::tools::bash::adopt_orphans();
             let _guard = logging::init()?;
-            let launched = launch::launch(&cli.run, &env)?;
+            // `--resume` without an id: in the app, a new session opens on the picker;
+            // headless, the newest session is continued.
+            let mut run = cli.run;
+            let pick_session = cli.print.is_none() && !run.read_only && run.resume.as_deref() == Some("");
+            if pick_session {
+                run.resume = None;
+            }
+            let mut launched = launch::launch(&run, &env)?;
+            launched.pick_session = pick_session;
             let runtime = scratchpad::json::runtime()?;
             match cli.print {
                 Some(request) => {

@@ -284,11 +284,20 @@ pub enum ForkPoint {
     Stage { id: String, stage: crate::compact::Stage },
 }
 
+impl std::fmt::Display for ForkPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ForkPoint::Message { position } => write!(f, "before message {position}"),
+            ForkPoint::Stage { stage, .. } => write!(f, "before {stage}"),
+        }
+    }
+}
+
 impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.at {
-            ForkPoint::Message { position } => write!(f, "session {} before message {position}", self.session),
-            ForkPoint::Stage { id, stage } => write!(f, "session {} before {stage} ({id})", self.session),
+            ForkPoint::Message { .. } => write!(f, "session {} {}", self.session, self.at),
+            ForkPoint::Stage { id, .. } => write!(f, "session {} {} ({id})", self.session, self.at),
         }
     }
 }

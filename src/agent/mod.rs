@@ -603,7 +603,9 @@ impl Agent {
         if let Some(folder) = folder {
             match Journal::create(&folder, self.provider.kind(), self.provider.model()) {
                 Ok(journal) => {
-                    self.journal = Some(journal);
+                    if let Some(left) = self.journal.replace(journal) {
+                        left.leave();
+                    }
                     // The new journal has not heard what serves the session yet.
                     if self.served_recorded.take().is_some() {
                         self.record_served();

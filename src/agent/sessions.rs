@@ -94,7 +94,9 @@ impl Agent {
         self.settings.compaction.pinned = restored.pins;
         let sizes = Sizes::of(&restored.messages, self.settings.compaction.estimate);
         self.set_history(restored.messages, sizes);
-        self.journal = Some(journal);
+        if let Some(left) = self.journal.replace(journal) {
+            left.leave();
+        }
         self.take_in_past(&restored.past);
         // The journal has not heard what serves the session yet.
         if self.served_recorded.take().is_some() {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::compact::CompactConfig;
-use crate::session::{self, ForkAt, ForkError, ForkPoint, SessionSummary};
+use crate::session::{self, ForkAt, ForkError, SessionSummary};
 use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ pub fn row(summary: &SessionSummary) -> String {
         line.push_str(&format!(", open in pid {pid}"));
     }
     let request = summary.first_request.as_deref().unwrap_or("(no request yet)");
-    let request: String = request.split_whitespace().collect::<Vec<_>>().join(" ");
+    let request = crate::compact::markers::one_line(request, 100);
     line.push_str(&format!("  {}", crate::terminal_text::screen_safe(&request)));
     line
 }
@@ -87,13 +87,10 @@ pub fn fork(
     let forked = session::fork(&parent, at, &store, config.estimate)?;
     let new_id = forked.journal.id().to_string();
     writeln!(out, "{new_id}")?;
-    let point = match &forked.origin.at {
-        ForkPoint::Message { position } => format!("before message {position}"),
-        ForkPoint::Stage { stage, .. } => format!("before {stage}"),
-    };
     writeln!(
         note,
-        "forked session {id} {point} into {new_id} ({}); `scratchpad --resume {new_id}` continues it",
+        "forked session {id} {} into {new_id} ({}); `scratchpad --resume {new_id}` continues it",
+        forked.origin.at,
         crate::compact::counted(forked.messages.len(), "message", "messages")
     )?;
     if let Some(request) = &forked.request {

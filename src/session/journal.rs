@@ -16,6 +16,9 @@ pub struct Journal {
     file: File,
     /// Length of the journal up to its last complete record.
     len: u64,
+    /// Made by this process and given nothing but what every journal starts with: a
+    /// session nobody used, which leaves nothing behind when it is left.
+    blank: bool,
     /// The session's lock, held for as long as the journal is open.
     _lock: File,
 }
@@ -165,6 +168,7 @@ impl Journal {
             id,
             path,
             len: text.len() as u64,
+            blank: messages.is_empty(),
             _lock: lock,
         })
     }
@@ -204,6 +208,7 @@ impl Journal {
             path: path.to_path_buf(),
             file,
             len,
+            blank: false,
             _lock: lock,
         })
     }
@@ -220,6 +225,9 @@ impl Journal {
     /// (a full disk), the journal is cut back to its last complete record.
     pub fn append(&mut self, record: &Record) -> Result<(), SessionError> {
         let line = record_line(&self.path, record)?;
+        if !matches!(record, Record::Meta { .. } | Record::Served { .. }) {
+            self.blank = false;
+        }
         match self.file.write_all(&line) {
             Ok(()) => {
                 self.len += line.len() as u64;
@@ -232,6 +240,17 @@ impl Journal {
                     source,
                 })
             }
+        }
+    }
+
+    /// Leave this session for another: a session nobody used is removed with its lock
+    /// (it would only clutter the list), any other is kept as it is.
+    pub fn leave(self) {
+        if self.blank {
+            let Journal { path, _lock, .. } = self;
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(lock_path(&path));
+            drop(_lock);
         }
     }
 

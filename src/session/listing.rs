@@ -51,9 +51,11 @@ impl Tally {
 
     /// `text` cut to what a tally keeps.
     pub fn cut(text: &str) -> String {
-        match text.char_indices().nth(TALLY_TEXT_CHARS) {
-            Some((at, _)) => format!("{}…", &text[..at]),
-            None => text.to_string(),
+        let kept = crate::compact::markers::prefix_chars(text, TALLY_TEXT_CHARS);
+        if kept.len() < text.len() {
+            format!("{kept}…")
+        } else {
+            text.to_string()
         }
     }
 }
@@ -106,7 +108,8 @@ impl SessionSummary {
 const FIRST_READ: u64 = 8 << 10;
 const MOST_READ: u64 = 2 << 20;
 
-/// Every session in `dir`, newest first. A journal that cannot be read is left out.
+/// Every session in `dir`, newest first. A journal that cannot be read is left out,
+/// and so is one with no request yet (nothing to go back to), unless it is a fork.
 pub fn list(dir: &Path) -> Vec<SessionSummary> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -117,7 +120,11 @@ pub fn list(dir: &Path) -> Vec<SessionSummary> {
         .map(|entry| entry.path())
         .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
         .collect();
-    let mut sessions: Vec<SessionSummary> = paths.iter().filter_map(|path| summarise(path)).collect();
+    let mut sessions: Vec<SessionSummary> = paths
+        .iter()
+        .filter_map(|path| summarise(path))
+        .filter(|s| s.first_request.is_some() || s.tally.is_some() || s.parent.is_some())
+        .collect();
     let children: Vec<(String, String)> = sessions
         .iter()
         .filter_map(|s| s.parent.as_ref().map(|p| (p.session.clone(), s.id.clone())))

@@ -14,10 +14,13 @@
 //! [`place`]: where a workspace's journals are; [`journal`]: the one writer of a
 //! session; [`replay`]: reading a journal back into a history; [`fork`]: a new session
 //! from any point of another, the parent left untouched; [`listing`]: the sessions of
-//! a workspace as the picker shows them, read from each journal's head and tail.
+//! a workspace as the picker shows them, read from each journal's head and tail;
+//! [`family`]: a session and its forks as `/tree` draws them, with their [`labels`].
 
+mod family;
 mod fork;
 mod journal;
+pub mod labels;
 mod listing;
 mod place;
 mod replay;
@@ -30,6 +33,7 @@ use crate::compact::StageEvent;
 use crate::message::Message;
 use crate::protocol::CallPoint;
 
+pub use family::{Branch, Node, family, nodes_of};
 pub use fork::{ForkAt, ForkError, ForkPoint, Forked, Origin, fork, history_at};
 pub use journal::{Journal, lock_holder, torn_side_file};
 pub use listing::{SessionSummary, Tally, list};

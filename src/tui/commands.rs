@@ -13,6 +13,10 @@ pub enum SlashCommand {
     Transcripts,
     #[strum(to_string = "/clear")]
     Clear,
+    #[strum(to_string = "/resume")]
+    Resume,
+    #[strum(to_string = "/tree")]
+    Tree,
     #[strum(to_string = "/permissions")]
     Permissions,
     #[strum(to_string = "/instructions")]
@@ -57,6 +61,10 @@ impl SlashCommand {
             SlashCommand::Context => "what the context holds, and the timeline",
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
+            SlashCommand::Resume => "pick a session of this workspace to continue instead",
+            SlashCommand::Tree => {
+                "this session and its forks: fork before any request or compaction, label, open a branch"
+            }
             SlashCommand::Permissions => "what was approved \"always\" this session; revoke one",
             SlashCommand::Instructions => "the project's instruction files (AGENTS.md): read them again and list them",
             SlashCommand::Mcp => "the MCP servers: their state, tools and what each costs every request",
@@ -74,6 +82,8 @@ impl SlashCommand {
             SlashCommand::Compact
                 | SlashCommand::Undo
                 | SlashCommand::Clear
+                | SlashCommand::Resume
+                | SlashCommand::Tree
                 | SlashCommand::Instructions
                 | SlashCommand::Mcp
         )

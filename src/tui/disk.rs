@@ -9,6 +9,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::browser::{FileEntry, list_files, load_file};
 use crate::compact::Stage;
+use crate::session::labels::{self, Labels};
+use crate::session::{Branch, SessionSummary};
 
 /// What the app asks of the disk.
 pub enum DiskJob {
@@ -16,6 +18,12 @@ pub enum DiskJob {
     List { written_by: Vec<(String, Stage)> },
     /// One file, relative to the workspace, as the viewer's lines.
     Open { path: String },
+    /// The workspace's sessions, for the picker.
+    Sessions,
+    /// A session and its forks, for the tree, with their labels.
+    Family { session: String },
+    /// Name a session or a point of it (an empty label removes the name).
+    Label { key: String, label: String },
 }
 
 /// What came back.
@@ -25,11 +33,20 @@ pub enum Loaded {
         path: String,
         lines: Result<Vec<(String, super::browser::LineRole)>, String>,
     },
+    Sessions(Vec<SessionSummary>),
+    Family {
+        branches: Result<Vec<Branch>, String>,
+        labels: Labels,
+    },
+    /// The labels after a change, or why it could not be kept.
+    Labels(Result<Labels, String>),
 }
 
 /// Where disk work runs.
 pub struct Disk {
     workspace: PathBuf,
+    /// The workspace's session journals.
+    sessions: PathBuf,
     mode: Mode,
 }
 
@@ -44,6 +61,7 @@ enum Mode {
 impl Disk {
     pub fn background(workspace: PathBuf, results: UnboundedSender<Loaded>) -> Self {
         Disk {
+            sessions: crate::session::sessions_dir(&workspace),
             workspace,
             mode: Mode::Background(results),
         }
@@ -51,9 +69,16 @@ impl Disk {
 
     pub fn inline(workspace: PathBuf) -> Self {
         Disk {
+            sessions: crate::session::sessions_dir(&workspace),
             workspace,
             mode: Mode::Inline(Vec::new()),
         }
+    }
+
+    /// Sessions kept in `sessions` instead of the data folder's (tests).
+    pub fn with_sessions_dir(mut self, sessions: PathBuf) -> Self {
+        self.sessions = sessions;
+        self
     }
 
     pub fn workspace(&self) -> &std::path::Path {
@@ -62,12 +87,27 @@ impl Disk {
 
     pub fn request(&mut self, job: DiskJob) {
         let workspace = self.workspace.clone();
+        let sessions = self.sessions.clone();
         let work = move || match job {
             DiskJob::List { written_by } => Loaded::Listing(list_files(&workspace, &written_by)),
             DiskJob::Open { path } => Loaded::Opened {
                 lines: load_file(&workspace, &path),
                 path,
             },
+            DiskJob::Sessions => Loaded::Sessions(crate::session::list(&sessions)),
+            DiskJob::Family { session } => Loaded::Family {
+                branches: crate::session::family(&sessions, &session).map_err(|error| error.to_string()),
+                labels: labels::load(&sessions),
+            },
+            DiskJob::Label { key, label } => {
+                let mut kept = labels::load(&sessions);
+                kept.set(key, &label);
+                Loaded::Labels(
+                    labels::save(&sessions, &kept)
+                        .map(|()| kept)
+                        .map_err(|error| error.to_string()),
+                )
+            }
         };
         match &mut self.mode {
             Mode::Background(results) => {
@@ -110,6 +150,7 @@ mod tests {
             match loaded.recv().await.unwrap() {
                 Loaded::Listing(entries) => listed = Some(entries),
                 Loaded::Opened { path, lines } => opened = Some((path, lines)),
+                _ => panic!("asked for files"),
             }
         }
         let entries = listed.unwrap();
@@ -123,7 +164,7 @@ mod tests {
         });
         match loaded.recv().await.unwrap() {
             Loaded::Opened { lines, .. } => assert!(lines.unwrap_err().contains("cannot open missing.txt")),
-            Loaded::Listing(_) => panic!("asked to open"),
+            _ => panic!("asked to open"),
         }
     }
 }

@@ -27,6 +27,10 @@ pub enum View {
     Summarise,
     /// The help overlay.
     Help,
+    /// The session picker (`/resume`).
+    Picker,
+    /// The session tree (`/tree`, Esc Esc).
+    Tree,
 }
 
 /// What a key does.
@@ -73,6 +77,10 @@ pub enum Action {
     CancelTurn,
     CompactNow,
     NotNow,
+    /// Fold or unfold a branch of the session tree.
+    Fold,
+    /// Name a session or a point of it.
+    Label,
 }
 
 /// A key with its modifiers. Letters match with or without Shift (the terminal
@@ -170,7 +178,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Esc",
-        "cancel the running turn (its command's process group is killed); close a view",
+        "cancel the running turn (its command's process group is killed); close a view; twice on an empty prompt: the session tree, to fork before a request",
         &[(V::Screen, key(KeyCode::Esc), A::CancelOrBack)],
     ),
     row(
@@ -326,6 +334,61 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                     (V::Viewer, key(KeyCode::Esc), A::Close),
                     (V::Viewer, char('q'), A::Close),
                 ],
+            ),
+        ],
+    ),
+    (
+        "In the session picker (/resume)",
+        &[
+            row("type", "filter by the text of the requests", &[]),
+            row(
+                "Up / Down",
+                "select a session",
+                &[
+                    (V::Picker, key(KeyCode::Up), A::Previous),
+                    (V::Picker, key(KeyCode::Down), A::Next),
+                ],
+            ),
+            row("Enter", "continue it", &[(V::Picker, key(KeyCode::Enter), A::Open(0))]),
+            row("Esc", "close", &[(V::Picker, key(KeyCode::Esc), A::Close)]),
+        ],
+    ),
+    (
+        "In the session tree (/tree)",
+        &[
+            row(
+                "Up / Down",
+                "select a request, a compaction or a branch",
+                &[
+                    (V::Tree, key(KeyCode::Up), A::Previous),
+                    (V::Tree, key(KeyCode::Down), A::Next),
+                    (V::Tree, char('k'), A::Previous),
+                    (V::Tree, char('j'), A::Next),
+                ],
+            ),
+            row(
+                "Enter",
+                "fork just before it (a request comes back to the prompt to edit; a compaction gives the history as it was before it), or continue the selected branch",
+                &[(V::Tree, key(KeyCode::Enter), A::Open(0))],
+            ),
+            row(
+                "Space, Left / Right",
+                "fold or unfold a branch",
+                &[
+                    (V::Tree, char(' '), A::Fold),
+                    (V::Tree, key(KeyCode::Left), A::Fold),
+                    (V::Tree, key(KeyCode::Right), A::Fold),
+                ],
+            ),
+            row(
+                "l",
+                "label it (an empty label removes it)",
+                &[(V::Tree, char('l'), A::Label)],
+            ),
+            row(
+                "Esc, q",
+                "close",
+                &[(V::Tree, key(KeyCode::Esc), A::Close), (V::Tree, char('q'), A::Close)],
             ),
         ],
     ),

@@ -16,11 +16,13 @@ pub mod keymap;
 pub mod markdown;
 pub mod modal;
 pub mod paste;
+pub mod picker;
 pub mod state;
 pub mod status;
 pub mod theme;
 pub mod toast;
 pub mod tools_pane;
+pub mod tree;
 pub mod welcome;
 
 use std::io;
@@ -98,6 +100,7 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let workspace = launch.workspace.root().to_path_buf();
     let workspace_root = workspace.clone();
     let config = launch.config.compaction.clone();
+    let pick_session = launch.pick_session;
     let (events_tx, mut events) = unbounded_channel();
     let (ops, ops_rx) = unbounded_channel();
     let agent = launch.into_agent(AskPolicy::Ask, events_tx);
@@ -116,6 +119,9 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     let mut app = App::new(ops.clone(), workspace, config);
     let (loaded_tx, mut loaded) = unbounded_channel();
     app.load_in_background(loaded_tx);
+    if pick_session {
+        app.open_picker();
+    }
     let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut input = read_terminal(reading.clone());
     let mut bursts = paste::BurstDetector::default();

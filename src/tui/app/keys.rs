@@ -159,6 +159,33 @@ impl App {
                 }
                 return;
             }
+            Overlay::Picker(picker) => {
+                match picker.handle_key(key) {
+                    PickerAction::Stay => {}
+                    PickerAction::Close => self.overlay = Overlay::None,
+                    PickerAction::Open(session) => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Resume { session });
+                    }
+                }
+                return;
+            }
+            Overlay::Tree(tree) => {
+                match tree.handle_key(key) {
+                    TreeAction::Stay => {}
+                    TreeAction::Close => self.overlay = Overlay::None,
+                    TreeAction::Fork { session, at } => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Fork { session, at });
+                    }
+                    TreeAction::Resume(session) => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Resume { session });
+                    }
+                    TreeAction::Label { key, label } => self.request(DiskJob::Label { key, label }),
+                }
+                return;
+            }
             Overlay::None => {}
         }
         match screen {
@@ -182,6 +209,17 @@ impl App {
             Some(Action::CancelOrBack) => {
                 if self.state.is_busy() {
                     self.cancel_turn();
+                } else if self.focus == Focus::Input && self.input.is_empty() {
+                    let now = Instant::now();
+                    if self
+                        .last_escape
+                        .take()
+                        .is_some_and(|at| now.duration_since(at) < REWIND_WINDOW)
+                    {
+                        self.open_tree(true);
+                    } else {
+                        self.last_escape = Some(now);
+                    }
                 } else {
                     self.focus = Focus::Input;
                 }
@@ -371,6 +409,8 @@ impl App {
                 self.browse(Browser::new());
             }
             SlashCommand::Clear => self.send(Op::Clear),
+            SlashCommand::Resume => self.open_picker(),
+            SlashCommand::Tree => self.open_tree(false),
             SlashCommand::Undo => self.send(Op::Undo { stage_id: None }),
             SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
                 None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),

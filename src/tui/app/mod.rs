@@ -23,14 +23,19 @@ use super::help::HelpView;
 use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::keymap::{self, Action, View};
+use super::picker::{Picker, PickerAction};
 use super::state::{AppState, ChatEntry};
 use super::toast::{TOAST_FOR, Toast};
+use super::tree::{TreeAction, TreeView};
 use super::{gauge, help, modal, status, tools_pane};
 use crate::compact::CompactConfig;
 use crate::protocol::{AgentEvent, McpAction, Op, PermissionAnswer};
 
 /// How soon a second Ctrl+C must follow the first to quit.
 const QUIT_WINDOW: Duration = Duration::from_secs(2);
+
+/// How soon a second Esc on an empty prompt must follow the first to open the tree.
+const REWIND_WINDOW: Duration = Duration::from_millis(800);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
@@ -45,6 +50,10 @@ pub enum Overlay {
     Help(HelpView),
     Browser(Box<Browser>),
     Context(ContextView),
+    /// The session picker (`/resume`).
+    Picker(Picker),
+    /// The session tree (`/tree`, Esc Esc on an empty prompt).
+    Tree(TreeView),
 }
 
 pub struct App {
@@ -61,6 +70,8 @@ pub struct App {
     pub quit: bool,
     /// When Ctrl+C was last pressed (a second press soon after quits).
     last_interrupt: Option<Instant>,
+    /// When Esc was last pressed on an empty prompt (a second soon after rewinds).
+    last_escape: Option<Instant>,
     /// The prompt's text is to be sent when the running turn ends.
     queued: bool,
     /// Whether the last frame had room for the tool pane.
@@ -90,6 +101,7 @@ impl App {
             tick: 0,
             quit: false,
             last_interrupt: None,
+            last_escape: None,
             queued: false,
             tools_visible: true,
             context_return: None,
@@ -107,15 +119,36 @@ impl App {
         self.disk = Disk::background(self.workspace.clone(), results);
     }
 
-    /// Disk work came back: the browser shows it.
+    /// Disk work came back: the view that asked shows it (if still open).
     pub fn loaded(&mut self, loaded: Loaded) {
-        let Overlay::Browser(browser) = &mut self.overlay else {
-            return; // closed meanwhile
-        };
-        match loaded {
-            Loaded::Listing(entries) => browser.listed(entries),
-            Loaded::Opened { path, lines } => browser.opened(path, lines),
+        match (&mut self.overlay, loaded) {
+            (Overlay::Browser(browser), Loaded::Listing(entries)) => browser.listed(entries),
+            (Overlay::Browser(browser), Loaded::Opened { path, lines }) => browser.opened(path, lines),
+            (Overlay::Picker(picker), Loaded::Sessions(sessions)) => picker.listed(sessions),
+            (Overlay::Tree(tree), Loaded::Family { branches, labels }) => tree.loaded(branches, labels),
+            (Overlay::Tree(tree), Loaded::Labels(Ok(labels))) => tree.labels_saved(labels),
+            (_, Loaded::Labels(Err(error))) => self.tell(format!("the label was not kept: {error}")),
+            _ => {} // closed meanwhile
         }
+    }
+
+    /// Show the session picker and ask for the list.
+    pub fn open_picker(&mut self) {
+        let current = Some(self.state.session.id.clone()).filter(|id| !id.is_empty());
+        self.overlay = Overlay::Picker(Picker::new(current));
+        self.request(DiskJob::Sessions);
+    }
+
+    /// Show the session tree and ask for the family of the open session; Esc Esc
+    /// opens it on the newest request.
+    fn open_tree(&mut self, on_newest_request: bool) {
+        let session = self.state.session.id.clone();
+        if session.is_empty() {
+            self.tell("this session keeps no journal, so it has no tree");
+            return;
+        }
+        self.overlay = Overlay::Tree(TreeView::new(session.clone(), on_newest_request));
+        self.request(DiskJob::Family { session });
     }
 
     fn request(&mut self, job: DiskJob) {
@@ -252,7 +285,7 @@ impl App {
         match &self.overlay {
             Overlay::None => &self.chat.hyperlinks,
             Overlay::Browser(browser) => &browser.hyperlinks,
-            Overlay::Help(_) | Overlay::Context(_) => &[],
+            Overlay::Help(_) | Overlay::Context(_) | Overlay::Picker(_) | Overlay::Tree(_) => &[],
         }
     }
 

@@ -119,6 +119,8 @@ impl App {
             Overlay::None => {}
             Overlay::Help(view) => help::render(frame, area, view),
             Overlay::Browser(browser) => browser.render(frame, overlay_area),
+            Overlay::Picker(picker) => picker.render(frame, overlay_area),
+            Overlay::Tree(tree) => tree.render(frame, overlay_area),
             Overlay::Context(view) => view.render(
                 frame,
                 overlay_area,

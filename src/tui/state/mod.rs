@@ -629,7 +629,7 @@ impl AppState {
 }
 
 /// The first marker of a branch: where it came from.
-pub fn branch_line(origin: &crate::session::Origin) -> String {
+pub fn branch_line(origin: &crate::protocol::Origin) -> String {
     format!("⑂ a branch of {origin}")
 }
 

@@ -1,0 +1,234 @@
+//! The session picker (`/resume`, `scratchpad --resume` without an id): this
+//! workspace's sessions, newest first, filtered by what is typed, with the last
+//! exchange of the selected one beside the list.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use super::keymap::{self, Action, View};
+use super::theme;
+use crate::session::SessionSummary;
+use crate::terminal_text::screen_safe;
+
+pub struct Picker {
+    /// `None` until the disk answers.
+    sessions: Option<Vec<SessionSummary>>,
+    filter: String,
+    /// Position in the filtered list.
+    selected: usize,
+    /// The session open now, marked in the list.
+    current: Option<String>,
+}
+
+pub enum PickerAction {
+    Stay,
+    Close,
+    Open(String),
+}
+
+/// Width from which the preview stands beside the list rather than under it.
+const SIDE_BY_SIDE_FROM: u16 = 100;
+
+impl Picker {
+    pub fn new(current: Option<String>) -> Self {
+        Picker {
+            sessions: None,
+            filter: String::new(),
+            selected: 0,
+            current,
+        }
+    }
+
+    pub fn listed(&mut self, sessions: Vec<SessionSummary>) {
+        self.sessions = Some(sessions);
+        self.selected = 0;
+    }
+
+    fn shown(&self) -> Vec<&SessionSummary> {
+        self.sessions
+            .iter()
+            .flatten()
+            .filter(|session| session.matches(&self.filter))
+            .collect()
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> PickerAction {
+        let count = self.shown().len();
+        match keymap::action(View::Picker, &key) {
+            Some(Action::Close) => return PickerAction::Close,
+            Some(Action::Previous) => self.selected = self.selected.saturating_sub(1),
+            Some(Action::Next) => self.selected = (self.selected + 1).min(count.saturating_sub(1)),
+            Some(Action::Open(_)) => {
+                if let Some(session) = self.shown().get(self.selected) {
+                    return PickerAction::Open(session.id.clone());
+                }
+            }
+            _ => match key.code {
+                KeyCode::Backspace => {
+                    self.filter.pop();
+                    self.selected = 0;
+                }
+                KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+                    self.filter.push(c);
+                    self.selected = 0;
+                }
+                _ => {}
+            },
+        }
+        PickerAction::Stay
+    }
+
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
+        frame.render_widget(Clear, area);
+        let palette = theme::palette();
+        let shown = self.shown();
+        let total = self.sessions.as_ref().map_or(0, Vec::len);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(palette.accent))
+            .title(format!(" sessions · {} of {total} ", shown.len()));
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [filter, body, foot] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(inner);
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled("filter: ", Style::default().fg(palette.soft)),
+                Span::styled(format!("{}▏", self.filter), Style::default().fg(palette.text)),
+            ])),
+            filter,
+        );
+        let (list, preview) = if body.width >= SIDE_BY_SIDE_FROM {
+            let [list, preview] =
+                Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(body);
+            (list, Some(preview))
+        } else if body.height >= 14 {
+            let [list, preview] = Layout::vertical([Constraint::Min(6), Constraint::Length(7)]).areas(body);
+            (list, Some(preview))
+        } else {
+            (body, None)
+        };
+        self.render_list(frame, list, &shown);
+        if let (Some(area), Some(session)) = (preview, shown.get(self.selected)) {
+            render_preview(frame, area, session);
+        }
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                "type to filter · ↑↓ select · Enter open · Esc close",
+                Style::default().fg(palette.soft),
+            )),
+            foot,
+        );
+    }
+
+    fn render_list(&self, frame: &mut Frame<'_>, area: Rect, shown: &[&SessionSummary]) {
+        let palette = theme::palette();
+        let rows_per_session = 2;
+        let fits = (area.height as usize / rows_per_session).max(1);
+        let first = self.selected.saturating_sub(fits - 1);
+        let mut lines = Vec::new();
+        if self.sessions.is_none() {
+            lines.push(Line::styled(
+                "reading the sessions…",
+                Style::default().fg(palette.muted),
+            ));
+        } else if shown.is_empty() {
+            let what = if self.filter.is_empty() {
+                "no sessions in this workspace yet".to_string()
+            } else {
+                format!("no session's requests hold “{}”", self.filter)
+            };
+            lines.push(Line::styled(what, Style::default().fg(palette.muted)));
+        }
+        let width = area.width.saturating_sub(2) as usize;
+        for (at, session) in shown.iter().enumerate().skip(first).take(fits) {
+            let selected = at == self.selected;
+            let marker = if selected { "› " } else { "  " };
+            let mut title = Style::default().fg(palette.text);
+            if selected {
+                title = title.fg(palette.accent).add_modifier(Modifier::BOLD);
+            }
+            let request = session.first_request.as_deref().unwrap_or("(no request yet)");
+            lines.push(Line::from(vec![
+                Span::styled(marker, Style::default().fg(palette.accent)),
+                Span::styled(one_line(request, width), title),
+            ]));
+            lines.push(Line::from(vec![
+                Span::raw("  "),
+                Span::styled(
+                    one_line(&facts(session, self.current.as_deref()), width),
+                    Style::default().fg(palette.muted),
+                ),
+            ]));
+        }
+        frame.render_widget(Paragraph::new(lines), area);
+    }
+}
+
+/// The facts line of a session: when, how much, how many compactions and branches.
+fn facts(session: &SessionSummary, current: Option<&str>) -> String {
+    let mut parts = vec![crate::time::short_stamp(session.last_used_unix)];
+    match &session.tally {
+        Some(tally) => {
+            parts.push(crate::compact::counted(tally.turns, "turn", "turns"));
+            parts.push(format!("{} chars", crate::compact::short_count(tally.estimate)));
+            if tally.compactions > 0 {
+                parts.push(crate::compact::counted(tally.compactions, "compaction", "compactions"));
+            }
+        }
+        None => parts.push("no turn ended".into()),
+    }
+    if !session.branches.is_empty() {
+        parts.push(format!(
+            "⑂ {}",
+            crate::compact::counted(session.branches.len(), "branch", "branches")
+        ));
+    }
+    if let Some(parent) = &session.parent {
+        parts.push(format!("a branch of {}", parent.session));
+    }
+    if current == Some(session.id.as_str()) {
+        parts.push("open here".into());
+    } else if let Some(pid) = &session.open_in {
+        parts.push(format!("open in pid {pid}"));
+    }
+    parts.push(session.id.clone());
+    parts.join(" · ")
+}
+
+fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
+    let palette = theme::palette();
+    let block = Block::default()
+        .borders(Borders::LEFT | Borders::TOP)
+        .border_style(Style::default().fg(palette.muted))
+        .title(" last exchange ");
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let lines = match &session.tally {
+        Some(tally) => vec![
+            Line::styled(
+                format!("› {}", screen_safe(&tally.last_request)),
+                Style::default().fg(palette.text),
+            ),
+            Line::raw(""),
+            Line::styled(
+                screen_safe(&tally.last_answer).into_owned(),
+                Style::default().fg(palette.soft),
+            ),
+        ],
+        None => vec![Line::styled(
+            "no turn of this session ended yet",
+            Style::default().fg(palette.muted),
+        )],
+    };
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// `text` on one line in at most `width` columns, safe to draw.
+fn one_line(text: &str, width: usize) -> String {
+    super::ellipsized(&crate::compact::markers::flatten_whitespace(&screen_safe(text)), width)
+}

@@ -1,0 +1,341 @@
+//! `/tree` (and Esc Esc on an empty prompt): this session and every fork related to
+//! it, drawn as a tree of requests, compaction stages and branch points. Enter on a
+//! request forks just before it (the request back in the prompt to edit), on a stage
+//! forks from the history as it was before that stage, on a branch opens that session.
+
+use std::collections::BTreeSet;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::keymap::{self, Action, View};
+use super::theme;
+use crate::protocol::{ForkAt, ForkPoint};
+use crate::session::labels::{self, Labels};
+use crate::session::{Branch, Node};
+
+/// One line of the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Row {
+    Branch { session: usize, depth: usize },
+    Node { session: usize, node: usize, depth: usize },
+}
+
+pub struct TreeView {
+    /// `None` until the disk answers; an error in words.
+    family: Option<Result<Vec<Branch>, String>>,
+    labels: Labels,
+    /// The session open now.
+    current: String,
+    folded: BTreeSet<String>,
+    selected: usize,
+    first_shown: usize,
+    /// The label being typed for the selected row.
+    labelling: Option<String>,
+    /// Select the newest request of the open session once the family arrives (Esc Esc).
+    on_newest_request: bool,
+}
+
+pub enum TreeAction {
+    Stay,
+    Close,
+    Fork { session: Option<String>, at: ForkAt },
+    Resume(String),
+    Label { key: String, label: String },
+}
+
+impl TreeView {
+    pub fn new(current: String, on_newest_request: bool) -> Self {
+        TreeView {
+            family: None,
+            labels: Labels::default(),
+            current,
+            folded: BTreeSet::new(),
+            selected: 0,
+            first_shown: 0,
+            labelling: None,
+            on_newest_request,
+        }
+    }
+
+    pub fn loaded(&mut self, family: Result<Vec<Branch>, String>, labels: Labels) {
+        self.family = Some(family);
+        self.labels = labels;
+        let rows = self.rows();
+        let current = self.branches().iter().position(|branch| branch.id == self.current);
+        let wanted = rows.iter().rposition(|row| match row {
+            Row::Node { session, node, .. } if self.on_newest_request => {
+                Some(*session) == current
+                    && matches!(self.branches()[*session].nodes.get(*node), Some(Node::Request { .. }))
+            }
+            Row::Branch { session, .. } => !self.on_newest_request && Some(*session) == current,
+            _ => false,
+        });
+        self.selected = wanted.unwrap_or(0);
+    }
+
+    pub fn labels_saved(&mut self, labels: Labels) {
+        self.labels = labels;
+    }
+
+    fn branches(&self) -> &[Branch] {
+        match &self.family {
+            Some(Ok(branches)) => branches,
+            _ => &[],
+        }
+    }
+
+    /// The tree as lines: each session's points in order, a fork's subtree just before
+    /// the point of its parent it branched before.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        if !self.branches().is_empty() {
+            self.push_branch(0, 0, &mut rows, &mut Vec::new());
+        }
+        rows
+    }
+
+    fn push_branch(&self, session: usize, depth: usize, rows: &mut Vec<Row>, seen: &mut Vec<usize>) {
+        let branches = self.branches();
+        seen.push(session);
+        rows.push(Row::Branch { session, depth });
+        let branch = &branches[session];
+        if self.folded.contains(&branch.id) {
+            return;
+        }
+        let mut children: Vec<usize> = (0..branches.len())
+            .filter(|child| !seen.contains(child))
+            .filter(|&child| branches[child].parent.as_ref().is_some_and(|p| p.session == branch.id))
+            .collect();
+        for (at, node) in branch.nodes.iter().enumerate() {
+            let (before, rest): (Vec<usize>, Vec<usize>) = children
+                .iter()
+                .partition(|&&child| forks_before(&branches[child], node));
+            children = rest;
+            for child in before {
+                self.push_branch(child, depth + 1, rows, seen);
+            }
+            rows.push(Row::Node {
+                session,
+                node: at,
+                depth: depth + 1,
+            });
+        }
+        for child in children {
+            self.push_branch(child, depth + 1, rows, seen);
+        }
+    }
+
+    fn key_of(&self, row: &Row) -> Option<String> {
+        let branches = self.branches();
+        match row {
+            Row::Branch { session, .. } => Some(labels::key(&branches.get(*session)?.id, None)),
+            Row::Node { session, node, .. } => {
+                let branch = branches.get(*session)?;
+                Some(labels::key(&branch.id, branch.nodes.get(*node)))
+            }
+        }
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> TreeAction {
+        if let Some(label) = &mut self.labelling {
+            match key.code {
+                KeyCode::Esc => self.labelling = None,
+                KeyCode::Enter => {
+                    let label = std::mem::take(label);
+                    self.labelling = None;
+                    if let Some(key) = self.rows().get(self.selected).and_then(|row| self.key_of(row)) {
+                        return TreeAction::Label { key, label };
+                    }
+                }
+                KeyCode::Backspace => {
+                    label.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+                    label.push(c);
+                }
+                _ => {}
+            }
+            return TreeAction::Stay;
+        }
+        let rows = self.rows();
+        let selected = rows.get(self.selected).cloned();
+        match keymap::action(View::Tree, &key) {
+            Some(Action::Close) => return TreeAction::Close,
+            Some(Action::Previous) => self.selected = self.selected.saturating_sub(1),
+            Some(Action::Next) => self.selected = (self.selected + 1).min(rows.len().saturating_sub(1)),
+            Some(Action::Fold) => {
+                if let Some(Row::Branch { session, .. }) = selected
+                    && let Some(branch) = self.branches().get(session)
+                {
+                    let id = branch.id.clone();
+                    if !self.folded.remove(&id) {
+                        self.folded.insert(id);
+                    }
+                }
+            }
+            Some(Action::Label) => {
+                if let Some(key) = selected.as_ref().and_then(|row| self.key_of(row)) {
+                    self.labelling = Some(self.labels.get(&key).unwrap_or_default().to_string());
+                }
+            }
+            Some(Action::Open(_)) => return self.open(selected),
+            _ => {}
+        }
+        TreeAction::Stay
+    }
+
+    fn open(&self, row: Option<Row>) -> TreeAction {
+        let branches = self.branches();
+        match row {
+            Some(Row::Branch { session, .. }) => match branches.get(session) {
+                Some(branch) if branch.id == self.current => TreeAction::Close,
+                Some(branch) => TreeAction::Resume(branch.id.clone()),
+                None => TreeAction::Stay,
+            },
+            Some(Row::Node { session, node, .. }) => {
+                let Some(branch) = branches.get(session) else {
+                    return TreeAction::Stay;
+                };
+                let at = match branch.nodes.get(node) {
+                    Some(Node::Request { position, .. }) => ForkAt::Message(*position),
+                    Some(Node::Stage { id, .. }) => ForkAt::Stage(id.clone()),
+                    None => return TreeAction::Stay,
+                };
+                let session = (branch.id != self.current).then(|| branch.id.clone());
+                TreeAction::Fork { session, at }
+            }
+            None => TreeAction::Stay,
+        }
+    }
+
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
+        frame.render_widget(Clear, area);
+        let palette = theme::palette();
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(Style::default().fg(palette.accent))
+            .title(" session tree ");
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
+        let rows = self.rows();
+        let height = body.height.max(1) as usize;
+        if self.selected < self.first_shown {
+            self.first_shown = self.selected;
+        } else if self.selected >= self.first_shown + height {
+            self.first_shown = self.selected + 1 - height;
+        }
+        let width = body.width as usize;
+        let mut lines: Vec<Line<'static>> = match &self.family {
+            None => vec![Line::styled(
+                "reading the sessions…",
+                Style::default().fg(palette.muted),
+            )],
+            Some(Err(error)) => vec![Line::styled(error.clone(), Style::default().fg(palette.failure))],
+            Some(Ok(_)) => Vec::new(),
+        };
+        for (at, row) in rows.iter().enumerate().skip(self.first_shown).take(height) {
+            lines.push(self.line(row, at == self.selected, width));
+        }
+        frame.render_widget(Paragraph::new(lines), body);
+        let footer = match &self.labelling {
+            Some(label) => format!("label: {label}▏ · Enter keep · Esc cancel (empty removes it)"),
+            None => "↑↓ select · Enter fork before it / open a branch · Space fold · l label · Esc close".into(),
+        };
+        frame.render_widget(
+            Paragraph::new(Span::styled(footer, Style::default().fg(palette.soft))),
+            foot,
+        );
+    }
+
+    fn line(&self, row: &Row, selected: bool, width: usize) -> Line<'static> {
+        let palette = theme::palette();
+        let branches = self.branches();
+        let (depth, text, style) = match row {
+            Row::Branch { session, depth } => {
+                let branch = &branches[*session];
+                let folded = if self.folded.contains(&branch.id) { "▸" } else { "▾" };
+                let mut text = match &branch.parent {
+                    None => format!("{folded} ● session {}", branch.id),
+                    Some(origin) => format!("{folded} ⑂ {} · {}", branch.id, origin.at),
+                };
+                if branch.id == self.current {
+                    text.push_str(" · open here");
+                } else if let Some(pid) = &branch.open_in {
+                    text.push_str(&format!(" · open in pid {pid}"));
+                }
+                (
+                    *depth,
+                    text,
+                    Style::default().fg(palette.archive).add_modifier(Modifier::BOLD),
+                )
+            }
+            Row::Node { session, node, depth } => match &branches[*session].nodes[*node] {
+                Node::Request { position, text } => (
+                    *depth,
+                    format!("{position:>3} › {}", crate::compact::markers::flatten_whitespace(text)),
+                    Style::default().fg(palette.text),
+                ),
+                Node::Stage {
+                    stage,
+                    chars_before,
+                    chars_after,
+                    undone,
+                    ..
+                } => (
+                    *depth,
+                    format!(
+                        "    ◆ {stage} {} → {} chars{}",
+                        crate::compact::short_count(*chars_before),
+                        crate::compact::short_count(*chars_after),
+                        if *undone { " · undone" } else { "" }
+                    ),
+                    Style::default().fg(palette.compaction),
+                ),
+            },
+        };
+        let label = self
+            .key_of(row)
+            .and_then(|key| self.labels.get(&key).map(str::to_string));
+        let indent = "  ".repeat(depth);
+        let marker = if selected { "›" } else { " " };
+        let label_width = label.as_ref().map_or(0, |l| l.chars().count() + 3);
+        let room = width.saturating_sub(indent.len() + 2 + label_width);
+        let mut style = style;
+        if selected {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        let mut spans = vec![
+            Span::styled(marker.to_string(), Style::default().fg(palette.accent)),
+            Span::raw(format!(" {indent}")),
+            Span::styled(
+                super::ellipsized(&crate::terminal_text::screen_safe(&text), room),
+                style,
+            ),
+        ];
+        if let Some(label) = label {
+            spans.push(Span::styled(
+                format!("  [{label}]"),
+                Style::default().fg(palette.attention),
+            ));
+        }
+        Line::from(spans)
+    }
+}
+
+/// Whether `child` branched off just before `node`.
+fn forks_before(child: &Branch, node: &Node) -> bool {
+    let Some(origin) = &child.parent else { return false };
+    match (&origin.at, node) {
+        (ForkPoint::Stage { id, .. }, Node::Stage { id: here, .. }) => id == here,
+        (ForkPoint::Message { position }, Node::Request { position: here, .. }) => position <= here,
+        // A stage fired after `shown` messages: a fork before one of them is before it.
+        (ForkPoint::Message { position }, Node::Stage { shown, .. }) => position <= shown,
+        (ForkPoint::Stage { .. }, Node::Request { .. }) => false,
+    }
+}
