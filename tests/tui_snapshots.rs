@@ -1952,6 +1952,7 @@ type KeyCase = (&'static str, Setup, Vec<KeyEvent>, Vec<scratchpad::protocol::Op
 #[derive(Debug, PartialEq)]
 enum Shown {
     Unchanged,
+    Tree,
     Context,
     Browser,
     Help,
@@ -2276,6 +2277,27 @@ fn every_binding_and_command_does_what_it_documents() {
             vec![Op::Cancel],
             Shown::Unchanged,
         ),
+        (
+            "Esc Esc on an empty prompt",
+            Setup::Idle,
+            vec![key(KeyCode::Esc), key(KeyCode::Esc)],
+            vec![],
+            Shown::Tree,
+        ),
+        (
+            "Esc during a turn is no rewind",
+            Setup::Busy,
+            vec![key(KeyCode::Esc), key(KeyCode::Esc)],
+            vec![Op::Cancel, Op::Cancel],
+            Shown::NoOverlay,
+        ),
+        (
+            "Esc in the session tree",
+            Setup::Idle,
+            vec![key(KeyCode::Esc), key(KeyCode::Esc), key(KeyCode::Esc)],
+            vec![],
+            Shown::NoOverlay,
+        ),
     ];
     let mut failures = Vec::new();
     for (what, setup, keys, sends, shown) in cases {
@@ -2296,6 +2318,7 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Context => overlay_name(&s.app) == "context",
             Shown::Browser => overlay_name(&s.app) == "browser",
             Shown::Help => overlay_name(&s.app) == "help",
+            Shown::Tree => overlay_name(&s.app) == "tree",
             Shown::NoOverlay => overlay_name(&s.app) == "none",
             Shown::Quitting => s.app.quit,
             Shown::NoBanner => s.app.state.banner.is_none(),
@@ -2320,6 +2343,8 @@ fn overlay_name(app: &App) -> &'static str {
         scratchpad::tui::app::Overlay::Help(_) => "help",
         scratchpad::tui::app::Overlay::Browser(_) => "browser",
         scratchpad::tui::app::Overlay::Context(_) => "context",
+        scratchpad::tui::app::Overlay::Picker(_) => "picker",
+        scratchpad::tui::app::Overlay::Tree(_) => "tree",
     }
 }
 
@@ -2456,4 +2481,213 @@ fn mcp_servers_in_the_chat_and_in_context() {
     assert!(context.contains("github (12 tools)"), "{context}");
     insta::assert_snapshot!("mcp_in_context_120x40", terminal.backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "MCP servers in /context");
+}
+
+/// A journal written by hand at `dir/<id>.jsonl`, last used at `used` (Unix seconds).
+fn journal(dir: &std::path::Path, id: &str, records: &[scratchpad::session::Record], used: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(format!("{id}.jsonl"));
+    let text: String = records
+        .iter()
+        .map(|record| format!("{}\n", serde_json::to_string(record).unwrap()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    fixed_time(&path, used);
+}
+
+fn meta(parent: Option<scratchpad::protocol::Origin>) -> scratchpad::session::Record {
+    scratchpad::session::Record::Meta {
+        version: 1,
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        created_unix: 1_796_000_000,
+        parent,
+    }
+}
+
+fn append(message: Message) -> scratchpad::session::Record {
+    scratchpad::session::Record::Append { message }
+}
+
+/// Thirty sessions of a workspace: requests about different parts of a project, some
+/// compacted, one forked.
+fn thirty_sessions(dir: &std::path::Path) {
+    use scratchpad::protocol::{ForkPoint, Origin};
+    use scratchpad::session::{Record, Tally};
+    let topics = [
+        "fix the flaky parser test",
+        "add a --json flag to the sessions command",
+        "refactor the storage layer and keep the tests green",
+        "why does the gauge jump after a compaction?",
+        "write the release notes for 0.4",
+        "port the sandbox to Landlock ABI 7",
+    ];
+    for n in 0..30u64 {
+        let id = format!("20261201-{:06}-1", 100_000 + n);
+        let topic = topics[n as usize % topics.len()];
+        let parent = (n == 29).then(|| Origin {
+            session: "20261201-100003-1".into(),
+            at: ForkPoint::Message { position: 3 },
+        });
+        journal(
+            dir,
+            &id,
+            &[
+                meta(parent),
+                append(Message::user_text(format!("{topic} (session {n})"))),
+                append(Message::assistant_text("Looking at it now.")),
+                Record::Tally(Tally {
+                    turns: 1 + n as usize % 7,
+                    compactions: n as usize % 3,
+                    messages: 2 + n as usize,
+                    estimate: 1_200 * (n as usize + 1),
+                    last_request: format!("and now {topic}, step {n}"),
+                    last_answer: format!("Done: {topic}. The tests pass; two files changed."),
+                }),
+            ],
+            1_796_000_000 + n * 600,
+        );
+    }
+}
+
+#[test]
+fn the_session_picker_at_two_sizes_and_filtered() {
+    for (width, height) in [(120, 40), (80, 24)] {
+        let mut s = screen();
+        let sessions = s.dir.path().join("sessions");
+        thirty_sessions(&sessions);
+        s.app.sessions_in(sessions);
+        s.app.handle_key(key(KeyCode::Char('/')));
+        for c in "resume".chars() {
+            s.app.handle_key(key(KeyCode::Char(c)));
+        }
+        s.app.handle_key(key(KeyCode::Enter));
+        let terminal = draw(&mut s.app, width, height);
+        let text = text_of(&terminal);
+        assert!(text.contains("sessions · 30 of 30"), "{text}");
+        insta::assert_snapshot!(format!("session_picker_{width}x{height}"), terminal.backend());
+        assert_readable_in_both_themes(&mut s.app, width, height, "session picker");
+        for c in "landlock".chars() {
+            s.app.handle_key(key(KeyCode::Char(c)));
+        }
+        s.app.handle_key(key(KeyCode::Down));
+        let terminal = draw(&mut s.app, width, height);
+        let text = text_of(&terminal);
+        assert!(text.contains("sessions · 5 of 30"), "{text}");
+        insta::assert_snapshot!(format!("session_picker_filtered_{width}x{height}"), terminal.backend());
+    }
+}
+
+#[test]
+fn enter_in_the_picker_resumes_the_selected_session() {
+    let mut s = screen();
+    let sessions = s.dir.path().join("sessions");
+    thirty_sessions(&sessions);
+    s.app.sessions_in(sessions);
+    s.app.open_picker();
+    for c in "release notes".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Down));
+    s.app.handle_key(key(KeyCode::Enter));
+    let mut ops = Vec::new();
+    while let Ok(op) = s._ops.try_recv() {
+        ops.push(op);
+    }
+    assert_eq!(
+        ops,
+        vec![Op::Resume {
+            session: "20261201-100022-1".into()
+        }],
+        "the second newest of the sessions about the release notes"
+    );
+}
+
+/// A session with three compactions and a fork, as `/tree` draws it.
+fn session_with_a_fork(dir: &std::path::Path) {
+    use scratchpad::protocol::{ForkPoint, Origin};
+    use scratchpad::session::Record;
+    let stage = |id: &str, stage: Stage, before: usize, after: usize| Record::Stage {
+        event: Box::new(StageEvent {
+            id: id.into(),
+            messages_after: 4,
+            chars_after: after,
+            replaced: 3,
+            ..StageEvent::start(stage, 9, before, String::new())
+        }),
+    };
+    journal(
+        dir,
+        "20261202-120000-1",
+        &[
+            meta(None),
+            append(Message::user_text("map the storage layer")),
+            append(Message::assistant_text("It has three parts.")),
+            stage("s-snip", Stage::SnipCompact, 61_000, 22_000),
+            append(Message::user_text("split the writer from the reader")),
+            append(Message::assistant_text("Split.")),
+            stage("s-micro", Stage::MicroCompact, 52_000, 39_000),
+            append(Message::user_text("now make the tests pass")),
+            append(Message::assistant_text("They pass.")),
+            stage("s-summary", Stage::CompactHistory, 51_000, 4_200),
+            append(Message::user_text("write the changelog")),
+        ],
+        1_796_200_000,
+    );
+    journal(
+        dir,
+        "20261202-130000-1",
+        &[
+            meta(Some(Origin {
+                session: "20261202-120000-1".into(),
+                at: ForkPoint::Message { position: 3 },
+            })),
+            append(Message::user_text("map the storage layer")),
+            append(Message::assistant_text("It has three parts.")),
+            append(Message::user_text("split the writer from the reader, keeping one file")),
+        ],
+        1_796_210_000,
+    );
+}
+
+#[test]
+fn the_session_tree_with_a_fork_and_three_compactions() {
+    let mut s = screen();
+    let sessions = s.dir.path().join("sessions");
+    session_with_a_fork(&sessions);
+    s.app.sessions_in(sessions);
+    s.app.handle_key(key(KeyCode::Char('/')));
+    for c in "tree".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    let terminal = draw(&mut s.app, 120, 40);
+    insta::assert_snapshot!("session_tree_120x40", terminal.backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "session tree");
+    // Label the fork, fold it, and fork the open session before its last request.
+    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Down, KeyCode::Char('l')] {
+        s.app.handle_key(key(code));
+    }
+    for c in "one file".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(key(KeyCode::Char(' ')));
+    let terminal = draw(&mut s.app, 80, 24);
+    insta::assert_snapshot!("session_tree_labelled_and_folded_80x24", terminal.backend());
+    for _ in 0..5 {
+        s.app.handle_key(key(KeyCode::Down));
+    }
+    s.app.handle_key(key(KeyCode::Enter));
+    let mut ops = Vec::new();
+    while let Ok(op) = s._ops.try_recv() {
+        ops.push(op);
+    }
+    assert_eq!(
+        ops,
+        vec![Op::Fork {
+            session: None,
+            at: scratchpad::protocol::ForkAt::Message(7)
+        }]
+    );
 }

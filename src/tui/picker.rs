@@ -188,15 +188,14 @@ fn facts(session: &SessionSummary, current: Option<&str>) -> String {
             crate::compact::counted(session.branches.len(), "branch", "branches")
         ));
     }
-    if let Some(parent) = &session.parent {
-        parts.push(format!("a branch of {}", parent.session));
+    if session.parent.is_some() {
+        parts.push("⑂ a branch".into());
     }
     if current == Some(session.id.as_str()) {
         parts.push("open here".into());
-    } else if let Some(pid) = &session.open_in {
-        parts.push(format!("open in pid {pid}"));
+    } else if session.open_in.is_some() {
+        parts.push("open elsewhere".into());
     }
-    parts.push(session.id.clone());
     parts.join(" · ")
 }
 
@@ -205,11 +204,28 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
     let block = Block::default()
         .borders(Borders::LEFT | Borders::TOP)
         .border_style(Style::default().fg(palette.muted))
-        .title(" last exchange ");
+        .title(format!(" {} ", session.id));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let lines = match &session.tally {
-        Some(tally) => vec![
+    let muted = Style::default().fg(palette.muted);
+    let mut lines = Vec::new();
+    if let Some(parent) = &session.parent {
+        lines.push(Line::styled(format!("⑂ a branch of {parent}"), muted));
+    }
+    if let Some(pid) = &session.open_in {
+        lines.push(Line::styled(format!("open in another scratchpad (pid {pid})"), muted));
+    }
+    if !session.branches.is_empty() {
+        lines.push(Line::styled(
+            format!("branches: {}", session.branches.join(", ")),
+            muted,
+        ));
+    }
+    if !lines.is_empty() {
+        lines.push(Line::raw(""));
+    }
+    match &session.tally {
+        Some(tally) => lines.extend([
             Line::styled(
                 format!("› {}", screen_safe(&tally.last_request)),
                 Style::default().fg(palette.text),
@@ -219,12 +235,9 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
                 screen_safe(&tally.last_answer).into_owned(),
                 Style::default().fg(palette.soft),
             ),
-        ],
-        None => vec![Line::styled(
-            "no turn of this session ended yet",
-            Style::default().fg(palette.muted),
-        )],
-    };
+        ]),
+        None => lines.push(Line::styled("no turn of this session ended yet", muted)),
+    }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 

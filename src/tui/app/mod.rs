@@ -151,6 +151,12 @@ impl App {
         self.request(DiskJob::Family { session });
     }
 
+    /// Look for the workspace's sessions in `dir` instead of the data folder (tests).
+    pub fn sessions_in(&mut self, dir: PathBuf) {
+        let disk = std::mem::replace(&mut self.disk, Disk::inline(self.workspace.clone()));
+        self.disk = disk.with_sessions_dir(dir);
+    }
+
     fn request(&mut self, job: DiskJob) {
         self.disk.request(job);
         for done in self.disk.take_done() {
