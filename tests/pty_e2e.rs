@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
+mod common;
+
 struct Pty {
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
@@ -89,6 +91,20 @@ fn start(
     Box<dyn portable_pty::Child + Send + Sync>,
     Box<dyn portable_pty::MasterPty + Send>,
 ) {
+    start_with(workspace, home, colours, &[])
+}
+
+/// [`start`] with more environment (a model API to talk to instead of the demo).
+fn start_with(
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+    colours: Colours,
+    environment: &[(&str, &str)],
+) -> (
+    Pty,
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn portable_pty::MasterPty + Send>,
+) {
     let pty = native_pty_system();
     let pair = pty
         .openpty(PtySize {
@@ -111,6 +127,9 @@ fn start(
     // Paths become OSC 8 hyperlinks (detection would find no known terminal here).
     command.env("FORCE_HYPERLINK", "1");
     command.env_remove("ANTHROPIC_API_KEY");
+    for (key, value) in environment {
+        command.env(key, value);
+    }
     let child = pair.slave.spawn_command(command).unwrap();
     drop(pair.slave);
     let parser = Arc::new(Mutex::new(vt100::Parser::new(
@@ -459,4 +478,61 @@ fn still_running(text: &str) -> bool {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         String::from_utf8_lossy(&cmdline).contains(text)
     })
+}
+
+/// Esc Esc on an empty prompt opens the session tree on the newest request; Enter forks
+/// just before it with the request back in the prompt; edited and sent, the branch
+/// goes on from the history before it, and the parent keeps its journal unchanged.
+#[test]
+fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let api = common::MockApi::start_in_thread(vec![
+        common::text_reply("The first answer."),
+        common::text_reply("The second answer."),
+        common::text_reply("The answer on the branch."),
+    ]);
+    let (mut pty, mut child, _master) = start_with(
+        workspace.path(),
+        home.path(),
+        Colours::Silent,
+        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
+    );
+    pty.wait_for("● ready", Duration::from_secs(20));
+    pty.send(b"first question");
+    pty.send(b"\r");
+    pty.wait_for("The first answer.", Duration::from_secs(20));
+    pty.wait_for("● ready", Duration::from_secs(20));
+    pty.send(b"second question");
+    pty.send(b"\r");
+    pty.wait_for("The second answer.", Duration::from_secs(20));
+    pty.wait_for("● ready", Duration::from_secs(20));
+    let sessions = scratchpad::session::sessions_dir_under(&home.path().join("data/scratchpad"), workspace.path());
+    let parent = scratchpad::session::find_in(&sessions, None).unwrap();
+    let parent_before = std::fs::read(&parent).unwrap();
+    pty.send(b"\x1b");
+    pty.send(b"\x1b");
+    pty.wait_for("session tree", Duration::from_secs(10));
+    pty.wait_for("3 › second question", Duration::from_secs(10));
+    pty.send(b"\r");
+    pty.wait_for("⑂ a branch of session", Duration::from_secs(10));
+    pty.wait_for("before message 3", Duration::from_secs(10));
+    pty.wait_for("│second question", Duration::from_secs(10));
+    pty.send(b", in one sentence");
+    pty.send(b"\r");
+    pty.wait_for("The answer on the branch.", Duration::from_secs(20));
+    let requests = api.turn_requests();
+    let sent = common::messages_of(requests.last().unwrap());
+    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
+    assert_eq!(
+        texts,
+        ["first question", "The first answer.", "second question, in one sentence"],
+        "the branch starts from the history before the request"
+    );
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+    assert_eq!(std::fs::read(&parent).unwrap(), parent_before, "the parent was not written");
+    let listed = scratchpad::session::list(&sessions);
+    assert_eq!(listed.len(), 2, "the parent and its branch");
 }
