@@ -91,7 +91,7 @@ fn start(
     Box<dyn portable_pty::Child + Send + Sync>,
     Box<dyn portable_pty::MasterPty + Send>,
 ) {
-    start_with(workspace, home, colours, &[])
+    start_with(workspace, home, colours, &[], &[])
 }
 
 /// [`start`] with more environment (a model API to talk to instead of the demo).
@@ -100,6 +100,7 @@ fn start_with(
     home: &std::path::Path,
     colours: Colours,
     environment: &[(&str, &str)],
+    args: &[&str],
 ) -> (
     Pty,
     Box<dyn portable_pty::Child + Send + Sync>,
@@ -116,6 +117,7 @@ fn start_with(
         .unwrap();
     let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_scratchpad"));
     command.args(["-C", workspace.to_str().unwrap()]);
+    command.args(args);
     command.env("TERM", "xterm-256color");
     command.env("HOME", home);
     command.env("XDG_CONFIG_HOME", home);
@@ -497,6 +499,7 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
         home.path(),
         Colours::Silent,
         &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
+        &[],
     );
     pty.wait_for("● ready", Duration::from_secs(20));
     pty.send(b"first question");
@@ -535,4 +538,52 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     assert_eq!(std::fs::read(&parent).unwrap(), parent_before, "the parent was not written");
     let listed = scratchpad::session::list(&sessions);
     assert_eq!(listed.len(), 2, "the parent and its branch");
+}
+
+/// `scratchpad --resume` without an id opens on the picker: typing filters it, Enter
+/// continues the session picked, and the next request carries that session's history.
+#[test]
+fn resume_without_an_id_picks_a_session_from_the_list() {
+    use scratchpad::session::Record;
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let sessions = scratchpad::session::sessions_dir_under(&home.path().join("data/scratchpad"), workspace.path());
+    std::fs::create_dir_all(&sessions).unwrap();
+    for (id, request, answer) in [
+        ("20261201-090000-1", "tune the parser", "The parser is tuned."),
+        ("20261201-100000-1", "write the changelog", "The changelog is written."),
+    ] {
+        let text: String = [
+            scratchpad::message::Message::user_text(request),
+            scratchpad::message::Message::assistant_text(answer),
+        ]
+        .into_iter()
+        .map(|message| format!("{}\n", serde_json::to_string(&Record::Append { message }).unwrap()))
+        .collect();
+        std::fs::write(sessions.join(format!("{id}.jsonl")), text).unwrap();
+    }
+    let api = common::MockApi::start_in_thread(vec![common::text_reply("Continuing the parser work.")]);
+    let (mut pty, mut child, _master) = start_with(
+        workspace.path(),
+        home.path(),
+        Colours::Silent,
+        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
+        &["--resume"],
+    );
+    pty.wait_for("sessions · 2 of 2", Duration::from_secs(20));
+    pty.send(b"parser");
+    pty.wait_for("sessions · 1 of 2", Duration::from_secs(10));
+    pty.send(b"\r");
+    pty.wait_for("The parser is tuned.", Duration::from_secs(10));
+    pty.send(b"go on");
+    pty.send(b"\r");
+    pty.wait_for("Continuing the parser work.", Duration::from_secs(20));
+    let sent = common::messages_of(api.turn_requests().last().unwrap());
+    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["tune the parser", "The parser is tuned.", "go on"]);
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+    let listed = scratchpad::session::list(&sessions);
+    assert_eq!(listed.len(), 2, "the session opened for the picker, never used, left nothing behind");
 }

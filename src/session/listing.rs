@@ -225,3 +225,94 @@ fn read_at(file: &mut File, start: u64, len: u64) -> Option<Vec<u8>> {
     file.read_exact(&mut bytes).ok()?;
     Some(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::message::Message;
+    use crate::protocol::ForkPoint;
+
+    fn line(record: &Record) -> Vec<u8> {
+        let mut text = crate::json::to_vec(record).unwrap();
+        text.push(b'\n');
+        text
+    }
+
+    fn meta(parent: Option<Origin>) -> Record {
+        Record::Meta {
+            version: 1,
+            provider: "demo".into(),
+            model: "m".into(),
+            created_unix: 7,
+            parent,
+        }
+    }
+
+    /// Head and tail around a middle that is never read (a hole of zeros, which is no
+    /// record at all), the newest tally taken, forks linked to their parents, and a
+    /// session with no request left out.
+    #[test]
+    fn sessions_are_summarised_from_both_ends_of_their_journals() {
+        let dir = tempfile::tempdir().unwrap();
+        let tally = |turns| Tally {
+            turns,
+            compactions: 2,
+            messages: 9,
+            estimate: 12_345,
+            last_request: "last".into(),
+            last_answer: "answer".into(),
+        };
+        let mut head = line(&meta(None));
+        head.extend(line(&Record::Append {
+            message: Message::user_text("the first request"),
+        }));
+        let mut tail = line(&Record::Tally(tally(3)));
+        tail.extend(line(&Record::Append {
+            message: Message::assistant_text("x".repeat(100)),
+        }));
+        tail.extend(line(&Record::Tally(tally(4))));
+        let parent = dir.path().join("20261201-000001-1.jsonl");
+        let mut file = std::fs::File::create(&parent).unwrap();
+        file.write_all(&head).unwrap();
+        file.set_len(5 << 20).unwrap();
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).unwrap();
+        file.write_all(b"\n").unwrap();
+        file.write_all(&tail).unwrap();
+        drop(file);
+
+        let origin = Origin {
+            session: "20261201-000001-1".into(),
+            at: ForkPoint::Message { position: 2 },
+        };
+        let mut fork = line(&meta(Some(origin.clone())));
+        fork.extend(line(&Record::Append {
+            message: Message::user_text("the first request"),
+        }));
+        std::fs::write(dir.path().join("20261201-000002-1.jsonl"), fork).unwrap();
+        std::fs::write(dir.path().join("20261201-000003-1.jsonl"), line(&meta(None))).unwrap();
+
+        let listed = list(dir.path());
+        let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}: the session with no request is left out");
+        let parent = listed.iter().find(|s| s.id == "20261201-000001-1").unwrap();
+        assert_eq!(parent.first_request.as_deref(), Some("the first request"));
+        assert_eq!(parent.tally, Some(tally(4)), "the newest tally");
+        assert_eq!(parent.branches, vec!["20261201-000002-1".to_string()]);
+        assert_eq!(parent.created_unix, 7);
+        let child = listed.iter().find(|s| s.id == "20261201-000002-1").unwrap();
+        assert_eq!(child.parent, Some(origin));
+        assert_eq!(child.tally, None, "no turn ended yet");
+        assert!(parent.matches("FIRST request") && parent.matches("last") && !parent.matches("absent"));
+    }
+
+    #[test]
+    fn a_tally_cut_keeps_whole_characters() {
+        let long = "é".repeat(TALLY_TEXT_CHARS + 5);
+        let cut = Tally::cut(&long);
+        assert_eq!(cut.chars().count(), TALLY_TEXT_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        assert_eq!(Tally::cut("short"), "short");
+    }
+}
