@@ -59,7 +59,8 @@ fn write_sessions(dir: &std::path::Path) {
         let mut file = std::fs::File::create(&path).expect("journal");
         file.write_all(&head).expect("head");
         // The middle is a hole: never read by a listing that reads only both ends.
-        file.seek(SeekFrom::Start(JOURNAL_BYTES - tail.len() as u64)).expect("seek");
+        file.seek(SeekFrom::Start(JOURNAL_BYTES - tail.len() as u64))
+            .expect("seek");
         file.write_all(&tail).expect("tail");
     }
 }

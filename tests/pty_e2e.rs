@@ -529,13 +529,21 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
     assert_eq!(
         texts,
-        ["first question", "The first answer.", "second question, in one sentence"],
+        [
+            "first question",
+            "The first answer.",
+            "second question, in one sentence"
+        ],
         "the branch starts from the history before the request"
     );
     pty.send(b"\x03");
     pty.send(b"\x03");
     let _ = child.wait();
-    assert_eq!(std::fs::read(&parent).unwrap(), parent_before, "the parent was not written");
+    assert_eq!(
+        std::fs::read(&parent).unwrap(),
+        parent_before,
+        "the parent was not written"
+    );
     let listed = scratchpad::session::list(&sessions);
     assert_eq!(listed.len(), 2, "the parent and its branch");
 }
@@ -585,5 +593,9 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
     pty.send(b"\x03");
     let _ = child.wait();
     let listed = scratchpad::session::list(&sessions);
-    assert_eq!(listed.len(), 2, "the session opened for the picker, never used, left nothing behind");
+    assert_eq!(
+        listed.len(),
+        2,
+        "the session opened for the picker, never used, left nothing behind"
+    );
 }

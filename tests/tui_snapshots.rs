@@ -2278,6 +2278,16 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Unchanged,
         ),
         (
+            "f on a selected marker",
+            Setup::Marker,
+            vec![key(KeyCode::Tab), plain('f')],
+            vec![Op::Fork {
+                session: None,
+                at: scratchpad::protocol::ForkAt::Stage("stage-x".into()),
+            }],
+            Shown::Unchanged,
+        ),
+        (
             "Esc Esc on an empty prompt",
             Setup::Idle,
             vec![key(KeyCode::Esc), key(KeyCode::Esc)],

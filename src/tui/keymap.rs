@@ -81,6 +81,8 @@ pub enum Action {
     Fold,
     /// Name a session or a point of it.
     Label,
+    /// A new session from just before the selected compaction.
+    ForkBefore,
 }
 
 /// A key with its modifiers. Letters match with or without Shift (the terminal
@@ -217,6 +219,11 @@ pub const SCREEN: &[Row] = &[
         "u in the chat",
         "undo the selected marker's compaction (the newest)",
         &[(V::Chat, char('u'), A::Undo)],
+    ),
+    row(
+        "f in the chat",
+        "fork: a new session from the history as it was before the selected marker's compaction (this one is kept)",
+        &[(V::Chat, char('f'), A::ForkBefore)],
     ),
     row(
         "Up / Down in tool calls",

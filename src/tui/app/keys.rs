@@ -247,7 +247,8 @@ impl App {
             .selected_entry
             .and_then(|at| self.state.chat.get(at))
             .is_some_and(|entry| matches!(entry, ChatEntry::Marker(_)));
-        let undo_key = self.focus == Focus::Chat && on_marker && chat_action == Some(Action::Undo);
+        let undo_key =
+            self.focus == Focus::Chat && on_marker && matches!(chat_action, Some(Action::Undo | Action::ForkBefore));
         let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
             && !undo_key
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
@@ -275,6 +276,7 @@ impl App {
         let position = self.selected_entry.and_then(|m| markers.iter().position(|&e| e == m));
         match keymap::action(View::Chat, &key) {
             Some(Action::Undo) => self.undo_selected(),
+            Some(Action::ForkBefore) => self.fork_before_selected(),
             Some(Action::ShowReceipt) => self.expanded_entry = self.selected_entry,
             Some(Action::HideReceipt) => self.expanded_entry = None,
             Some(Action::Previous) => {

@@ -282,6 +282,25 @@ impl App {
         }
     }
 
+    /// `f` on a selected marker: a new session from the history as it was before the
+    /// marker's first firing, rebuilt by the agent from what that stage archived.
+    fn fork_before_selected(&mut self) {
+        let Some(ChatEntry::Marker(run)) = self.selected_entry.and_then(|at| self.state.chat.get(at)) else {
+            return;
+        };
+        let first = run.events.first().map(|event| event.id.clone()).unwrap_or_default();
+        if self.state.is_busy() {
+            self.tell("a turn is running: fork when it ends");
+        } else if first.is_empty() {
+            self.tell("this compaction changed nothing that a fork could start before");
+        } else {
+            self.send(Op::Fork {
+                session: None,
+                at: crate::protocol::ForkAt::Stage(first),
+            });
+        }
+    }
+
     /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
     pub fn hyperlinks(&self) -> &[Hyperlink] {
         // A modal or the command popup on top hides what is under it: no links through.
