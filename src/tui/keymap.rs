@@ -347,7 +347,11 @@ pub const VIEWS: &[(&str, &[Row])] = &[
     (
         "In the session picker (/resume)",
         &[
-            row("type", "filter by the text of the requests", &[]),
+            row(
+                "type",
+                "filter by the text of each session's first and newest requests, and its id",
+                &[],
+            ),
             row(
                 "Up / Down",
                 "select a session",
