@@ -44,6 +44,7 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
             snip_max_messages: 50,
             fixed: 2_500,
             tokens: None,
+            background: None,
         },
     });
     (app, ops_rx)

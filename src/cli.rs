@@ -185,6 +185,10 @@ pub struct ThresholdArgs {
     /// Longest history text handed to the summariser [default: 80000]
     #[arg(long, global = true, value_name = "CHARS")]
     pub summary_input: Option<usize>,
+    /// Summarise the older history in the background from this share of the limit,
+    /// to swap in at the limit with no wait; 0 turns it off [default: 70]
+    #[arg(long, global = true, value_name = "PERCENT")]
+    pub background_at: Option<usize>,
 }
 
 /// `--limit`: a number of characters or `auto`.
@@ -227,6 +231,7 @@ impl ThresholdArgs {
             (self.fit_preview, &mut config.fit_preview_chars),
             (self.reactive_keep, &mut config.reactive_keep_messages),
             (self.summary_input, &mut config.summary_input_chars),
+            (self.background_at, &mut config.background_at_percent),
         ];
         for (value, field) in pairs {
             if let Some(value) = value {

@@ -337,6 +337,8 @@ const COMPACTION_KEYS: &[&str] = &[
     "summary_input_chars",
     "estimate",
     "confirm_lossy",
+    "background_at_percent",
+    "compact_when_idle",
 ];
 
 /// `text` with the `context_char_limit = "auto"` line's value replaced by the default.
@@ -481,6 +483,8 @@ reactive_keep_messages = 3
 summary_input_chars = 2000
 estimate = "compact"
 confirm_lossy = true
+background_at_percent = 55
+compact_when_idle = true
 [tools]
 bash_timeout_secs = 5
 output_cap_bytes = 2000
@@ -532,6 +536,8 @@ max_bytes = 100
             summary_input_chars: 2000,
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
+            background_at_percent: 55,
+            compact_when_idle: true,
             pinned: Default::default(),
             describe_input: Default::default(),
             verbatim_instructions: Vec::new(),

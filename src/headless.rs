@@ -108,6 +108,7 @@ fn show(
             }
             AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
             AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
+            AgentEvent::Background { event } => writeln!(stderr.lock(), "note: {}", terminal_safe(&event.line()))?,
             AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
             AgentEvent::Instructions { note } => {
                 let mut stderr = stderr.lock();

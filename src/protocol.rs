@@ -191,6 +191,48 @@ pub enum Past {
     Instructions { note: InstructionsNote },
     /// The session is a fork: where it branched from (its first record).
     Forked { origin: Origin },
+    /// A summary being prepared in the background started, finished, failed or was
+    /// set aside.
+    Background { event: BackgroundEvent },
+}
+
+/// What became of a summary prepared in the background, for stage 4 to swap in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum BackgroundEvent {
+    /// It started on the oldest `messages` messages, the estimate at `percent` of the limit.
+    Started { percent: usize, messages: usize },
+    /// It is written, ready for the limit.
+    Ready { took_ms: u64 },
+    /// The limit came first: the turn waits for it (started `started_secs_ago`).
+    Waiting { started_secs_ago: u64 },
+    /// The summary call failed; stage 4 will summarise as usual.
+    Failed { error: String },
+    /// It no longer stands for the start of the history (or the session changed).
+    Discarded { reason: String },
+}
+
+impl BackgroundEvent {
+    /// A background summary's progress in one quiet line (the chat, headless output).
+    pub fn line(&self) -> String {
+        match self {
+            BackgroundEvent::Started { percent, messages } => format!(
+                "◌ at {percent}% of the limit: summarising the oldest {} in the background, to swap in at the limit",
+                crate::compact::counted(*messages, "message", "messages")
+            ),
+            BackgroundEvent::Ready { took_ms } => format!(
+                "◌ the background summary is ready ({:.1} s); stage 4 will swap it in with no wait",
+                *took_ms as f64 / 1000.0
+            ),
+            BackgroundEvent::Waiting { started_secs_ago } => format!(
+                "◌ at the limit before the background summary is done: waiting for it (started {started_secs_ago} s ago)"
+            ),
+            BackgroundEvent::Failed { error } => {
+                format!("◌ the background summary failed ({error}); at the limit the history is summarised as usual")
+            }
+            BackgroundEvent::Discarded { reason } => format!("◌ the background summary was set aside: {reason}"),
+        }
+    }
 }
 
 /// The project's instruction files as the system prompt carries them: said at the
@@ -261,6 +303,7 @@ impl Past {
             Past::TurnEnded { .. }
                 | Past::CompactionRequested { .. }
                 | Past::Preview { .. }
+                | Past::Background { .. }
                 | Past::Instructions { .. }
         )
     }
@@ -359,6 +402,12 @@ pub struct CallPoint {
     /// cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_rewritten: Option<u64>,
+    /// A background summary started (at this share of the limit) since the previous
+    /// call, and whether one became ready: the timeline marks both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_started: Option<usize>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background_ready: bool,
 }
 
 impl CallPoint {
@@ -382,6 +431,17 @@ pub struct ContextStatus {
     pub fixed: usize,
     /// Tokens of the last call, or re-estimated from its ratio after a compaction.
     pub tokens: Option<TokenFigure>,
+    /// A summary being prepared in the background for stage 4.
+    #[serde(default)]
+    pub background: Option<BackgroundStatus>,
+}
+
+/// A background summary as the gauge marks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundStatus {
+    /// The estimate's share of the limit when it started.
+    pub started_at_percent: usize,
+    pub ready: bool,
 }
 
 /// The model's context window and where that figure came from.
@@ -481,6 +541,10 @@ pub enum AgentEvent {
     /// A request given back to edit: the fork was made just before it.
     EditRequest {
         text: String,
+    },
+    /// A background summary's progress, for the gauge and a quiet line in the chat.
+    Background {
+        event: BackgroundEvent,
     },
     History {
         messages: Vec<Message>,

@@ -571,9 +571,7 @@ pub fn safe_file_stem(id: &str) -> String {
 /// A transcript's file name: the stage, the time, the process and a counter, so names
 /// sort by age and never collide.
 pub(crate) fn unique_transcript_name(stage: &str) -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
+    let secs = crate::time::unix_now();
     let sequence = TEMP_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!(
         "transcript_{stage}_{}_{:07}-{sequence:04}.jsonl",

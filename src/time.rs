@@ -1,4 +1,5 @@
-//! Civil time from Unix seconds (UTC), for file names and the browser, by `jiff`.
+//! The time now, and civil time from Unix seconds (UTC) for file names and the
+//! browser, by `jiff`.
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -9,6 +10,16 @@ fn formatted(unix: u64, format: &str) -> String {
     let seconds = i64::try_from(unix).unwrap_or(i64::MAX);
     let timestamp = Timestamp::from_second(seconds).unwrap_or(Timestamp::UNIX_EPOCH);
     timestamp.to_zoned(TimeZone::UTC).strftime(format).to_string()
+}
+
+/// Seconds since the Unix epoch now (0 for a clock set before it).
+pub(crate) fn unix_now() -> u64 {
+    unix_of(std::time::SystemTime::now())
+}
+
+/// `time` in seconds since the Unix epoch (0 for a time before it).
+pub(crate) fn unix_of(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// `20261202-163748` for the given Unix time.

@@ -58,6 +58,7 @@ fn context(estimate: usize, messages: usize) -> AgentEvent {
             snip_max_messages: 50,
             fixed: 2_400,
             tokens: None,
+            background: None,
         },
     }
 }
@@ -338,6 +339,7 @@ fn the_gauge_in_each_zone() {
                 snip_max_messages: 50,
                 fixed: 2_400,
                 tokens: Some(TokenFigure {
+                    background: None,
                     tokens: (estimate as u64 + 2_400) * 10 / 42,
                     window_tokens: 200_000,
                     request_chars: estimate + 2_400,
@@ -673,6 +675,7 @@ fn context_view_and_timeline() {
             snip_max_messages: 50,
             fixed: 2_400,
             tokens: Some(TokenFigure {
+                background: None,
                 tokens: 5_595,
                 window_tokens: 200_000,
                 request_chars: 23_400,

@@ -23,7 +23,7 @@ impl Agent {
 
     /// The pipeline's settings for a run now: the summary input capped to what the
     /// window takes.
-    fn pipeline_config(&self) -> CompactConfig {
+    pub(super) fn pipeline_config(&self) -> CompactConfig {
         let mut config = self.settings.compaction.clone();
         config.summary_input_chars = config.summary_input_chars.min(self.summary_budget().input_chars);
         config
@@ -81,20 +81,14 @@ impl Agent {
         }
     }
 
-    pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) {
+    /// The pipeline before a model call: the recoverable stages, then, still over the
+    /// limit, stage 4 (asked first with `compaction.confirm_lossy`), which swaps in a
+    /// summary prepared in the background when one stands, waiting for it if it is
+    /// still being written. `false` when the user cancelled the turn during the wait.
+    pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> bool {
         let request = request.to_string();
         let ask_first = self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask;
-        if !ask_first {
-            self.on_history(move |messages, sizes, config, store, summariser| {
-                let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
-                let prepared = prepare_sized(std::mem::take(messages), taken, &request, config, store, summariser);
-                *messages = prepared.messages;
-                *sizes = prepared.sizes;
-                prepared.events
-            })
-            .await;
-            return;
-        }
+        self.poll_background();
         self.on_history(|messages, sizes, config, store, _| {
             let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
             let prepared = prepare_recoverable(std::mem::take(messages), taken, config, store);
@@ -106,23 +100,46 @@ impl Agent {
         let limit = self.settings.compaction.context_char_limit;
         let estimate = self.sizes.total();
         if estimate <= limit {
-            return;
+            self.start_background_if_due();
+            return true;
         }
-        if self.confirm_lossy(&request, estimate, limit, ops).await {
-            self.on_history(move |messages, sizes, config, store, summariser| {
-                let ctx = crate::compact::Context { config, store };
-                crate::compact::timed(|| compact_history(messages, sizes, &request, &ctx, summariser))
-            })
-            .await;
-        } else if !self.quit {
-            self.emit(AgentEvent::Notice {
-                message: format!(
-                    "not summarised: this call goes over the limit ({} > {} chars)",
-                    crate::compact::short_count(estimate),
-                    crate::compact::short_count(limit)
-                ),
+        if ask_first && !self.confirm_lossy(&request, estimate, limit, ops).await {
+            if !self.quit {
+                self.emit(AgentEvent::Notice {
+                    message: format!(
+                        "not summarised: this call goes over the limit ({} > {} chars)",
+                        crate::compact::short_count(estimate),
+                        crate::compact::short_count(limit)
+                    ),
+                });
+            }
+            return true;
+        }
+        let mut waited = std::time::Duration::ZERO;
+        if matches!(self.background, background::Background::Running(_)) {
+            waited = self.wait_for_background(ops).await;
+            if matches!(self.background, background::Background::Running(_)) {
+                // Esc (or a quit) during the wait: the turn stops; the summary goes on.
+                return false;
+            }
+        }
+        let ready = self.take_ready_summary();
+        let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        self.on_history(move |messages, sizes, config, store, summariser| {
+            let ctx = crate::compact::Context { config, store };
+            let mut events = crate::compact::timed(|| {
+                compact_history_swapping(messages, sizes, &request, &ctx, summariser, ready.as_ref())
             });
-        }
+            for event in &mut events {
+                if let Some(swapped) = &mut event.swapped {
+                    swapped.waited_ms = waited_ms;
+                }
+            }
+            events
+        })
+        .await;
+        self.start_background_if_due();
+        true
     }
 
     /// Ask whether to summarise now, showing what it would do. `false` for not now

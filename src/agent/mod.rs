@@ -3,6 +3,7 @@
 //! only through [`Op`]s and [`AgentEvent`]s.
 
 mod approvals;
+mod background;
 mod compaction;
 mod context_ops;
 mod instructions;
@@ -21,10 +22,10 @@ use approvals::Approvals;
 
 use crate::accounting::units::{history_units, message_units, text_units};
 use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
-use crate::compact::compact_history::compact_history;
+use crate::compact::compact_history::compact_history_swapping;
 use crate::compact::pairing::{check_pairing, repair};
 use crate::compact::{
-    CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_recoverable, prepare_sized, reactive_compact,
+    CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_recoverable, reactive_compact,
 };
 use crate::instructions::Instructions;
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
@@ -115,6 +116,11 @@ pub struct Agent {
     stage_log: Vec<StageEvent>,
     /// Where the session stands, journaled at the end of each turn for the session list.
     tally: crate::session::Tally,
+    /// The summary being prepared in the background for stage 4 to swap in.
+    background: background::Background,
+    /// What became of it since the last call (started at a percent, ready), for that
+    /// call's timeline point.
+    background_marks: (Option<usize>, bool),
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
@@ -278,6 +284,8 @@ impl Agent {
             past: Vec::new(),
             stage_log: Vec::new(),
             tally: crate::session::Tally::default(),
+            background: background::Background::Idle,
+            background_marks: (None, false),
             rediscover: false,
             served_recorded: None,
             read_only: None,
@@ -399,7 +407,7 @@ impl Agent {
         self.emit_context();
     }
 
-    fn emit_context(&self) {
+    pub(super) fn emit_context(&self) {
         let config = &self.settings.compaction;
         self.emit(AgentEvent::Context {
             status: ContextStatus {
@@ -410,6 +418,7 @@ impl Agent {
                 snip_max_messages: config.snip_max_messages,
                 fixed: self.ledger.fixed(),
                 tokens: self.ledger.tokens().cloned(),
+                background: self.background.status(),
             },
         });
     }
@@ -546,7 +555,14 @@ impl Agent {
         }
         self.emit_context();
         while !self.quit {
-            let Some(op) = ops.recv().await else { break };
+            let op = tokio::select! {
+                op = ops.recv() => op,
+                () = background::settled(&mut self.background), if self.swaps_when_idle() => {
+                    self.swap_while_idle().await;
+                    continue;
+                }
+            };
+            let Some(op) = op else { break };
             if let Some(view) = &self.read_only
                 && op.changes_the_session()
             {
@@ -561,6 +577,12 @@ impl Agent {
                 }
                 continue;
             }
+            // These change the history outside a turn: a background summary of what
+            // they changed is set aside, and one starts if the estimate calls for it.
+            let changes_history = matches!(
+                op,
+                Op::Compact { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
+            );
             match op {
                 Op::Submit { text } => self.turn(text, &mut ops).await,
                 Op::Compact { focus } => {
@@ -584,12 +606,16 @@ impl Agent {
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
             }
+            if changes_history {
+                self.start_background_if_due();
+            }
         }
         self.sync_journal();
         self.messages
     }
 
     fn clear(&mut self) {
+        self.discard_background("/clear started a new conversation");
         self.approvals.clear();
         self.set_history(Vec::new(), Sizes::of(&[], self.settings.compaction.estimate));
         self.stage_log.clear();

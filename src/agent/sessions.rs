@@ -88,6 +88,7 @@ impl Agent {
     /// Continue in `journal`, whose history `restored` holds: what this session had
     /// (history, approvals, undo log, measured tokens) gives way to that one's.
     fn switch_to(&mut self, journal: Journal, restored: Restored, request: Option<String>) {
+        self.discard_background("another session was opened here");
         self.approvals.clear();
         self.ledger.clear();
         self.stage_log.clear();

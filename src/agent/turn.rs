@@ -50,6 +50,7 @@ impl Agent {
             });
         }
         self.journal_tally(&request);
+        self.start_background_if_due();
         self.sync_journal();
         self.emit(AgentEvent::TurnDone {
             turn: self.turn,
@@ -128,7 +129,9 @@ impl Agent {
                 return Ended::Cancelled;
             }
             self.refresh_instructions();
-            self.prepare_history(request, ops).await;
+            if !self.prepare_history(request, ops).await {
+                return Ended::Cancelled;
+            }
             let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
@@ -316,6 +319,7 @@ impl Agent {
                     usage.cache_read_input_tokens,
                     usage.cache_creation_input_tokens,
                 );
+                (point.background_started, point.background_ready) = std::mem::take(&mut self.background_marks);
                 self.journal(Record::Call(point.clone()));
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {

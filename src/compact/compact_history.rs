@@ -5,10 +5,12 @@
 //! compaction (which keeps the newest messages verbatim).
 
 use super::Archive;
+use super::background::{self, ReadySummary, Standing};
 use super::estimate::Sizes;
 use super::markers::{MessageKind, classify, compacted_text, prefix_chars};
 use super::{
-    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, loss, receipt, short_count,
+    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss, receipt,
+    short_count,
 };
 use crate::message::Message;
 
@@ -28,16 +30,40 @@ pub fn compact_history(
     ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> Option<StageEvent> {
+    compact_history_swapping(messages, sizes, active_request, ctx, summariser, None)
+}
+
+/// [`compact_history`], with a summary prepared in the background to swap in: used
+/// when the messages it summarised are still the start of the history and the
+/// `[Compacted]` message with it whole, followed by the messages after them verbatim,
+/// fits the limit. Otherwise it is set aside (the receipt says why) and the history
+/// is summarised as usual.
+pub fn compact_history_swapping(
+    messages: &mut Vec<Message>,
+    sizes: &mut Sizes,
+    active_request: &str,
+    ctx: &Context<'_>,
+    summariser: &mut dyn Summariser,
+    ready: Option<&ReadySummary>,
+) -> Option<StageEvent> {
     if sizes.total() <= ctx.config.context_char_limit {
         return None;
     }
-    let end = messages.len();
     let trigger = format!(
         "estimate {} still over the {} limit after the recoverable stages",
         short_count(sizes.total()),
         short_count(ctx.config.context_char_limit)
     );
-    Some(summarise_prefix(
+    let mut discarded = None;
+    if let Some(ready) = ready {
+        let reason = format!("{trigger}; a summary prepared in the background was ready");
+        match try_swap(messages, sizes, active_request, ctx, ready, reason) {
+            Ok(event) => return Some(event),
+            Err(why) => discarded = Some(why),
+        }
+    }
+    let end = messages.len();
+    let mut event = summarise_prefix(
         messages,
         sizes,
         Summarise {
@@ -49,7 +75,82 @@ pub fn compact_history(
         },
         ctx,
         summariser,
-    ))
+    );
+    event.background_discarded =
+        discarded.map(|why| format!("the summary prepared in the background was not used: {why}"));
+    Some(event)
+}
+
+/// Stage 4 with the summary `ready` made, whatever the estimate (the user is idle and
+/// the summary is ready: the prompt cache is rewritten once, now), when it stands for
+/// the start of the history and fits; otherwise why not, and nothing changed.
+pub fn swap_now(
+    messages: &mut Vec<Message>,
+    sizes: &mut Sizes,
+    active_request: &str,
+    ctx: &Context<'_>,
+    ready: &ReadySummary,
+) -> Result<StageEvent, String> {
+    let trigger = "the turn ended past background_at_percent with a summary ready, and the user is idle".to_string();
+    try_swap(messages, sizes, active_request, ctx, ready, trigger)
+}
+
+fn try_swap(
+    messages: &mut Vec<Message>,
+    sizes: &mut Sizes,
+    active_request: &str,
+    ctx: &Context<'_>,
+    ready: &ReadySummary,
+    trigger: String,
+) -> Result<StageEvent, String> {
+    match background::standing(&ready.prefix, messages) {
+        Standing::Stands { rewritten }
+            if background::swap_fits(sizes, ready.prefix.end, active_request, &ready.summary, ctx.config) =>
+        {
+            Ok(swap_in(messages, sizes, active_request, ctx, ready, rewritten, trigger))
+        }
+        Standing::Stands { .. } => {
+            Err("the messages after the ones it summarised leave it no room under the limit".into())
+        }
+        Standing::Changed(why) => Err(why),
+    }
+}
+
+/// `[Compacted]` for the messages `ready` summarised, the ones after them verbatim,
+/// and no model call.
+fn swap_in(
+    messages: &mut Vec<Message>,
+    sizes: &mut Sizes,
+    active_request: &str,
+    ctx: &Context<'_>,
+    ready: &ReadySummary,
+    rewritten: usize,
+    trigger: String,
+) -> StageEvent {
+    let mut event = summarise_prefix(
+        messages,
+        sizes,
+        Summarise {
+            stage: Stage::CompactHistory,
+            end: ready.prefix.end,
+            active_request,
+            focus: None,
+            trigger,
+        },
+        ctx,
+        &mut background::Prepared(ready.summary.clone()),
+    );
+    let now = crate::time::unix_now();
+    event.swapped = Some(Swapped {
+        prepared_at_percent: ready.started_at_percent,
+        age_secs: now.saturating_sub(ready.started_unix),
+        summary_ms: ready.took_ms,
+        waited_ms: 0,
+        results_rewritten: rewritten,
+        cache_read: ready.cache_read,
+        cache_written: ready.cache_written,
+    });
+    event
 }
 
 /// Compaction asked for by the model (`compact` tool) or the user (`/compact focus`),
@@ -114,24 +215,7 @@ pub(super) fn summarise_prefix(
     };
     let path = transcript.path.clone();
     event.archived(transcript);
-    let summarised = &messages[..job.end];
-    let mut instructions = SUMMARY_INSTRUCTIONS.to_string();
-    if let Some(focus) = job.focus.filter(|f| !f.trim().is_empty()) {
-        instructions.push_str("\nPay particular attention to: ");
-        instructions.push_str(focus.trim());
-    }
-    if !ctx.config.verbatim_instructions.is_empty() {
-        instructions.push_str(&format!(
-            "\nThe project's instruction files ({}) stay in the system prompt verbatim: do not restate them.",
-            ctx.config.verbatim_instructions.join(", ")
-        ));
-    }
-    let request = SummaryRequest {
-        instructions,
-        history_text: render_capped(summarised, ctx.config.summary_input_chars),
-        messages: summarised,
-        focus: job.focus.map(str::trim).filter(|f| !f.is_empty()),
-    };
+    let request = summary_request(&messages[..job.end], job.focus, ctx.config);
     let summary = match summariser.summarise(&request) {
         Ok(summary) if !summary.trim().is_empty() => summary,
         Ok(_) => "(the summariser returned nothing; see the transcript)".to_string(),
@@ -174,6 +258,33 @@ pub(super) fn summarise_prefix(
     event.replaced = job.end;
     event.stop(messages.len(), sizes.total());
     event
+}
+
+/// What the summariser is asked about `summarised`: the instructions (with the focus
+/// and the instruction files that stay), and the messages as capped text.
+pub fn summary_request<'a>(
+    summarised: &'a [Message],
+    focus: Option<&'a str>,
+    config: &CompactConfig,
+) -> SummaryRequest<'a> {
+    let focus = focus.map(str::trim).filter(|f| !f.is_empty());
+    let mut instructions = SUMMARY_INSTRUCTIONS.to_string();
+    if let Some(focus) = focus {
+        instructions.push_str("\nPay particular attention to: ");
+        instructions.push_str(focus);
+    }
+    if !config.verbatim_instructions.is_empty() {
+        instructions.push_str(&format!(
+            "\nThe project's instruction files ({}) stay in the system prompt verbatim: do not restate them.",
+            config.verbatim_instructions.join(", ")
+        ));
+    }
+    SummaryRequest {
+        instructions,
+        history_text: render_capped(summarised, config.summary_input_chars),
+        messages: summarised,
+        focus,
+    }
 }
 
 /// What survives a summary word for word: the instruction files (in the system

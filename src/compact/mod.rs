@@ -11,6 +11,7 @@
 //! plus [`reactive_compact`] for when the API refuses a prompt as too long.
 
 pub mod archive;
+pub mod background;
 pub mod compact_history;
 mod durable;
 pub mod estimate;
@@ -36,7 +37,7 @@ pub use archive::{Archive, MemoryArchive};
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
-pub use prepare::{Prepared, prepare, prepare_recoverable, prepare_sized};
+pub use prepare::{Prepared, prepare, prepare_recoverable, prepare_sized, prepare_swapping};
 pub use reactive_compact::reactive_compact;
 
 /// Every threshold of the pipeline, in characters of the serialised history.
@@ -71,6 +72,12 @@ pub struct CompactConfig {
     pub estimate: EstimateMode,
     /// Ask before an automatic summary (stage 4), showing what it would summarise.
     pub confirm_lossy: bool,
+    /// Summarise the older part of the history in the background once the estimate
+    /// passes this share of the limit, ready to swap in at the limit (0: never).
+    pub background_at_percent: usize,
+    /// When a turn ends past `background_at_percent` and its summary is ready, swap it
+    /// in then (the user is idle) rather than at the limit.
+    pub compact_when_idle: bool,
     /// Tool results the user pinned in `/context`: stage 3 leaves them whole. Session
     /// state (journaled), not a setting.
     #[serde(skip)]
@@ -102,12 +109,20 @@ impl Default for CompactConfig {
             summary_input_chars: 80_000,
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
+            background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
+            compact_when_idle: false,
             pinned: std::collections::BTreeSet::new(),
             describe_input: receipt::InputDescriber::default(),
             verbatim_instructions: Vec::new(),
         }
     }
 }
+
+/// Where a background summary starts by default: a turn of an agent session adds a
+/// tenth to a fifth of the limit (a few tool rounds), so at 70% two or three turns are
+/// left for a summary call that takes seconds to minutes, while little of what it
+/// covers is still likely to change (the newest messages stay out of it).
+pub const DEFAULT_BACKGROUND_AT_PERCENT: usize = 70;
 
 /// The smallest limit the pipeline accepts: the compacted message's own frame and a
 /// transcript path must fit under it.
@@ -120,6 +135,12 @@ impl CompactConfig {
             return Err(format!(
                 "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
                 self.context_char_limit
+            ));
+        }
+        if self.background_at_percent > 100 {
+            return Err(format!(
+                "background_at_percent must be between 0 (off) and 100, got {}",
+                self.background_at_percent
             ));
         }
         if !(1..=100).contains(&self.micro_target_percent) {
@@ -259,6 +280,33 @@ pub struct StageEvent {
     /// the system prompt, the current request, pinned results it kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_verbatim: Vec<String>,
+    /// Stage 4 swapped in a summary prepared in the background: when and at what cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<Swapped>,
+    /// A background summary stage 4 could not use, and why (it summarised instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_discarded: Option<String>,
+}
+
+/// How a background summary came to stand in for stage 4's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Swapped {
+    /// The estimate's share of the limit when the summary started.
+    pub prepared_at_percent: usize,
+    /// Seconds between its start and the swap.
+    pub age_secs: u64,
+    /// How long the model took to write it.
+    pub summary_ms: u64,
+    /// How long the turn waited for it at the limit (0 when it was ready).
+    pub waited_ms: u64,
+    /// Results among the summarised messages that a recoverable stage saved to disk
+    /// since (the summary read their text, which is kept there).
+    pub results_rewritten: usize,
+    /// Prompt tokens the summary request read from the provider's cache and wrote to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_written: Option<u64>,
 }
 
 /// How much of the current request a `[Compacted]` message kept.
@@ -316,6 +364,8 @@ impl StageEvent {
             cache_rewritten: None,
             request_cut: None,
             kept_verbatim: Vec::new(),
+            swapped: None,
+            background_discarded: None,
         }
     }
 
@@ -394,11 +444,50 @@ impl StageEvent {
                 short_count(cut.whole)
             ));
         }
+        if let Some(swapped) = &self.swapped {
+            line.push_str(" · ");
+            line.push_str(&swapped.describe());
+        }
+        if let Some(why) = &self.background_discarded {
+            line.push_str(" · ");
+            line.push_str(why);
+        }
         for error in &self.errors {
             line.push_str(" · error: ");
             line.push_str(error);
         }
         line
+    }
+}
+
+impl Swapped {
+    /// `swapped in a summary prepared at 71% (2 min ago), wait 0.0 s`, and what else
+    /// the receipt should say of it.
+    pub fn describe(&self) -> String {
+        let age = match self.age_secs {
+            secs if secs < 60 => format!("{secs} s ago"),
+            secs if secs < 3_600 => format!("{} min ago", secs / 60),
+            secs => format!("{} h ago", secs / 3_600),
+        };
+        let mut text = format!(
+            "swapped in a summary prepared at {}% ({age}), wait {:.1} s",
+            self.prepared_at_percent,
+            self.waited_ms as f64 / 1000.0
+        );
+        if self.results_rewritten > 0 {
+            text.push_str(&format!(
+                " ({} it read saved to disk since: still valid, the text it read is there)",
+                counted(self.results_rewritten, "tool result", "tool results")
+            ));
+        }
+        if let Some(read) = self.cache_read {
+            text.push_str(&format!(
+                " · its request read {} cached tokens, wrote {}",
+                short_count(read as usize),
+                short_count(self.cache_written.unwrap_or(0) as usize)
+            ));
+        }
+        text
     }
 }
 

@@ -203,7 +203,7 @@ impl ProviderSummariser {
     /// One summary request, told how long the summary may be (so that it leaves room
     /// in a small window); a summary its `max_tokens` cut off is trimmed to its last
     /// full sentence, with a notice.
-    fn ask(&mut self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
+    async fn ask(&mut self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
         let sized = SummaryRequest {
             instructions: format!(
                 "{}\nKeep the summary under {} words.",
@@ -212,9 +212,7 @@ impl ProviderSummariser {
             ),
             ..request.clone()
         };
-        let summary = self
-            .runtime
-            .block_on(self.provider.summarise(&sized, self.max_tokens))?;
+        let summary = self.provider.summarise(&sized, self.max_tokens).await?;
         if !summary.cut {
             return Ok(summary.text);
         }
@@ -231,8 +229,17 @@ impl ProviderSummariser {
 
 impl Summariser for ProviderSummariser {
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        let runtime = self.runtime.clone();
+        runtime.block_on(self.summarise_async(request))
+    }
+}
+
+impl ProviderSummariser {
+    /// The summary, on the runtime: what [`Summariser::summarise`] blocks on, and what a
+    /// background summary awaits (cancelled by dropping it).
+    pub async fn summarise_async(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
         let failed = |error: ProviderError| SummaryError(error.to_string());
-        let overflow = match self.ask(request) {
+        let overflow = match self.ask(request).await {
             Err(ProviderError::ContextTooLong { overflow, .. }) => overflow,
             other => return other.map_err(failed),
         };
@@ -242,7 +249,7 @@ impl Summariser for ProviderSummariser {
             history_text: crate::compact::compact_history::render_capped(request.messages, cap),
             ..request.clone()
         };
-        match self.ask(&smaller) {
+        match self.ask(&smaller).await {
             Ok(summary) => {
                 self.notices.push(format!(
                     "the summary request was too long for the model's window; it was sent again with {} of {} characters of history",

@@ -143,11 +143,7 @@ fn summarise(path: &Path) -> Option<SessionSummary> {
     let mut file = open_regular(path, OpenOptions::new().read(true)).ok()?;
     let meta = file.metadata().ok()?;
     let size = meta.len();
-    let last_used_unix = meta
-        .modified()
-        .ok()
-        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |age| age.as_secs());
+    let last_used_unix = meta.modified().map_or(0, crate::time::unix_of);
     let id = path.file_stem()?.to_string_lossy().into_owned();
     let mut summary = SessionSummary {
         id,

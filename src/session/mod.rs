@@ -135,11 +135,7 @@ pub enum SessionError {
     TooLarge { path: PathBuf, limit: u64 },
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+use crate::time::unix_now;
 
 #[cfg(test)]
 mod tests;

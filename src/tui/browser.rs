@@ -114,11 +114,7 @@ pub fn list_files(workspace: &Path, written_by: &[(String, Stage)]) -> Vec<FileE
             if !metadata.is_file() {
                 continue;
             }
-            let modified = metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
+            let modified = metadata.modified().map_or(0, crate::time::unix_of);
             let path = format!("{dir}/{name}");
             entries.push(FileEntry {
                 origin: origin_of(&path, written_by),

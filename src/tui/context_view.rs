@@ -539,6 +539,13 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
         .filter(|(_, p)| p.cache_rewritten.is_some_and(|tokens| tokens > 0))
         .map(|(i, p)| ((i + 1) as f64, scale.clip(p.before())))
         .collect();
+    // Where a background summary started and where it was ready, on the estimate line.
+    let background_marks: Vec<(f64, f64)> = timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.background_started.is_some() || p.background_ready)
+        .map(|(i, p)| ((i + 1) as f64, scale.clip(p.before())))
+        .collect();
     let calls = timeline.len().max(2) as f64;
     let limit = [(1.0, lines.limit as f64), (calls, lines.limit as f64)];
     let target = [(1.0, lines.target as f64), (calls, lines.target as f64)];
@@ -560,7 +567,9 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
         Span::styled("• ", Style::default().fg(palette.compaction)),
         Span::styled("stage fired  ", Style::default().fg(palette.soft)),
         Span::styled("• ", Style::default().fg(palette.attention)),
-        Span::styled("cache rewritten", Style::default().fg(palette.soft)),
+        Span::styled("cache rewritten  ", Style::default().fg(palette.soft)),
+        Span::styled("• ", Style::default().fg(palette.reference)),
+        Span::styled("background summary started / ready", Style::default().fg(palette.soft)),
     ]);
     let datasets = vec![
         Dataset::default()
@@ -583,6 +592,11 @@ pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint]
             .marker(Marker::Dot)
             .style(Style::default().fg(palette.attention))
             .data(&cache_marks),
+        Dataset::default()
+            .graph_type(GraphType::Scatter)
+            .marker(Marker::Dot)
+            .style(Style::default().fg(palette.reference))
+            .data(&background_marks),
         Dataset::default()
             .graph_type(GraphType::Scatter)
             .marker(Marker::Dot)

@@ -2,7 +2,8 @@
 //! the micro-compact target and the limit, coloured by zone, and the fixed part of
 //! every request beside it; the message count against the snip limit; and, once a call
 //! was measured, its tokens against the window and its characters per token (marked
-//! `≈` when re-estimated after a compaction).
+//! `≈` when re-estimated after a compaction); and where a background summary started
+//! (`╎`), and whether it is ready.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -55,12 +56,19 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
     let filled = ((status.estimate.min(limit) as f64 / limit as f64) * width as f64).round() as usize;
     let target_at = ((status.target as f64 / limit as f64) * width as f64).round() as usize;
     let target_at = target_at.min(width - 1);
+    // Where a background summary started, between the ticks.
+    let background_at = status
+        .background
+        .map(|background| ((background.started_at_percent as f64 / 100.0) * width as f64).round() as usize)
+        .map(|at| at.min(width - 1));
     (0..width)
         .map(|i| {
             let is_tick = i == target_at || i == width - 1;
             let (symbol, style) = match (i < filled, is_tick) {
                 (true, true) => ("┃", Style::default().fg(tick_colour(true)).bg(colour)),
                 (false, true) => ("┃", Style::default().fg(tick_colour(false))),
+                (true, false) if background_at == Some(i) => ("╎", Style::default().fg(tick_colour(true)).bg(colour)),
+                (false, false) if background_at == Some(i) => ("╎", Style::default().fg(tick_colour(false))),
                 (true, false) => ("█", Style::default().fg(colour)),
                 (false, false) => ("░", Style::default().fg(theme::palette().muted)),
             };
@@ -104,6 +112,20 @@ pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
         format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
         Style::default().fg(messages_colour),
     ));
+    if let Some(background) = status.background {
+        let (text, colour) = if background.ready {
+            (
+                format!(" · summary ready (from {}%)", background.started_at_percent),
+                theme::palette().success,
+            )
+        } else {
+            (
+                format!(" · summarising since {}%", background.started_at_percent),
+                theme::palette().soft,
+            )
+        };
+        spans.push(Span::styled(text, Style::default().fg(colour)));
+    }
     if detail != Detail::Compact
         && let Some(figure) = &status.tokens
     {

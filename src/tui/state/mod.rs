@@ -12,7 +12,7 @@ use crate::compact::{Stage, StageEvent};
 use crate::context_map::ContextBreakdown;
 use crate::message::{ContentBlock, Message};
 use crate::protocol::CompactionRequester;
-use crate::protocol::{AgentEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnId, TurnOutcome};
+use crate::protocol::{AgentEvent, BackgroundEvent, CallPoint, ContextStatus, Past, ToolStatus, TurnId, TurnOutcome};
 use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
 
@@ -257,6 +257,7 @@ impl AppState {
             }
             AgentEvent::History { messages } => self.load_history(&messages),
             AgentEvent::EditRequest { text } => self.edit_request = Some(text),
+            AgentEvent::Background { event } => self.note_background(&event),
             AgentEvent::Replay { past, in_context } => self.replay(past, in_context),
             AgentEvent::TurnStarted { turn, request } => {
                 self.current_turn = Some(turn);
@@ -599,6 +600,7 @@ impl AppState {
                 Past::Preview { events } => self.push(ChatEntry::Preview(events)),
                 Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
                 Past::Forked { origin } => self.push(ChatEntry::Notice(branch_line(&origin))),
+                Past::Background { event } => self.note_background(&event),
             }
         }
         self.push(ChatEntry::Notice(format!(
@@ -625,6 +627,14 @@ impl AppState {
                 crate::compact::counted(messages.len(), "message", "messages")
             )));
         }
+    }
+}
+
+impl AppState {
+    /// A background summary moved on: the chat says it quietly (the gauge follows the
+    /// context status).
+    fn note_background(&mut self, event: &BackgroundEvent) {
+        self.push(ChatEntry::Notice(event.line()));
     }
 }
 

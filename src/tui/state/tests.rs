@@ -77,6 +77,7 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
                 snip_max_messages: 50,
                 fixed: 2_400,
                 tokens: None,
+                background: None,
             },
         },
         AgentEvent::ModelCall {

@@ -1,0 +1,274 @@
+//! The summary prepared before it is needed: started once the estimate passes
+//! `compaction.background_at_percent`, as a separate model call while the user's turns
+//! go on (at most one at a time, dropped with the session), and handed to stage 4 to
+//! swap in. The live history is never changed from here: the call works on a copy of
+//! the messages it covers, fingerprinted, and the swap checks they still stand.
+
+use std::time::Instant;
+
+use futures::FutureExt;
+
+use super::*;
+use crate::compact::background::{Prefix, ReadySummary, Standing, fingerprint, percent_of_limit, prefix_to_summarise};
+use crate::protocol::BackgroundEvent;
+
+/// Where the background summary is.
+#[derive(Default)]
+pub(super) enum Background {
+    #[default]
+    Idle,
+    Running(RunningSummary),
+    Ready(ReadySummary),
+    /// The last one failed: the next starts once the history has grown past
+    /// `retry_from` messages, not before every call.
+    Failed {
+        retry_from: usize,
+    },
+}
+
+pub(super) struct RunningSummary {
+    prefix: Prefix,
+    started_at_percent: usize,
+    started_unix: u64,
+    started: Instant,
+    task: tokio::task::JoinHandle<(Result<String, String>, Vec<String>)>,
+}
+
+impl Drop for RunningSummary {
+    /// Dropped with the session (or set aside): the call stops with it.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Background {
+    /// What the gauge marks.
+    pub(super) fn status(&self) -> Option<crate::protocol::BackgroundStatus> {
+        let (started_at_percent, ready) = match self {
+            Background::Running(running) => (running.started_at_percent, false),
+            Background::Ready(ready) => (ready.started_at_percent, true),
+            Background::Idle | Background::Failed { .. } => return None,
+        };
+        Some(crate::protocol::BackgroundStatus {
+            started_at_percent,
+            ready,
+        })
+    }
+
+    fn prefix(&self) -> Option<&Prefix> {
+        match self {
+            Background::Running(running) => Some(&running.prefix),
+            Background::Ready(ready) => Some(&ready.prefix),
+            Background::Idle | Background::Failed { .. } => None,
+        }
+    }
+}
+
+/// Resolves once the summary is no longer being written (at once when none is), for
+/// the idle loop to swap it in; never while one is still running.
+pub(super) async fn settled(background: &mut Background) {
+    if let Background::Running(running) = background {
+        // Finished (or failed): `poll_background` takes the result from the handle.
+        let _ = (&mut running.task).await;
+    }
+}
+
+impl Agent {
+    /// Whether an idle swap is wanted: `compaction.compact_when_idle`, no turn running,
+    /// and a summary written or being written while the estimate is past the threshold.
+    pub(super) fn swaps_when_idle(&self) -> bool {
+        let config = &self.settings.compaction;
+        config.compact_when_idle
+            && config.background_at_percent > 0
+            && percent_of_limit(&self.sizes, config) >= config.background_at_percent
+            && matches!(self.background, Background::Running(_) | Background::Ready(_))
+    }
+
+    /// The user is idle and the summary is ready: swap it in now, so the next request
+    /// starts small and the prompt cache is rewritten at a quiet moment.
+    pub(super) async fn swap_while_idle(&mut self) {
+        self.poll_background();
+        let Some(ready) = self.take_ready_summary() else {
+            return;
+        };
+        let request = self.active_request();
+        let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let why_not = outcome.clone();
+        self.on_history(move |messages, sizes, config, store, _| {
+            let ctx = crate::compact::Context { config, store };
+            let mut events = Vec::new();
+            events.extend(crate::compact::timed(
+                || match crate::compact::compact_history::swap_now(messages, sizes, &request, &ctx, &ready) {
+                    Ok(event) => Some(event),
+                    Err(why) => {
+                        *why_not.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                        None
+                    }
+                },
+            ));
+            events
+        })
+        .await;
+        let why_not = outcome.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(why) = why_not {
+            self.background_event(BackgroundEvent::Discarded { reason: why });
+        }
+        self.sync_journal();
+        self.emit_context();
+    }
+
+    fn background_event(&mut self, event: BackgroundEvent) {
+        match &event {
+            BackgroundEvent::Started { percent, .. } => self.background_marks.0 = Some(*percent),
+            BackgroundEvent::Ready { .. } => self.background_marks.1 = true,
+            _ => {}
+        }
+        self.journal(Record::Shown {
+            item: Past::Background { event: event.clone() },
+        });
+        self.emit(AgentEvent::Background { event });
+        self.emit_context();
+    }
+
+    /// A finished call becomes a ready summary (or a failure), without waiting.
+    pub(super) fn poll_background(&mut self) {
+        let Background::Running(running) = &mut self.background else {
+            return;
+        };
+        let Some(joined) = (&mut running.task).now_or_never() else {
+            return;
+        };
+        if let Background::Running(running) = std::mem::take(&mut self.background) {
+            self.finish_background(&running, joined);
+        }
+    }
+
+    /// Wait for a running summary (the limit came first), saying so; Esc or a quit
+    /// stops the wait (the summary goes on). How long it waited.
+    pub(super) async fn wait_for_background(&mut self, ops: &mut UnboundedReceiver<Op>) -> std::time::Duration {
+        let waited = Instant::now();
+        let Background::Running(mut running) = std::mem::take(&mut self.background) else {
+            return waited.elapsed();
+        };
+        self.background_event(BackgroundEvent::Waiting {
+            started_secs_ago: running.started.elapsed().as_secs(),
+        });
+        loop {
+            tokio::select! {
+                joined = &mut running.task => {
+                    self.finish_background(&running, joined);
+                    return waited.elapsed();
+                }
+                op = ops.recv() => match op {
+                    Some(Op::Cancel) => break,
+                    None | Some(Op::Quit) => {
+                        self.quit = true;
+                        break;
+                    }
+                    Some(Op::Inspect) => self.emit(self.breakdown()),
+                    Some(_) => {}
+                },
+            }
+        }
+        self.background = Background::Running(running);
+        waited.elapsed()
+    }
+
+    fn finish_background(
+        &mut self,
+        running: &RunningSummary,
+        joined: Result<(Result<String, String>, Vec<String>), tokio::task::JoinError>,
+    ) {
+        let took_ms = u64::try_from(running.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (result, notices) = joined.unwrap_or_else(|error| (Err(error.to_string()), Vec::new()));
+        for message in notices {
+            self.emit(AgentEvent::Notice { message });
+        }
+        match result {
+            Ok(summary) => {
+                self.background = Background::Ready(ReadySummary {
+                    prefix: running.prefix.clone(),
+                    summary,
+                    started_at_percent: running.started_at_percent,
+                    started_unix: running.started_unix,
+                    took_ms,
+                    cache_read: None,
+                    cache_written: None,
+                });
+                self.background_event(BackgroundEvent::Ready { took_ms });
+            }
+            Err(error) => {
+                self.background = Background::Failed {
+                    retry_from: self.messages.len() + self.settings.compaction.reactive_keep_messages,
+                };
+                self.background_event(BackgroundEvent::Failed { error });
+            }
+        }
+    }
+
+    /// Set aside whatever is prepared or running, saying why.
+    pub(super) fn discard_background(&mut self, reason: &str) {
+        if matches!(self.background, Background::Running(_) | Background::Ready(_)) {
+            self.background = Background::Idle;
+            self.background_event(BackgroundEvent::Discarded {
+                reason: reason.to_string(),
+            });
+        } else {
+            self.background = Background::Idle;
+        }
+    }
+
+    /// The ready summary, for stage 4 (which reports whether it was used).
+    pub(super) fn take_ready_summary(&mut self) -> Option<ReadySummary> {
+        match std::mem::take(&mut self.background) {
+            Background::Ready(ready) => Some(ready),
+            other => {
+                self.background = other;
+                None
+            }
+        }
+    }
+
+    /// After the history changed: a summary whose messages no longer start it is set
+    /// aside, and one is started once the estimate is past the threshold.
+    pub(super) fn start_background_if_due(&mut self) {
+        self.poll_background();
+        if let Some(prefix) = self.background.prefix()
+            && let Standing::Changed(why) = crate::compact::background::standing(prefix, &self.messages)
+        {
+            self.discard_background(&format!("the history it summarised changed ({why})"));
+        }
+        if self.read_only.is_some() {
+            return;
+        }
+        match self.background {
+            Background::Idle => {}
+            Background::Failed { retry_from } if self.messages.len() >= retry_from => {}
+            _ => return,
+        }
+        let config = self.pipeline_config();
+        let Some(end) = prefix_to_summarise(&self.messages, &self.sizes, &config) else {
+            return;
+        };
+        let prefix = fingerprint(&self.messages, end);
+        let covered = self.messages[..end].to_vec();
+        let mut summariser = self.summariser();
+        let task = tokio::spawn(async move {
+            let request = crate::compact::compact_history::summary_request(&covered, None, &config);
+            let result = summariser
+                .summarise_async(&request)
+                .await
+                .map_err(|error| error.to_string());
+            (result, summariser.take_notices())
+        });
+        let percent = percent_of_limit(&self.sizes, &self.settings.compaction);
+        self.background = Background::Running(RunningSummary {
+            prefix,
+            started_at_percent: percent,
+            started_unix: crate::time::unix_now(),
+            started: Instant::now(),
+            task,
+        });
+        self.background_event(BackgroundEvent::Started { percent, messages: end });
+    }
+}

@@ -1,0 +1,237 @@
+//! A summary prepared before it is needed. Once the estimate passes
+//! `background_at_percent` of the limit, the caller summarises the older part of the
+//! history (all but the newest `reactive_keep_messages`, cut where no call is split
+//! from its result) in a separate model call while the session goes on. When stage 4
+//! fires later, the summary is swapped in without a call, but only if the messages it
+//! summarised are still the start of the history: each is fingerprinted when the
+//! summary starts, its shape (roles, blocks, ids, texts) apart from its tool results'
+//! contents, so a result a recoverable stage has since saved to disk (the text the
+//! summary read is kept there) does not void it, while any other change does.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::estimate::Sizes;
+use super::markers::{ResultKind, classify_result, compacted_text};
+use super::pairing::{tail_start_backward, tail_start_forward};
+use super::{CompactConfig, Summariser, SummaryError, SummaryRequest};
+use crate::message::{ContentBlock, Message};
+
+/// One summarised message, as its fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagePrint {
+    /// The SHA-256 of the message with its tool results' contents left out.
+    pub shape: String,
+    /// The SHA-256 of the whole message.
+    pub whole: String,
+}
+
+/// The start of the history a background summary covers: `messages[..end]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefix {
+    pub end: usize,
+    pub prints: Vec<MessagePrint>,
+}
+
+/// A finished background summary, waiting for the limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadySummary {
+    pub prefix: Prefix,
+    pub summary: String,
+    /// The estimate's share of the limit when the summary started.
+    pub started_at_percent: usize,
+    /// When it started (Unix seconds).
+    pub started_unix: u64,
+    /// How long the model took.
+    pub took_ms: u64,
+    /// Prompt tokens the summary request read from and wrote to the provider's cache.
+    pub cache_read: Option<u64>,
+    pub cache_written: Option<u64>,
+}
+
+/// Where a background summary should cover up to now, if it should start: the
+/// estimate is at or past `background_at_percent` of the limit (0 turns it off), and
+/// something older than the kept tail is left to summarise.
+pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &CompactConfig) -> Option<usize> {
+    let percent = config.background_at_percent;
+    if percent == 0 || sizes.total() * 100 < config.context_char_limit * percent {
+        return None;
+    }
+    let wanted = messages.len().saturating_sub(config.reactive_keep_messages);
+    let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
+    // A summary of the first request alone saves nothing.
+    (end >= 2 && end < messages.len()).then_some(end)
+}
+
+/// The estimate's share of the limit, in whole percent.
+pub fn percent_of_limit(sizes: &Sizes, config: &CompactConfig) -> usize {
+    sizes.total() * 100 / config.context_char_limit.max(1)
+}
+
+fn sha256_of(value: &impl Serialize) -> String {
+    let bytes = crate::json::to_vec(value).unwrap_or_default();
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// The message with every tool result's content emptied.
+fn shape_of(message: &Message) -> Message {
+    let mut shape = message.clone();
+    if let crate::message::Content::Blocks(blocks) = shape.content_mut() {
+        for block in blocks {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                *content = crate::message::ToolResultContent::Text(String::new());
+            }
+        }
+    }
+    shape
+}
+
+/// The fingerprints of `messages[..end]`.
+pub fn fingerprint(messages: &[Message], end: usize) -> Prefix {
+    Prefix {
+        end,
+        prints: messages[..end.min(messages.len())]
+            .iter()
+            .map(|message| MessagePrint {
+                shape: sha256_of(&shape_of(message)),
+                whole: sha256_of(message),
+            })
+            .collect(),
+    }
+}
+
+/// Whether a summary of `prefix` can stand for the start of `messages` now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// The same messages; `rewritten` tool results among them were since saved to disk
+    /// by a recoverable stage (the summary read their text, which is kept there).
+    Stands { rewritten: usize },
+    /// They changed: why, in words.
+    Changed(String),
+}
+
+pub fn standing(prefix: &Prefix, messages: &[Message]) -> Standing {
+    if messages.len() < prefix.end || prefix.prints.len() != prefix.end {
+        return Standing::Changed(format!(
+            "the history has {} messages now, fewer than the {} it summarised",
+            messages.len(),
+            prefix.end
+        ));
+    }
+    let mut rewritten = 0;
+    for (at, (message, print)) in messages.iter().zip(&prefix.prints).enumerate() {
+        if sha256_of(message) == print.whole {
+            continue;
+        }
+        if sha256_of(&shape_of(message)) != print.shape {
+            return Standing::Changed(format!("message {} of those it summarised changed", at + 1));
+        }
+        // Only the results changed: each must now point to where its text was saved.
+        for block in message.block_slice() {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                match classify_result(content) {
+                    ResultKind::Whole => {}
+                    ResultKind::Persisted(_) | ResultKind::Cleared { .. } => rewritten += 1,
+                }
+            }
+        }
+        if rewritten == 0 {
+            return Standing::Changed(format!("a tool result of message {} changed", at + 1));
+        }
+    }
+    Standing::Stands { rewritten }
+}
+
+/// Room a transcript path takes in the `[Compacted]` message, at most: the stage and
+/// time make its name, so its length hardly varies.
+const TRANSCRIPT_PATH_ROOM: usize = 128;
+
+/// Whether the `[Compacted]` message with `summary` in full, followed by the messages
+/// after the prefix, fits the limit: a swap must leave the history where stage 4
+/// would (at or under the limit) without cutting the summary it waited for.
+pub fn swap_fits(sizes: &Sizes, end: usize, request: &str, summary: &str, config: &CompactConfig) -> bool {
+    let placeholder = "x".repeat(TRANSCRIPT_PATH_ROOM);
+    let compacted = Message::user_text(compacted_text(Some(request), summary, &placeholder, end));
+    sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.context_char_limit
+}
+
+/// A summariser that hands back a summary made earlier.
+pub struct Prepared(pub String);
+
+impl Summariser for Prepared {
+    fn summarise(&mut self, _request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        Ok(self.0.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::markers::cleared_reference;
+    use crate::history::History;
+
+    fn config(percent: usize) -> CompactConfig {
+        CompactConfig {
+            context_char_limit: 4_000,
+            background_at_percent: percent,
+            ..CompactConfig::default()
+        }
+    }
+
+    fn rounds(n: usize) -> Vec<Message> {
+        History::new()
+            .request("task")
+            .rounds(n, "bash", &serde_json::json!({"command": "ls"}), |i| {
+                format!("output {i} ").repeat(20)
+            })
+            .build()
+    }
+
+    #[test]
+    fn it_starts_at_the_threshold_and_never_splits_a_pair() {
+        let history = rounds(12);
+        let sizes = Sizes::of(&history, crate::compact::EstimateMode::Seed);
+        assert!(percent_of_limit(&sizes, &config(70)) >= 70, "{}", sizes.total());
+        assert_eq!(prefix_to_summarise(&history, &sizes, &config(0)), None, "0 is off");
+        let end = prefix_to_summarise(&history, &sizes, &config(70)).expect("past the threshold");
+        assert!(!history[end].has_tool_result(), "the tail starts with no orphan result");
+        assert!(history.len() - end >= 5);
+        let far = CompactConfig {
+            context_char_limit: 1_000_000,
+            ..config(70)
+        };
+        assert_eq!(prefix_to_summarise(&history, &sizes, &far), None, "below the threshold");
+    }
+
+    #[test]
+    fn a_prefix_stands_through_saved_results_and_falls_with_any_other_change() {
+        let history = rounds(6);
+        let prefix = fingerprint(&history, 7);
+        assert_eq!(standing(&prefix, &history), Standing::Stands { rewritten: 0 });
+
+        let mut cleared = history.clone();
+        for block in crate::compact::pairing::blocks_mut(&mut cleared[2]) {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                *content =
+                    crate::message::ToolResultContent::Text(cleared_reference(".task_outputs/tool-results/x.txt"));
+            }
+        }
+        assert_eq!(standing(&prefix, &cleared), Standing::Stands { rewritten: 1 });
+
+        let mut edited = history.clone();
+        for block in crate::compact::pairing::blocks_mut(&mut edited[2]) {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                *content = crate::message::ToolResultContent::Text("something else".into());
+            }
+        }
+        assert!(
+            matches!(standing(&prefix, &edited), Standing::Changed(why) if why.contains("tool result of message 3"))
+        );
+
+        let mut reworded = history.clone();
+        reworded[0] = Message::user_text("another task");
+        assert!(matches!(standing(&prefix, &reworded), Standing::Changed(why) if why.contains("message 1")));
+
+        assert!(matches!(standing(&prefix, &history[..3]), Standing::Changed(why) if why.contains("fewer")));
+    }
+}
