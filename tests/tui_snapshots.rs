@@ -339,13 +339,13 @@ fn the_gauge_in_each_zone() {
                 snip_max_messages: 50,
                 fixed: 2_400,
                 tokens: Some(TokenFigure {
-                    background: None,
                     tokens: (estimate as u64 + 2_400) * 10 / 42,
                     window_tokens: 200_000,
                     request_chars: estimate + 2_400,
                     chars_per_token: 4.2,
                     basis,
                 }),
+                background: None,
             },
         });
         let terminal = draw(&mut s.app, 120, 40);
@@ -675,13 +675,13 @@ fn context_view_and_timeline() {
             snip_max_messages: 50,
             fixed: 2_400,
             tokens: Some(TokenFigure {
-                background: None,
                 tokens: 5_595,
                 window_tokens: 200_000,
                 request_chars: 23_400,
                 chars_per_token: 23_400.0 / 5_595.0,
                 basis: TokenBasis::Reported,
             }),
+            background: None,
         },
     });
     s.app.apply(AgentEvent::TurnDone {

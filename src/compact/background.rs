@@ -118,6 +118,9 @@ pub fn standing(prefix: &Prefix, messages: &[Message]) -> Standing {
             prefix.end
         ));
     }
+    if messages.get(prefix.end).is_some_and(Message::has_tool_result) {
+        return Standing::Changed("the messages after it start with results of calls it summarised".into());
+    }
     let mut rewritten = 0;
     for (at, (message, print)) in messages.iter().zip(&prefix.prints).enumerate() {
         if sha256_of(message) == print.whole {
@@ -203,10 +206,133 @@ mod tests {
         assert_eq!(prefix_to_summarise(&history, &sizes, &far), None, "below the threshold");
     }
 
+    /// Counts its calls: a swap must make none.
+    struct Counting(usize);
+
+    impl Summariser for Counting {
+        fn summarise(&mut self, _request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+            self.0 += 1;
+            Ok("a summary written at the limit".into())
+        }
+    }
+
+    fn ready_for(history: &[Message], end: usize) -> ReadySummary {
+        ReadySummary {
+            prefix: fingerprint(history, end),
+            summary: "Goal: the task. Done: rounds 1 to 9 listed the files.".into(),
+            started_at_percent: 71,
+            started_unix: crate::time::unix_now() - 120,
+            took_ms: 5_000,
+            cache_read: None,
+            cache_written: None,
+        }
+    }
+
+    /// Stage 4 at the limit with the summary `ready`, on `history`.
+    fn stage_four(
+        history: &mut Vec<Message>,
+        ready: &ReadySummary,
+        limit: usize,
+        summariser: &mut Counting,
+    ) -> crate::compact::StageEvent {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::new(dir.path());
+        let config = CompactConfig {
+            context_char_limit: limit,
+            ..config(70)
+        };
+        let ctx = crate::compact::Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(history, config.estimate);
+        let event = crate::compact::compact_history::compact_history_swapping(
+            history,
+            &mut sizes,
+            "task",
+            &ctx,
+            summariser,
+            Some(ready),
+        )
+        .expect("over the limit");
+        assert_eq!(sizes.total(), crate::compact::estimate_chars(history));
+        assert!(sizes.total() <= limit, "{} over {limit}", sizes.total());
+        crate::compact::pairing::check_pairing(history).expect("pairs kept");
+        event
+    }
+
+    #[test]
+    fn at_the_limit_a_standing_summary_is_swapped_in_with_no_call() {
+        let original = rounds(12);
+        let end = 19;
+        let ready = ready_for(&original, end);
+        let mut history = original.clone();
+        let mut summariser = Counting(0);
+        let event = stage_four(&mut history, &ready, 4_000, &mut summariser);
+        assert_eq!(summariser.0, 0, "no model call at the limit");
+        assert_eq!(history[1..], original[end..], "the messages after the prefix, verbatim");
+        assert!(history[0].text().starts_with("[Compacted]") && history[0].text().contains("rounds 1 to 9"));
+        let swapped = event.swapped.clone().expect("swapped");
+        assert_eq!((swapped.prepared_at_percent, swapped.results_rewritten), (71, 0));
+        assert!(
+            event.summary_line().contains("swapped in a summary prepared at 71% (2 min ago), wait 0.0 s"),
+            "{}",
+            event.summary_line()
+        );
+        assert_eq!(event.replaced, end);
+        assert!(event.archived.is_some(), "the whole history is in a transcript, as for any stage 4");
+    }
+
+    #[test]
+    fn a_summary_of_results_saved_since_is_still_swapped_in_and_says_so() {
+        let original = rounds(12);
+        let ready = ready_for(&original, 19);
+        let mut history = original.clone();
+        for block in crate::compact::pairing::blocks_mut(&mut history[2]) {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                *content = crate::message::ToolResultContent::Text(cleared_reference(
+                    ".task_outputs/tool-results/toolu_1.txt",
+                ));
+            }
+        }
+        let mut summariser = Counting(0);
+        let event = stage_four(&mut history, &ready, 4_000, &mut summariser);
+        assert_eq!(summariser.0, 0);
+        assert_eq!(event.swapped.as_ref().map(|s| s.results_rewritten), Some(1));
+        assert!(event.summary_line().contains("still valid"), "{}", event.summary_line());
+    }
+
+    #[test]
+    fn a_summary_whose_messages_changed_or_leave_no_room_is_set_aside() {
+        let original = rounds(12);
+        let ready = ready_for(&original, 19);
+        let mut changed = original.clone();
+        changed[0] = Message::user_text("a different task");
+        let mut summariser = Counting(0);
+        let event = stage_four(&mut changed, &ready, 4_000, &mut summariser);
+        assert_eq!(summariser.0, 1, "summarised as usual");
+        assert_eq!(event.swapped, None);
+        let why = event.background_discarded.clone().unwrap_or_default();
+        assert!(why.contains("message 1 of those it summarised changed"), "{why}");
+        assert!(event.summary_line().contains("was not used"), "{}", event.summary_line());
+
+        // The newest messages alone fill most of the limit: no room for the summary.
+        let mut full = original.clone();
+        let ready = ReadySummary {
+            summary: "x".repeat(3_000),
+            ..ready_for(&original, 19)
+        };
+        let mut summariser = Counting(0);
+        let event = stage_four(&mut full, &ready, 4_000, &mut summariser);
+        assert_eq!(summariser.0, 1);
+        assert!(event.background_discarded.unwrap_or_default().contains("no room"));
+    }
+
     #[test]
     fn a_prefix_stands_through_saved_results_and_falls_with_any_other_change() {
         let history = rounds(6);
         let prefix = fingerprint(&history, 7);
+        assert!(matches!(standing(&fingerprint(&history, 6), &history), Standing::Changed(why) if why.contains("start with results")));
         assert_eq!(standing(&prefix, &history), Standing::Stands { rewritten: 0 });
 
         let mut cleared = history.clone();
