@@ -51,7 +51,9 @@ pub struct ReadySummary {
 
 /// Where a background summary should cover up to now, if it should start: the
 /// estimate is at or past `background_at_percent` of the limit (0 turns it off), and
-/// something older than the kept tail is left to summarise.
+/// something older than the kept tail is left to summarise, while the tail itself takes
+/// at most half of stage 3's target (a swap must leave room to work, or the next call
+/// would be at the limit again).
 pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &CompactConfig) -> Option<usize> {
     let percent = config.background_at_percent;
     if percent == 0 || sizes.total() * 100 < config.context_char_limit * percent {
@@ -60,7 +62,8 @@ pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &Compact
     let wanted = messages.len().saturating_sub(config.reactive_keep_messages);
     let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
     // A summary of the first request alone saves nothing.
-    (end >= 2 && end < messages.len()).then_some(end)
+    let worth_it = end >= 2 && end < messages.len();
+    (worth_it && sizes.total_with_empty_prefix(end) <= config.micro_target_chars() / 2).then_some(end)
 }
 
 /// The estimate's share of the limit, in whole percent.
@@ -150,12 +153,13 @@ pub fn standing(prefix: &Prefix, messages: &[Message]) -> Standing {
 const TRANSCRIPT_PATH_ROOM: usize = 128;
 
 /// Whether the `[Compacted]` message with `summary` in full, followed by the messages
-/// after the prefix, fits the limit: a swap must leave the history where stage 4
-/// would (at or under the limit) without cutting the summary it waited for.
+/// after the prefix, fits stage 3's target: a swap must leave the history under the
+/// limit without cutting the summary it waited for, with room to work before the
+/// next compaction.
 pub fn swap_fits(sizes: &Sizes, end: usize, request: &str, summary: &str, config: &CompactConfig) -> bool {
     let placeholder = "x".repeat(TRANSCRIPT_PATH_ROOM);
     let compacted = Message::user_text(compacted_text(Some(request), summary, &placeholder, end));
-    sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.context_char_limit
+    sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.micro_target_chars()
 }
 
 /// A summariser that hands back a summary made earlier.
@@ -325,7 +329,7 @@ mod tests {
         let mut summariser = Counting(0);
         let event = stage_four(&mut full, &ready, 4_000, &mut summariser);
         assert_eq!(summariser.0, 1);
-        assert!(event.background_discarded.unwrap_or_default().contains("no room"));
+        assert!(event.background_discarded.unwrap_or_default().contains("too little room"));
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn try_swap(
             Ok(swap_in(messages, sizes, active_request, ctx, ready, rewritten, trigger))
         }
         Standing::Stands { .. } => {
-            Err("the messages after the ones it summarised leave it no room under the limit".into())
+            Err("the messages after the ones it summarised leave it too little room under the limit".into())
         }
         Standing::Changed(why) => Err(why),
     }
