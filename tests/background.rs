@@ -109,12 +109,28 @@ async fn a_ready_summary_is_swapped_in_with_no_wait_and_the_stages_are_the_same(
     let off = session(0, 200, 0, 40).await;
     let crossings = |outcome: &Outcome| -> Vec<usize> {
         let turns = outcome.stages.iter().enumerate();
-        turns.filter(|(_, stages)| !stages.is_empty()).map(|(turn, _)| turn).collect()
+        turns
+            .filter(|(_, stages)| !stages.is_empty())
+            .map(|(turn, _)| turn)
+            .collect()
     };
     let only_stage_four = |outcome: &Outcome| outcome.stages.concat().iter().all(|s| *s == Stage::CompactHistory);
-    assert!(only_stage_four(&on) && only_stage_four(&off), "{:?} / {:?}", on.stages, off.stages);
-    assert_eq!(crossings(&off).len(), 2, "the limit is crossed twice in 40 turns without it");
-    assert_eq!(crossings(&on)[0], crossings(&off)[0], "the first crossing is at the same turn");
+    assert!(
+        only_stage_four(&on) && only_stage_four(&off),
+        "{:?} / {:?}",
+        on.stages,
+        off.stages
+    );
+    assert_eq!(
+        crossings(&off).len(),
+        2,
+        "the limit is crossed twice in 40 turns without it"
+    );
+    assert_eq!(
+        crossings(&on)[0],
+        crossings(&off)[0],
+        "the first crossing is at the same turn"
+    );
     assert_eq!(on.swaps, crossings(&on).len(), "every crossing swapped: {on:#?}");
     assert_eq!(off.swaps, 0);
     assert!(
@@ -122,9 +138,20 @@ async fn a_ready_summary_is_swapped_in_with_no_wait_and_the_stages_are_the_same(
         "stage 4 took {:?} of the turns with the summary ready",
         on.waited
     );
-    assert!(off.waited >= Duration::from_millis(2 * 150), "the model was asked at the limit: {:?}", off.waited);
-    assert_eq!(on.summary_requests, on.swaps, "one summary each time, written in the background");
-    assert!(on.background.iter().any(|e| matches!(e, BackgroundEvent::Started { percent, .. } if *percent >= 70)));
+    assert!(
+        off.waited >= Duration::from_millis(2 * 150),
+        "the model was asked at the limit: {:?}",
+        off.waited
+    );
+    assert_eq!(
+        on.summary_requests, on.swaps,
+        "one summary each time, written in the background"
+    );
+    assert!(
+        on.background
+            .iter()
+            .any(|e| matches!(e, BackgroundEvent::Started { percent, .. } if *percent >= 70))
+    );
     assert!(on.background.iter().any(|e| matches!(e, BackgroundEvent::Ready { .. })));
     assert_eq!(on.history_roles.first(), Some(&"compacted"));
     assert_eq!(off.history_roles.first(), Some(&"compacted"));
@@ -136,14 +163,29 @@ async fn a_ready_summary_is_swapped_in_with_no_wait_and_the_stages_are_the_same(
 async fn at_the_limit_the_turn_waits_for_the_running_summary_instead_of_asking_again() {
     let outcome = session(70, 1_500, 0, 18).await;
     assert!(
-        outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Waiting { .. })),
+        outcome
+            .background
+            .iter()
+            .any(|e| matches!(e, BackgroundEvent::Waiting { .. })),
         "{outcome:#?}"
     );
     assert_eq!(outcome.swaps, 1, "{outcome:#?}");
-    let fourth_stages = outcome.stages.concat().iter().filter(|s| **s == Stage::CompactHistory).count();
+    let fourth_stages = outcome
+        .stages
+        .concat()
+        .iter()
+        .filter(|s| **s == Stage::CompactHistory)
+        .count();
     assert_eq!(fourth_stages, 1, "{outcome:#?}");
-    assert_eq!(outcome.summary_requests, 1, "the running summary was not asked for twice");
-    assert!(outcome.waited >= Duration::from_millis(100), "the wait is counted: {:?}", outcome.waited);
+    assert_eq!(
+        outcome.summary_requests, 1,
+        "the running summary was not asked for twice"
+    );
+    assert!(
+        outcome.waited >= Duration::from_millis(100),
+        "the wait is counted: {:?}",
+        outcome.waited
+    );
 }
 
 /// `/clear` while a summary is being written sets it aside: nothing of the old
@@ -164,7 +206,10 @@ async fn clear_sets_a_running_summary_aside() {
         run_turn(&mut agent, request, &mut outcome).await;
     }
     assert!(
-        outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Started { .. })),
+        outcome
+            .background
+            .iter()
+            .any(|e| matches!(e, BackgroundEvent::Started { .. })),
         "{outcome:#?}"
     );
     agent.ops.send(Op::Clear).unwrap();
@@ -184,5 +229,54 @@ async fn clear_sets_a_running_summary_aside() {
             .iter()
             .all(|m| !matches!(classify(m), MessageKind::CompactedSummary { .. })),
         "nothing of the old conversation came back"
+    );
+}
+
+/// `compaction.compact_when_idle`: a turn ends past the threshold, the summary becomes
+/// ready while the user reads, and it is swapped in then, with no request pending, so
+/// the next request starts small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
+    let replies = (0..16)
+        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
+        .collect();
+    let api = MockApi::start(replies).await;
+    api.script_summaries(vec![slow_summary(300)]);
+    let mut settings = agent_settings(AskPolicy::Approve);
+    settings.compaction.context_char_limit = 12_000;
+    settings.compaction.compact_when_idle = true;
+    let mut agent = start_agent(&api, settings).await;
+    let mut outcome = Outcome::default();
+    let mut turn = 0;
+    while !outcome
+        .background
+        .iter()
+        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
+    {
+        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        run_turn(&mut agent, request, &mut outcome).await;
+        turn += 1;
+        assert!(turn < 16, "the threshold was reached");
+    }
+    let calls_before = api.turn_requests().len();
+    let event = until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
+    let AgentEvent::Compaction { event } = event else {
+        unreachable!("waited for a compaction")
+    };
+    assert_eq!(event.stage, Stage::CompactHistory);
+    assert!(event.swapped.is_some(), "{event:?}");
+    assert!(event.trigger.contains("idle"), "{}", event.trigger);
+    assert_eq!(
+        api.turn_requests().len(),
+        calls_before,
+        "swapped with no request pending"
+    );
+    run_turn(&mut agent, "and the conclusion?".into(), &mut outcome).await;
+    let sent = messages_of(api.turn_requests().last().unwrap());
+    assert!(matches!(classify(&sent[0]), MessageKind::CompactedSummary { .. }));
+    assert!(
+        sent.len() <= 8,
+        "the next request starts small: {} messages",
+        sent.len()
     );
 }

@@ -64,12 +64,16 @@ impl Background {
     }
 }
 
-/// Resolves once the summary is no longer being written (at once when none is), for
-/// the idle loop to swap it in; never while one is still running.
-pub(super) async fn settled(background: &mut Background) {
-    if let Background::Running(running) = background {
-        // Finished (or failed): `poll_background` takes the result from the handle.
-        let _ = (&mut running.task).await;
+/// What a background summary call gave: its summary or error, and its notices.
+pub(super) type Joined = Result<(Result<String, String>, Vec<String>), tokio::task::JoinError>;
+
+/// Resolves once the summary is no longer being written: with the call's outcome when
+/// it was running (taken from its handle here, which is then spent), at once with
+/// `None` when it is ready already. For the idle loop, which swaps it in.
+pub(super) async fn settled(background: &mut Background) -> Option<Joined> {
+    match background {
+        Background::Running(running) => Some((&mut running.task).await),
+        _ => None,
     }
 }
 
@@ -86,8 +90,12 @@ impl Agent {
 
     /// The user is idle and the summary is ready: swap it in now, so the next request
     /// starts small and the prompt cache is rewritten at a quiet moment.
-    pub(super) async fn swap_while_idle(&mut self) {
-        self.poll_background();
+    pub(super) async fn swap_while_idle(&mut self, joined: Option<Joined>) {
+        if let Some(joined) = joined
+            && let Background::Running(running) = std::mem::take(&mut self.background)
+        {
+            self.finish_background(&running, joined);
+        }
         let Some(ready) = self.take_ready_summary() else {
             return;
         };
@@ -174,11 +182,7 @@ impl Agent {
         waited.elapsed()
     }
 
-    fn finish_background(
-        &mut self,
-        running: &RunningSummary,
-        joined: Result<(Result<String, String>, Vec<String>), tokio::task::JoinError>,
-    ) {
+    fn finish_background(&mut self, running: &RunningSummary, joined: Joined) {
         let took_ms = u64::try_from(running.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (result, notices) = joined.unwrap_or_else(|error| (Err(error.to_string()), Vec::new()));
         for message in notices {

@@ -557,8 +557,8 @@ impl Agent {
         while !self.quit {
             let op = tokio::select! {
                 op = ops.recv() => op,
-                () = background::settled(&mut self.background), if self.swaps_when_idle() => {
-                    self.swap_while_idle().await;
+                joined = background::settled(&mut self.background), if self.swaps_when_idle() => {
+                    self.swap_while_idle(joined).await;
                     continue;
                 }
             };

@@ -279,12 +279,17 @@ mod tests {
         let swapped = event.swapped.clone().expect("swapped");
         assert_eq!((swapped.prepared_at_percent, swapped.results_rewritten), (71, 0));
         assert!(
-            event.summary_line().contains("swapped in a summary prepared at 71% (2 min ago), wait 0.0 s"),
+            event
+                .summary_line()
+                .contains("swapped in a summary prepared at 71% (2 min ago), wait 0.0 s"),
             "{}",
             event.summary_line()
         );
         assert_eq!(event.replaced, end);
-        assert!(event.archived.is_some(), "the whole history is in a transcript, as for any stage 4");
+        assert!(
+            event.archived.is_some(),
+            "the whole history is in a transcript, as for any stage 4"
+        );
     }
 
     #[test]
@@ -318,7 +323,11 @@ mod tests {
         assert_eq!(event.swapped, None);
         let why = event.background_discarded.clone().unwrap_or_default();
         assert!(why.contains("message 1 of those it summarised changed"), "{why}");
-        assert!(event.summary_line().contains("was not used"), "{}", event.summary_line());
+        assert!(
+            event.summary_line().contains("was not used"),
+            "{}",
+            event.summary_line()
+        );
 
         // The newest messages alone fill most of the limit: no room for the summary.
         let mut full = original.clone();
@@ -329,14 +338,21 @@ mod tests {
         let mut summariser = Counting(0);
         let event = stage_four(&mut full, &ready, 4_000, &mut summariser);
         assert_eq!(summariser.0, 1);
-        assert!(event.background_discarded.unwrap_or_default().contains("too little room"));
+        assert!(
+            event
+                .background_discarded
+                .unwrap_or_default()
+                .contains("too little room")
+        );
     }
 
     #[test]
     fn a_prefix_stands_through_saved_results_and_falls_with_any_other_change() {
         let history = rounds(6);
         let prefix = fingerprint(&history, 7);
-        assert!(matches!(standing(&fingerprint(&history, 6), &history), Standing::Changed(why) if why.contains("start with results")));
+        assert!(
+            matches!(standing(&fingerprint(&history, 6), &history), Standing::Changed(why) if why.contains("start with results"))
+        );
         assert_eq!(standing(&prefix, &history), Standing::Stands { rewritten: 0 });
 
         let mut cleared = history.clone();
