@@ -237,10 +237,18 @@ impl Agent {
     /// aside, and one is started once the estimate is past the threshold.
     pub(super) fn start_background_if_due(&mut self) {
         self.poll_background();
-        if let Some(prefix) = self.background.prefix()
-            && let Standing::Changed(why) = crate::compact::background::standing(prefix, &self.messages)
-        {
-            self.discard_background(&format!("the history it summarised changed ({why})"));
+        if let Some(prefix) = self.background.prefix() {
+            match crate::compact::background::standing(prefix, &self.messages) {
+                Standing::Changed(why) => {
+                    self.discard_background(&format!("the history it summarised changed ({why})"))
+                }
+                Standing::Stands { end, .. }
+                    if crate::compact::background::covers_too_little(&self.sizes, end, &self.settings.compaction) =>
+                {
+                    self.discard_background("the history grew past it; a summary of more of it starts");
+                }
+                Standing::Stands { .. } => {}
+            }
         }
         if self.read_only.is_some() {
             return;

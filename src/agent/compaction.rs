@@ -207,8 +207,10 @@ impl Agent {
             CompactionRequester::User => "the user (/compact)",
             CompactionRequester::Model => "the model (the compact tool)",
         };
+        self.poll_background();
+        let ready = self.take_ready_summary();
         self.on_history(move |messages, sizes, config, store, summariser| {
-            let event = force_compact(
+            let event = crate::compact::compact_history::force_compact_swapping(
                 messages,
                 &request,
                 focus.as_deref(),
@@ -216,6 +218,7 @@ impl Agent {
                 config,
                 store,
                 summariser,
+                ready.as_ref(),
             );
             *sizes = Sizes::of(messages, config.estimate);
             vec![event]

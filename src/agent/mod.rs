@@ -24,9 +24,7 @@ use crate::accounting::units::{history_units, message_units, text_units};
 use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
 use crate::compact::compact_history::compact_history_swapping;
 use crate::compact::pairing::{check_pairing, repair};
-use crate::compact::{
-    CompactConfig, Sizes, StageEvent, Summariser, force_compact, prepare_recoverable, reactive_compact,
-};
+use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, prepare_recoverable, reactive_compact};
 use crate::instructions::Instructions;
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::protocol::{

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::estimate::Sizes;
-use super::markers::{ResultKind, classify_result, compacted_text};
+use super::markers::{MessageKind, ResultKind, classify, classify_result, compacted_text};
 use super::pairing::{tail_start_backward, tail_start_forward};
 use super::{CompactConfig, Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Message};
@@ -31,6 +31,8 @@ pub struct MessagePrint {
 pub struct Prefix {
     pub end: usize,
     pub prints: Vec<MessagePrint>,
+    /// The shape of the first message after them, where the kept messages begin.
+    pub after: Option<String>,
 }
 
 /// A finished background summary, waiting for the limit.
@@ -63,7 +65,18 @@ pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &Compact
     let end = tail_start_backward(messages, wanted, 1).unwrap_or_else(|| tail_start_forward(messages, wanted));
     // A summary of the first request alone saves nothing.
     let worth_it = end >= 2 && end < messages.len();
+    // The messages kept after it take at most half of stage 3's target, so the swap
+    // leaves room to work.
     (worth_it && sizes.total_with_empty_prefix(end) <= config.micro_target_chars() / 2).then_some(end)
+}
+
+/// Whether the messages after `messages[..end]` have grown past three quarters of
+/// stage 3's target since a summary of what comes before them started: swapped in, it
+/// would take little off, so a summary of more of the history is worth a new call.
+/// (Between a half, where one starts, and three quarters, it is kept: a summary is not
+/// asked for again at every call.)
+pub fn covers_too_little(sizes: &Sizes, end: usize, config: &CompactConfig) -> bool {
+    sizes.total_with_empty_prefix(end) > config.micro_target_chars() / 4 * 3
 }
 
 /// The estimate's share of the limit, in whole percent.
@@ -100,52 +113,81 @@ pub fn fingerprint(messages: &[Message], end: usize) -> Prefix {
                 whole: sha256_of(message),
             })
             .collect(),
+        after: messages.get(end).map(|message| sha256_of(&shape_of(message))),
     }
 }
 
 /// Whether a summary of `prefix` can stand for the start of `messages` now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Standing {
-    /// The same messages; `rewritten` tool results among them were since saved to disk
-    /// by a recoverable stage (the summary read their text, which is kept there).
-    Stands { rewritten: usize },
+    /// The same messages, now `messages[..end]`: `rewritten` tool results among them
+    /// were since saved to disk and `archived` of them moved to a transcript by
+    /// snip_compact (recoverable stages: the summary read their text, which is kept).
+    Stands {
+        end: usize,
+        rewritten: usize,
+        archived: usize,
+    },
     /// They changed: why, in words.
     Changed(String),
 }
 
 pub fn standing(prefix: &Prefix, messages: &[Message]) -> Standing {
-    if messages.len() < prefix.end || prefix.prints.len() != prefix.end {
-        return Standing::Changed(format!(
-            "the history has {} messages now, fewer than the {} it summarised",
-            messages.len(),
-            prefix.end
-        ));
-    }
-    if messages.get(prefix.end).is_some_and(Message::has_tool_result) {
-        return Standing::Changed("the messages after it start with results of calls it summarised".into());
-    }
-    let mut rewritten = 0;
-    for (at, (message, print)) in messages.iter().zip(&prefix.prints).enumerate() {
-        if sha256_of(message) == print.whole {
+    let prints = &prefix.prints;
+    let (mut print, mut at, mut rewritten, mut archived) = (0, 0, 0, 0);
+    while print < prints.len() {
+        let Some(message) = messages.get(at) else {
+            return Standing::Changed(format!(
+                "the history has {} messages now, fewer than those it summarised",
+                messages.len()
+            ));
+        };
+        if sha256_of(message) == prints[print].whole {
+            (print, at) = (print + 1, at + 1);
             continue;
         }
-        if sha256_of(&shape_of(message)) != print.shape {
-            return Standing::Changed(format!("message {} of those it summarised changed", at + 1));
+        if sha256_of(&shape_of(message)) == prints[print].shape {
+            // Only its results changed: each must now point to where its text was saved.
+            let saved = message
+                .block_slice()
+                .iter()
+                .filter(|block| {
+                    matches!(block, ContentBlock::ToolResult { content, .. }
+                        if !matches!(classify_result(content), ResultKind::Whole))
+                })
+                .count();
+            if saved == 0 {
+                return Standing::Changed(format!("a tool result of message {} changed", print + 1));
+            }
+            rewritten += saved;
+            (print, at) = (print + 1, at + 1);
+            continue;
         }
-        // Only the results changed: each must now point to where its text was saved.
-        for block in message.block_slice() {
-            if let ContentBlock::ToolResult { content, .. } = block {
-                match classify_result(content) {
-                    ResultKind::Whole => {}
-                    ResultKind::Persisted(_) | ResultKind::Cleared { .. } => rewritten += 1,
-                }
+        // snip_compact moved a run of them to a transcript and left its marker (which
+        // may hold an earlier marker): they resume after it, or the run ended exactly
+        // where the summarised messages did, before the first kept one.
+        if matches!(classify(message), MessageKind::ArchiveMarker { .. }) {
+            let next = messages.get(at + 1).map(|next| sha256_of(&shape_of(next)));
+            let resume = (print..prints.len())
+                .find(|&j| Some(&prints[j].shape) == next.as_ref())
+                .or_else(|| (next.is_some() && next == prefix.after).then_some(prints.len()));
+            if let Some(resume) = resume.filter(|&resume| resume > print) {
+                archived += resume - print;
+                print = resume;
+                at += 1;
+                continue;
             }
         }
-        if rewritten == 0 {
-            return Standing::Changed(format!("a tool result of message {} changed", at + 1));
-        }
+        return Standing::Changed(format!("message {} of those it summarised changed", print + 1));
     }
-    Standing::Stands { rewritten }
+    if messages.get(at).is_some_and(Message::has_tool_result) {
+        return Standing::Changed("the messages after it start with results of calls it summarised".into());
+    }
+    Standing::Stands {
+        end: at,
+        rewritten,
+        archived,
+    }
 }
 
 /// Room a transcript path takes in the `[Compacted]` message, at most: the stage and
@@ -346,6 +388,60 @@ mod tests {
         );
     }
 
+    /// snip_compact moves the middle of a long history to a transcript after the
+    /// summary started: the messages it summarised are all still there (on disk or in
+    /// the history), so it stands, for the prefix as it is now.
+    #[test]
+    fn a_prefix_stands_when_snip_archived_part_of_it_since() {
+        let original = rounds(30);
+        let end = 55;
+        assert!(!original[end].has_tool_result());
+        let prefix = fingerprint(&original, end);
+        let mut history = original.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::new(dir.path());
+        let config = CompactConfig::default();
+        let ctx = crate::compact::Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(&history, config.estimate);
+        let snipped = crate::compact::snip_compact::snip_compact(&mut history, &mut sizes, &ctx).expect("over 50");
+        let archived = snipped.replaced;
+        assert!(archived > 0);
+        assert_eq!(
+            standing(&prefix, &history),
+            Standing::Stands {
+                end: end - archived + 1,
+                rewritten: 0,
+                archived
+            }
+        );
+        // A second snip archives the first one's marker with more of them.
+        let more = History::new()
+            .request("more")
+            .rounds(2, "bash", &serde_json::json!({"command": "pwd"}), |_| "/work".into())
+            .build();
+        for message in more {
+            sizes.push(&message);
+            history.push(message);
+        }
+        let again = crate::compact::snip_compact::snip_compact(&mut history, &mut sizes, &ctx).expect("over 50");
+        assert!(again.replaced > 0);
+        match standing(&prefix, &history) {
+            Standing::Stands {
+                archived: now, end: at, ..
+            } => {
+                assert!(now > archived, "{now} archived by both snips");
+                assert_eq!(history.len() - at, original.len() - end + 5, "the kept messages follow");
+            }
+            changed => panic!("{changed:?}"),
+        }
+        // A snip that also took messages it did not summarise: it no longer stands.
+        let late = fingerprint(&original, 9);
+        assert!(matches!(standing(&late, &history), Standing::Changed(_)));
+    }
+
     #[test]
     fn a_prefix_stands_through_saved_results_and_falls_with_any_other_change() {
         let history = rounds(6);
@@ -353,7 +449,12 @@ mod tests {
         assert!(
             matches!(standing(&fingerprint(&history, 6), &history), Standing::Changed(why) if why.contains("start with results"))
         );
-        assert_eq!(standing(&prefix, &history), Standing::Stands { rewritten: 0 });
+        let unchanged = Standing::Stands {
+            end: 7,
+            rewritten: 0,
+            archived: 0,
+        };
+        assert_eq!(standing(&prefix, &history), unchanged);
 
         let mut cleared = history.clone();
         for block in crate::compact::pairing::blocks_mut(&mut cleared[2]) {
@@ -362,7 +463,14 @@ mod tests {
                     crate::message::ToolResultContent::Text(cleared_reference(".task_outputs/tool-results/x.txt"));
             }
         }
-        assert_eq!(standing(&prefix, &cleared), Standing::Stands { rewritten: 1 });
+        assert_eq!(
+            standing(&prefix, &cleared),
+            Standing::Stands {
+                end: 7,
+                rewritten: 1,
+                archived: 0
+            }
+        );
 
         let mut edited = history.clone();
         for block in crate::compact::pairing::blocks_mut(&mut edited[2]) {

@@ -104,11 +104,26 @@ fn try_swap(
     trigger: String,
 ) -> Result<StageEvent, String> {
     match background::standing(&ready.prefix, messages) {
-        Standing::Stands { rewritten }
-            if background::swap_fits(sizes, ready.prefix.end, active_request, &ready.summary, ctx.config) =>
-        {
-            Ok(swap_in(messages, sizes, active_request, ctx, ready, rewritten, trigger))
+        Standing::Stands { end, .. } if background::covers_too_little(sizes, end, ctx.config) => {
+            Err("the history grew past it: the messages after the ones it summarised are too many now".into())
         }
+        Standing::Stands {
+            end,
+            rewritten,
+            archived,
+        } if background::swap_fits(sizes, end, active_request, &ready.summary, ctx.config) => Ok(swap_in(
+            messages,
+            sizes,
+            active_request,
+            ctx,
+            ready,
+            SwapAt {
+                end,
+                rewritten,
+                archived,
+            },
+            trigger,
+        )),
         Standing::Stands { .. } => {
             Err("the messages after the ones it summarised leave it too little room under the limit".into())
         }
@@ -118,13 +133,21 @@ fn try_swap(
 
 /// `[Compacted]` for the messages `ready` summarised, the ones after them verbatim,
 /// and no model call.
+/// Where the messages a ready summary covers end now, and what recoverable stages
+/// did to them since.
+struct SwapAt {
+    end: usize,
+    rewritten: usize,
+    archived: usize,
+}
+
 fn swap_in(
     messages: &mut Vec<Message>,
     sizes: &mut Sizes,
     active_request: &str,
     ctx: &Context<'_>,
     ready: &ReadySummary,
-    rewritten: usize,
+    at: SwapAt,
     trigger: String,
 ) -> StageEvent {
     let mut event = summarise_prefix(
@@ -132,7 +155,7 @@ fn swap_in(
         sizes,
         Summarise {
             stage: Stage::CompactHistory,
-            end: ready.prefix.end,
+            end: at.end,
             active_request,
             focus: None,
             trigger,
@@ -146,7 +169,8 @@ fn swap_in(
         age_secs: now.saturating_sub(ready.started_unix),
         summary_ms: ready.took_ms,
         waited_ms: 0,
-        results_rewritten: rewritten,
+        results_rewritten: at.rewritten,
+        archived_since: at.archived,
         cache_read: ready.cache_read,
         cache_written: ready.cache_written,
     });
@@ -164,10 +188,52 @@ pub fn force_compact(
     store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
+    force_compact_swapping(
+        messages,
+        active_request,
+        focus,
+        requested_by,
+        config,
+        store,
+        summariser,
+        None,
+    )
+}
+
+/// [`force_compact`], swapping in a summary prepared in the background when one is
+/// ready and stands, and no focus asks for a summary written to it.
+#[allow(clippy::too_many_arguments)]
+pub fn force_compact_swapping(
+    messages: &mut Vec<Message>,
+    active_request: &str,
+    focus: Option<&str>,
+    requested_by: &str,
+    config: &CompactConfig,
+    store: &dyn Archive,
+    summariser: &mut dyn Summariser,
+    ready: Option<&ReadySummary>,
+) -> StageEvent {
     let mut sizes = Sizes::of(messages, config.estimate);
-    let end = messages.len();
     let ctx = Context { config, store };
     let started = std::time::Instant::now();
+    let trigger = format!("asked for by {requested_by}");
+    let focused = focus.is_some_and(|focus| !focus.trim().is_empty());
+    let mut discarded = None;
+    match ready {
+        Some(_) if focused => discarded = Some("a focus was asked for, so the summary is written to it".to_string()),
+        Some(ready) => {
+            let reason = format!("{trigger}; a summary prepared in the background was ready");
+            match try_swap(messages, &mut sizes, active_request, &ctx, ready, reason) {
+                Ok(mut event) => {
+                    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    return event;
+                }
+                Err(why) => discarded = Some(why),
+            }
+        }
+        None => {}
+    }
+    let end = messages.len();
     let mut event = summarise_prefix(
         messages,
         &mut sizes,
@@ -176,11 +242,13 @@ pub fn force_compact(
             end,
             active_request,
             focus,
-            trigger: format!("asked for by {requested_by}"),
+            trigger,
         },
         &ctx,
         summariser,
     );
+    event.background_discarded =
+        discarded.map(|why| format!("the summary prepared in the background was not used: {why}"));
     event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     event
 }

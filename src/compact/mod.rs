@@ -302,6 +302,9 @@ pub struct Swapped {
     /// Results among the summarised messages that a recoverable stage saved to disk
     /// since (the summary read their text, which is kept there).
     pub results_rewritten: usize,
+    /// Summarised messages snip_compact moved to a transcript since.
+    #[serde(default)]
+    pub archived_since: usize,
     /// Prompt tokens the summary request read from the provider's cache and wrote to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<u64>,
@@ -478,6 +481,12 @@ impl Swapped {
             text.push_str(&format!(
                 " ({} it read saved to disk since: still valid, the text it read is there)",
                 counted(self.results_rewritten, "tool result", "tool results")
+            ));
+        }
+        if self.archived_since > 0 {
+            text.push_str(&format!(
+                " ({} it read archived by snip_compact since: still valid, they are in the transcript)",
+                counted(self.archived_since, "message", "messages")
             ));
         }
         if let Some(read) = self.cache_read {
