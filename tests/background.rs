@@ -280,3 +280,224 @@ async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
         sent.len()
     );
 }
+
+/// What the race test does next, with a pause before it.
+#[derive(Clone, Debug)]
+enum Act {
+    Turn,
+    Undo,
+    /// `/compact` with no focus.
+    Compact,
+    Clear,
+    /// Fork this session before its message at this share of its messages (percent).
+    Fork(usize),
+    /// Another process tries to take the session over.
+    Lock,
+}
+
+fn act() -> impl proptest::strategy::Strategy<Value = (Act, u64)> {
+    use proptest::prelude::*;
+    let act = prop_oneof![
+        8 => Just(Act::Turn),
+        2 => Just(Act::Undo),
+        1 => Just(Act::Compact),
+        1 => Just(Act::Clear),
+        1 => (1usize..100).prop_map(Act::Fork),
+        1 => Just(Act::Lock),
+    ];
+    (act, 0u64..60)
+}
+
+/// Turns at the end of each race: enough to cross the limit from an empty history, so
+/// whatever summary survived the races is swapped in (or waited for) and checked.
+const CLOSING_TURNS: usize = 14;
+
+/// The journal in `dir` whose lock a process holds now.
+fn locked_session(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+        .find(|path| scratchpad::session::lock_holder(path).is_some())
+}
+
+/// Every message of `replaced` a user typed, as the summariser's text renders it.
+fn prompts(messages: &[scratchpad::message::Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|message| match classify(message) {
+            MessageKind::UserPrompt(text) => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// User input, undo, /compact, /clear, forks and a second process taking the lock arrive at
+/// random moments while background summaries run (each taking a random time). Every
+/// journal stays consistent (it restores with nothing to mend), a second process never
+/// gets the lock, and every swap put in a summary of exactly the messages it replaced:
+/// each summary reply names the request it answered, whose history text must hold
+/// every request the swap replaced.
+#[test]
+fn races_with_a_running_background_summary_never_swap_a_stale_one() {
+    use proptest::prelude::*;
+    let config = ProptestConfig {
+        cases: 6,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(
+        acts in proptest::collection::vec(act(), 10..30),
+        summary_ms in proptest::collection::vec(0u64..400, 40),
+    )| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_stack_size(scratchpad::json::WORKER_STACK_BYTES)
+            .enable_all()
+            .build()
+            .unwrap();
+        let swaps = runtime.block_on(race(acts, summary_ms));
+        prop_assert!(swaps > 0, "the closing turns crossed the limit and swapped");
+    });
+}
+
+/// One race; how many swaps it checked.
+async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
+    acts.extend(std::iter::repeat_n((Act::Turn, 0), CLOSING_TURNS));
+    let replies = (0..acts.len())
+        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
+        .collect();
+    let api = MockApi::start(replies).await;
+    let summaries: Vec<Reply> = summary_ms
+        .iter()
+        .enumerate()
+        .map(|(k, millis)| {
+            let body = sse_text(&format!("SUMMARY-{k}: the work so far."));
+            Reply::Sse {
+                chunk: body.len().div_ceil(4),
+                body,
+                delay_ms: millis / 4,
+            }
+        })
+        .collect();
+    api.script_summaries(summaries);
+    let mut settings = agent_settings(AskPolicy::Approve);
+    settings.compaction.context_char_limit = 9_000;
+    let (mut agent, first) = common::start_agent_journaled(&api, settings);
+    let sessions = first.parent().unwrap().to_path_buf();
+    let mut outcome = Outcome::default();
+    for (turn, (act, pause)) in acts.iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(*pause)).await;
+        // The session the agent writes now: the one whose lock is held.
+        let current = locked_session(&sessions).unwrap_or_else(|| first.clone());
+        match act {
+            Act::Turn => {
+                let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+                run_turn(&mut agent, request, &mut outcome).await;
+            }
+            Act::Undo => agent.ops.send(Op::Undo { stage_id: None }).unwrap(),
+            Act::Compact => agent.ops.send(Op::Compact { focus: None }).unwrap(),
+            Act::Clear => {
+                agent.ops.send(Op::Clear).unwrap();
+                until(&mut agent.events, |e| matches!(e, AgentEvent::SessionStarted { .. })).await;
+            }
+            Act::Fork(share) => {
+                let shown = scratchpad::session::restore(&current).map_or(0, |restored| {
+                    restored
+                        .past
+                        .iter()
+                        .filter(|p| matches!(p, scratchpad::protocol::Past::Message { .. }))
+                        .count()
+                });
+                if shown > 0 {
+                    let at = (shown * share / 100).max(1);
+                    agent
+                        .ops
+                        .send(Op::Fork {
+                            session: None,
+                            at: scratchpad::protocol::ForkAt::Message(at),
+                        })
+                        .unwrap();
+                    // A fork before a tool result is refused with an error; otherwise
+                    // the agent goes on in the new session. Either way the agent has
+                    // handled it once it answers the next op.
+                    agent.ops.send(Op::Inspect).unwrap();
+                    until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await;
+                }
+            }
+            Act::Lock => {
+                let taken = scratchpad::session::Journal::reopen(&current);
+                assert!(
+                    matches!(taken, Err(scratchpad::session::SessionError::Locked { .. })),
+                    "a second writer got the session: {taken:?}"
+                );
+            }
+        }
+    }
+    agent.ops.send(Op::Quit).unwrap();
+    tokio::time::timeout(Duration::from_secs(20), &mut agent.task)
+        .await
+        .expect("the agent stops")
+        .expect("the agent did not panic");
+
+    let summary_requests: Vec<String> = api
+        .requests()
+        .iter()
+        .filter(|request| request.is_summary())
+        .map(|request| request.body.to_string())
+        .collect();
+    let store = scratchpad::store::Store::new(agent.dir.path());
+    let mut swaps = 0;
+    for entry in std::fs::read_dir(&sessions).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let restored = scratchpad::session::restore(&path).unwrap();
+        assert!(
+            restored.repairs.is_empty(),
+            "{}: {:?}\n{}",
+            path.display(),
+            restored.repairs,
+            std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .lines()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        for item in &restored.past {
+            let scratchpad::protocol::Past::Stage { event } = item else {
+                continue;
+            };
+            if event.swapped.is_none() {
+                continue;
+            }
+            store.recognise(&event.digests);
+            let transcript = event.archived.as_deref().expect("a swap keeps a transcript");
+            let text = scratchpad::compact::Archive::read_saved(&store, transcript).expect("its transcript is whole");
+            let before: Vec<scratchpad::message::Message> = text
+                .text
+                .lines()
+                .map(|line| serde_json::from_str(line).unwrap())
+                .collect();
+            let summary = event.summary.as_deref().unwrap_or_default();
+            let k: usize = summary
+                .strip_prefix("SUMMARY-")
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|k| k.parse().ok())
+                .expect("a summary the mock wrote");
+            swaps += 1;
+            let asked = &summary_requests[k];
+            for prompt in prompts(&before[..event.replaced]) {
+                let head: String = prompt.chars().take(40).collect();
+                assert!(
+                    asked.contains(&head),
+                    "swap in {} used summary {k}, which was not written from {head:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+    swaps
+}

@@ -187,6 +187,14 @@ impl Agent {
     }
 
     pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
+        // Nothing is journaled for a request that does nothing: two in a row would be
+        // two equal lines, which a replay takes for one written twice.
+        if self.messages.is_empty() {
+            self.emit(AgentEvent::Error {
+                message: "Nothing to compact yet.".into(),
+            });
+            return;
+        }
         self.journal(Record::Shown {
             item: Past::CompactionRequested {
                 by,
@@ -197,12 +205,6 @@ impl Agent {
             by,
             focus: focus.clone(),
         });
-        if self.messages.is_empty() {
-            self.emit(AgentEvent::Error {
-                message: "Nothing to compact yet.".into(),
-            });
-            return;
-        }
         let requested_by = match by {
             CompactionRequester::User => "the user (/compact)",
             CompactionRequester::Model => "the model (the compact tool)",

@@ -814,6 +814,33 @@ pub fn start_agent_with_mcp(
     )
 }
 
+/// [`start_agent`] with a session journal in `<workspace>/sessions`, as the app keeps
+/// one: returns the agent and the journal's path.
+pub fn start_agent_journaled(
+    api: &MockApi,
+    settings: scratchpad::agent::AgentSettings,
+) -> (Running, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = scratchpad::session::Journal::create(&dir.path().join("sessions"), "anthropic", "m").unwrap();
+    let path = journal.path().to_path_buf();
+    let tools = scratchpad::tools::ToolBox::new(
+        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        scratchpad::tools::ToolsConfig::default(),
+    );
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = scratchpad::agent::Agent::new(
+        anthropic_provider(api, "m"),
+        settings,
+        tools,
+        Some(journal),
+        Vec::new(),
+        events_tx,
+    );
+    let task = tokio::spawn(agent.run(ops_rx));
+    (Running { ops, events, task, dir }, path)
+}
+
 fn start_in_with_mcp(
     dir: tempfile::TempDir,
     provider: Arc<dyn scratchpad::provider::Provider>,
