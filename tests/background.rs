@@ -501,3 +501,80 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
     }
     swaps
 }
+
+/// With Anthropic prompt caching, the background summary is asked for after the
+/// conversation itself: its request repeats the cached prefix of the last calls and
+/// ends with the instruction, so it reads the prefix from the cache (the mock keeps the
+/// cache as Anthropic does) instead of writing a new one, and the swap's receipt says
+/// what it read and wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_request_reads_the_cached_prefix() {
+    let replies = (0..40)
+        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
+        .collect();
+    let api = MockApi::start(replies).await;
+    api.emulate_prompt_cache();
+    api.script_summaries(
+        (0..4)
+            .map(|_| text_reply("Goal: the report. Done: the sections so far."))
+            .collect(),
+    );
+    let mut settings = agent_settings(AskPolicy::Approve);
+    settings.compaction.context_char_limit = 12_000;
+    let mut agent = common::start_agent_caching(&api, settings);
+    let mut outcome = Outcome::default();
+    let mut swapped = None;
+    for turn in 0..30 {
+        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        agent.ops.send(Op::Submit { text: request }).unwrap();
+        loop {
+            match until(&mut agent.events, |e| {
+                matches!(
+                    e,
+                    AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. } | AgentEvent::Background { .. }
+                )
+            })
+            .await
+            {
+                AgentEvent::Compaction { event } if event.swapped.is_some() => swapped = event.swapped.clone(),
+                AgentEvent::Background { event } => outcome.background.push(event),
+                AgentEvent::TurnDone { .. } => break,
+                _ => {}
+            }
+        }
+        if swapped.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let swapped = swapped.expect("the limit was reached and the summary swapped in");
+    let requests = api.requests();
+    let asked = requests
+        .iter()
+        .find(|request| request.asks_after_conversation())
+        .expect("the summary was asked for after the conversation");
+    // The prefix: everything the request holds but the instruction at its end.
+    let mut prefix = asked.body.clone();
+    let messages = prefix["messages"].as_array_mut().unwrap();
+    let last = messages.last_mut().unwrap();
+    let blocks = last["content"].as_array_mut().unwrap();
+    blocks.pop();
+    if blocks.is_empty() {
+        messages.pop();
+    }
+    let prefix_tokens = common::mock_tokens(&prefix);
+    let read = swapped.cache_read.expect("the receipt has the cache read");
+    assert!(
+        read * 10 >= prefix_tokens * 9,
+        "read {read} of a {prefix_tokens}-token prefix from the cache"
+    );
+    assert!(swapped.describe().contains("cached tokens"), "{}", swapped.describe());
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| r.is_summary() && !r.asks_after_conversation())
+            .count(),
+        0,
+        "no summary was asked for plainly"
+    );
+}

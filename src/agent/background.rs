@@ -31,7 +31,7 @@ pub(super) struct RunningSummary {
     started_at_percent: usize,
     started_unix: u64,
     started: Instant,
-    task: tokio::task::JoinHandle<(Result<String, String>, Vec<String>)>,
+    task: tokio::task::JoinHandle<(Result<Written, String>, Vec<String>)>,
 }
 
 impl Drop for RunningSummary {
@@ -64,8 +64,15 @@ impl Background {
     }
 }
 
+/// A summary the background call wrote, and what its request read from the provider's
+/// cache and wrote to it (for a provider that caches prompt prefixes).
+pub(super) struct Written {
+    summary: String,
+    cache: Option<(u64, u64)>,
+}
+
 /// What a background summary call gave: its summary or error, and its notices.
-pub(super) type Joined = Result<(Result<String, String>, Vec<String>), tokio::task::JoinError>;
+pub(super) type Joined = Result<(Result<Written, String>, Vec<String>), tokio::task::JoinError>;
 
 /// Resolves once the summary is no longer being written: with the call's outcome when
 /// it was running (taken from its handle here, which is then spent), at once with
@@ -189,15 +196,15 @@ impl Agent {
             self.emit(AgentEvent::Notice { message });
         }
         match result {
-            Ok(summary) => {
+            Ok(written) => {
                 self.background = Background::Ready(ReadySummary {
                     prefix: running.prefix.clone(),
-                    summary,
+                    summary: written.summary,
                     started_at_percent: running.started_at_percent,
                     started_unix: running.started_unix,
                     took_ms,
-                    cache_read: None,
-                    cache_written: None,
+                    cache_read: written.cache.map(|(read, _)| read),
+                    cache_written: written.cache.map(|(_, wrote)| wrote),
                 });
                 self.background_event(BackgroundEvent::Ready { took_ms });
             }
@@ -265,13 +272,33 @@ impl Agent {
         let prefix = fingerprint(&self.messages, end);
         let covered = self.messages[..end].to_vec();
         let mut summariser = self.summariser();
+        // The request of the last calls, for a provider that caches it.
+        let (system, tools) = (self.system.clone(), self.tools.specs());
         let task = tokio::spawn(async move {
             let request = crate::compact::compact_history::summary_request(&covered, None, &config);
-            let result = summariser
-                .summarise_async(&request)
-                .await
-                .map_err(|error| error.to_string());
-            (result, summariser.take_notices())
+            let cached = summariser
+                .summarise_cached(system, tools, &covered, &request.instructions)
+                .await;
+            let mut notices = Vec::new();
+            let result = match cached {
+                Some(Ok(written)) => Ok(Written {
+                    summary: written.text,
+                    cache: Some((written.cache_read, written.cache_written)),
+                }),
+                // Asked plainly instead: the history as text, as stage 4 asks.
+                other => {
+                    if let Some(Err(error)) = other {
+                        notices.push(format!("{error}; the background summary was asked for plainly instead"));
+                    }
+                    summariser
+                        .summarise_async(&request)
+                        .await
+                        .map(|summary| Written { summary, cache: None })
+                        .map_err(|error| error.to_string())
+                }
+            };
+            notices.extend(summariser.take_notices());
+            (result, notices)
         });
         let percent = percent_of_limit(&self.sizes, &self.settings.compaction);
         self.background = Background::Running(RunningSummary {

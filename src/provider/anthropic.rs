@@ -129,6 +129,10 @@ impl Provider for AnthropicProvider {
         "anthropic"
     }
 
+    fn caches_prompt_prefix(&self) -> bool {
+        self.config.prompt_caching
+    }
+
     fn model(&self) -> &str {
         self.model.get()
     }

@@ -56,8 +56,82 @@ pub struct Recorded {
 }
 
 impl Recorded {
+    /// A summary request: the summariser's own system prompt, or the conversation
+    /// followed by the request for its summary (what a caching provider is sent).
     pub fn is_summary(&self) -> bool {
-        system_text(&self.body).starts_with("You are summarising")
+        system_text(&self.body).starts_with("You are summarising") || self.asks_after_conversation()
+    }
+
+    /// A summary asked for at the end of the conversation itself.
+    pub fn asks_after_conversation(&self) -> bool {
+        last_text(&self.body).starts_with("Stop working on the task. Everything above this message is the conversation")
+    }
+}
+
+/// The text of the last block of the last message.
+fn last_text(body: &Value) -> String {
+    let last = &body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or(Value::Null)["content"];
+    match last {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks.last().and_then(|b| b["text"].as_str()).unwrap_or("").to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The prompt cache as Anthropic keeps it, for a mock that reports cache usage: each
+/// request with breakpoints writes the prefix up to its last one, and reads the longest
+/// prefix written before that ends within the 20 blocks before it.
+#[derive(Default)]
+struct PromptCache {
+    written: std::collections::HashMap<String, u64>,
+}
+
+/// Blocks the lookback of a breakpoint reaches.
+const CACHE_LOOKBACK_BLOCKS: usize = 20;
+
+impl PromptCache {
+    /// (read, written, total) prompt tokens of `body`, by [`mock_tokens`].
+    fn usage(&mut self, body: &Value) -> (u64, u64, u64) {
+        let strip = |value: &Value| {
+            let mut value = value.clone();
+            if let Some(object) = value.as_object_mut() {
+                object.remove("cache_control");
+            }
+            if let Some(items) = value.as_array_mut() {
+                for item in items {
+                    if let Some(object) = item.as_object_mut() {
+                        object.remove("cache_control");
+                    }
+                }
+            }
+            value
+        };
+        let mut blocks: Vec<Value> = vec![
+            json!({"system": strip(&body["system"])}),
+            json!({"tools": strip(&body["tools"])}),
+        ];
+        for message in body["messages"].as_array().into_iter().flatten() {
+            let role = &message["role"];
+            match &message["content"] {
+                Value::Array(parts) => {
+                    blocks.extend(parts.iter().map(|part| json!({"role": role, "block": strip(part)})));
+                }
+                text => blocks.push(json!({"role": role, "block": {"type": "text", "text": text}})),
+            }
+        }
+        let tokens = |n: usize| mock_tokens(&json!({"messages": blocks[..n].to_vec()}));
+        let key = |n: usize| serde_json::to_string(&blocks[..n]).unwrap();
+        let total = tokens(blocks.len());
+        let read = (blocks.len().saturating_sub(CACHE_LOOKBACK_BLOCKS)..=blocks.len())
+            .rev()
+            .find_map(|n| self.written.get(&key(n)).copied())
+            .unwrap_or(0);
+        self.written.insert(key(blocks.len()), total);
+        (read, total - read, total)
     }
 }
 
@@ -83,6 +157,8 @@ struct Script {
     /// A window in tokens, by [`mock_tokens`]: a turn request over it is refused as
     /// llama.cpp refuses it, with the count and the window.
     window: Option<u64>,
+    /// Report the prompt cache's use as Anthropic does, instead of fixed figures.
+    cache: Option<PromptCache>,
 }
 
 #[derive(Clone)]
@@ -119,6 +195,11 @@ impl MockApi {
             axum::serve(listener, app).await.ok();
         });
         MockApi { url, script }
+    }
+
+    /// From now on, report cache reads and writes as Anthropic's prompt cache would.
+    pub fn emulate_prompt_cache(&self) {
+        self.script.lock().unwrap().cache = Some(PromptCache::default());
     }
 
     /// Answer `GET /props` with 503, as llama-server does while it loads its model,
@@ -192,13 +273,14 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
     };
     let summary = recorded.is_summary();
     let tokens = mock_tokens(&recorded.body);
-    let reply = {
+    let (reply, cached) = {
         let mut script = script.lock().unwrap();
+        let cached = script.cache.as_mut().map(|cache| cache.usage(&recorded.body));
         script.requests.push(recorded);
         if let Some(window) = script.window.filter(|&window| !summary && tokens > window) {
             return respond(llama_too_long(tokens, window));
         }
-        if summary {
+        let reply = if summary {
             Some(
                 script
                     .summary_replies
@@ -207,7 +289,22 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
             )
         } else {
             script.replies.pop_front()
-        }
+        };
+        (reply, cached)
+    };
+    // The cache's use in place of the fixed figures every scripted reply carries.
+    let reply = match (reply, cached) {
+        (Some(Reply::Sse { body, chunk, delay_ms }), Some((read, written, _))) => Some(Reply::Sse {
+            body: body.replace(
+                SCRIPTED_USAGE,
+                &format!(
+                    r#""usage":{{"input_tokens":0,"cache_creation_input_tokens":{written},"cache_read_input_tokens":{read},"output_tokens":1}}"#
+                ),
+            ),
+            chunk,
+            delay_ms,
+        }),
+        (reply, _) => reply,
     };
     match reply {
         Some(reply) => respond(reply),
@@ -400,6 +497,10 @@ pub fn sse_cut_off_reply(text: &str, calls: &[(&str, &str, Value)], cut: (&str, 
     Reply::sse(sse_body(text, calls, Some(cut)))
 }
 
+/// The usage every scripted reply reports, as it appears in its body.
+const SCRIPTED_USAGE: &str =
+    r#""usage":{"input_tokens":1200,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"output_tokens":1}"#;
+
 fn sse_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &str, &str)>) -> String {
     let mut out = event(
         "message_start",
@@ -407,6 +508,7 @@ fn sse_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &str, 
             "model":"mock","stop_reason":null,"stop_sequence":null,
             "usage":{"input_tokens":1200,"cache_creation_input_tokens":0,"cache_read_input_tokens":300,"output_tokens":1}}}),
     );
+    debug_assert!(out.contains(SCRIPTED_USAGE));
     let mut index = 0;
     if !text.is_empty() {
         out += &event(
@@ -708,16 +810,33 @@ pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::
 
 /// The Anthropic provider talking to `api`, with `model` configured.
 fn anthropic_provider(api: &MockApi, model: &str) -> Arc<dyn scratchpad::provider::Provider> {
+    anthropic_provider_caching(api, model, false)
+}
+
+fn anthropic_provider_caching(
+    api: &MockApi,
+    model: &str,
+    prompt_caching: bool,
+) -> Arc<dyn scratchpad::provider::Provider> {
     use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
     let provider = AnthropicProvider::new(AnthropicConfig {
         base_url: api.url.clone(),
         api_key: "k".into(),
         model: model.into(),
-        prompt_caching: false,
+        prompt_caching,
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
     Arc::new(provider)
+}
+
+/// [`start_agent`] with Anthropic prompt caching on (its breakpoints in every request).
+pub fn start_agent_caching(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
+    start_in(
+        tempfile::tempdir().unwrap(),
+        anthropic_provider_caching(api, "m", true),
+        settings,
+    )
 }
 
 /// Start an agent with `settings` talking to `api` through the OpenAI-compatible
