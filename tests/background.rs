@@ -578,3 +578,43 @@ async fn the_summary_request_reads_the_cached_prefix() {
         "no summary was asked for plainly"
     );
 }
+
+/// The offline demo shows it within its run, headless: `--events jsonl` reports the
+/// background summary starting and ready, and the compaction that swapped it in.
+#[test]
+fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
+    let workspace = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        std::fs::write(workspace.path().join(format!("notes{i}.md")), format!("# Notes {i}\n").repeat(200)).unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
+        .args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"])
+        .args(["-p", "survey this workspace", "--events", "jsonl"])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
+        .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let background: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "background")
+        .filter_map(|e| e["event"]["state"].as_str())
+        .collect();
+    assert!(background.contains(&"started") && background.contains(&"ready"), "{background:?}");
+    let swap = events
+        .iter()
+        .find(|e| e["type"] == "compaction" && !e["event"]["swapped"].is_null())
+        .expect("a compaction swapped the prepared summary in");
+    assert_eq!(swap["event"]["stage"], "compact_history");
+    assert_eq!(swap["event"]["swapped"]["waited_ms"], 0);
+}

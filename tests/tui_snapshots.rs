@@ -2704,3 +2704,75 @@ fn the_session_tree_with_a_fork_and_three_compactions() {
         }]
     );
 }
+
+/// A summary prepared in the background: its quiet lines in the chat, the gauge's mark
+/// where it started and its state (summarising, then ready), and the marker of the
+/// stage 4 that swapped it in.
+#[test]
+fn a_background_summary_on_the_gauge_and_in_the_chat() {
+    use scratchpad::protocol::{BackgroundEvent, BackgroundStatus};
+    let mut s = screen();
+    let status = |estimate: usize, background: Option<BackgroundStatus>| AgentEvent::Context {
+        status: ContextStatus {
+            estimate,
+            limit: 50_000,
+            target: 40_000,
+            messages: 31,
+            snip_max_messages: 50,
+            fixed: 2_400,
+            tokens: None,
+            background,
+        },
+    };
+    s.app.apply(AgentEvent::Background {
+        event: BackgroundEvent::Started {
+            percent: 71,
+            messages: 26,
+        },
+    });
+    s.app.apply(status(
+        35_600,
+        Some(BackgroundStatus {
+            started_at_percent: 71,
+            ready: false,
+        }),
+    ));
+    let terminal = draw(&mut s.app, 120, 40);
+    insta::assert_snapshot!("background_summarising_120x40", terminal.backend());
+    s.app.apply(AgentEvent::Background {
+        event: BackgroundEvent::Ready { took_ms: 41_300 },
+    });
+    s.app.apply(status(
+        44_100,
+        Some(BackgroundStatus {
+            started_at_percent: 71,
+            ready: true,
+        }),
+    ));
+    let terminal = draw(&mut s.app, 120, 40);
+    assert!(text_of(&terminal).contains("summary ready (from 71%)"));
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "background summary");
+    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 26, 51_200, 9_800, &[".transcripts/t.jsonl"])
+    else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.swapped = Some(scratchpad::compact::Swapped {
+        prepared_at_percent: 71,
+        age_secs: 130,
+        summary_ms: 41_300,
+        waited_ms: 0,
+        results_rewritten: 2,
+        archived_since: 0,
+        cache_read: Some(38_000),
+        cache_written: Some(900),
+    });
+    s.app.apply(AgentEvent::Compaction { event });
+    s.app.apply(status(9_800, None));
+    let terminal = draw(&mut s.app, 120, 40);
+    let text = text_of(&terminal);
+    assert!(
+        text.contains("swapped in a summary prepared at 71% (2 min ago), wait 0.0 s"),
+        "{text}"
+    );
+    insta::assert_snapshot!("background_swapped_120x40", terminal.backend());
+}

@@ -334,6 +334,38 @@ mod tests {
         );
     }
 
+    /// A swap is undone as any stage 4 is: from its transcript, checked against its
+    /// receipt.
+    #[test]
+    fn a_swap_is_undone_from_its_transcript() {
+        let original = rounds(12);
+        let ready = ready_for(&original, 19);
+        let mut history = original.clone();
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::new(dir.path());
+        let config = CompactConfig {
+            context_char_limit: 4_000,
+            ..config(70)
+        };
+        let ctx = crate::compact::Context {
+            config: &config,
+            store: &store,
+        };
+        let mut sizes = Sizes::of(&history, config.estimate);
+        let event = crate::compact::compact_history::compact_history_swapping(
+            &mut history,
+            &mut sizes,
+            "task",
+            &ctx,
+            &mut Counting(0),
+            Some(&ready),
+        )
+        .expect("over the limit");
+        assert!(event.swapped.is_some());
+        let undone = crate::compact::undo::undo(&history, &event, &store, config.estimate).unwrap();
+        assert_eq!(undone, original);
+    }
+
     #[test]
     fn a_summary_of_results_saved_since_is_still_swapped_in_and_says_so() {
         let original = rounds(12);
