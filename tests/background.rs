@@ -585,7 +585,11 @@ async fn the_summary_request_reads_the_cached_prefix() {
 fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
     let workspace = tempfile::tempdir().unwrap();
     for i in 0..6 {
-        std::fs::write(workspace.path().join(format!("notes{i}.md")), format!("# Notes {i}\n").repeat(200)).unwrap();
+        std::fs::write(
+            workspace.path().join(format!("notes{i}.md")),
+            format!("# Notes {i}\n").repeat(200),
+        )
+        .unwrap();
     }
     let home = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
@@ -610,7 +614,10 @@ fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
         .filter(|e| e["type"] == "background")
         .filter_map(|e| e["event"]["state"].as_str())
         .collect();
-    assert!(background.contains(&"started") && background.contains(&"ready"), "{background:?}");
+    assert!(
+        background.contains(&"started") && background.contains(&"ready"),
+        "{background:?}"
+    );
     let swap = events
         .iter()
         .find(|e| e["type"] == "compaction" && !e["event"]["swapped"].is_null())

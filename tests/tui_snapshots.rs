@@ -2752,11 +2752,12 @@ fn a_background_summary_on_the_gauge_and_in_the_chat() {
     let terminal = draw(&mut s.app, 120, 40);
     assert!(text_of(&terminal).contains("summary ready (from 71%)"));
     assert_readable_in_both_themes(&mut s.app, 120, 40, "background summary");
-    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 26, 51_200, 9_800, &[".transcripts/t.jsonl"])
+    let AgentEvent::Compaction { mut event } =
+        stage(Stage::CompactHistory, 26, 51_200, 9_800, &[".transcripts/t.jsonl"])
     else {
         unreachable!("stage builds a compaction event")
     };
-    event.swapped = Some(scratchpad::compact::Swapped {
+    event.swapped = Some(Box::new(scratchpad::compact::Swapped {
         prepared_at_percent: 71,
         age_secs: 130,
         summary_ms: 41_300,
@@ -2765,7 +2766,7 @@ fn a_background_summary_on_the_gauge_and_in_the_chat() {
         archived_since: 0,
         cache_read: Some(38_000),
         cache_written: Some(900),
-    });
+    }));
     s.app.apply(AgentEvent::Compaction { event });
     s.app.apply(status(9_800, None));
     let terminal = draw(&mut s.app, 120, 40);

@@ -164,7 +164,7 @@ fn swap_in(
         &mut background::Prepared(ready.summary.clone()),
     );
     let now = crate::time::unix_now();
-    event.swapped = Some(Swapped {
+    event.swapped = Some(Box::new(Swapped {
         prepared_at_percent: ready.started_at_percent,
         age_secs: now.saturating_sub(ready.started_unix),
         summary_ms: ready.took_ms,
@@ -173,7 +173,7 @@ fn swap_in(
         archived_since: at.archived,
         cache_read: ready.cache_read,
         cache_written: ready.cache_written,
-    });
+    }));
     event
 }
 

@@ -282,7 +282,7 @@ pub struct StageEvent {
     pub kept_verbatim: Vec<String>,
     /// Stage 4 swapped in a summary prepared in the background: when and at what cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub swapped: Option<Swapped>,
+    pub swapped: Option<Box<Swapped>>,
     /// A background summary stage 4 could not use, and why (it summarised instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_discarded: Option<String>,
