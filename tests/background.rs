@@ -625,3 +625,53 @@ fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
     assert_eq!(swap["event"]["stage"], "compact_history");
     assert_eq!(swap["event"]["swapped"]["waited_ms"], 0);
 }
+
+/// `compaction.confirm_lossy`: the question comes before the swap, as before any
+/// summary; answered "compact now", the ready summary is swapped in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_lossy_asks_before_the_swap() {
+    let replies = (0..30)
+        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
+        .collect();
+    let api = MockApi::start(replies).await;
+    api.script_summaries(vec![slow_summary(100)]);
+    let mut settings = agent_settings(AskPolicy::Ask);
+    settings.compaction.context_char_limit = 12_000;
+    settings.compaction.confirm_lossy = true;
+    let mut agent = start_agent(&api, settings).await;
+    for turn in 0..30 {
+        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        agent.ops.send(Op::Submit { text: request }).unwrap();
+        let mut asked = false;
+        loop {
+            match until(&mut agent.events, |e| {
+                matches!(
+                    e,
+                    AgentEvent::LossyQuestion { .. } | AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. }
+                )
+            })
+            .await
+            {
+                AgentEvent::LossyQuestion { request_id, .. } => {
+                    asked = true;
+                    agent
+                        .ops
+                        .send(Op::Lossy {
+                            request_id,
+                            compact_now: true,
+                        })
+                        .unwrap();
+                }
+                AgentEvent::Compaction { event } if event.stage == Stage::CompactHistory => {
+                    assert!(asked, "asked before the swap");
+                    assert!(event.swapped.is_some(), "{}", event.summary_line());
+                    return;
+                }
+                AgentEvent::TurnDone { .. } => break,
+                _ => {}
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the limit was never reached");
+}
