@@ -98,7 +98,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let mut model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
             let mut stub = ExtractiveSummariser;
             let summariser: &mut dyn Summariser = if args.summary_stub { &mut stub } else { &mut model };
-            commands::compact::run(
+            let prepared = commands::compact::run(
                 &args.input,
                 args.request.as_deref(),
                 &config.compaction,
@@ -107,6 +107,9 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 &mut io::stdout().lock(),
                 &mut io::stderr().lock(),
             )?;
+            // The process ends here: freeing a long history piece by piece would only
+            // delay the exit.
+            std::mem::forget(prepared);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Undo(args)) => {

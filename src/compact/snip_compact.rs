@@ -38,7 +38,9 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
             receipt::saved_in(&mut items, &transcript.path);
             event.items = items;
             let marker = [Message::user_text(archive_marker(archived, &transcript.path))];
-            messages.splice(head..start, marker.iter().cloned());
+            let removed: Vec<Message> = messages.splice(head..start, marker.iter().cloned()).collect();
+            // Freed off the path of the call: a long history's middle takes a while.
+            drop_aside(removed);
             sizes.splice(head..start, &marker);
             event.replaced = archived;
             event.archived(transcript);
@@ -47,6 +49,23 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
     }
     event.finish(messages.len(), sizes.total())
 }
+
+/// Drop `messages` on a thread of its own (at once when none can be started): their
+/// memory goes back while the pipeline goes on.
+fn drop_aside(messages: Vec<Message>) {
+    if messages.len() < DROP_ASIDE_FROM {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("drop-archived".into())
+        .stack_size(crate::json::WORKER_STACK_BYTES)
+        .spawn(move || drop(messages));
+    // Not started: dropped here when the error (holding nothing) goes.
+    let _ = spawned;
+}
+
+/// Fewer archived messages than this are dropped in place: a thread costs more.
+const DROP_ASIDE_FROM: usize = 1_000;
 
 #[cfg(test)]
 mod tests {
