@@ -182,11 +182,16 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 }
                 None => {
                     let session = runtime.block_on(tui::run(launched))?;
-                    // The terminal may be gone (its window closed): nothing to tell then.
-                    let _ = writeln!(
-                        io::stdout(),
-                        "session {session} · to pick it up again: scratchpad --continue"
-                    );
+                    // A session nobody used left no journal: there is nothing to pick up.
+                    let kept =
+                        workspace_dir(&run).is_ok_and(|root| scratchpad::session::find(&root, Some(&session)).is_ok());
+                    if kept {
+                        // The terminal may be gone (its window closed): nothing to tell then.
+                        let _ = writeln!(
+                            io::stdout(),
+                            "session {session} · to pick it up again: scratchpad --continue"
+                        );
+                    }
                     Ok(ExitCode::SUCCESS)
                 }
             }

@@ -599,3 +599,28 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
         "the session opened for the picker, never used, left nothing behind"
     );
 }
+
+/// A session nobody sent a request in leaves no journal behind, and the app does not
+/// offer to continue it.
+#[test]
+fn a_session_quit_unused_leaves_nothing_to_continue() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    let sessions = scratchpad::session::sessions_dir_under(&home.path().join("data/scratchpad"), workspace.path());
+    assert!(
+        scratchpad::session::find_in(&sessions, None).is_ok(),
+        "the session has its journal while it is open"
+    );
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        scratchpad::session::find_in(&sessions, None).is_err(),
+        "no journal is left of an unused session"
+    );
+    let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
+    assert!(!raw.contains("to pick it up again"), "nothing to continue is offered");
+}

@@ -609,6 +609,10 @@ impl Agent {
             }
         }
         self.sync_journal();
+        // A session nobody sent a request in leaves nothing behind.
+        if let Some(journal) = self.journal.take() {
+            journal.leave();
+        }
         self.messages
     }
 
