@@ -172,7 +172,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         // No lock and no journal: the session may be open elsewhere, and this view
         // never writes to it.
         let restored = session::restore(&path)?;
-        let name = path.file_stem().map(|stem| stem.to_string_lossy().into_owned());
+        let name = session::id_of(&path);
         let holder = session::lock_holder(&path)
             .map(|pid| format!(" (open in pid {pid})"))
             .unwrap_or_default();
@@ -186,7 +186,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             journal: None,
             read_only: Some(format!(
                 "a read-only view of session {}{holder}: browse, inspect and preview; nothing is sent, run or saved",
-                name.unwrap_or_default()
+                name
             )),
             history: restored.messages,
             past: restored.past,

@@ -624,11 +624,7 @@ impl Agent {
         self.tally = crate::session::Tally::default();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
-        let folder = self
-            .journal
-            .as_ref()
-            .and_then(|journal| journal.path().parent().map(std::path::Path::to_path_buf));
-        if let Some(folder) = folder {
+        if let Some(folder) = self.sessions_folder() {
             match Journal::create(&folder, self.provider.kind(), self.provider.model()) {
                 Ok(journal) => {
                     if let Some(left) = self.journal.replace(journal) {

@@ -9,7 +9,7 @@ use crate::session::{self, Journal, Record, Restored};
 
 impl Agent {
     /// The folder of this workspace's journals: the one this session's journal is in.
-    fn sessions_folder(&self) -> Option<std::path::PathBuf> {
+    pub(super) fn sessions_folder(&self) -> Option<std::path::PathBuf> {
         self.journal
             .as_ref()
             .and_then(|journal| journal.path().parent().map(std::path::Path::to_path_buf))

@@ -38,38 +38,21 @@ pub fn list(workspace: &Path, json: bool, out: &mut dyn Write) -> Result<(), Ses
 
 /// One session in one line: id, when, its size, and its first request.
 pub fn row(summary: &SessionSummary) -> String {
-    let counts = summary.tally.as_ref().map_or_else(
-        || "no turn ended".to_string(),
-        |tally| {
-            format!(
-                "{}, {} chars, {}",
-                crate::compact::counted(tally.turns, "turn", "turns"),
-                crate::compact::short_count(tally.estimate),
-                crate::compact::counted(tally.compactions, "compaction", "compactions"),
-            )
-        },
-    );
-    let mut line = format!(
-        "{}  {}  {counts}",
-        summary.id,
-        crate::time::short_stamp(summary.last_used_unix)
-    );
-    if !summary.branches.is_empty() {
-        line.push_str(&format!(
-            ", {}",
-            crate::compact::counted(summary.branches.len(), "branch", "branches")
-        ));
-    }
+    let mut parts = summary.facts();
     if let Some(parent) = &summary.parent {
-        line.push_str(&format!(", ⑂ of {}", parent.session));
+        parts.push(format!("a branch of {}", parent.session));
     }
     if let Some(pid) = &summary.open_in {
-        line.push_str(&format!(", open in pid {pid}"));
+        parts.push(format!("open in pid {pid}"));
     }
     let request = summary.first_request.as_deref().unwrap_or("(no request yet)");
     let request = crate::compact::markers::one_line(request, 100);
-    line.push_str(&format!("  {}", crate::terminal_text::screen_safe(&request)));
-    line
+    format!(
+        "{}  {}  {}",
+        summary.id,
+        parts.join(" · "),
+        crate::terminal_text::screen_safe(&request)
+    )
 }
 
 /// Fork session `id` of `workspace` at `at`; the new session's id goes to `out`, what

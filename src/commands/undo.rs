@@ -50,9 +50,7 @@ pub fn run(
             _ => {}
         }
     }
-    let name = path
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = session::id_of(&path);
     let event = stages.last().ok_or_else(|| UndoCommandError::Nothing(name.clone()))?;
     let messages = undo(&restored.messages, event, &store, config.estimate)?;
     let before = config.estimate.count(&restored.messages);

@@ -76,9 +76,13 @@ pub fn compact_history_swapping(
         ctx,
         summariser,
     );
-    event.background_discarded =
-        discarded.map(|why| format!("the summary prepared in the background was not used: {why}"));
+    event.background_discarded = discarded.map(set_aside);
     Some(event)
+}
+
+/// What a receipt says of a background summary that was not used, and why.
+fn set_aside(why: String) -> String {
+    format!("the summary prepared in the background was not used: {why}")
 }
 
 /// Stage 4 with the summary `ready` made, whatever the estimate (the user is idle and
@@ -131,8 +135,6 @@ fn try_swap(
     }
 }
 
-/// `[Compacted]` for the messages `ready` summarised, the ones after them verbatim,
-/// and no model call.
 /// Where the messages a ready summary covers end now, and what recoverable stages
 /// did to them since.
 struct SwapAt {
@@ -141,6 +143,8 @@ struct SwapAt {
     archived: usize,
 }
 
+/// `[Compacted]` for the messages `ready` summarised, the ones after them verbatim,
+/// and no model call.
 fn swap_in(
     messages: &mut Vec<Message>,
     sizes: &mut Sizes,
@@ -247,8 +251,7 @@ pub fn force_compact_swapping(
         &ctx,
         summariser,
     );
-    event.background_discarded =
-        discarded.map(|why| format!("the summary prepared in the background was not used: {why}"));
+    event.background_discarded = discarded.map(set_aside);
     event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     event
 }

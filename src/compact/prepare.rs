@@ -1,8 +1,7 @@
 //! `prepare`: runs before every model call, cheapest and most recoverable stage first.
 
 use super::Archive;
-use super::background::ReadySummary;
-use super::compact_history::compact_history_swapping;
+use super::compact_history::compact_history;
 use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::snip_compact::snip_compact;
@@ -48,30 +47,15 @@ pub fn prepare_sized(
     store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
-    prepare_swapping(messages, sizes, active_request, config, store, summariser, None)
-}
-
-/// [`prepare_sized`] with a summary prepared in the background, which stage 4 swaps in
-/// instead of asking the summariser when it still stands for the start of the history.
-pub fn prepare_swapping(
-    messages: Vec<Message>,
-    sizes: Sizes,
-    active_request: &str,
-    config: &CompactConfig,
-    store: &dyn Archive,
-    summariser: &mut dyn Summariser,
-    ready: Option<&ReadySummary>,
-) -> Prepared {
     let mut prepared = prepare_recoverable(messages, sizes, config, store);
     let ctx = Context { config, store };
     prepared.events.extend(timed(|| {
-        compact_history_swapping(
+        compact_history(
             &mut prepared.messages,
             &mut prepared.sizes,
             active_request,
             &ctx,
             summariser,
-            ready,
         )
     }));
     prepared

@@ -55,7 +55,7 @@ pub struct PointInTime {
 /// workspace's). Nothing is written; a transcript or saved result that no longer has
 /// the hash its stage recorded is an error.
 pub fn history_at(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode) -> Result<PointInTime, ForkError> {
-    let session = session_id(journal);
+    let session = super::id_of(journal);
     let text = read_journal(journal)?;
     let mut replay = Replay::new(&text);
     let mut lines = text.lines();
@@ -79,7 +79,7 @@ pub fn history_at(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode
                                 position: *position,
                             });
                         }
-                        let (messages, _) = replay.into_parts();
+                        let messages = replay.into_messages();
                         let (provider, model) = made_for;
                         return Ok(PointInTime {
                             messages,
@@ -161,7 +161,7 @@ pub struct Forked {
 pub fn fork(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode) -> Result<Forked, ForkError> {
     let point = history_at(journal, at, store, mode)?;
     let origin = Origin {
-        session: session_id(journal),
+        session: super::id_of(journal),
         at: point.point,
     };
     let folder = journal.parent().unwrap_or(Path::new("."));
@@ -181,11 +181,4 @@ fn feed<'a>(replay: &mut Replay<'a>, made_for: &mut (String, String), number: us
         *made_for = (provider.clone(), model.clone());
     }
     fed
-}
-
-fn session_id(journal: &Path) -> String {
-    journal
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

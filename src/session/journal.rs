@@ -180,10 +180,7 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         };
-        let id = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let id = super::id_of(path);
         // Before anything is read or cut: a second writer would interleave records.
         let lock = lock_session(path, &id)?;
         let mut file = open_regular(path, OpenOptions::new().read(true).append(true))?;
@@ -302,30 +299,29 @@ pub(super) fn open_regular(path: &Path, options: &mut OpenOptions) -> Result<Fil
 /// The length up to the last newline and the bytes after it (a torn line), reading
 /// backwards from the end in blocks, so reopening a long journal reads only its tail.
 fn complete_length(file: &mut File) -> std::io::Result<(u64, Vec<u8>)> {
-    use std::io::{Seek, SeekFrom};
     const BLOCK: u64 = 64 * 1024;
     let size = file.metadata()?.len();
     let mut end = size;
     while end > 0 {
         let start = end.saturating_sub(BLOCK);
-        let mut block = vec![0; (end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut block)?;
+        let block = read_range(file, start, end - start)?;
         if let Some(at) = block.iter().rposition(|&b| b == b'\n') {
             let complete = start + at as u64 + 1;
-            return Ok((complete, torn_tail(file, complete, size)?));
+            return Ok((complete, read_range(file, complete, size - complete)?));
         }
         end = start;
     }
-    Ok((0, torn_tail(file, 0, size)?))
+    Ok((0, read_range(file, 0, size)?))
 }
 
-fn torn_tail(file: &mut File, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
+/// `len` bytes of `file` from `start`.
+pub(super) fn read_range(file: &mut File, start: u64, len: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Seek, SeekFrom};
-    let mut tail = vec![0; (size - from) as usize];
-    file.seek(SeekFrom::Start(from))?;
-    file.read_exact(&mut tail)?;
-    Ok(tail)
+    let len = usize::try_from(len).map_err(std::io::Error::other)?;
+    let mut bytes = vec![0; len];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Where the bytes of a torn last line are kept.

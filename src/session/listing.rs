@@ -3,12 +3,11 @@
 //! tail (the newest [`Tally`]), never whole: a thousand long sessions list at once.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::journal::{lock_holder, open_regular};
+use super::journal::{lock_holder, open_regular, read_range};
 use super::{Origin, Record};
 use crate::compact::markers::{MessageKind, classify};
 
@@ -83,6 +82,28 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
+    /// What a list says of the session beside its request, in one place for the picker
+    /// and `scratchpad sessions`: when it was last used, its turns, its size in context
+    /// now, its compactions (when any) and its branches.
+    pub fn facts(&self) -> Vec<String> {
+        use crate::compact::{counted, short_count};
+        let mut parts = vec![crate::time::short_stamp(self.last_used_unix)];
+        match &self.tally {
+            Some(tally) => {
+                parts.push(counted(tally.turns, "turn", "turns"));
+                parts.push(format!("{} chars", short_count(tally.estimate)));
+                if tally.compactions > 0 {
+                    parts.push(counted(tally.compactions, "compaction", "compactions"));
+                }
+            }
+            None => parts.push("no turn ended".into()),
+        }
+        if !self.branches.is_empty() {
+            parts.push(format!("⑂ {}", counted(self.branches.len(), "branch", "branches")));
+        }
+        parts
+    }
+
     /// Whether `filter` (lowercase words, all of which must match) is in its requests
     /// or its id.
     pub fn matches(&self, filter: &str) -> bool {
@@ -144,7 +165,7 @@ fn summarise(path: &Path) -> Option<SessionSummary> {
     let meta = file.metadata().ok()?;
     let size = meta.len();
     let last_used_unix = meta.modified().map_or(0, crate::time::unix_of);
-    let id = path.file_stem()?.to_string_lossy().into_owned();
+    let id = super::id_of(path);
     let mut summary = SessionSummary {
         id,
         path: path.to_path_buf(),
@@ -165,7 +186,7 @@ fn summarise(path: &Path) -> Option<SessionSummary> {
 fn read_head(file: &mut File, size: u64, summary: &mut SessionSummary) {
     let mut want = FIRST_READ;
     loop {
-        let Some(bytes) = read_at(file, 0, want.min(size)) else {
+        let Some(bytes) = read_range(file, 0, want.min(size)).ok() else {
             return;
         };
         let complete = memchr::memrchr(b'\n', &bytes).map_or(0, |at| at + 1);
@@ -198,7 +219,7 @@ fn read_tally(file: &mut File, size: u64) -> Option<Tally> {
     let mut want = FIRST_READ;
     loop {
         let start = size.saturating_sub(want);
-        let bytes = read_at(file, start, size - start)?;
+        let bytes = read_range(file, start, size - start).ok()?;
         // The first line of a block that starts mid-journal may be cut: skipped.
         let lines = bytes.split(|&b| b == b'\n').skip(usize::from(start > 0));
         let tally = lines
@@ -213,13 +234,6 @@ fn read_tally(file: &mut File, size: u64) -> Option<Tally> {
         }
         want *= 4;
     }
-}
-
-fn read_at(file: &mut File, start: u64, len: u64) -> Option<Vec<u8>> {
-    let mut bytes = vec![0; usize::try_from(len).ok()?];
-    file.seek(SeekFrom::Start(start)).ok()?;
-    file.read_exact(&mut bytes).ok()?;
-    Some(bytes)
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub use family::{Branch, Node, family, nodes_of};
 pub use fork::{ForkAt, ForkError, ForkPoint, Forked, Origin, fork, history_at};
 pub use journal::{Journal, lock_holder, torn_side_file};
 pub use listing::{SessionSummary, Tally, list};
-pub use place::{LEGACY_SESSIONS_DIR, find, find_in, migrate_legacy, sessions_dir, sessions_dir_under};
+pub use place::{LEGACY_SESSIONS_DIR, find, find_in, id_of, migrate_legacy, sessions_dir, sessions_dir_under};
 pub use replay::{Fed, JournalText, MAX_JOURNAL_BYTES, Replay, Restored, read_journal, restore};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -79,6 +79,14 @@ pub fn migrate_legacy(workspace: &Path) -> Result<Option<String>, SessionError> 
     }))
 }
 
+/// The id of the session whose journal is `journal`: its file name without `.jsonl`.
+pub fn id_of(journal: &Path) -> String {
+    journal
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// The journal with `id`, or the newest one when `id` is `None`.
 pub fn find(workspace: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
     find_in(&sessions_dir(workspace), id)

@@ -288,8 +288,8 @@ impl<'a> Replay<'a> {
         self.restored
     }
 
-    /// The history replayed, as it stands, with what was skipped on the way.
-    pub fn into_parts(self) -> (Vec<Message>, Vec<String>) {
-        (self.restored.messages, self.restored.repairs)
+    /// The history replayed, as it stands, before any mend.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.restored.messages
     }
 }

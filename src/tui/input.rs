@@ -13,6 +13,23 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui_textarea::TextArea;
 use unicode_width::UnicodeWidthStr;
 
+/// A one-line text a view edits in place (a filter, a label): Backspace takes the last
+/// character off, a plain or shifted character goes on the end. Whether `key` was one.
+pub fn edit_line(text: &mut String, key: &KeyEvent) -> bool {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    match key.code {
+        KeyCode::Backspace => {
+            text.pop();
+            true
+        }
+        KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
+            text.push(c);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// What the prompt is doing, for its title.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PromptState {

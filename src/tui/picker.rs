@@ -2,7 +2,7 @@
 //! workspace's sessions, newest first, filtered by what is typed, with the last
 //! exchange of the selected one beside the list.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -67,17 +67,11 @@ impl Picker {
                     return PickerAction::Open(session.id.clone());
                 }
             }
-            _ => match key.code {
-                KeyCode::Backspace => {
-                    self.filter.pop();
+            _ => {
+                if super::input::edit_line(&mut self.filter, &key) {
                     self.selected = 0;
                 }
-                KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
-                    self.filter.push(c);
-                    self.selected = 0;
-                }
-                _ => {}
-            },
+            }
         }
         PickerAction::Stay
     }
@@ -169,25 +163,10 @@ impl Picker {
     }
 }
 
-/// The facts line of a session: when, how much, how many compactions and branches.
+/// The facts line of a session in the picker: the list's facts, and whether it is a
+/// branch and where it is open.
 fn facts(session: &SessionSummary, current: Option<&str>) -> String {
-    let mut parts = vec![crate::time::short_stamp(session.last_used_unix)];
-    match &session.tally {
-        Some(tally) => {
-            parts.push(crate::compact::counted(tally.turns, "turn", "turns"));
-            parts.push(format!("{} chars", crate::compact::short_count(tally.estimate)));
-            if tally.compactions > 0 {
-                parts.push(crate::compact::counted(tally.compactions, "compaction", "compactions"));
-            }
-        }
-        None => parts.push("no turn ended".into()),
-    }
-    if !session.branches.is_empty() {
-        parts.push(format!(
-            "⑂ {}",
-            crate::compact::counted(session.branches.len(), "branch", "branches")
-        ));
-    }
+    let mut parts = session.facts();
     if session.parent.is_some() {
         parts.push("⑂ a branch".into());
     }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
@@ -152,13 +152,9 @@ impl TreeView {
                         return TreeAction::Label { key, label };
                     }
                 }
-                KeyCode::Backspace => {
-                    label.pop();
+                _ => {
+                    super::input::edit_line(label, &key);
                 }
-                KeyCode::Char(c) if !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) => {
-                    label.push(c);
-                }
-                _ => {}
             }
             return TreeAction::Stay;
         }
