@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Reply, agent_settings, sse_text, start_agent, text_reply, until};
+use common::{MockApi, start_agent, until};
 use scratchpad::agent::AskPolicy;
 use scratchpad::compact::Stage;
 use scratchpad::protocol::{AgentEvent, Op};
@@ -19,30 +19,17 @@ const TURNS: usize = 40;
 const SUMMARY_MS: u64 = 5_000;
 const READING_MS: u64 = 1_500;
 
-fn five_second_summary() -> Reply {
-    let body = sse_text("Goal: write the report. Done: every earlier request was answered in full.");
-    Reply::Sse {
-        chunk: body.len().div_ceil(10),
-        body,
-        delay_ms: SUMMARY_MS / 10,
-    }
-}
-
 /// (time the turns spent in stage 4, stage 4 firings, of which swaps, whole run)
 async fn session(background_at_percent: usize) -> (Duration, usize, usize, Duration) {
-    let replies = (0..TURNS)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
-    api.script_summaries((0..TURNS).map(|_| five_second_summary()).collect());
-    let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 12_000;
+    let api = MockApi::start(common::report_answers(TURNS)).await;
+    api.script_summaries((0..TURNS).map(|_| common::slow_summary(SUMMARY_MS)).collect());
+    let mut settings = common::report_settings(AskPolicy::Approve);
     settings.compaction.background_at_percent = background_at_percent;
     let mut agent = start_agent(&api, settings).await;
     let started = Instant::now();
     let (mut waited, mut fired, mut swaps) = (Duration::ZERO, 0, 0);
     for turn in 0..TURNS {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        let request = common::report_request(turn);
         agent.ops.send(Op::Submit { text: request }).unwrap();
         loop {
             match until(&mut agent.events, |e| {
@@ -71,12 +58,7 @@ async fn session(background_at_percent: usize) -> (Duration, usize, usize, Durat
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_stack_size(scratchpad::json::WORKER_STACK_BYTES)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = scratchpad::json::runtime().expect("runtime");
     // `cargo bench` passes `--bench`; a plain `cargo test --benches` passes nothing and
     // must not spend two minutes here.
     if !std::env::args().any(|arg| arg == "--bench") {

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{MockApi, Reply, Running, agent_settings, messages_of, sse_text, start_agent, text_reply, until};
+use common::{MockApi, Reply, Running, messages_of, sse_text, start_agent, text_reply, until};
 use scratchpad::agent::AskPolicy;
 use scratchpad::compact::Stage;
 use scratchpad::compact::markers::{MessageKind, classify};
@@ -23,19 +23,10 @@ struct Outcome {
     /// the wait for a background summary.
     waited: Duration,
     swaps: usize,
+    /// What each swap's receipt said of it.
+    swapped: Vec<scratchpad::compact::Swapped>,
     summary_requests: usize,
     history_roles: Vec<&'static str>,
-}
-
-/// A summary reply that takes about `millis` to stream.
-fn slow_summary(millis: u64) -> Reply {
-    let body = sse_text("Goal: write the report. Done: every earlier request was answered in full.");
-    let chunks = 10u64;
-    Reply::Sse {
-        chunk: body.len().div_ceil(chunks as usize),
-        body,
-        delay_ms: millis / chunks,
-    }
 }
 
 async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
@@ -56,6 +47,7 @@ async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
                     if let Some(swapped) = &event.swapped {
                         outcome.waited += Duration::from_millis(swapped.waited_ms);
                         outcome.swaps += 1;
+                        outcome.swapped.push((**swapped).clone());
                     }
                 }
                 stages.push(event.stage);
@@ -71,18 +63,14 @@ async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
 /// turns), the background at `percent` (0: off), each summary reply taking
 /// `summary_ms`, and `pause_ms` between turns (the user reading).
 async fn session(percent: usize, summary_ms: u64, pause_ms: u64, turns: usize) -> Outcome {
-    let replies = (0..turns)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
-    api.script_summaries((0..turns).map(|_| slow_summary(summary_ms)).collect());
-    let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 12_000;
+    let api = MockApi::start(common::report_answers(turns)).await;
+    api.script_summaries((0..turns).map(|_| common::slow_summary(summary_ms)).collect());
+    let mut settings = common::report_settings(AskPolicy::Approve);
     settings.compaction.background_at_percent = percent;
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
     for turn in 0..turns {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        let request = common::report_request(turn);
         run_turn(&mut agent, request, &mut outcome).await;
         tokio::time::sleep(Duration::from_millis(pause_ms)).await;
     }
@@ -192,17 +180,13 @@ async fn at_the_limit_the_turn_waits_for_the_running_summary_instead_of_asking_a
 /// conversation is ever swapped into the new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_sets_a_running_summary_aside() {
-    let replies = (0..16)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
-    api.script_summaries((0..4).map(|_| slow_summary(2_000)).collect());
-    let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 12_000;
+    let api = MockApi::start(common::report_answers(16)).await;
+    api.script_summaries((0..4).map(|_| common::slow_summary(2_000)).collect());
+    let settings = common::report_settings(AskPolicy::Approve);
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
     for turn in 0..13 {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        let request = common::report_request(turn);
         run_turn(&mut agent, request, &mut outcome).await;
     }
     assert!(
@@ -237,13 +221,9 @@ async fn clear_sets_a_running_summary_aside() {
 /// the next request starts small.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
-    let replies = (0..16)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
-    api.script_summaries(vec![slow_summary(300)]);
-    let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 12_000;
+    let api = MockApi::start(common::report_answers(16)).await;
+    api.script_summaries(vec![common::slow_summary(300)]);
+    let mut settings = common::report_settings(AskPolicy::Approve);
     settings.compaction.compact_when_idle = true;
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
@@ -253,7 +233,7 @@ async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
         .iter()
         .any(|e| matches!(e, BackgroundEvent::Started { .. }))
     {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        let request = common::report_request(turn);
         run_turn(&mut agent, request, &mut outcome).await;
         turn += 1;
         assert!(turn < 16, "the threshold was reached");
@@ -350,12 +330,7 @@ fn races_with_a_running_background_summary_never_swap_a_stale_one() {
         acts in proptest::collection::vec(act(), 10..30),
         summary_ms in proptest::collection::vec(0u64..400, 40),
     )| {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_stack_size(scratchpad::json::WORKER_STACK_BYTES)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = scratchpad::json::runtime().unwrap();
         let swaps = runtime.block_on(race(acts, summary_ms));
         prop_assert!(swaps > 0, "the closing turns crossed the limit and swapped");
     });
@@ -364,10 +339,7 @@ fn races_with_a_running_background_summary_never_swap_a_stale_one() {
 /// One race; how many swaps it checked.
 async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
     acts.extend(std::iter::repeat_n((Act::Turn, 0), CLOSING_TURNS));
-    let replies = (0..acts.len())
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
+    let api = MockApi::start(common::report_answers(acts.len())).await;
     let summaries: Vec<Reply> = summary_ms
         .iter()
         .enumerate()
@@ -381,7 +353,7 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
         })
         .collect();
     api.script_summaries(summaries);
-    let mut settings = agent_settings(AskPolicy::Approve);
+    let mut settings = common::report_settings(AskPolicy::Approve);
     settings.compaction.context_char_limit = 9_000;
     let (mut agent, first) = common::start_agent_journaled(&api, settings);
     let sessions = first.parent().unwrap().to_path_buf();
@@ -392,7 +364,7 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
         let current = locked_session(&sessions).unwrap_or_else(|| first.clone());
         match act {
             Act::Turn => {
-                let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+                let request = common::report_request(turn);
                 run_turn(&mut agent, request, &mut outcome).await;
             }
             Act::Undo => agent.ops.send(Op::Undo { stage_id: None }).unwrap(),
@@ -509,45 +481,27 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
 /// what it read and wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_summary_request_reads_the_cached_prefix() {
-    let replies = (0..40)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
+    let api = MockApi::start(common::report_answers(40)).await;
     api.emulate_prompt_cache();
     api.script_summaries(
         (0..4)
             .map(|_| text_reply("Goal: the report. Done: the sections so far."))
             .collect(),
     );
-    let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 12_000;
+    let settings = common::report_settings(AskPolicy::Approve);
     let mut agent = common::start_agent_caching(&api, settings);
     let mut outcome = Outcome::default();
-    let mut swapped = None;
     for turn in 0..30 {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
-        agent.ops.send(Op::Submit { text: request }).unwrap();
-        loop {
-            match until(&mut agent.events, |e| {
-                matches!(
-                    e,
-                    AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. } | AgentEvent::Background { .. }
-                )
-            })
-            .await
-            {
-                AgentEvent::Compaction { event } if event.swapped.is_some() => swapped = event.swapped.clone(),
-                AgentEvent::Background { event } => outcome.background.push(event),
-                AgentEvent::TurnDone { .. } => break,
-                _ => {}
-            }
-        }
-        if swapped.is_some() {
+        run_turn(&mut agent, common::report_request(turn), &mut outcome).await;
+        if !outcome.swapped.is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
-    let swapped = swapped.expect("the limit was reached and the summary swapped in");
+    let swapped = outcome
+        .swapped
+        .first()
+        .expect("the limit was reached and the summary swapped in");
     let requests = api.requests();
     let asked = requests
         .iter()
@@ -583,14 +537,7 @@ async fn the_summary_request_reads_the_cached_prefix() {
 /// background summary starting and ready, and the compaction that swapped it in.
 #[test]
 fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
-    let workspace = tempfile::tempdir().unwrap();
-    for i in 0..6 {
-        std::fs::write(
-            workspace.path().join(format!("notes{i}.md")),
-            format!("# Notes {i}\n").repeat(200),
-        )
-        .unwrap();
-    }
+    let workspace = common::demo_workspace();
     let home = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
         .args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"])
@@ -630,17 +577,13 @@ fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
 /// summary; answered "compact now", the ready summary is swapped in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirm_lossy_asks_before_the_swap() {
-    let replies = (0..30)
-        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
-        .collect();
-    let api = MockApi::start(replies).await;
-    api.script_summaries(vec![slow_summary(100)]);
-    let mut settings = agent_settings(AskPolicy::Ask);
-    settings.compaction.context_char_limit = 12_000;
+    let api = MockApi::start(common::report_answers(30)).await;
+    api.script_summaries(vec![common::slow_summary(100)]);
+    let mut settings = common::report_settings(AskPolicy::Ask);
     settings.compaction.confirm_lossy = true;
     let mut agent = start_agent(&api, settings).await;
     for turn in 0..30 {
-        let request = format!("Request {turn}: {}", "add a section on the findings. ".repeat(8));
+        let request = common::report_request(turn);
         agent.ops.send(Op::Submit { text: request }).unwrap();
         let mut asked = false;
         loop {

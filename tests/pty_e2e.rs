@@ -181,14 +181,7 @@ fn start_with(
 
 #[test]
 fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
-    let workspace = tempfile::tempdir().unwrap();
-    for i in 0..6 {
-        std::fs::write(
-            workspace.path().join(format!("notes{i}.md")),
-            format!("# Notes {i}\n").repeat(200),
-        )
-        .unwrap();
-    }
+    let workspace = common::demo_workspace();
     let home = tempfile::tempdir().unwrap();
     let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
     pty.wait_for("offline demo model", Duration::from_secs(20));

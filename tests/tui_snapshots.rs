@@ -139,6 +139,13 @@ fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
+/// Type `text` key by key.
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        app.handle_key(key(KeyCode::Char(c)));
+    }
+}
+
 fn stage(stage: Stage, replaced: usize, before: usize, after: usize, paths: &[&str]) -> AgentEvent {
     AgentEvent::Compaction {
         event: StageEvent {
@@ -440,9 +447,7 @@ fn browser_list_and_viewer_with_search() {
     s.app.handle_key(key(KeyCode::Enter));
     insta::assert_snapshot!("viewer_120x40", draw(&mut s.app, 120, 40).backend());
     insta::assert_snapshot!("viewer_80x24", draw(&mut s.app, 80, 24).backend());
-    for c in "/bug".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "/bug");
     s.app.handle_key(key(KeyCode::Enter));
     insta::assert_snapshot!("viewer_search_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "the viewer with a search");
@@ -591,9 +596,7 @@ fn help_overlay() {
 #[test]
 fn slash_command_popup() {
     let mut s = screen();
-    for c in "/co".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "/co");
     insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "the slash popup");
     insta::assert_snapshot!("slash_popup_80x24", draw(&mut s.app, 80, 24).backend());
@@ -960,9 +963,7 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
         turn: scratchpad::protocol::TurnId(1),
         request: "first".into(),
     });
-    for c in "second request".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "second request");
     s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(
         s.app.input.text(),
@@ -973,9 +974,7 @@ fn a_request_typed_during_a_turn_is_queued_and_sent_when_it_ends() {
     assert_readable_in_both_themes(&mut s.app, 80, 24, "a queued request");
     assert!(s._ops.try_recv().is_err(), "nothing is sent while the turn runs");
     // A second request queued behind it does not run into the first.
-    for c in "and a third".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "and a third");
     s.app.handle_key(key(KeyCode::Enter));
     s.app.apply(AgentEvent::TurnDone {
         turn: scratchpad::protocol::TurnId(1),
@@ -997,9 +996,7 @@ fn esc_with_a_queued_request_stops_the_turn_and_keeps_the_text() {
         turn: scratchpad::protocol::TurnId(1),
         request: "first".into(),
     });
-    for c in "second request".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "second request");
     s.app.handle_key(key(KeyCode::Enter));
     s.app.handle_key(key(KeyCode::Esc));
     assert_eq!(s._ops.try_recv().ok(), Some(Op::Cancel));
@@ -1014,9 +1011,7 @@ fn esc_with_a_queued_request_stops_the_turn_and_keeps_the_text() {
 #[test]
 fn an_unknown_command_keeps_its_text_and_says_why() {
     let mut s = screen();
-    for c in "/foo bar".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "/foo bar");
     s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(s.app.input.text(), "/foo bar");
     assert_eq!(s.app.state.banner, None, "a hint is not an error");
@@ -2570,19 +2565,14 @@ fn the_session_picker_at_two_sizes_and_filtered() {
         let sessions = s.dir.path().join("sessions");
         thirty_sessions(&sessions);
         s.app.sessions_in(sessions);
-        s.app.handle_key(key(KeyCode::Char('/')));
-        for c in "resume".chars() {
-            s.app.handle_key(key(KeyCode::Char(c)));
-        }
+        type_text(&mut s.app, "/resume");
         s.app.handle_key(key(KeyCode::Enter));
         let terminal = draw(&mut s.app, width, height);
         let text = text_of(&terminal);
         assert!(text.contains("sessions · 30 of 30"), "{text}");
         insta::assert_snapshot!(format!("session_picker_{width}x{height}"), terminal.backend());
         assert_readable_in_both_themes(&mut s.app, width, height, "session picker");
-        for c in "landlock".chars() {
-            s.app.handle_key(key(KeyCode::Char(c)));
-        }
+        type_text(&mut s.app, "landlock");
         s.app.handle_key(key(KeyCode::Down));
         let terminal = draw(&mut s.app, width, height);
         let text = text_of(&terminal);
@@ -2598,9 +2588,7 @@ fn enter_in_the_picker_resumes_the_selected_session() {
     thirty_sessions(&sessions);
     s.app.sessions_in(sessions);
     s.app.open_picker();
-    for c in "release notes".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "release notes");
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Enter));
     let mut ops = Vec::new();
@@ -2669,10 +2657,7 @@ fn the_session_tree_with_a_fork_and_three_compactions() {
     let sessions = s.dir.path().join("sessions");
     session_with_a_fork(&sessions);
     s.app.sessions_in(sessions);
-    s.app.handle_key(key(KeyCode::Char('/')));
-    for c in "tree".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "/tree");
     s.app.handle_key(key(KeyCode::Enter));
     let terminal = draw(&mut s.app, 120, 40);
     insta::assert_snapshot!("session_tree_120x40", terminal.backend());
@@ -2681,9 +2666,7 @@ fn the_session_tree_with_a_fork_and_three_compactions() {
     for code in [KeyCode::Down, KeyCode::Down, KeyCode::Down, KeyCode::Char('l')] {
         s.app.handle_key(key(code));
     }
-    for c in "one file".chars() {
-        s.app.handle_key(key(KeyCode::Char(c)));
-    }
+    type_text(&mut s.app, "one file");
     s.app.handle_key(key(KeyCode::Enter));
     s.app.handle_key(key(KeyCode::Char(' ')));
     let terminal = draw(&mut s.app, 80, 24);

@@ -639,6 +639,51 @@ pub fn prompt_too_long() -> Reply {
     )
 }
 
+/// A workspace for the offline demo's survey: six notes files to read.
+pub fn demo_workspace() -> tempfile::TempDir {
+    let workspace = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        std::fs::write(
+            workspace.path().join(format!("notes{i}.md")),
+            format!("# Notes {i}\n").repeat(200),
+        )
+        .unwrap();
+    }
+    workspace
+}
+
+/// The scripted report session of the background-summary tests and benchmark: answers
+/// of about 450 characters, requests of about 270, a 12k limit (crossed about every 15
+/// turns when summarised in the foreground).
+pub fn report_answers(turns: usize) -> Vec<Reply> {
+    (0..turns)
+        .map(|turn| text_reply(&format!("Answer {turn}: {}", "the report grows. ".repeat(24))))
+        .collect()
+}
+
+/// A summary reply of the report session that takes about `millis` to stream.
+pub fn slow_summary(millis: u64) -> Reply {
+    let body = sse_text("Goal: write the report. Done: every earlier request was answered in full.");
+    let chunks = 10u64;
+    Reply::Sse {
+        chunk: body.len().div_ceil(chunks as usize),
+        body,
+        delay_ms: millis / chunks,
+    }
+}
+
+/// The request of turn `turn` of the report session.
+pub fn report_request(turn: usize) -> String {
+    format!("Request {turn}: {}", "add a section on the findings. ".repeat(8))
+}
+
+/// Settings of the report session: the 12k limit, asking as `ask` says.
+pub fn report_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::AgentSettings {
+    let mut settings = agent_settings(ask);
+    settings.compaction.context_char_limit = 12_000;
+    settings
+}
+
 pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
