@@ -18,7 +18,6 @@ fn main() -> ExitCode {
     // /proc/<our pid>/environ.
     let environment: HashMap<String, String> = std::env::vars().collect();
     scrub_secrets_from_environment();
-    tune_allocator();
     // Panics still get color-eyre's report; errors are one plain line for the user.
     let _ = color_eyre::install();
     // Everything runs on a thread with the stack the runtime's workers get: a history
@@ -35,20 +34,6 @@ fn main() -> ExitCode {
             eprintln!("scratchpad: cannot start: {error}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// glibc's allocator, set for a process that reads a history of tens of megabytes at
-/// once on a thread that is not the main one. Such a thread gets an arena of its own,
-/// grown an `mprotect` at a time; one arena, grown 64 MB at a step, made `compact` of
-/// a 10k-message history about 15% faster with the same peak memory (measured here).
-/// Before any thread exists, as glibc requires.
-fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters, and no thread is running.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
 }
 

@@ -424,7 +424,10 @@ fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Resu
 
 fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> {
     for message in messages {
-        crate::json::to_writer(&mut *writer, message)?;
+        match message.raw_json() {
+            Some(text) => writer.write_all(text.as_bytes())?,
+            None => crate::json::to_writer(&mut *writer, message)?,
+        }
         writer.write_all(b"\n")?;
     }
     Ok(())

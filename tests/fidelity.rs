@@ -24,7 +24,7 @@ fn rounds_with_flag(results: usize, chars: usize, flag: &str, answered: bool) ->
     if answered {
         messages.push(json!({"role": "assistant", "content": "read"}));
     }
-    parse_history(&serde_json::to_string(&messages).unwrap()).unwrap()
+    parse_history(serde_json::to_string(&messages).unwrap()).unwrap()
 }
 
 fn stages(events: &[scratchpad::compact::StageEvent]) -> Vec<Stage> {
@@ -79,7 +79,7 @@ fn results_with_a_null_or_string_is_error_are_snipped_in_pairs_cleared_and_persi
             );
         }
         let tail = json!([{"role": "assistant", "content": calls}, {"role": "user", "content": results}]);
-        batch.extend(parse_history(&tail.to_string()).unwrap());
+        batch.extend(parse_history(tail.to_string()).unwrap());
         let prepared = prepare(
             batch,
             "read everything",
@@ -107,7 +107,7 @@ fn history_with_numbers() -> String {
 fn number_text_survives_parse_journal_and_transcript_byte_for_byte() {
     use scratchpad::session::{Record, restore};
     let text = history_with_numbers();
-    let messages = parse_history(&text).unwrap();
+    let messages = parse_history(text.as_str()).unwrap();
     assert_eq!(serde_json::to_string(&messages).unwrap(), text);
 
     let dir = tempfile::tempdir().unwrap();
@@ -163,7 +163,7 @@ fn a_history_over_the_limit_only_as_python_prints_its_numbers_is_compacted() {
             "p".repeat(padding),
             floats
         ));
-        parse_history(&text).unwrap()
+        parse_history(text.as_str()).unwrap()
     };
     let at = |padding| scratchpad::compact::estimate_chars(&build(padding));
     let padding = 50_001 - at(0);
@@ -287,7 +287,7 @@ fn the_seeds_own_persisted_output_block_is_recognised() {
             .push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": content}]}));
     }
     messages.push(json!({"role": "assistant", "content": "read"}));
-    let history = parse_history(&serde_json::to_string(&messages).unwrap()).unwrap();
+    let history = parse_history(serde_json::to_string(&messages).unwrap()).unwrap();
     let store = Store::new(dir.path());
     let prepared = prepare(
         history,

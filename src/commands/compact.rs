@@ -44,11 +44,7 @@ pub enum CompactCommandError {
 pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
     let text = crate::session::read_journal(path)?;
     if text.starts_with(b'[') {
-        let whole = text.into_string().map_err(|source| CompactCommandError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        return crate::message::parse_history(&whole).map_err(|source| CompactCommandError::Parse {
+        return crate::message::parse_history(text.into_bytes()).map_err(|source| CompactCommandError::Parse {
             path: path.display().to_string(),
             source,
         });
@@ -107,7 +103,9 @@ pub fn run(
     out.flush()?;
     let mut err = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stderr);
     for event in &prepared.events {
-        crate::json::to_writer(&mut err, event).map_err(std::io::Error::from)?;
+        // A receipt is shallow, our own: no stack to grow, and on a long history it is
+        // megabytes that the growing check would slow down at every token.
+        serde_json::to_writer(&mut err, event).map_err(std::io::Error::from)?;
         writeln!(err)?;
     }
     err.flush()?;

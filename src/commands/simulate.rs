@@ -36,10 +36,8 @@ pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> 
     let text = read_journal(path)?;
     let name = || path.display().to_string();
     if text.starts_with(b'[') {
-        let whole = text
-            .into_string()
-            .map_err(|source| CompactCommandError::Read { path: name(), source })?;
-        return crate::json::from_str(&whole).map_err(|source| CompactCommandError::Parse { path: name(), source });
+        return crate::message::parse_history(text.into_bytes())
+            .map_err(|source| CompactCommandError::Parse { path: name(), source });
     }
     let mut messages = Vec::new();
     let mut take = |bytes: &[u8]| -> Result<(), serde_json::Error> {

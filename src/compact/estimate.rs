@@ -38,6 +38,22 @@ impl EstimateMode {
         counter.0
     }
 
+    /// Characters of `message` in this mode: from the shape measured when it was read,
+    /// when it is still the text it was read from, else by serialising it.
+    pub fn count_message(self, message: &Message) -> usize {
+        let (Some(shape), Some(text)) = (message.raw_shape(), message.raw_json()) else {
+            return self.count(message);
+        };
+        match self {
+            EstimateMode::Compact => shape.chars,
+            EstimateMode::Seed => {
+                let numbers: usize = shape.numbers(text).map(|number| python_number(number).len()).sum();
+                let written: usize = shape.numbers(text).map(str::len).sum();
+                shape.chars + shape.separators + numbers - written
+            }
+        }
+    }
+
     /// Characters between two elements of an array.
     pub fn separator(self) -> usize {
         match self {
@@ -176,12 +192,12 @@ fn count_each(messages: &[Message], mode: EstimateMode) -> Vec<usize> {
         .map_or(1, std::num::NonZero::get)
         .min(messages.len() / MESSAGES_PER_THREAD);
     if threads < 2 {
-        return messages.iter().map(|m| mode.count(m)).collect();
+        return messages.iter().map(|m| mode.count_message(m)).collect();
     }
     std::thread::scope(|scope| {
         let parts: Vec<_> = messages
             .chunks(messages.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || part.iter().map(|m| mode.count(m)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || part.iter().map(|m| mode.count_message(m)).collect::<Vec<_>>()))
             .collect();
         parts
             .into_iter()
@@ -221,7 +237,7 @@ impl Sizes {
 
     /// A message joined the end of the history.
     pub fn push(&mut self, message: &Message) {
-        let chars = self.mode.count(message);
+        let chars = self.mode.count_message(message);
         self.per_message.push(chars);
         self.sum += chars;
     }
@@ -235,7 +251,7 @@ impl Sizes {
     /// Mirror `messages.splice(range, replacement)`.
     pub fn splice(&mut self, range: std::ops::Range<usize>, replacement: &[Message]) {
         let removed: usize = self.per_message[range.clone()].iter().sum();
-        let added: Vec<usize> = replacement.iter().map(|m| self.mode.count(m)).collect();
+        let added: Vec<usize> = replacement.iter().map(|m| self.mode.count_message(m)).collect();
         self.sum = self.sum - removed + added.iter().sum::<usize>();
         self.per_message.splice(range, added);
     }

@@ -165,7 +165,8 @@ pub fn left(
         .map(|at| ReceiptItem {
             position: at + 1,
             role: messages[at].role(),
-            what: describe_message(&messages[at], describe),
+            // In outline: a long history's archived middle is described, not parsed.
+            what: describe_message(&messages[at].outline(), describe),
             chars_before: sizes.of_message(at),
             chars_after: 0,
             saved: None,

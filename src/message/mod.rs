@@ -11,8 +11,12 @@
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::sync::OnceLock;
 
+mod raw;
 mod read;
+
+pub use raw::{RawText, Shape};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -23,9 +27,25 @@ pub enum Role {
 
 /// One message of the conversation. Its fields are reached through methods: a
 /// message changes only through [`Message::content_mut`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct Message {
     role: Role,
+    body: Body,
+}
+
+/// A message's content and unmodelled fields, or the text they are still in.
+#[derive(Clone)]
+enum Body {
+    Parsed(Parts),
+    /// Read from `text`, which is exactly how it serialises; parsed on first use.
+    Raw {
+        text: RawText,
+        parts: OnceLock<Parts>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Parts {
     content: Content,
     extra: Extra,
 }
@@ -201,13 +221,36 @@ impl Serialize for ContentBlock {
 
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.extra.serialize(
+        let parts = self.parts();
+        parts.extra.serialize(
             serializer,
             &[
                 ("role", Some(Field::Role(self.role))),
-                ("content", Some(Field::Content(&self.content))),
+                ("content", Some(Field::Content(&parts.content))),
             ],
         )
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        if let (Some(one), Some(two)) = (self.raw_json(), other.raw_json())
+            && one == two
+        {
+            return true;
+        }
+        self.role == other.role && self.parts() == other.parts()
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts = self.parts();
+        f.debug_struct("Message")
+            .field("role", &self.role)
+            .field("content", &parts.content)
+            .field("extra", &parts.extra)
+            .finish()
     }
 }
 
@@ -284,26 +327,37 @@ impl ToolResultContent {
 
 impl Message {
     pub fn user_text(text: impl Into<String>) -> Self {
-        Message {
-            role: Role::User,
-            content: Content::Text(text.into()),
-            extra: Extra::default(),
-        }
+        Message::parsed(Role::User, Content::Text(text.into()), Extra::default())
     }
 
     pub fn assistant_text(text: impl Into<String>) -> Self {
-        Message {
-            role: Role::Assistant,
-            content: Content::Text(text.into()),
-            extra: Extra::default(),
-        }
+        Message::parsed(Role::Assistant, Content::Text(text.into()), Extra::default())
     }
 
     pub fn blocks(role: Role, blocks: Vec<ContentBlock>) -> Self {
+        Message::parsed(role, Content::Blocks(blocks), Extra::default())
+    }
+
+    fn parsed(role: Role, content: Content, extra: Extra) -> Self {
+        Message::parsed_parts(role, Parts { content, extra })
+    }
+
+    /// A message still in the text it was read from, which was checked then (see
+    /// `read::read_history`).
+    fn unparsed(role: Role, text: RawText) -> Self {
         Message {
             role,
-            content: Content::Blocks(blocks),
-            extra: Extra::default(),
+            body: Body::Raw {
+                text,
+                parts: OnceLock::new(),
+            },
+        }
+    }
+
+    fn parts(&self) -> &Parts {
+        match &self.body {
+            Body::Parsed(parts) => parts,
+            Body::Raw { text, parts } => parts.get_or_init(|| read::parts_of(text)),
         }
     }
 
@@ -312,15 +366,60 @@ impl Message {
     }
 
     pub fn content(&self) -> &Content {
-        &self.content
+        &self.parts().content
     }
 
+    /// The content to change. A message still in its text is parsed, and the text,
+    /// which would no longer be the message, is let go.
     pub fn content_mut(&mut self) -> &mut Content {
-        &mut self.content
+        if let Body::Raw { text, parts } = &mut self.body {
+            let parts = parts.take().unwrap_or_else(|| read::parts_of(text));
+            self.body = Body::Parsed(parts);
+        }
+        match &mut self.body {
+            Body::Parsed(parts) => &mut parts.content,
+            Body::Raw { .. } => unreachable!("parsed just above"),
+        }
+    }
+
+    /// The message's JSON as it was read, when it is still exactly that: the same
+    /// bytes as serialising it would give, without the work.
+    pub fn raw_json(&self) -> Option<&str> {
+        match &self.body {
+            Body::Raw { text, .. } => Some(text.as_str()),
+            Body::Parsed(_) => None,
+        }
+    }
+
+    /// The shape of [`Self::raw_json`], measured when it was read.
+    pub fn raw_shape(&self) -> Option<&Shape> {
+        match &self.body {
+            Body::Raw { text, .. } => Some(text.shape()),
+            Body::Parsed(_) => None,
+        }
+    }
+
+    /// The message with what a one-line description needs: itself, or, while it is
+    /// still in its text, the message read without its tool results' contents.
+    /// Describing the archived middle of a long history then copies none of them.
+    pub fn outline(&self) -> std::borrow::Cow<'_, Message> {
+        match &self.body {
+            Body::Raw { text, parts } if parts.get().is_none() => {
+                std::borrow::Cow::Owned(Message::parsed_parts(self.role, read::outline_of(text)))
+            }
+            _ => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
+    fn parsed_parts(role: Role, parts: Parts) -> Self {
+        Message {
+            role,
+            body: Body::Parsed(parts),
+        }
     }
 
     pub fn block_slice(&self) -> &[ContentBlock] {
-        match &self.content {
+        match self.content() {
             Content::Blocks(blocks) => blocks,
             Content::Text(_) => &[],
         }
@@ -350,7 +449,7 @@ impl Message {
 
     /// All plain text of the message (string content or text blocks), joined.
     pub fn text(&self) -> String {
-        match &self.content {
+        match self.content() {
             Content::Text(text) => text.clone(),
             Content::Blocks(blocks) => blocks
                 .iter()
@@ -365,8 +464,9 @@ impl Message {
 }
 
 /// Parse a JSON array of messages, with the position of a bad element in the error.
-pub fn parse_history(json: &str) -> Result<Vec<Message>, serde_json::Error> {
-    crate::json::from_str(json)
+/// Messages are kept in their text until something reads them (see [`raw`]).
+pub fn parse_history(json: impl Into<Vec<u8>>) -> Result<Vec<Message>, serde_json::Error> {
+    read::read_history(json.into())
 }
 
 #[cfg(test)]

@@ -11,7 +11,11 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::{Content, ContentBlock, Extra, Message, Role, ToolResultContent};
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::raw::{self, RawText};
+use super::{Body, Content, ContentBlock, Extra, Message, Parts, Role, ToolResultContent};
 
 /// Keys read without allocating: the modelled ones and the usual extra.
 const KNOWN_KEYS: [&str; 10] = [
@@ -118,11 +122,26 @@ impl<'de> Visitor<'de> for Key {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(MessageVisitor)
+        deserializer.deserialize_map(MessageVisitor { outline: false })
     }
 }
 
-struct MessageVisitor;
+/// How much of a message to read.
+#[derive(Clone, Copy)]
+struct MessageVisitor {
+    /// Skip the `content` of every block (what a tool result holds), keeping the rest:
+    /// enough to check the message and to describe it, at the cost of its structure.
+    /// The skipped values cannot make a message invalid (see [`known_block`]).
+    outline: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for MessageVisitor {
+    type Value = Message;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Message, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
 
 impl<'de> Visitor<'de> for MessageVisitor {
     type Value = Message;
@@ -136,7 +155,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut content = None;
         while let Some(key) = map.next_key_seed(Key)? {
             if key == "content" {
-                content = Some(map.next_value_seed(ContentSeed)?);
+                content = Some(map.next_value_seed(ContentSeed { outline: self.outline })?);
                 // Its place among the fields; the value is kept aside.
                 fields.insert(key, Value::Null);
             } else {
@@ -161,17 +180,15 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 )));
             }
         };
-        Ok(Message {
-            role,
-            content: content.map_err(A::Error::custom)?,
-            extra,
-        })
+        Ok(Message::parsed(role, content.map_err(A::Error::custom)?, extra))
     }
 }
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        ContentSeed.deserialize(deserializer)?.map_err(D::Error::custom)
+        ContentSeed { outline: false }
+            .deserialize(deserializer)?
+            .map_err(D::Error::custom)
     }
 }
 
@@ -188,14 +205,19 @@ impl<'de> Deserialize<'de> for ToolResultContent {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        BlockSeed.deserialize(deserializer)?.map_err(D::Error::custom)
+        BlockSeed { outline: false }
+            .deserialize(deserializer)?
+            .map_err(D::Error::custom)
     }
 }
 
 /// A message's `content`: a string or a list of blocks. What is well-formed JSON but
 /// not content is an `Err` with the reason, read to its end, so the caller decides
 /// which error to give first.
-struct ContentSeed;
+#[derive(Clone, Copy)]
+struct ContentSeed {
+    outline: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for ContentSeed {
     type Value = Result<Content, String>;
@@ -230,7 +252,7 @@ impl<'de> Visitor<'de> for ContentSeed {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         let mut error = None;
-        while let Some(block) = seq.next_element_seed(BlockSeed)? {
+        while let Some(block) = seq.next_element_seed(BlockSeed { outline: self.outline })? {
             match block {
                 Ok(block) if error.is_none() => blocks.push(block),
                 Err(reason) if error.is_none() => error = Some(reason),
@@ -269,7 +291,10 @@ impl<'de> Visitor<'de> for ContentSeed {
 
 /// One block of a content list; like [`ContentSeed`], what is JSON but not a block is
 /// an `Err` with the reason.
-struct BlockSeed;
+#[derive(Clone, Copy)]
+struct BlockSeed {
+    outline: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for BlockSeed {
     type Value = Result<ContentBlock, String>;
@@ -291,7 +316,12 @@ impl<'de> Visitor<'de> for BlockSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Fields::default();
         while let Some(key) = map.next_key_seed(Key)? {
-            let value = map.next_value()?;
+            let value = if self.outline && key == "content" {
+                map.next_value::<IgnoredAny>()?;
+                Value::String(String::new())
+            } else {
+                map.next_value()?
+            };
             fields.insert(key, value);
         }
         // serde_json's own form of a number kept as text is a map with one odd key.
@@ -442,10 +472,86 @@ fn text_or_blocks(value: Value) -> Result<Content, String> {
     }
 }
 
+/// A JSON array of messages. Each message whose text is exactly how it serialises, and
+/// has what parsing requires, has its syntax checked and is kept as that text; any
+/// other is parsed. A long history is read on every core.
+pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Error> {
+    let Some(spans) = raw::elements(&json) else {
+        return crate::json::from_slice(&json);
+    };
+    let source = Arc::new(json);
+    let read_part = |spans: &[Range<usize>]| -> Option<Vec<Message>> {
+        let mut scratch = raw::Scratch::default();
+        spans.iter().map(|span| read_one(&source, span, &mut scratch)).collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(spans.len() / MESSAGES_PER_THREAD);
+    let read = if threads < 2 {
+        read_part(&spans)
+    } else {
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = spans
+                .chunks(spans.len().div_ceil(threads))
+                .map(|part| {
+                    std::thread::Builder::new()
+                        .stack_size(crate::json::WORKER_STACK_BYTES)
+                        .spawn_scoped(scope, || read_part(part))
+                })
+                .collect();
+            let mut messages = Vec::with_capacity(spans.len());
+            for part in parts {
+                let part = part
+                    .ok()?
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                messages.extend(part?);
+            }
+            Some(messages)
+        })
+    };
+    // Not read here: read whole, so that the error says where in the whole text.
+    read.map_or_else(|| crate::json::from_slice(&source), Ok)
+}
+
+/// Fewer messages than this a thread are read on one.
+const MESSAGES_PER_THREAD: usize = 1_000;
+
+/// The message at `span` of `source`; `None` when it is not valid, for the caller to
+/// find out why.
+fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scratch) -> Option<Message> {
+    let text = std::str::from_utf8(source.get(span.clone())?).ok()?;
+    match raw::keep(text, scratch) {
+        Some(kept) => Some(Message::unparsed(kept.role, RawText::new(source, text, kept.shape)?)),
+        None => crate::json::from_str(text).ok(),
+    }
+}
+
+/// The parts of a message kept as text.
+pub(super) fn parts_of(text: &RawText) -> Parts {
+    read_checked(text, MessageVisitor { outline: false })
+}
+
+/// What [`Message::outline`] gives of a message kept as text.
+pub(super) fn outline_of(text: &RawText) -> Parts {
+    read_checked(text, MessageVisitor { outline: true })
+}
+
+fn read_checked(text: &RawText, visitor: MessageVisitor) -> Parts {
+    match crate::json::from_str_seed(text.as_str(), visitor).map(|message| message.body) {
+        Ok(Body::Parsed(parts)) => parts,
+        // A message is kept as text only once its syntax was checked and the scan found
+        // what parsing requires (see `raw::value_at`).
+        Ok(Body::Raw { .. }) | Err(_) => unreachable!("a message kept as text was checked when it was read"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
+
+    use proptest::test_runner::TestCaseError;
 
     use crate::message::{Content, ContentBlock, Message};
 
@@ -548,6 +654,111 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A message's text as it may arrive: as serde_json writes it, or laid out,
+    /// escaped or cut in ways it does not write, or broken.
+    fn message_text() -> impl Strategy<Value = String> {
+        let damage = prop_oneof![
+            4 => Just(None),
+            1 => (any::<prop::sample::Index>(), prop::sample::select(vec![
+                " ", "\n", ",", ":", "\"", "\\", "\\u00e9", "\\/", "\\u0001", "\\u001F", "\u{1}", "{", "}", "[", "]",
+                "0", "-", ".", "e", "01", "tru", "null", "\"type\":1,", ":-0", ":1E+5", ":2.50e-3", ":[1e5]",
+            ]))
+                .prop_map(Some),
+            1 => any::<prop::sample::Index>().prop_map(|at| Some((at, ""))),
+        ];
+        (message(), damage).prop_map(|(text, damage)| match damage {
+            None => text,
+            Some((at, "")) => {
+                let mut text = text;
+                let cut = at.index(text.len());
+                if text.is_char_boundary(cut) && text.is_char_boundary(cut + 1) {
+                    text.remove(cut);
+                }
+                text
+            }
+            Some((at, piece)) => {
+                let mut text = text;
+                let mut place = at.index(text.len() + 1);
+                while !text.is_char_boundary(place) {
+                    place -= 1;
+                }
+                text.insert_str(place, piece);
+                text
+            }
+        })
+    }
+
+    /// Reading a history keeps messages in their text where it can; whatever it keeps
+    /// reads, writes and counts exactly as parsing it at once would, and what it
+    /// refuses is refused with the same error.
+    fn same_as_parsed_at_once(text: &str) -> Result<(), TestCaseError> {
+        use crate::compact::EstimateMode;
+        let eager = crate::json::from_str::<Vec<Message>>(text);
+        let lazy = crate::message::parse_history(text);
+        match (eager, lazy) {
+            (Ok(eager), Ok(lazy)) => {
+                prop_assert_eq!(lazy.len(), eager.len());
+                for (kept, parsed) in lazy.iter().zip(&eager) {
+                    let written = crate::json::to_string(parsed).unwrap();
+                    if let Some(raw) = kept.raw_json() {
+                        prop_assert_eq!(raw, written.as_str(), "kept text is the message's JSON");
+                    }
+                    for mode in [EstimateMode::Seed, EstimateMode::Compact] {
+                        prop_assert_eq!(mode.count_message(kept), mode.count(parsed), "{:?}", mode);
+                    }
+                    prop_assert_eq!(kept.role(), parsed.role());
+                    let describe = crate::compact::receipt::InputDescriber::default();
+                    prop_assert_eq!(
+                        crate::compact::receipt::describe_message(&kept.outline(), describe),
+                        crate::compact::receipt::describe_message(parsed, describe),
+                        "its outline says what it says"
+                    );
+                    prop_assert_eq!(kept.content(), parsed.content());
+                    prop_assert_eq!(crate::json::to_string(kept).unwrap(), written);
+                }
+            }
+            (Err(eager), Err(lazy)) => prop_assert_eq!(eager.to_string(), lazy.to_string()),
+            (eager, lazy) => prop_assert!(false, "{text}: at once {eager:?}, kept {lazy:?}"),
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn a_history_kept_as_text_is_the_history_parsed(
+            messages in prop::collection::vec(message_text(), 0..6),
+            spaced in any::<bool>(),
+        ) {
+            let separator = if spaced { " ,\n " } else { "," };
+            same_as_parsed_at_once(&format!("[{}]", messages.join(separator)))?;
+        }
+    }
+
+    /// Enough messages to be read on several threads, kept and parsed ones mixed, a
+    /// bad one last: the error is the one a whole parse gives.
+    #[test]
+    fn a_long_history_is_read_in_parts_in_order() {
+        let messages: Vec<String> = (0..2_500)
+            .map(|n| match n % 3 {
+                0 => format!(r#"{{"role":"user","content":"request {n}"}}"#),
+                1 => format!(r#"{{"role": "assistant", "content": "spaced {n}"}}"#),
+                _ => format!(
+                    r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{n}","content":"é\n"}}]}}"#
+                ),
+            })
+            .collect();
+        let text = format!("[{}]", messages.join(","));
+        same_as_parsed_at_once(&text).unwrap();
+        let read = crate::message::parse_history(text.as_str()).unwrap();
+        assert_eq!(
+            read.iter().filter(|message| message.raw_json().is_some()).count(),
+            1_667
+        );
+        assert_eq!(read[1_000].text(), "spaced 1000");
+        let bad = format!("[{},{{\"role\":\"system\",\"content\":\"x\"}}]", messages.join(","));
+        same_as_parsed_at_once(&bad).unwrap();
     }
 
     #[test]

@@ -49,9 +49,9 @@ impl JournalText {
         self.bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&byte)
     }
 
-    /// The whole file as text (for formats that are not line based).
-    pub fn into_string(self) -> std::io::Result<String> {
-        String::from_utf8(self.bytes).map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+    /// The whole file (for formats that are not line based).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 
     /// The torn last line, if the file does not end with a newline.
