@@ -387,25 +387,35 @@ pub enum UnverifiedFile {
     Changed(String),
 }
 
-/// Bytes the serialiser gathers before handing them to the thread that hashes and
-/// writes them.
+/// Bytes the serialiser gathers before handing them to the threads that hash and
+/// write them.
 const TRANSCRIPT_CHUNK: usize = 1 << 20;
 
 /// Messages as JSON lines, as transcripts hold them, into `out`, and the SHA-256 of
-/// every byte. Serialising and hashing take about as long each, so the hash and the
-/// write run on a second thread while this one serialises the next chunk.
+/// every byte. Serialising (or copying a message kept as its text), hashing and
+/// writing each take a while on a long history, so they run on three threads, a
+/// chunk apart.
 fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Result<String> {
-    let (chunks, received) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+    let (chunks, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+    let (hashed, to_write) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
     std::thread::scope(|scope| {
-        let sink = scope.spawn(move || -> io::Result<String> {
+        let writer = scope.spawn(move || -> io::Result<()> {
             let mut out = out;
-            let mut hasher = sha2::Sha256::new();
-            for chunk in received {
-                hasher.update(&chunk);
+            for chunk in to_write {
                 out.write_all(&chunk)?;
             }
-            out.flush()?;
-            Ok(hex(&hasher.finalize()))
+            out.flush()
+        });
+        let hasher = scope.spawn(move || -> String {
+            let mut hasher = sha2::Sha256::new();
+            for chunk in to_hash {
+                hasher.update(&chunk);
+                // The writer stopped on an error, which it reports.
+                if hashed.send(chunk).is_err() {
+                    break;
+                }
+            }
+            hex(&hasher.finalize())
         });
         let mut sender = ChunkSender {
             chunk: Vec::with_capacity(TRANSCRIPT_CHUNK),
@@ -413,9 +423,12 @@ fn write_jsonl_hashed<W: Write + Send>(out: W, messages: &[Message]) -> io::Resu
         };
         let serialised = write_jsonl(&mut sender, messages).and_then(|()| sender.send());
         drop(sender);
-        // A failed write on the other side ends its loop, so a send fails too: its own
+        let sha256 = hasher
+            .join()
+            .map_err(|_| io::Error::other("the transcript hasher panicked"))?;
+        // A failed write ends the writer's loop, so a send fails too: the write's own
         // error is the one that says what went wrong.
-        let sha256 = sink
+        writer
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")))?;
         serialised.map(|()| sha256)

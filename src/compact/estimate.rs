@@ -185,25 +185,19 @@ pub struct Sizes {
 /// about as much as counting a few hundred ordinary messages.
 const MESSAGES_PER_THREAD: usize = 1_000;
 
-/// The count of every message. Counting costs as much as serialising, so a long
-/// history (a resume, `compact`, a restored transcript) is counted on every core.
+/// The count of every message. Counting a parsed message costs as much as
+/// serialising it, so a long history (a resume, a restored transcript) is counted on
+/// every core.
 fn count_each(messages: &[Message], mode: EstimateMode) -> Vec<usize> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(messages.len() / MESSAGES_PER_THREAD);
-    if threads < 2 {
-        return messages.iter().map(|m| mode.count_message(m)).collect();
-    }
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = messages
-            .chunks(messages.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || part.iter().map(|m| mode.count_message(m)).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|part| part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
+    crate::json::in_parts(messages.len(), MESSAGES_PER_THREAD, |range| {
+        messages[range]
+            .iter()
+            .map(|m| mode.count_message(m))
+            .collect::<Vec<_>>()
     })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 impl Sizes {

@@ -28,7 +28,14 @@ pub fn prefix_chars(text: &str, limit: usize) -> &str {
 
 /// `text` on one line: every run of whitespace (newlines included) becomes one space.
 pub fn flatten_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut flat = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
+    }
+    flat
 }
 
 /// `text` flattened to one line, its first `keep` characters followed by `…` when it

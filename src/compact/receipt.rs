@@ -47,6 +47,9 @@ pub fn first_text_field(_name: &str, input: &serde_json::Value) -> String {
     prefix_chars(&flatten_whitespace(&text), 120).to_string()
 }
 
+/// Fewer messages than this a thread are described on one.
+const DESCRIBED_PER_THREAD: usize = 1_000;
+
 /// The longest description of an item.
 const WHAT_CHARS: usize = 80;
 
@@ -161,19 +164,26 @@ pub fn left(
     range: std::ops::Range<usize>,
     describe: InputDescriber,
 ) -> Vec<ReceiptItem> {
-    range
-        .map(|at| ReceiptItem {
-            position: at + 1,
-            role: messages[at].role(),
-            // In outline: a long history's archived middle is described, not parsed.
-            what: describe_message(&messages[at].outline(), describe),
-            chars_before: sizes.of_message(at),
-            chars_after: 0,
-            saved: None,
-            tool_use_id: None,
-            was: None,
-        })
-        .collect()
+    // A long history's archived middle is described on every core, each message in
+    // outline: its tool results' contents are not copied.
+    let start = range.start;
+    crate::json::in_parts(range.len(), DESCRIBED_PER_THREAD, |part| {
+        (start + part.start..start + part.end)
+            .map(|at| ReceiptItem {
+                position: at + 1,
+                role: messages[at].role(),
+                what: describe_message(&messages[at].outline(), describe),
+                chars_before: sizes.of_message(at),
+                chars_after: 0,
+                saved: None,
+                tool_use_id: None,
+                was: None,
+            })
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The items' full text is in the transcript `path`.

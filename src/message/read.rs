@@ -480,36 +480,17 @@ pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Er
         return crate::json::from_slice(&json);
     };
     let source = Arc::new(json);
-    let read_part = |spans: &[Range<usize>]| -> Option<Vec<Message>> {
+    let parts = crate::json::in_parts(spans.len(), MESSAGES_PER_THREAD, |range| {
         let mut scratch = raw::Scratch::default();
-        spans.iter().map(|span| read_one(&source, span, &mut scratch)).collect()
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(spans.len() / MESSAGES_PER_THREAD);
-    let read = if threads < 2 {
-        read_part(&spans)
-    } else {
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = spans
-                .chunks(spans.len().div_ceil(threads))
-                .map(|part| {
-                    std::thread::Builder::new()
-                        .stack_size(crate::json::WORKER_STACK_BYTES)
-                        .spawn_scoped(scope, || read_part(part))
-                })
-                .collect();
-            let mut messages = Vec::with_capacity(spans.len());
-            for part in parts {
-                let part = part
-                    .ok()?
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                messages.extend(part?);
-            }
-            Some(messages)
-        })
-    };
+        spans[range]
+            .iter()
+            .map(|span| read_one(&source, span, &mut scratch))
+            .collect::<Option<Vec<Message>>>()
+    });
+    let read = parts
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .map(|parts| parts.into_iter().flatten().collect());
     // Not read here: read whole, so that the error says where in the whole text.
     read.map_or_else(|| crate::json::from_slice(&source), Ok)
 }
