@@ -55,6 +55,9 @@ pub struct Shape {
     pub separators: usize,
     /// Byte ranges of the numbers in the text (Python prints some differently).
     pub numbers: Vec<Range<usize>>,
+    /// Byte ranges of the blocks' `content` values (what tool results hold), which a
+    /// one-line description of the message does not read.
+    pub contents: Vec<Range<usize>>,
 }
 
 impl Shape {
@@ -79,6 +82,8 @@ struct Open {
     /// Where its keys start in [`Scratch::keys`].
     keys: usize,
     part: Part,
+    /// Where it starts, when it is a block's `content`.
+    content: Option<usize>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -218,8 +223,10 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
     while let Some(&byte) = bytes.get(at) {
         let key = matches!(expect, Expect::Key | Expect::KeyOrEnd);
         let value = matches!(expect, Expect::Value | Expect::ValueOrEnd);
+        let token = at;
         // What a value beginning here is in the message.
         let mut part = Part::Other;
+        let mut content = false;
         if value {
             match scratch.open.last_mut() {
                 None => part = Part::Message,
@@ -250,6 +257,7 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
                             }
                             part = Part::Block { typed: false };
                         }
+                        (Part::Block { .. }, Some(b"\"content\"")) => content = true,
                         (Part::Block { .. }, Some(b"\"type\"")) => {
                             if byte != b'"' {
                                 return None;
@@ -284,7 +292,9 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
                     object: byte == b'{',
                     keys: scratch.keys.len(),
                     part,
+                    content: content.then_some(token),
                 });
+                content = false;
                 expect = if byte == b'{' {
                     Expect::KeyOrEnd
                 } else {
@@ -305,6 +315,9 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
                 scratch.keys.truncate(open.keys);
                 expect = Expect::More;
                 at += 1;
+                if let Some(start) = open.content {
+                    shape.contents.push(start..at);
+                }
             }
             b',' if expect == Expect::More => {
                 expect = match scratch.open.last()? {
@@ -340,15 +353,16 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
             // Whitespace (serde_json writes none), or not JSON.
             _ => return None,
         }
+        if content {
+            shape.contents.push(token..at);
+        }
         if scratch.open.is_empty() {
             // One value, and nothing after it.
             let role = role.filter(|_| has_content && at == bytes.len())?;
             // Escapes are written as they are counted, and outside strings there is
             // nothing but ASCII: the text's characters are its count. A control
             // character is in a string (whitespace was refused), where JSON forbids it.
-            let (chars, lowest) = bytes.iter().fold((0, u8::MAX), |(chars, lowest), &byte| {
-                (chars + usize::from((byte as i8) >= -0x40), lowest.min(byte))
-            });
+            let (chars, lowest) = chars_and_lowest(bytes);
             if lowest < 0x20 {
                 return None;
             }
@@ -357,6 +371,25 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
         }
     }
     None
+}
+
+/// The characters of UTF-8 `bytes` (every byte but a continuation byte starts one),
+/// and its lowest byte. Counted a byte-sized tally at a time, which the compiler
+/// turns into vector instructions: most of reading a long history is this loop.
+fn chars_and_lowest(bytes: &[u8]) -> (usize, u8) {
+    let mut chars = 0;
+    let mut lowest = u8::MAX;
+    for chunk in bytes.chunks(u8::MAX as usize) {
+        let mut starts = 0u8;
+        let mut low = u8::MAX;
+        for &byte in chunk {
+            starts += u8::from((byte as i8) >= -0x40);
+            low = low.min(byte);
+        }
+        chars += usize::from(starts);
+        lowest = lowest.min(low);
+    }
+    (chars, lowest)
 }
 
 /// The end of the number starting at `start`, if it is one as serde_json writes
@@ -531,5 +564,15 @@ mod tests {
             assert!(kept(text).is_none(), "{text}");
         }
         assert!(kept(r#"{"role":"user","content":[{"type":"x","content":[{"k":1}]}]}"#).is_some());
+    }
+
+    /// Where each block's `content` is, for an outline that leaves it out; a nested
+    /// block's is inside its parent's.
+    #[test]
+    fn blocks_contents_are_found() {
+        let text = r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x\ny"},{"type":"tool_result","content":[{"type":"text","content":7}],"tool_use_id":"b"},{"type":"odd","content":null}]}"#;
+        let shape = kept(text).expect("kept").shape;
+        let contents: Vec<&str> = shape.contents.iter().map(|range| &text[range.clone()]).collect();
+        assert_eq!(contents, [r#""x\ny""#, r#"[{"type":"text","content":7}]"#, "null"]);
     }
 }

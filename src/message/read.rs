@@ -510,19 +510,33 @@ fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scrat
 
 /// The parts of a message kept as text.
 pub(super) fn parts_of(text: &RawText) -> Parts {
-    read_checked(text, MessageVisitor { outline: false })
+    read_checked(text.as_str(), MessageVisitor { outline: false })
 }
 
-/// What [`Message::outline`] gives of a message kept as text.
+/// What [`Message::outline`] gives of a message kept as text: read from its text with
+/// every block's `content` cut to `""`, so that a long tool result is not even skipped.
 pub(super) fn outline_of(text: &RawText) -> Parts {
-    read_checked(text, MessageVisitor { outline: true })
+    let whole = text.as_str();
+    let contents = &text.shape().contents;
+    if contents.is_empty() {
+        return read_checked(whole, MessageVisitor { outline: true });
+    }
+    let mut short = String::with_capacity(whole.len().min(4096));
+    let mut from = 0;
+    for content in contents {
+        short.push_str(whole.get(from..content.start).unwrap_or_default());
+        short.push_str("\"\"");
+        from = content.end;
+    }
+    short.push_str(whole.get(from..).unwrap_or_default());
+    read_checked(&short, MessageVisitor { outline: true })
 }
 
-fn read_checked(text: &RawText, visitor: MessageVisitor) -> Parts {
-    match crate::json::from_str_seed(text.as_str(), visitor).map(|message| message.body) {
+fn read_checked(text: &str, visitor: MessageVisitor) -> Parts {
+    match crate::json::from_str_seed(text, visitor).map(|message| message.body) {
         Ok(Body::Parsed(parts)) => parts,
         // A message is kept as text only once its syntax was checked and the scan found
-        // what parsing requires (see `raw::value_at`).
+        // what parsing requires (see `raw::keep`).
         Ok(Body::Raw { .. }) | Err(_) => unreachable!("a message kept as text was checked when it was read"),
     }
 }
