@@ -77,12 +77,19 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }
-            let runtime = scratchpad::json::runtime()?;
-            let provider = launch::build_provider(&config, &env)?;
-            let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
-            let mut model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
+            // The model, its client and a runtime only when a summary may be asked of it.
+            let runtime;
+            let mut model;
             let mut stub = ExtractiveSummariser;
-            let summariser: &mut dyn Summariser = if args.summary_stub { &mut stub } else { &mut model };
+            let summariser: &mut dyn Summariser = if args.summary_stub {
+                &mut stub
+            } else {
+                runtime = scratchpad::json::runtime()?;
+                let provider = launch::build_provider(&config, &env)?;
+                let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
+                model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
+                &mut model
+            };
             let prepared = commands::compact::run(
                 &args.input,
                 args.request.as_deref(),
