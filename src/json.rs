@@ -63,14 +63,9 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// `T` from JSON text, at any depth; trailing characters are an error.
 pub fn from_str<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<T> {
-    from_str_seed(text, std::marker::PhantomData::<T>)
-}
-
-/// What `seed` reads from JSON text, at any depth; trailing characters are an error.
-pub fn from_str_seed<'a, S: serde::de::DeserializeSeed<'a>>(text: &'a str, seed: S) -> serde_json::Result<S::Value> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     deserializer.disable_recursion_limit();
-    let value = seed.deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+    let value = T::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
     deserializer.end()?;
     Ok(value)
 }

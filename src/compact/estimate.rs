@@ -47,9 +47,12 @@ impl EstimateMode {
         match self {
             EstimateMode::Compact => shape.chars,
             EstimateMode::Seed => {
-                let numbers: usize = shape.numbers(text).map(|number| python_number(number).len()).sum();
-                let written: usize = shape.numbers(text).map(str::len).sum();
-                shape.chars + shape.separators + numbers - written
+                // Each number as Python prints it instead of as it is written.
+                shape
+                    .numbers(text)
+                    .fold(shape.chars + shape.separators, |chars, number| {
+                        chars + python_number(number).len() - number.len()
+                    })
             }
         }
     }

@@ -122,26 +122,11 @@ impl<'de> Visitor<'de> for Key {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(MessageVisitor { outline: false })
+        deserializer.deserialize_map(MessageVisitor)
     }
 }
 
-/// How much of a message to read.
-#[derive(Clone, Copy)]
-struct MessageVisitor {
-    /// Skip the `content` of every block (what a tool result holds), keeping the rest:
-    /// enough to check the message and to describe it, at the cost of its structure.
-    /// The skipped values cannot make a message invalid (see [`known_block`]).
-    outline: bool,
-}
-
-impl<'de> DeserializeSeed<'de> for MessageVisitor {
-    type Value = Message;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Message, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
+struct MessageVisitor;
 
 impl<'de> Visitor<'de> for MessageVisitor {
     type Value = Message;
@@ -155,7 +140,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut content = None;
         while let Some(key) = map.next_key_seed(Key)? {
             if key == "content" {
-                content = Some(map.next_value_seed(ContentSeed { outline: self.outline })?);
+                content = Some(map.next_value_seed(ContentSeed)?);
                 // Its place among the fields; the value is kept aside.
                 fields.insert(key, Value::Null);
             } else {
@@ -186,9 +171,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        ContentSeed { outline: false }
-            .deserialize(deserializer)?
-            .map_err(D::Error::custom)
+        ContentSeed.deserialize(deserializer)?.map_err(D::Error::custom)
     }
 }
 
@@ -205,19 +188,14 @@ impl<'de> Deserialize<'de> for ToolResultContent {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        BlockSeed { outline: false }
-            .deserialize(deserializer)?
-            .map_err(D::Error::custom)
+        BlockSeed.deserialize(deserializer)?.map_err(D::Error::custom)
     }
 }
 
 /// A message's `content`: a string or a list of blocks. What is well-formed JSON but
 /// not content is an `Err` with the reason, read to its end, so the caller decides
 /// which error to give first.
-#[derive(Clone, Copy)]
-struct ContentSeed {
-    outline: bool,
-}
+struct ContentSeed;
 
 impl<'de> DeserializeSeed<'de> for ContentSeed {
     type Value = Result<Content, String>;
@@ -252,7 +230,7 @@ impl<'de> Visitor<'de> for ContentSeed {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         let mut error = None;
-        while let Some(block) = seq.next_element_seed(BlockSeed { outline: self.outline })? {
+        while let Some(block) = seq.next_element_seed(BlockSeed)? {
             match block {
                 Ok(block) if error.is_none() => blocks.push(block),
                 Err(reason) if error.is_none() => error = Some(reason),
@@ -291,10 +269,7 @@ impl<'de> Visitor<'de> for ContentSeed {
 
 /// One block of a content list; like [`ContentSeed`], what is JSON but not a block is
 /// an `Err` with the reason.
-#[derive(Clone, Copy)]
-struct BlockSeed {
-    outline: bool,
-}
+struct BlockSeed;
 
 impl<'de> DeserializeSeed<'de> for BlockSeed {
     type Value = Result<ContentBlock, String>;
@@ -316,12 +291,7 @@ impl<'de> Visitor<'de> for BlockSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut fields = Fields::default();
         while let Some(key) = map.next_key_seed(Key)? {
-            let value = if self.outline && key == "content" {
-                map.next_value::<IgnoredAny>()?;
-                Value::String(String::new())
-            } else {
-                map.next_value()?
-            };
+            let value = map.next_value()?;
             fields.insert(key, value);
         }
         // serde_json's own form of a number kept as text is a map with one odd key.
@@ -510,7 +480,7 @@ fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scrat
 
 /// The parts of a message kept as text.
 pub(super) fn parts_of(text: &RawText) -> Parts {
-    read_checked(text.as_str(), MessageVisitor { outline: false })
+    read_checked(text.as_str())
 }
 
 /// What [`Message::outline`] gives of a message kept as text: read from its text with
@@ -519,7 +489,7 @@ pub(super) fn outline_of(text: &RawText) -> Parts {
     let whole = text.as_str();
     let contents = &text.shape().contents;
     if contents.is_empty() {
-        return read_checked(whole, MessageVisitor { outline: true });
+        return read_checked(whole);
     }
     let mut short = String::with_capacity(whole.len().min(4096));
     let mut from = 0;
@@ -529,11 +499,11 @@ pub(super) fn outline_of(text: &RawText) -> Parts {
         from = content.end;
     }
     short.push_str(whole.get(from..).unwrap_or_default());
-    read_checked(&short, MessageVisitor { outline: true })
+    read_checked(&short)
 }
 
-fn read_checked(text: &str, visitor: MessageVisitor) -> Parts {
-    match crate::json::from_str_seed(text, visitor).map(|message| message.body) {
+fn read_checked(text: &str) -> Parts {
+    match crate::json::from_str::<Message>(text).map(|message| message.body) {
         Ok(Body::Parsed(parts)) => parts,
         // A message is kept as text only once its syntax was checked and the scan found
         // what parsing requires (see `raw::keep`).
