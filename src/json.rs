@@ -70,6 +70,23 @@ pub fn from_str<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<T> 
     Ok(value)
 }
 
+/// Deepest nesting that [`from_str_of_depth`] reads with serde_json's own recursion,
+/// well within its limit of 128 and the stack of any thread.
+const SHALLOW_DEPTH: usize = 64;
+
+/// [`from_str`] of a text whose nesting is known to be `depth` deep. A shallow one is
+/// read without growing the stack: checking for room at every level cost a third of
+/// reading the short outlines a long history's receipt is made of.
+pub fn from_str_of_depth<'a, T: Deserialize<'a>>(text: &'a str, depth: usize) -> serde_json::Result<T> {
+    if depth > SHALLOW_DEPTH {
+        return from_str(text);
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = T::deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
 /// `T` from JSON bytes, at any depth; trailing characters are an error.
 pub fn from_slice<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io::{self, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -90,6 +91,8 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
                 &mut model
             };
+            commands::compact::widen_pipe(io::stdout().as_fd());
+            commands::compact::widen_pipe(io::stderr().as_fd());
             let prepared = commands::compact::run(
                 &args.input,
                 args.request.as_deref(),

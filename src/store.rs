@@ -387,52 +387,55 @@ pub enum UnverifiedFile {
     Changed(String),
 }
 
-/// Bytes the serialiser gathers before handing them to the threads that hash and
-/// write them.
+/// Bytes gathered into one batch before it goes to the threads that hash and write it.
 const TRANSCRIPT_CHUNK: usize = 1 << 20;
 
+/// Pieces in one batch: each becomes one buffer of a vectored write, and the kernel
+/// takes at most 1,024 of those a call.
+const PIECES_PER_BATCH: usize = 1_000;
+
 /// Messages as JSON lines, as transcripts hold them, into `out`, and the SHA-256 of
-/// every byte. Serialising (or copying a message kept as its text), hashing and
-/// writing each take a while on a long history, so they run on three threads, a
-/// chunk apart. When `out` is the file `disk`, each chunk is put on its way to disk
-/// once written.
+/// every byte. A message kept as its text goes out as that text, read where it lies;
+/// a parsed one is serialised. Gathering, hashing and writing each take a while on a
+/// long history, so they run on three threads, a batch apart. When `out` is the file
+/// `disk`, each batch is put on its way to disk once written.
 fn write_jsonl_hashed<W: Write + Send>(
     out: W,
     disk: Option<std::os::fd::BorrowedFd<'_>>,
     messages: &[Message],
 ) -> io::Result<String> {
-    let (chunks, to_hash) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
-    let (hashed, to_write) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+    let (batches, to_hash) = std::sync::mpsc::sync_channel::<Batch<'_>>(2);
+    let (hashed, to_write) = std::sync::mpsc::sync_channel::<Batch<'_>>(2);
     std::thread::scope(|scope| {
         let writer = scope.spawn(move || -> io::Result<()> {
             let mut out = out;
             let mut written = 0;
-            for chunk in to_write {
-                out.write_all(&chunk)?;
+            for batch in to_write {
+                let mut slices: Vec<io::IoSlice<'_>> =
+                    batch.pieces.iter().map(|piece| io::IoSlice::new(piece)).collect();
+                write_all_vectored(&mut out, &mut slices)?;
                 if let Some(file) = disk {
-                    start_writeback(file, written, chunk.len());
+                    start_writeback(file, written, batch.bytes);
                 }
-                written += chunk.len();
+                written += batch.bytes;
             }
             out.flush()
         });
         let hasher = scope.spawn(move || -> String {
             let mut hasher = sha2::Sha256::new();
-            for chunk in to_hash {
-                hasher.update(&chunk);
+            for batch in to_hash {
+                for piece in &batch.pieces {
+                    hasher.update(&**piece);
+                }
                 // The writer stopped on an error, which it reports.
-                if hashed.send(chunk).is_err() {
+                if hashed.send(batch).is_err() {
                     break;
                 }
             }
             hex(&hasher.finalize())
         });
-        let mut sender = ChunkSender {
-            chunk: Vec::with_capacity(TRANSCRIPT_CHUNK),
-            chunks,
-        };
-        let serialised = write_jsonl(&mut sender, messages).and_then(|()| sender.send());
-        drop(sender);
+        let gathered = gather_jsonl(messages, &batches);
+        drop(batches);
         let sha256 = hasher
             .join()
             .map_err(|_| io::Error::other("the transcript hasher panicked"))?;
@@ -441,17 +444,96 @@ fn write_jsonl_hashed<W: Write + Send>(
         writer
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")))?;
-        serialised.map(|()| sha256)
+        gathered.map(|()| sha256)
     })
 }
 
-fn write_jsonl(writer: &mut impl Write, messages: &[Message]) -> io::Result<()> {
+/// A run of a transcript's bytes: the texts of messages kept as text, where they lie,
+/// and the serialised form of parsed ones, in order.
+#[derive(Default)]
+struct Batch<'a> {
+    pieces: Vec<Piece<'a>>,
+    bytes: usize,
+}
+
+enum Piece<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Piece<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Piece::Borrowed(bytes) => bytes,
+            Piece::Owned(bytes) => bytes,
+        }
+    }
+}
+
+impl<'a> Batch<'a> {
+    fn push_borrowed(&mut self, bytes: &'a [u8]) {
+        self.bytes += bytes.len();
+        self.pieces.push(Piece::Borrowed(bytes));
+    }
+
+    /// Serialise `message` and a newline onto the batch's last piece when it is its own.
+    fn push_serialised(&mut self, message: &Message) -> io::Result<()> {
+        if !matches!(self.pieces.last(), Some(Piece::Owned(_))) {
+            self.pieces.push(Piece::Owned(Vec::new()));
+        }
+        let Some(Piece::Owned(owned)) = self.pieces.last_mut() else {
+            unreachable!("an owned piece was just made last");
+        };
+        let before = owned.len();
+        crate::json::to_writer(&mut *owned, message)?;
+        owned.push(b'\n');
+        self.bytes += owned.len() - before;
+        Ok(())
+    }
+
+    fn is_full(&self) -> bool {
+        self.bytes >= TRANSCRIPT_CHUNK || self.pieces.len() + 2 > PIECES_PER_BATCH
+    }
+}
+
+/// `messages` as JSON lines, a batch at a time, to `batches`.
+fn gather_jsonl<'a>(messages: &'a [Message], batches: &std::sync::mpsc::SyncSender<Batch<'a>>) -> io::Result<()> {
+    let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the transcript writer stopped");
+    let mut batch = Batch::default();
     for message in messages {
         match message.raw_json() {
-            Some(text) => writer.write_all(text.as_bytes())?,
-            None => crate::json::to_writer(&mut *writer, message)?,
+            Some(text) => {
+                batch.push_borrowed(text.as_bytes());
+                batch.push_borrowed(b"\n");
+            }
+            None => batch.push_serialised(message)?,
         }
-        writer.write_all(b"\n")?;
+        if batch.is_full() {
+            batches.send(std::mem::take(&mut batch)).map_err(|_| stopped())?;
+        }
+    }
+    if batch.bytes > 0 {
+        batches.send(batch).map_err(|_| stopped())?;
+    }
+    Ok(())
+}
+
+/// Every byte of `slices` into `out`, in as few calls as it takes.
+fn write_all_vectored(out: &mut impl Write, mut slices: &mut [io::IoSlice<'_>]) -> io::Result<()> {
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "failed to write the whole transcript",
+                ));
+            }
+            Ok(written) => io::IoSlice::advance_slices(&mut slices, written),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
     }
     Ok(())
 }
@@ -474,38 +556,6 @@ fn start_writeback(file: std::os::fd::BorrowedFd<'_>, offset: usize, len: usize)
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (file, offset, len);
-}
-
-/// Gathers serde's small writes into chunks of [`TRANSCRIPT_CHUNK`] for the writer thread.
-struct ChunkSender {
-    chunk: Vec<u8>,
-    chunks: std::sync::mpsc::SyncSender<Vec<u8>>,
-}
-
-impl ChunkSender {
-    fn send(&mut self) -> io::Result<()> {
-        if self.chunk.is_empty() {
-            return Ok(());
-        }
-        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(TRANSCRIPT_CHUNK));
-        self.chunks
-            .send(full)
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the transcript writer stopped"))
-    }
-}
-
-impl Write for ChunkSender {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.chunk.extend_from_slice(bytes);
-        if self.chunk.len() >= TRANSCRIPT_CHUNK {
-            self.send()?;
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// From this many files on, one flush of the whole filesystem is much cheaper than a
@@ -665,7 +715,10 @@ mod tests {
         let sha256 = write_jsonl_hashed(&mut bytes, None, &history).unwrap();
         assert!(bytes.len() > 2 * TRANSCRIPT_CHUNK, "{} bytes", bytes.len());
         let mut expected = Vec::new();
-        write_jsonl(&mut expected, &history).unwrap();
+        for message in &history {
+            crate::json::to_writer(&mut expected, message).unwrap();
+            expected.push(b'\n');
+        }
         assert!(bytes == expected, "the transcript is the JSON lines in order");
         assert_eq!(sha256, sha256_hex(&expected));
         // Into a file put on its way to disk chunk by chunk: the same bytes.
@@ -691,6 +744,58 @@ mod tests {
         }
         let error = write_jsonl_hashed(FullDisk(TRANSCRIPT_CHUNK), None, &history).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::StorageFull, "{error}");
+    }
+
+    /// Messages kept as their text go out where they lie and parsed ones serialised
+    /// between them, over batches of many pieces, through a writer that takes a few
+    /// bytes of a few buffers a call and is sometimes interrupted.
+    #[test]
+    fn kept_and_parsed_messages_go_out_whole_through_short_writes() {
+        let texts: Vec<String> = (0..2_500)
+            .map(|n| match n % 7 {
+                0 => format!(r#"{{"role": "user", "content": "spaced {n}"}}"#),
+                _ => format!(r#"{{"role":"user","content":"kept {n} ✓"}}"#),
+            })
+            .collect();
+        let history = crate::message::parse_history(format!("[{}]", texts.join(","))).unwrap();
+        assert!(history.iter().any(|message| message.raw_json().is_some()));
+        assert!(history.iter().any(|message| message.raw_json().is_none()));
+        let mut expected = Vec::new();
+        for message in &history {
+            crate::json::to_writer(&mut expected, message).unwrap();
+            expected.push(b'\n');
+        }
+
+        #[derive(Default)]
+        struct Trickle {
+            bytes: Vec<u8>,
+            calls: usize,
+        }
+        impl Write for Trickle {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                self.write_vectored(&[io::IoSlice::new(bytes)])
+            }
+            fn write_vectored(&mut self, buffers: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                self.calls += 1;
+                if self.calls.is_multiple_of(5) {
+                    return Err(io::Error::from(io::ErrorKind::Interrupted));
+                }
+                let mut room = 100;
+                for buffer in buffers.iter().take(3) {
+                    let taken = buffer.len().min(room);
+                    self.bytes.extend_from_slice(&buffer[..taken]);
+                    room -= taken;
+                }
+                Ok(100 - room)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut trickle = Trickle::default();
+        let sha256 = write_jsonl_hashed(&mut trickle, None, &history).unwrap();
+        assert!(trickle.bytes == expected, "the transcript is the JSON lines in order");
+        assert_eq!(sha256, sha256_hex(&expected));
     }
 
     #[cfg(unix)]

@@ -58,6 +58,8 @@ pub struct Shape {
     /// Byte ranges of the blocks' `content` values (what tool results hold), which a
     /// one-line description of the message does not read.
     pub contents: Vec<Range<usize>>,
+    /// How deep its objects and arrays nest (the message itself is 1).
+    pub depth: usize,
 }
 
 impl Shape {
@@ -294,6 +296,7 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
                     part,
                     content: content.then_some(token),
                 });
+                shape.depth = shape.depth.max(scratch.open.len());
                 content = false;
                 expect = if byte == b'{' {
                     Expect::KeyOrEnd
@@ -564,6 +567,19 @@ mod tests {
             assert!(kept(text).is_none(), "{text}");
         }
         assert!(kept(r#"{"role":"user","content":[{"type":"x","content":[{"k":1}]}]}"#).is_some());
+    }
+
+    #[test]
+    fn how_deep_a_message_nests_is_measured() {
+        let depth = |text: &str| kept(text).unwrap_or_else(|| panic!("{text} is kept")).shape.depth;
+        assert_eq!(depth(r#"{"role":"user","content":"x"}"#), 1);
+        assert_eq!(depth(r#"{"role":"user","content":"x","meta":[]}"#), 2);
+        assert_eq!(
+            depth(
+                r#"{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":[[]]}}],"x":{}}"#
+            ),
+            6
+        );
     }
 
     /// Where each block's `content` is, for an outline that leaves it out; a nested

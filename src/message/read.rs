@@ -61,9 +61,10 @@ impl Fields {
 }
 
 impl Extra {
-    /// Split `fields` into the values of `known` keys (in that order) and the rest.
-    /// Only `is_error` may be absent from an object in the usual layout.
-    fn split(fields: Fields, known: &[&str]) -> (Vec<Option<Value>>, Extra) {
+    /// Split `fields` into the values of `known` keys (in that order; at most
+    /// [`MOST_KNOWN`]) and the rest. Only `is_error` may be absent from an object in the
+    /// usual layout.
+    fn split(fields: Fields, known: &[&str]) -> ([Option<Value>; MOST_KNOWN], Extra) {
         let usual = known
             .iter()
             .filter(|key| **key != "is_error" || fields.get(key).is_some());
@@ -73,7 +74,7 @@ impl Extra {
         } else {
             fields.0.iter().map(|(key, _)| key.to_string()).collect()
         };
-        let mut values: Vec<Option<Value>> = vec![None; known.len()];
+        let mut values = [const { None }; MOST_KNOWN];
         let mut rest = Map::new();
         for (key, value) in fields.0 {
             match known.iter().position(|name| *name == key) {
@@ -86,6 +87,9 @@ impl Extra {
         (values, Extra { fields: rest, layout })
     }
 }
+
+/// The most keys an object models (a tool result's four).
+const MOST_KNOWN: usize = 4;
 
 /// A key, borrowed from [`KNOWN_KEYS`] when it is one of them.
 struct Key;
@@ -356,21 +360,22 @@ enum BlockKind {
 /// `tool_result` with a string `tool_use_id` is a tool result, as in the seed: an
 /// optional field of an unusual type (`"is_error": null`, a `content` that is neither a
 /// string nor blocks) is not modelled and stays verbatim among the extras.
-fn known_block(fields: &Fields) -> Option<(BlockKind, Vec<&'static str>)> {
+fn known_block(fields: &Fields) -> Option<(BlockKind, &'static [&'static str])> {
     let string = |key: &str| fields.get(key).is_some_and(Value::is_string);
     match fields.get("type")?.as_str()? {
-        "text" if string("text") => Some((BlockKind::Text, vec!["type", "text"])),
+        "text" if string("text") => Some((BlockKind::Text, &["type", "text"])),
         "tool_use" if string("id") && string("name") && fields.get("input").is_some() => {
-            Some((BlockKind::ToolUse, vec!["type", "id", "name", "input"]))
+            Some((BlockKind::ToolUse, &["type", "id", "name", "input"]))
         }
         "tool_result" if string("tool_use_id") => {
-            let mut keys = vec!["type", "tool_use_id"];
-            if fields.get("content").is_none_or(is_result_content) {
-                keys.push("content");
-            }
-            if fields.get("is_error").is_none_or(Value::is_boolean) {
-                keys.push("is_error");
-            }
+            let content = fields.get("content").is_none_or(is_result_content);
+            let is_error = fields.get("is_error").is_none_or(Value::is_boolean);
+            let keys: &[&str] = match (content, is_error) {
+                (true, true) => &["type", "tool_use_id", "content", "is_error"],
+                (true, false) => &["type", "tool_use_id", "content"],
+                (false, true) => &["type", "tool_use_id", "is_error"],
+                (false, false) => &["type", "tool_use_id"],
+            };
             Some((BlockKind::ToolResult, keys))
         }
         _ => None,
@@ -392,13 +397,10 @@ fn block_from_fields(fields: Fields) -> Result<ContentBlock, String> {
     let Some((kind, known)) = known_block(&fields) else {
         return Ok(ContentBlock::Unknown(Value::Object(fields.into_map())));
     };
-    let (values, extra) = Extra::split(fields, &known);
-    let mut values: Vec<(&str, Option<Value>)> = known.iter().copied().zip(values).collect();
+    let (mut values, extra) = Extra::split(fields, known);
     let mut take = |key: &str| {
-        values
-            .iter_mut()
-            .find(|(name, _)| *name == key)
-            .and_then(|(_, value)| value.take())
+        let at = known.iter().position(|name| *name == key)?;
+        values[at].take()
     };
     Ok(match kind {
         BlockKind::Text => ContentBlock::Text {
@@ -471,7 +473,9 @@ const MESSAGES_PER_THREAD: usize = 1_000;
 /// The message at `span` of `source`; `None` when it is not valid, for the caller to
 /// find out why.
 fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scratch) -> Option<Message> {
-    let text = std::str::from_utf8(source.get(span.clone())?).ok()?;
+    // Checked a vector at a time: a history is mostly ASCII with a few wider
+    // characters, which the standard check takes a character at a time.
+    let text = simdutf8::basic::from_utf8(source.get(span.clone())?).ok()?;
     match raw::keep(text, scratch) {
         Some(kept) => Some(Message::unparsed(kept.role, RawText::new(source, text, kept.shape)?)),
         None => crate::json::from_str(text).ok(),
@@ -480,7 +484,7 @@ fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scrat
 
 /// The parts of a message kept as text.
 pub(super) fn parts_of(text: &RawText) -> Parts {
-    read_checked(text.as_str())
+    read_checked(text.as_str(), text.shape().depth)
 }
 
 /// What [`Message::outline`] gives of a message kept as text: read from its text with
@@ -488,8 +492,9 @@ pub(super) fn parts_of(text: &RawText) -> Parts {
 pub(super) fn outline_of(text: &RawText) -> Parts {
     let whole = text.as_str();
     let contents = &text.shape().contents;
+    let depth = text.shape().depth;
     if contents.is_empty() {
-        return read_checked(whole);
+        return read_checked(whole, depth);
     }
     let mut short = String::with_capacity(whole.len().min(4096));
     let mut from = 0;
@@ -499,11 +504,12 @@ pub(super) fn outline_of(text: &RawText) -> Parts {
         from = content.end;
     }
     short.push_str(whole.get(from..).unwrap_or_default());
-    read_checked(&short)
+    read_checked(&short, depth)
 }
 
-fn read_checked(text: &str) -> Parts {
-    match crate::json::from_str::<Message>(text).map(|message| message.body) {
+/// The parts of a message that [`raw::keep`] checked, nesting `depth` deep.
+fn read_checked(text: &str, depth: usize) -> Parts {
+    match crate::json::from_str_of_depth::<Message>(text, depth).map(|message| message.body) {
         Ok(Body::Parsed(parts)) => parts,
         // A message is kept as text only once its syntax was checked and the scan found
         // what parsing requires (see `raw::keep`).
@@ -724,6 +730,42 @@ mod tests {
         assert_eq!(read[1_000].text(), "spaced 1000");
         let bad = format!("[{},{{\"role\":\"system\",\"content\":\"x\"}}]", messages.join(","));
         same_as_parsed_at_once(&bad).unwrap();
+    }
+
+    /// Kept messages of every depth around the one read without growing the stack,
+    /// and far past it, read as parsing them at once does.
+    #[test]
+    fn kept_messages_read_alike_at_any_depth() {
+        std::thread::Builder::new()
+            .stack_size(crate::json::WORKER_STACK_BYTES)
+            .spawn(|| {
+                for depth in [0, 60, 61, 62, 63, 64, 300] {
+                    let input = format!(r#"{{"deep":{}1.50{}}}"#, "[".repeat(depth), "]".repeat(depth));
+                    let text = format!(
+                        r#"[{{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"bash","input":{input}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t","content":[{{"type":"text","text":"{depth}"}}]}}]}}]"#
+                    );
+                    let read = crate::message::parse_history(text.as_str()).unwrap();
+                    assert!(read.iter().all(|message| message.raw_json().is_some()), "{depth}: kept");
+                    assert_eq!(read[0].raw_shape().map(|shape| shape.depth), Some(depth + 4), "the input nests 4 levels in");
+                    same_as_parsed_at_once(&text).unwrap();
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    /// A byte that is not UTF-8 inside a message refuses the history with the error a
+    /// whole parse gives.
+    #[test]
+    fn a_history_that_is_not_utf8_says_where() {
+        let mut bytes = br#"[{"role":"user","content":"caf"#.to_vec();
+        bytes.push(0xE9);
+        bytes.extend_from_slice(br#""}]"#);
+        let lazy = crate::message::parse_history(bytes.clone()).unwrap_err();
+        let eager = crate::json::from_slice::<Vec<Message>>(&bytes).unwrap_err();
+        assert_eq!(lazy.to_string(), eager.to_string());
+        assert!(lazy.to_string().contains("invalid unicode"), "{lazy}");
     }
 
     #[test]

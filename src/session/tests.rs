@@ -459,3 +459,20 @@ fn notes_the_chat_showed_are_restored_and_a_forged_one_is_skipped() {
         restored.repairs
     );
 }
+
+/// A file large enough to be read into huge pages reads the same as a small one: every
+/// byte, its lines and its torn end.
+#[test]
+fn a_large_file_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.jsonl");
+    let line = format!("{}\n", "x✓".repeat(1_000));
+    let mut text = line.repeat(2_000);
+    text.push_str("torn");
+    assert!(text.len() > 4 << 20);
+    std::fs::write(&path, &text).unwrap();
+    let read = read_journal(&path).unwrap();
+    assert_eq!(read.lines().count(), 2_000);
+    assert_eq!(read.torn(), Some(&b"torn"[..]));
+    assert!(read.into_bytes() == text.as_bytes());
+}
