@@ -2,6 +2,8 @@
 //! 200k messages (about 0.9 KB each), against two figures measured in the same run:
 //! - the floor: one serde_json parse of the input and one serialisation of it, in
 //!   this process, on warm memory (the goal is at most 1.3x the floor);
+//! - scratchpad's own floor: the same with its own message types, every message
+//!   parsed at once, as it read a history before messages were kept as their text;
 //! - the reference's floor: a Python process that does only `json.load` and
 //!   `json.dumps` of the input, which the seed's pipeline cannot beat, since it loads
 //!   the history and writes all of it to a transcript (the goal is 5x faster).
@@ -15,6 +17,7 @@ use std::io::Write;
 use std::process::Command;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use scratchpad::message::Message;
 use serde_json::{Value, json};
 
 /// The shape of a long agent session: a request, then rounds of a call and a ~2 KB
@@ -75,6 +78,12 @@ fn bench_compact_process(c: &mut Criterion) {
             b.iter(|| {
                 let value: Value = serde_json::from_str(&text).expect("parse");
                 serde_json::to_vec(&value).expect("serialise").len()
+            })
+        });
+        group.bench_function(format!("own_floor_messages_parse_and_serialise_{messages}"), |b| {
+            b.iter(|| {
+                let history: Vec<Message> = scratchpad::json::from_str(&text).expect("parse");
+                scratchpad::json::to_vec(&history).expect("serialise").len()
             })
         });
         if python_available() {

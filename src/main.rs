@@ -68,6 +68,9 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             // stderr carries JSON events here: the limit's note is not one of them.
             let _ = launch::resolve_offline_limit(&mut config);
             let workspace = workspace_dir(&cli.run)?;
+            // Receipts (on stderr, or on stdout for a dry run) can be megabytes.
+            commands::compact::widen_pipe(io::stdout().as_fd());
+            commands::compact::widen_pipe(io::stderr().as_fd());
             if args.dry_run {
                 commands::compact::dry_run(
                     &args.input,
@@ -91,8 +94,6 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
                 &mut model
             };
-            commands::compact::widen_pipe(io::stdout().as_fd());
-            commands::compact::widen_pipe(io::stderr().as_fd());
             let prepared = commands::compact::run(
                 &args.input,
                 args.request.as_deref(),

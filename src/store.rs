@@ -456,8 +456,11 @@ struct Batch<'a> {
     bytes: usize,
 }
 
+/// One buffer of a batch's vectored write.
 enum Piece<'a> {
+    /// A kept message's text, or a newline, where it lies.
     Borrowed(&'a [u8]),
+    /// Parsed messages in a row, serialised, each with its newline.
     Owned(Vec<u8>),
 }
 
@@ -478,7 +481,8 @@ impl<'a> Batch<'a> {
         self.pieces.push(Piece::Borrowed(bytes));
     }
 
-    /// Serialise `message` and a newline onto the batch's last piece when it is its own.
+    /// Serialise `message` and a newline onto the batch's last piece when that is one
+    /// of serialised messages, else onto a new one.
     fn push_serialised(&mut self, message: &Message) -> io::Result<()> {
         if !matches!(self.pieces.last(), Some(Piece::Owned(_))) {
             self.pieces.push(Piece::Owned(Vec::new()));
