@@ -8,6 +8,7 @@
 //! a file that is missing or half written, and a stage that saves 90 results pays for
 //! one round of flushes instead of 90. Files are private to the user (mode 0600).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -448,46 +449,28 @@ fn write_jsonl_hashed<W: Write + Send>(
     })
 }
 
-/// A run of a transcript's bytes: the texts of messages kept as text, where they lie,
-/// and the serialised form of parsed ones, in order.
+/// A run of a transcript's bytes, in order, each piece one buffer of a vectored
+/// write: borrowed, the text of a message kept as text (or a newline) where it lies;
+/// owned, parsed messages in a row, serialised, each with its newline.
 #[derive(Default)]
 struct Batch<'a> {
-    pieces: Vec<Piece<'a>>,
+    pieces: Vec<Cow<'a, [u8]>>,
     bytes: usize,
-}
-
-/// One buffer of a batch's vectored write.
-enum Piece<'a> {
-    /// A kept message's text, or a newline, where it lies.
-    Borrowed(&'a [u8]),
-    /// Parsed messages in a row, serialised, each with its newline.
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Piece<'_> {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Piece::Borrowed(bytes) => bytes,
-            Piece::Owned(bytes) => bytes,
-        }
-    }
 }
 
 impl<'a> Batch<'a> {
     fn push_borrowed(&mut self, bytes: &'a [u8]) {
         self.bytes += bytes.len();
-        self.pieces.push(Piece::Borrowed(bytes));
+        self.pieces.push(Cow::Borrowed(bytes));
     }
 
     /// Serialise `message` and a newline onto the batch's last piece when that is one
     /// of serialised messages, else onto a new one.
     fn push_serialised(&mut self, message: &Message) -> io::Result<()> {
-        if !matches!(self.pieces.last(), Some(Piece::Owned(_))) {
-            self.pieces.push(Piece::Owned(Vec::new()));
+        if !matches!(self.pieces.last(), Some(Cow::Owned(_))) {
+            self.pieces.push(Cow::Owned(Vec::new()));
         }
-        let Some(Piece::Owned(owned)) = self.pieces.last_mut() else {
+        let Some(Cow::Owned(owned)) = self.pieces.last_mut() else {
             unreachable!("an owned piece was just made last");
         };
         let before = owned.len();
@@ -507,9 +490,9 @@ fn gather_jsonl<'a>(messages: &'a [Message], batches: &std::sync::mpsc::SyncSend
     let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the transcript writer stopped");
     let mut batch = Batch::default();
     for message in messages {
-        match message.raw_json() {
+        match message.raw() {
             Some(text) => {
-                batch.push_borrowed(text.as_bytes());
+                batch.push_borrowed(text.as_str().as_bytes());
                 batch.push_borrowed(b"\n");
             }
             None => batch.push_serialised(message)?,
@@ -762,8 +745,8 @@ mod tests {
             })
             .collect();
         let history = crate::message::parse_history(format!("[{}]", texts.join(","))).unwrap();
-        assert!(history.iter().any(|message| message.raw_json().is_some()));
-        assert!(history.iter().any(|message| message.raw_json().is_none()));
+        assert!(history.iter().any(|message| message.raw().is_some()));
+        assert!(history.iter().any(|message| message.raw().is_none()));
         let mut expected = Vec::new();
         for message in &history {
             crate::json::to_writer(&mut expected, message).unwrap();

@@ -41,15 +41,16 @@ impl EstimateMode {
     /// Characters of `message` in this mode: from the shape measured when it was read,
     /// when it is still the text it was read from, else by serialising it.
     pub fn count_message(self, message: &Message) -> usize {
-        let (Some(shape), Some(text)) = (message.raw_shape(), message.raw_json()) else {
+        let Some(raw) = message.raw() else {
             return self.count(message);
         };
+        let shape = raw.shape();
         match self {
             EstimateMode::Compact => shape.chars,
             EstimateMode::Seed => {
                 // Each number as Python prints it instead of as it is written.
                 shape
-                    .numbers(text)
+                    .numbers(raw.as_str())
                     .fold(shape.chars + shape.separators, |chars, number| {
                         chars + python_number(number).len() - number.len()
                     })

@@ -234,8 +234,8 @@ impl Serialize for Message {
 
 impl PartialEq for Message {
     fn eq(&self, other: &Self) -> bool {
-        if let (Some(one), Some(two)) = (self.raw_json(), other.raw_json())
-            && one == two
+        if let (Some(one), Some(two)) = (self.raw(), other.raw())
+            && one.as_str() == two.as_str()
         {
             return true;
         }
@@ -382,19 +382,11 @@ impl Message {
         }
     }
 
-    /// The message's JSON as it was read, when it is still exactly that: the same
-    /// bytes as serialising it would give, without the work.
-    pub fn raw_json(&self) -> Option<&str> {
+    /// The message's JSON as it was read, with its shape, when it is still exactly
+    /// that: the same bytes as serialising it would give, without the work.
+    pub fn raw(&self) -> Option<&RawText> {
         match &self.body {
-            Body::Raw { text, .. } => Some(text.as_str()),
-            Body::Parsed(_) => None,
-        }
-    }
-
-    /// The shape of [`Self::raw_json`], measured when it was read.
-    pub fn raw_shape(&self) -> Option<&Shape> {
-        match &self.body {
-            Body::Raw { text, .. } => Some(text.shape()),
+            Body::Raw { text, .. } => Some(text),
             Body::Parsed(_) => None,
         }
     }

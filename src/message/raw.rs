@@ -6,7 +6,7 @@
 //! is parsed only if something reads its content.
 //!
 //! The text is kept only when it is exactly what our serialiser would write for the
-//! message (see [`shape_of`]), so a message writes the same bytes, and is counted the
+//! message (see [`keep`]), so a message writes the same bytes, and is counted the
 //! same, whether or not it was ever parsed.
 
 use std::ops::Range;

@@ -673,8 +673,8 @@ mod tests {
                 prop_assert_eq!(lazy.len(), eager.len());
                 for (kept, parsed) in lazy.iter().zip(&eager) {
                     let written = crate::json::to_string(parsed).unwrap();
-                    if let Some(raw) = kept.raw_json() {
-                        prop_assert_eq!(raw, written.as_str(), "kept text is the message's JSON");
+                    if let Some(raw) = kept.raw() {
+                        prop_assert_eq!(raw.as_str(), written.as_str(), "kept text is the message's JSON");
                     }
                     for mode in [EstimateMode::Seed, EstimateMode::Compact] {
                         prop_assert_eq!(mode.count_message(kept), mode.count(parsed), "{:?}", mode);
@@ -723,10 +723,7 @@ mod tests {
         let text = format!("[{}]", messages.join(","));
         same_as_parsed_at_once(&text).unwrap();
         let read = crate::message::parse_history(text.as_str()).unwrap();
-        assert_eq!(
-            read.iter().filter(|message| message.raw_json().is_some()).count(),
-            1_667
-        );
+        assert_eq!(read.iter().filter(|message| message.raw().is_some()).count(), 1_667);
         assert_eq!(read[1_000].text(), "spaced 1000");
         let bad = format!("[{},{{\"role\":\"system\",\"content\":\"x\"}}]", messages.join(","));
         same_as_parsed_at_once(&bad).unwrap();
@@ -745,8 +742,8 @@ mod tests {
                         r#"[{{"role":"assistant","content":[{{"type":"tool_use","id":"t","name":"bash","input":{input}}}]}},{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t","content":[{{"type":"text","text":"{depth}"}}]}}]}}]"#
                     );
                     let read = crate::message::parse_history(text.as_str()).unwrap();
-                    assert!(read.iter().all(|message| message.raw_json().is_some()), "{depth}: kept");
-                    assert_eq!(read[0].raw_shape().map(|shape| shape.depth), Some(depth + 4), "the input nests 4 levels in");
+                    assert!(read.iter().all(|message| message.raw().is_some()), "{depth}: kept");
+                    assert_eq!(read[0].raw().map(|raw| raw.shape().depth), Some(depth + 4), "the input nests 4 levels in");
                     same_as_parsed_at_once(&text).unwrap();
                 }
             })
