@@ -75,8 +75,8 @@ pub fn from_str<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<T> 
 const SHALLOW_DEPTH: usize = 64;
 
 /// [`from_str`] of a text whose nesting is known to be `depth` deep. A shallow one is
-/// read without growing the stack: checking for room at every level cost a third of
-/// reading the short outlines a long history's receipt is made of.
+/// read without growing the stack, sparing the check for room at every level when a
+/// long history's receipt reads thousands of short outlines.
 pub fn from_str_of_depth<'a, T: Deserialize<'a>>(text: &'a str, depth: usize) -> serde_json::Result<T> {
     if depth > SHALLOW_DEPTH {
         return from_str(text);
