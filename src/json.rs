@@ -13,46 +13,6 @@ pub const WORKER_STACK_BYTES: usize = 64 << 20;
 
 use serde::{Deserialize, Serialize};
 
-/// `part` over consecutive ranges covering `0..len`, one per core (all on this thread
-/// when there are fewer than `per_thread` items for a second one), each range's result
-/// in order. Long histories are read, counted and described this way; the threads have
-/// stacks of [`WORKER_STACK_BYTES`], since the values they handle can be deep.
-pub fn in_parts<R: Send>(len: usize, per_thread: usize, part: impl Fn(std::ops::Range<usize>) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(len / per_thread.max(1));
-    if threads < 2 {
-        return vec![part(0..len)];
-    }
-    let size = len.div_ceil(threads);
-    let ranges: Vec<std::ops::Range<usize>> = (0..len)
-        .step_by(size)
-        .map(|start| start..(start + size).min(len))
-        .collect();
-    let part = &part;
-    std::thread::scope(|scope| {
-        let others: Vec<_> = ranges[1..]
-            .iter()
-            .map(|range| {
-                let range = range.clone();
-                std::thread::Builder::new()
-                    .stack_size(WORKER_STACK_BYTES)
-                    .spawn_scoped(scope, move || part(range))
-            })
-            .collect();
-        let mut results = Vec::with_capacity(ranges.len());
-        results.push(part(ranges[0].clone()));
-        for (thread, range) in others.into_iter().zip(&ranges[1..]) {
-            results.push(match thread {
-                Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                // No thread to be had: done here.
-                Err(_) => part(range.clone()),
-            });
-        }
-        results
-    })
-}
-
 /// The async runtime, its threads with stacks of [`WORKER_STACK_BYTES`].
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -135,14 +95,6 @@ mod tests {
 
     /// Reading and writing grow the stack as they go; a clone or drop of the value
     /// recurses, which [`WORKER_STACK_BYTES`] leaves room for.
-    #[test]
-    fn parts_cover_every_item_once_in_order() {
-        for (len, per_thread) in [(0, 10), (5, 10), (25, 10), (1_001, 1), (7, 0)] {
-            let parts = in_parts(len, per_thread, |range| range.collect::<Vec<_>>());
-            assert_eq!(parts.concat(), (0..len).collect::<Vec<_>>(), "{len} by {per_thread}");
-        }
-    }
-
     #[test]
     fn ten_thousand_levels_read_write_clone_and_drop() {
         std::thread::Builder::new()

@@ -15,8 +15,6 @@ use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use sha2::Digest;
-
 use crate::message::Message;
 
 pub const TRANSCRIPTS_DIR: &str = ".transcripts";
@@ -37,30 +35,21 @@ pub enum StoreError {
     Serialise(#[from] serde_json::Error),
 }
 
-/// The SHA-256 of `bytes`, as lowercase hex: how receipts and journals name a file's
-/// content.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&sha2::Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// A file the archive keeps: its path relative to the workspace and the SHA-256 of
-/// its bytes, recorded when it was written.
+/// A file the archive keeps: its path relative to the workspace and the digest of its
+/// bytes ([`crate::digest`]), recorded when it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kept {
     pub path: String,
-    pub sha256: String,
+    pub digest: String,
 }
 
-/// The text of a kept file, read back and checked against its recorded hash.
+/// The text of a kept file, read back and checked against its recorded digest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SavedText {
     pub path: String,
     pub text: String,
-    pub sha256: String,
+    /// The digest it was recorded with, which its bytes match.
+    pub digest: String,
 }
 
 #[derive(Clone, Debug)]
@@ -91,8 +80,8 @@ impl Store {
     /// can be read back, each only while it still has its recorded hash.
     pub fn recognise<'a>(&self, kept: impl IntoIterator<Item = (&'a String, &'a String)>) {
         let mut digests = self.lock_digests();
-        for (path, sha256) in kept {
-            digests.insert(path.clone(), sha256.clone());
+        for (path, digest) in kept {
+            digests.insert(path.clone(), digest.clone());
         }
     }
 
@@ -101,11 +90,11 @@ impl Store {
         self.lock_digests().get(path).cloned()
     }
 
-    fn remember(&self, path: &str, sha256: &str) -> Kept {
-        self.lock_digests().insert(path.to_string(), sha256.to_string());
+    fn remember(&self, path: &str, digest: &str) -> Kept {
+        self.lock_digests().insert(path.to_string(), digest.to_string());
         Kept {
             path: path.to_string(),
-            sha256: sha256.to_string(),
+            digest: digest.to_string(),
         }
     }
 
@@ -146,9 +135,9 @@ impl Store {
     pub fn write_transcript(&self, stage: &str, messages: &[Message]) -> Result<Kept, StoreError> {
         let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
         if self.dry_run {
-            let sha256 = write_jsonl_hashed(io::sink(), None, messages)
+            let digest = write_jsonl_hashed(io::sink(), None, messages)
                 .map_err(|source| self.write_error(Path::new(&path), source))?;
-            return Ok(self.remember(&path, &sha256));
+            return Ok(self.remember(&path, &digest));
         }
         create_own_folder(&self.workspace, TRANSCRIPTS_DIR)
             .map_err(|source| self.write_error(&self.transcripts_dir(), source))?;
@@ -156,14 +145,14 @@ impl Store {
         let file = self
             .create_private(&temp)
             .map_err(|source| self.write_error(&temp, source))?;
-        let sha256 = write_jsonl_hashed(&file, Some(std::os::fd::AsFd::as_fd(&file)), messages).map_err(|source| {
+        let digest = write_jsonl_hashed(&file, Some(std::os::fd::AsFd::as_fd(&file)), messages).map_err(|source| {
             let _ = fs::remove_file(&temp);
             self.write_error(&temp, source)
         })?;
         self.commit(&temp, &self.workspace.join(&path))?;
         // One file per stage: durable at once, before the stage replaces anything.
         self.sync()?;
-        Ok(self.remember(&path, &sha256))
+        Ok(self.remember(&path, &digest))
     }
 
     /// Save one tool result's full text under a name derived from its tool_use id.
@@ -171,7 +160,7 @@ impl Store {
     /// overwritten. Durable only after the next [`Store::sync`].
     pub fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError> {
         let path = self.save_tool_result_at(tool_use_id, text)?;
-        Ok(self.remember(&path, &sha256_hex(text.as_bytes())))
+        Ok(self.remember(&path, &crate::digest::of(text.as_bytes())))
     }
 
     fn save_tool_result_at(&self, tool_use_id: &str, text: &str) -> Result<String, StoreError> {
@@ -300,15 +289,14 @@ impl Store {
             .recorded_digest(&trusted)
             .ok_or_else(|| UnverifiedFile::NoRecord(trusted.clone()))?;
         let bytes = fs::read(self.workspace.join(&trusted)).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
-        let sha256 = sha256_hex(&bytes);
-        if sha256 != recorded {
+        if !crate::digest::matches(&recorded, &bytes) {
             return Err(UnverifiedFile::Changed(trusted));
         }
         let text = String::from_utf8(bytes).map_err(|_| UnverifiedFile::Changed(trusted.clone()))?;
         Ok(SavedText {
             path: trusted,
             text,
-            sha256,
+            digest: recorded,
         })
     }
 
@@ -322,12 +310,12 @@ impl Store {
                 let bytes =
                     fs::read(self.workspace.join(&trusted)).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
                 let text = String::from_utf8(bytes).map_err(|_| UnverifiedFile::NotOurs(trusted.clone()))?;
-                let sha256 = sha256_hex(text.as_bytes());
-                self.remember(&trusted, &sha256);
+                let digest = crate::digest::of(text.as_bytes());
+                self.remember(&trusted, &digest);
                 Ok(SavedText {
                     path: trusted,
                     text,
-                    sha256,
+                    digest,
                 })
             }
             other => other,
@@ -423,7 +411,7 @@ fn write_jsonl_hashed<W: Write + Send>(
             out.flush()
         });
         let hasher = scope.spawn(move || -> String {
-            let mut hasher = sha2::Sha256::new();
+            let mut hasher = crate::digest::Hasher::default();
             for batch in to_hash {
                 for piece in &batch.pieces {
                     hasher.update(&**piece);
@@ -433,11 +421,11 @@ fn write_jsonl_hashed<W: Write + Send>(
                     break;
                 }
             }
-            hex(&hasher.finalize())
+            hasher.finish()
         });
         let gathered = gather_jsonl(messages, &batches);
         drop(batches);
-        let sha256 = hasher
+        let digest = hasher
             .join()
             .map_err(|_| io::Error::other("the transcript hasher panicked"))?;
         // A failed write ends the writer's loop, so a send fails too: the write's own
@@ -445,7 +433,7 @@ fn write_jsonl_hashed<W: Write + Send>(
         writer
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")))?;
-        gathered.map(|()| sha256)
+        gathered.map(|()| digest)
     })
 }
 
@@ -699,7 +687,7 @@ mod tests {
             .map(|n| Message::user_text(format!("{n} ✓ {}", "x".repeat(5_000))))
             .collect();
         let mut bytes = Vec::new();
-        let sha256 = write_jsonl_hashed(&mut bytes, None, &history).unwrap();
+        let digest = write_jsonl_hashed(&mut bytes, None, &history).unwrap();
         assert!(bytes.len() > 2 * TRANSCRIPT_CHUNK, "{} bytes", bytes.len());
         let mut expected = Vec::new();
         for message in &history {
@@ -707,12 +695,12 @@ mod tests {
             expected.push(b'\n');
         }
         assert!(bytes == expected, "the transcript is the JSON lines in order");
-        assert_eq!(sha256, sha256_hex(&expected));
+        assert_eq!(digest, crate::digest::of(&expected));
         // Into a file put on its way to disk chunk by chunk: the same bytes.
         let dir = tempfile::tempdir().unwrap();
         let file = File::create(dir.path().join("t.jsonl")).unwrap();
         let on_disk = write_jsonl_hashed(&file, Some(std::os::fd::AsFd::as_fd(&file)), &history).unwrap();
-        assert_eq!(on_disk, sha256);
+        assert_eq!(on_disk, digest);
         assert!(fs::read(dir.path().join("t.jsonl")).unwrap() == expected);
 
         #[derive(Debug)]
@@ -780,9 +768,9 @@ mod tests {
             }
         }
         let mut trickle = Trickle::default();
-        let sha256 = write_jsonl_hashed(&mut trickle, None, &history).unwrap();
+        let digest = write_jsonl_hashed(&mut trickle, None, &history).unwrap();
         assert!(trickle.bytes == expected, "the transcript is the JSON lines in order");
-        assert_eq!(sha256, sha256_hex(&expected));
+        assert_eq!(digest, crate::digest::of(&expected));
     }
 
     #[cfg(unix)]
@@ -854,14 +842,14 @@ mod tests {
         let transcript = store.write_transcript("snip_compact", &history).unwrap();
         let on_disk = fs::read(dir.path().join(&transcript.path)).unwrap();
         assert_eq!(
-            transcript.sha256,
-            sha256_hex(&on_disk),
+            transcript.digest,
+            crate::digest::of(&on_disk),
             "the hash is of the bytes written"
         );
         let preview = Store::new(dir.path()).dry_run();
         assert_eq!(
-            preview.write_transcript("snip_compact", &history).unwrap().sha256,
-            transcript.sha256,
+            preview.write_transcript("snip_compact", &history).unwrap().digest,
+            transcript.digest,
             "a preview names the same content"
         );
         let saved = store.save_tool_result("t1", "the full output").unwrap();
@@ -873,7 +861,7 @@ mod tests {
             resumed.read_saved(&saved.path),
             Err(UnverifiedFile::NoRecord(saved.path.clone()))
         );
-        resumed.recognise([(&saved.path, &saved.sha256)]);
+        resumed.recognise([(&saved.path, &saved.digest)]);
         assert_eq!(resumed.read_saved(&saved.path).unwrap().text, "the full output");
 
         // The same length, other bytes: refused, by name.
@@ -887,6 +875,28 @@ mod tests {
             store.read_saved(&transcript.path),
             Err(UnverifiedFile::Changed(transcript.path.clone())),
             "a wiped transcript is not ours any more"
+        );
+    }
+
+    /// A session journaled by an earlier version recorded each file's SHA-256 as bare
+    /// hex: its archive is still read back, and still refused once changed.
+    #[test]
+    fn a_file_an_earlier_version_recorded_by_its_sha256_is_still_checked() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let saved = Store::new(dir.path())
+            .save_tool_result("t1", "the full output")
+            .unwrap();
+        let sha256 = format!("{:x}", sha2::Sha256::digest(b"the full output"));
+        let resumed = Store::new(dir.path());
+        resumed.recognise([(&saved.path, &sha256)]);
+        let read = resumed.read_saved(&saved.path).unwrap();
+        assert_eq!(read.text, "the full output");
+        assert_eq!(read.digest, sha256, "named as it was recorded");
+        fs::write(dir.path().join(&saved.path), "THE full output").unwrap();
+        assert_eq!(
+            resumed.read_saved(&saved.path),
+            Err(UnverifiedFile::Changed(saved.path.clone()))
         );
     }
 

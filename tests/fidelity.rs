@@ -313,7 +313,7 @@ fn the_seeds_own_persisted_output_block_is_recognised() {
     assert!(!micro.paths.contains(&saved.path), "reused, not written");
     assert_eq!(
         micro.digests.get(&saved.path),
-        Some(&scratchpad::store::sha256_hex(original.as_bytes())),
+        Some(&scratchpad::digest::of(original.as_bytes())),
         "and from now on recorded with its hash"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original);

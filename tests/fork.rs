@@ -154,7 +154,7 @@ fn record(sessions: &Path, workspace: &Path, turns: &[Vec<usize>], answer_chars:
 }
 
 fn sha256_of(path: &Path) -> String {
-    scratchpad::store::sha256_hex(&std::fs::read(path).unwrap())
+    scratchpad::digest::of(&std::fs::read(path).unwrap())
 }
 
 fn journals(dir: &Path) -> Vec<PathBuf> {

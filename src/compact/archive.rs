@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::message::Message;
 use crate::store::{
-    Kept, SavedText, Store, StoreError, TOOL_RESULTS_DIR, TRANSCRIPTS_DIR, UnverifiedFile, safe_file_stem, sha256_hex,
+    Kept, SavedText, Store, StoreError, TOOL_RESULTS_DIR, TRANSCRIPTS_DIR, UnverifiedFile, safe_file_stem,
     unique_transcript_name,
 };
 
@@ -84,15 +84,15 @@ impl Archive for MemoryArchive {
         }
         // Named as on disk, so sizes (the history names the path) match a real run.
         let path = format!("{TRANSCRIPTS_DIR}/{}", unique_transcript_name(stage));
-        let sha256 = sha256_hex(text.as_bytes());
+        let digest = crate::digest::of(text.as_bytes());
         self.lock().insert(path.clone(), text);
-        Ok(Kept { path, sha256 })
+        Ok(Kept { path, digest })
     }
 
     fn save_tool_result(&self, tool_use_id: &str, text: &str) -> Result<Kept, StoreError> {
         let kept = |path: String| Kept {
             path,
-            sha256: sha256_hex(text.as_bytes()),
+            digest: crate::digest::of(text.as_bytes()),
         };
         let stem = safe_file_stem(tool_use_id);
         let mut files = self.lock();
@@ -127,7 +127,7 @@ impl Archive for MemoryArchive {
         Ok(SavedText {
             path: path.to_string(),
             text: text.clone(),
-            sha256: sha256_hex(text.as_bytes()),
+            digest: crate::digest::of(text.as_bytes()),
         })
     }
 
@@ -146,7 +146,7 @@ mod tests {
         let archive = MemoryArchive::new();
         let first = archive.save_tool_result("toolu_1", "out").unwrap();
         assert_eq!(first.path, ".task_outputs/tool-results/toolu_1.txt");
-        assert_eq!(first.sha256, sha256_hex(b"out"));
+        assert_eq!(first.digest, crate::digest::of(b"out"));
         assert_eq!(
             archive.save_tool_result("toolu_1", "out").unwrap(),
             first,
@@ -162,7 +162,7 @@ mod tests {
             .unwrap();
         assert!(transcript.path.starts_with(".transcripts/transcript_snip_compact_"));
         let saved = archive.read_saved(&transcript.path).unwrap();
-        assert_eq!(saved.sha256, transcript.sha256);
+        assert_eq!(saved.digest, transcript.digest);
         assert_eq!(
             serde_json::from_str::<Message>(saved.text.trim()).unwrap(),
             Message::user_text("hi")

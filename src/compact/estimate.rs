@@ -193,15 +193,9 @@ const MESSAGES_PER_THREAD: usize = 1_000;
 /// serialising it, so a long history (a resume, a restored transcript) is counted on
 /// every core.
 fn count_each(messages: &[Message], mode: EstimateMode) -> Vec<usize> {
-    crate::json::in_parts(messages.len(), MESSAGES_PER_THREAD, |range| {
-        messages[range]
-            .iter()
-            .map(|m| mode.count_message(m))
-            .collect::<Vec<_>>()
+    crate::parallel::map(messages.len(), MESSAGES_PER_THREAD, |at| {
+        mode.count_message(&messages[at])
     })
-    .into_iter()
-    .flatten()
-    .collect()
 }
 
 impl Sizes {

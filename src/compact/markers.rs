@@ -260,7 +260,7 @@ pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<Sa
         chars: saved.text.chars().count(),
         kept: Kept {
             path: saved.path,
-            sha256: saved.sha256,
+            digest: saved.digest,
         },
     })
 }

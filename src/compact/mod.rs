@@ -390,7 +390,7 @@ impl StageEvent {
         if saved.written && !self.paths.contains(&path) {
             self.paths.push(path.clone());
         }
-        self.digests.insert(path.clone(), saved.kept.sha256);
+        self.digests.insert(path.clone(), saved.kept.digest);
         self.items.push(receipt.item(tool_use_id, Some(path.clone())));
         self.saved.push(SavedResult {
             tool_use_id: tool_use_id.to_string(),
@@ -401,7 +401,7 @@ impl StageEvent {
     /// The stage wrote the whole history to `transcript`.
     fn archived(&mut self, transcript: crate::store::Kept) {
         self.paths.push(transcript.path.clone());
-        self.digests.insert(transcript.path.clone(), transcript.sha256);
+        self.digests.insert(transcript.path.clone(), transcript.digest);
         self.archived = Some(transcript.path);
     }
 

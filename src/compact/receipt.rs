@@ -166,24 +166,19 @@ pub fn left(
 ) -> Vec<ReceiptItem> {
     // A long history's archived middle is described on every core, each message in
     // outline: its tool results' contents are not copied.
-    let start = range.start;
-    crate::json::in_parts(range.len(), DESCRIBED_PER_THREAD, |part| {
-        (start + part.start..start + part.end)
-            .map(|at| ReceiptItem {
-                position: at + 1,
-                role: messages[at].role(),
-                what: describe_message(&messages[at].outline(), describe),
-                chars_before: sizes.of_message(at),
-                chars_after: 0,
-                saved: None,
-                tool_use_id: None,
-                was: None,
-            })
-            .collect::<Vec<_>>()
+    crate::parallel::map(range.len(), DESCRIBED_PER_THREAD, |offset| {
+        let at = range.start + offset;
+        ReceiptItem {
+            position: at + 1,
+            role: messages[at].role(),
+            what: describe_message(&messages[at].outline(), describe),
+            chars_before: sizes.of_message(at),
+            chars_after: 0,
+            saved: None,
+            tool_use_id: None,
+            was: None,
+        }
     })
-    .into_iter()
-    .flatten()
-    .collect()
 }
 
 /// The items' full text is in the transcript `path`.

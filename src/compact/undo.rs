@@ -21,7 +21,7 @@ fn verified_text(store: &dyn Archive, event: &StageEvent, path: &str) -> Result<
         .read_saved(path)
         .map_err(|why| UndoError::Unverified { stage, why })?;
     match event.digests.get(&saved.path) {
-        Some(recorded) if *recorded == saved.sha256 => Ok(saved.text),
+        Some(recorded) if crate::digest::matches(recorded, saved.text.as_bytes()) => Ok(saved.text),
         Some(_) => Err(UndoError::Unverified {
             stage,
             why: UnverifiedFile::Changed(saved.path),
@@ -205,6 +205,42 @@ mod tests {
         for event in prepared.events.iter().rev() {
             now = undo(&now, event, &store, config.estimate).unwrap();
             assert_eq!(estimate_chars(&now), event.chars_before, "{}", event.stage);
+        }
+        assert_eq!(
+            serde_json::to_string(&now).unwrap(),
+            serde_json::to_string(&original).unwrap()
+        );
+    }
+
+    /// Receipts an earlier version journaled name each file by its SHA-256: a session
+    /// resumed from them still undoes, from files checked against those.
+    #[test]
+    fn receipts_of_an_earlier_version_still_undo() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let config = CompactConfig {
+            context_char_limit: 20_000,
+            snip_max_messages: 12,
+            ..CompactConfig::default()
+        };
+        let original = history(9);
+        let prepared = prepare(
+            original.clone(),
+            "read everything",
+            &config,
+            &Store::new(dir.path()),
+            &mut ExtractiveSummariser,
+        );
+        let resumed = Store::new(dir.path());
+        let mut now = prepared.messages;
+        for mut event in prepared.events.into_iter().rev() {
+            for (path, digest) in &mut event.digests {
+                let bytes = std::fs::read(dir.path().join(path.as_str())).unwrap();
+                assert!(crate::digest::matches(digest, &bytes));
+                *digest = format!("{:x}", sha2::Sha256::digest(&bytes));
+            }
+            resumed.recognise(&event.digests);
+            now = undo(&now, &event, &resumed, config.estimate).unwrap();
         }
         assert_eq!(
             serde_json::to_string(&now).unwrap(),

@@ -77,7 +77,7 @@ pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
     if bytes.len() as u64 > MAX_BYTES {
         return Err(format!("{PROJECT_FILE} is over {MAX_BYTES} bytes: left alone"));
     }
-    let sha256 = crate::store::sha256_hex(&bytes);
+    let sha256 = sha256_hex(&bytes);
     let file: ProjectFile = crate::json::from_slice(&bytes)
         .map_err(|error| format!("{PROJECT_FILE} is not an object with `mcpServers`: {error}"))?;
     let mut servers = BTreeMap::new();
@@ -120,6 +120,14 @@ fn records(data_root: &Path) -> BTreeMap<String, String> {
         .ok()
         .and_then(|bytes| crate::json::from_slice(&bytes).ok())
         .unwrap_or_default()
+}
+
+/// How a trust record names a `.mcp.json`: its SHA-256 as hex. Not the archive's
+/// digest ([`crate::digest`]): a record is compared as written, and the users' earlier
+/// decisions to trust a file are recorded this way.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
 /// Whether the user trusted the `.mcp.json` of hash `sha256` in `workspace`.
@@ -188,7 +196,7 @@ mod tests {
         assert_eq!(project.servers["web"].headers["X-Key"], "${KEY}");
         assert_eq!(project.servers["files"].args, ["-y", "srv"]);
         assert!(!project.servers["files"].trusted, "calls still ask");
-        assert_eq!(project.sha256, crate::store::sha256_hex(text.as_bytes()));
+        assert_eq!(project.sha256, sha256_hex(text.as_bytes()));
         assert_eq!(project.problems.len(), 2, "{:?}", project.problems);
         assert!(untrusted_line(&project).contains("`files` (npx)"));
     }

@@ -452,17 +452,13 @@ pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Er
         return crate::json::from_slice(&json);
     };
     let source = Arc::new(json);
-    let parts = crate::json::in_parts(spans.len(), MESSAGES_PER_THREAD, |range| {
-        let mut scratch = raw::Scratch::default();
-        spans[range]
-            .iter()
-            .map(|span| read_one(&source, span, &mut scratch))
-            .collect::<Option<Vec<Message>>>()
-    });
-    let read = parts
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .map(|parts| parts.into_iter().flatten().collect());
+    let read: Vec<Option<Message>> = crate::parallel::map_with(
+        spans.len(),
+        MESSAGES_PER_THREAD,
+        raw::Scratch::default,
+        |scratch, at| read_one(&source, &spans[at], scratch),
+    );
+    let read: Option<Vec<Message>> = read.into_iter().collect();
     // Not read here: read whole, so that the error says where in the whole text.
     read.map_or_else(|| crate::json::from_slice(&source), Ok)
 }
