@@ -414,7 +414,7 @@ fn write_jsonl_hashed<W: Write + Send>(
             let mut hasher = crate::digest::Hasher::default();
             for batch in to_hash {
                 for piece in &batch.pieces {
-                    hasher.update(&**piece);
+                    hasher.update(piece);
                 }
                 // The writer stopped on an error, which it reports.
                 if hashed.send(batch).is_err() {
