@@ -32,7 +32,7 @@ pub fn from_str<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<T> 
 
 /// Deepest nesting that [`from_str_of_depth`] reads with serde_json's own recursion,
 /// well within its limit of 128 and the stack of any thread.
-const SHALLOW_DEPTH: usize = 64;
+pub(crate) const SHALLOW_DEPTH: usize = 64;
 
 /// [`from_str`] of a text whose nesting is known to be `depth` deep. A shallow one is
 /// read without growing the stack, sparing the check for room at every level when a

@@ -4,7 +4,7 @@
 //! says what a message is. No other code matches marker text.
 
 use super::Archive;
-use crate::message::{Message, Role, ToolResultContent};
+use crate::message::{Message, Role, Sketch, ToolResultContent};
 use crate::store::{Kept, StoreError};
 
 const PERSISTED_OPEN: &str = "<persisted-output>\n";
@@ -190,7 +190,22 @@ pub fn classify(message: &Message) -> MessageKind {
     if message.has_tool_result() {
         return MessageKind::ToolResults;
     }
-    let text = message.text();
+    classify_user_text(message.text())
+}
+
+/// [`classify`] of a message as a description reads it.
+pub fn classify_sketch(message: &Sketch<'_>) -> MessageKind {
+    if message.role == Role::Assistant {
+        return MessageKind::Assistant;
+    }
+    if message.has_tool_result() {
+        return MessageKind::ToolResults;
+    }
+    classify_user_text(message.text().into_owned())
+}
+
+/// A user message without tool results, by its text: one of our markers, or a prompt.
+fn classify_user_text(text: String) -> MessageKind {
     if let Some((count, path)) = parse_archive_marker(&text) {
         return MessageKind::ArchiveMarker {
             count,

@@ -4,8 +4,8 @@
 
 use super::ReceiptItem;
 use super::estimate::Sizes;
-use super::markers::{MessageKind, classify, flatten_whitespace, one_line, prefix_chars};
-use crate::message::{ContentBlock, Message, Role};
+use super::markers::{MessageKind, classify_sketch, flatten_whitespace, one_line, prefix_chars};
+use crate::message::{ContentBlock, Message, Role, Sketch, SketchBlock, SketchContent};
 
 /// How a receipt names a tool call's input in one line. The tools know which field
 /// says what a call is about; the core does not, so whoever owns the tools hands one
@@ -104,20 +104,20 @@ pub fn describe_result(messages: &[Message], at: usize, tool_use_id: &str, descr
 }
 
 /// One line for a whole message: what kind it is and how it starts.
-pub fn describe_message(message: &Message, describe: InputDescriber) -> String {
+pub fn describe_message(message: &Sketch<'_>, describe: InputDescriber) -> String {
     // Only the start of a long text matters: it is cut to one short line anyway.
     let start = |text: &str| prefix_chars(text, 2 * WHAT_CHARS).to_string();
-    let what = match classify(message) {
+    let what = match classify_sketch(message) {
         MessageKind::UserPrompt(text) => format!("request: {}", start(&text)),
         MessageKind::ArchiveMarker { count, path } => format!("archive marker: {count} messages at {path}"),
         MessageKind::CompactedSummary { .. } => "earlier summary".to_string(),
         MessageKind::CutOffNote => "note: calls cut off by max_tokens".to_string(),
         MessageKind::ToolResults => {
             let ids: Vec<&str> = message
-                .block_slice()
+                .blocks()
                 .iter()
                 .filter_map(|block| match block {
-                    ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                    SketchBlock::ToolResult { tool_use_id } => Some(&**tool_use_id),
                     _ => None,
                 })
                 .collect();
@@ -125,25 +125,23 @@ pub fn describe_message(message: &Message, describe: InputDescriber) -> String {
         }
         MessageKind::Assistant => {
             let calls: Vec<String> = message
-                .block_slice()
+                .blocks()
                 .iter()
                 .filter_map(|block| match block {
-                    ContentBlock::ToolUse { name, input, .. } => {
-                        Some(format!("{name} {}", describe.describe(name, input)))
-                    }
+                    SketchBlock::ToolUse { name, input } => Some(format!("{name} {}", describe.describe(name, input))),
                     _ => None,
                 })
                 .collect();
             let text = message
-                .block_slice()
+                .blocks()
                 .iter()
                 .find_map(|block| match block {
-                    ContentBlock::Text { text, .. } if !text.trim().is_empty() => Some(start(text)),
+                    SketchBlock::Text(text) if !text.trim().is_empty() => Some(start(text)),
                     _ => None,
                 })
-                .or_else(|| match &message.content() {
-                    crate::message::Content::Text(text) => Some(start(text)),
-                    crate::message::Content::Blocks(_) => None,
+                .or_else(|| match &message.content {
+                    SketchContent::Text(text) => Some(start(text)),
+                    SketchContent::Blocks(_) => None,
                 })
                 .unwrap_or_default();
             match (text.trim().is_empty(), calls.is_empty()) {
@@ -164,14 +162,14 @@ pub fn left(
     range: std::ops::Range<usize>,
     describe: InputDescriber,
 ) -> Vec<ReceiptItem> {
-    // A long history's archived middle is described on every core, each message in
-    // outline: its tool results' contents are not copied.
-    crate::parallel::map(range.len(), DESCRIBED_PER_THREAD, |offset| {
+    // A long history's archived middle is described on every core, each message from
+    // its sketch: one still in its text is not parsed into its parts.
+    crate::parallel::map_with(range.len(), DESCRIBED_PER_THREAD, String::new, |room, offset| {
         let at = range.start + offset;
         ReceiptItem {
             position: at + 1,
             role: messages[at].role(),
-            what: describe_message(&messages[at].outline(), describe),
+            what: describe_message(&messages[at].sketch(room), describe),
             chars_before: sizes.of_message(at),
             chars_after: 0,
             saved: None,
@@ -231,7 +229,8 @@ mod tests {
         assert_eq!(items[2].what, "tool results for t1");
         assert_eq!(items[2].position, 3);
         assert_eq!(items[2].chars_before, EstimateMode::Seed.count(&messages[2]));
-        assert!(describe_message(&Message::assistant_text("y".repeat(200)), describe).ends_with('…'));
+        let long = Message::assistant_text("y".repeat(200));
+        assert!(describe_message(&long.sketch(&mut String::new()), describe).ends_with('…'));
         let told = InputDescriber(|_, _| "what the tools say".into());
         assert_eq!(
             describe_result(&messages, 2, "t1", told),

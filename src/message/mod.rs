@@ -15,8 +15,10 @@ use std::sync::OnceLock;
 
 mod raw;
 mod read;
+mod sketch;
 
 pub use raw::{RawText, Shape};
+pub use sketch::{Sketch, SketchBlock, SketchContent};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -391,16 +393,9 @@ impl Message {
         }
     }
 
-    /// The message with what a one-line description needs: itself, or, while it is
-    /// still in its text, the message read without its tool results' contents.
-    /// Describing the archived middle of a long history then copies none of them.
-    pub fn outline(&self) -> std::borrow::Cow<'_, Message> {
-        match &self.body {
-            Body::Raw { text, parts } if parts.get().is_none() => {
-                std::borrow::Cow::Owned(Message::parsed_parts(self.role, read::outline_of(text)))
-            }
-            _ => std::borrow::Cow::Borrowed(self),
-        }
+    /// What a one-line description reads of the message (see [`Sketch::of`]).
+    pub fn sketch<'a>(&'a self, room: &'a mut String) -> Sketch<'a> {
+        Sketch::of(self, room)
     }
 
     fn parsed_parts(role: Role, parts: Parts) -> Self {

@@ -349,7 +349,7 @@ fn is_result_content(value: &Value) -> bool {
 
 /// The kinds of block we model.
 #[derive(Clone, Copy)]
-enum BlockKind {
+pub(super) enum BlockKind {
     Text,
     ToolUse,
     ToolResult,
@@ -361,13 +361,15 @@ enum BlockKind {
 /// optional field of an unusual type (`"is_error": null`, a `content` that is neither a
 /// string nor blocks) is not modelled and stays verbatim among the extras.
 fn known_block(fields: &Fields) -> Option<(BlockKind, &'static [&'static str])> {
-    let string = |key: &str| fields.get(key).is_some_and(Value::is_string);
-    match fields.get("type")?.as_str()? {
-        "text" if string("text") => Some((BlockKind::Text, &["type", "text"])),
-        "tool_use" if string("id") && string("name") && fields.get("input").is_some() => {
-            Some((BlockKind::ToolUse, &["type", "id", "name", "input"]))
-        }
-        "tool_result" if string("tool_use_id") => {
+    let kind = block_kind(
+        fields.get("type").and_then(Value::as_str),
+        |key| fields.get(key).is_some_and(Value::is_string),
+        |key| fields.get(key).is_some(),
+    )?;
+    match kind {
+        BlockKind::Text => Some((BlockKind::Text, &["type", "text"])),
+        BlockKind::ToolUse => Some((BlockKind::ToolUse, &["type", "id", "name", "input"])),
+        BlockKind::ToolResult => {
             let content = fields.get("content").is_none_or(is_result_content);
             let is_error = fields.get("is_error").is_none_or(Value::is_boolean);
             let keys: &[&str] = match (content, is_error) {
@@ -378,6 +380,21 @@ fn known_block(fields: &Fields) -> Option<(BlockKind, &'static [&'static str])> 
             };
             Some((BlockKind::ToolResult, keys))
         }
+    }
+}
+
+/// The kind of a block of type `kind` (its `type`, when a string), by the fields that
+/// kind needs: `is_string(key)` when the block has a string `key`, `has(key)` when it
+/// has `key` at all. `None` for a block we do not model.
+pub(super) fn block_kind(
+    kind: Option<&str>,
+    is_string: impl Fn(&str) -> bool,
+    has: impl Fn(&str) -> bool,
+) -> Option<BlockKind> {
+    match kind? {
+        "text" if is_string("text") => Some(BlockKind::Text),
+        "tool_use" if is_string("id") && is_string("name") && has("input") => Some(BlockKind::ToolUse),
+        "tool_result" if is_string("tool_use_id") => Some(BlockKind::ToolResult),
         _ => None,
     }
 }
@@ -483,24 +500,18 @@ pub(super) fn parts_of(text: &RawText) -> Parts {
     read_checked(text.as_str(), text.shape().depth)
 }
 
-/// What [`Message::outline`] gives of a message kept as text: read from its text with
-/// every block's `content` cut to `""`, so that a long tool result is not even skipped.
-pub(super) fn outline_of(text: &RawText) -> Parts {
+/// The text of a message kept as `text` with every block's `content` cut to `""`,
+/// into `short`: what a description reads (see [`super::sketch`]).
+pub(super) fn without_contents(text: &RawText, short: &mut String) {
     let whole = text.as_str();
-    let contents = &text.shape().contents;
-    let depth = text.shape().depth;
-    if contents.is_empty() {
-        return read_checked(whole, depth);
-    }
-    let mut short = String::with_capacity(whole.len().min(4096));
+    short.clear();
     let mut from = 0;
-    for content in contents {
+    for content in &text.shape().contents {
         short.push_str(whole.get(from..content.start).unwrap_or_default());
         short.push_str("\"\"");
         from = content.end;
     }
     short.push_str(whole.get(from..).unwrap_or_default());
-    read_checked(&short, depth)
 }
 
 /// The parts of a message that [`raw::keep`] checked, nesting `depth` deep.
@@ -676,11 +687,14 @@ mod tests {
                         prop_assert_eq!(mode.count_message(kept), mode.count(parsed), "{:?}", mode);
                     }
                     prop_assert_eq!(kept.role(), parsed.role());
+                    // Sketched before anything reads its content, so from its text.
                     let describe = crate::compact::receipt::InputDescriber::default();
+                    let (mut room, mut parsed_room) = (String::new(), String::new());
+                    let (sketch, parsed_sketch) = (kept.sketch(&mut room), parsed.sketch(&mut parsed_room));
+                    prop_assert_eq!(&sketch, &parsed_sketch, "its sketch reads what it holds");
                     prop_assert_eq!(
-                        crate::compact::receipt::describe_message(&kept.outline(), describe),
-                        crate::compact::receipt::describe_message(parsed, describe),
-                        "its outline says what it says"
+                        crate::compact::receipt::describe_message(&sketch, describe),
+                        crate::compact::receipt::describe_message(&parsed_sketch, describe)
                     );
                     prop_assert_eq!(kept.content(), parsed.content());
                     prop_assert_eq!(crate::json::to_string(kept).unwrap(), written);
