@@ -20,6 +20,15 @@ const STOPPED_TAG: &str = "[Stopped]";
 
 /// The first `limit` characters of `text`.
 pub fn prefix_chars(text: &str, limit: usize) -> &str {
+    // A character takes at least a byte, so a text of at most `limit` bytes is whole
+    // and an ASCII start is cut at its byte, without counting characters one by one
+    // (a long history's receipt cuts thousands of lines).
+    if text.len() <= limit {
+        return text;
+    }
+    if text.as_bytes()[..limit].is_ascii() {
+        return &text[..limit];
+    }
     match text.char_indices().nth(limit) {
         Some((byte, _)) => &text[..byte],
         None => text,
@@ -29,11 +38,21 @@ pub fn prefix_chars(text: &str, limit: usize) -> &str {
 /// `text` on one line: every run of whitespace (newlines included) becomes one space.
 pub fn flatten_whitespace(text: &str) -> String {
     let mut flat = String::with_capacity(text.len());
-    for word in text.split_whitespace() {
+    let mut add = |word: &str| {
         if !flat.is_empty() {
             flat.push(' ');
         }
         flat.push_str(word);
+    };
+    if text.is_ascii() {
+        // Split a byte at a time on what `char::is_whitespace` is in ASCII: decoding
+        // each character took most of describing a message.
+        let words = text.as_bytes().split(|byte| matches!(byte, b' ' | b'\t'..=b'\r'));
+        for word in words.filter(|word| !word.is_empty()) {
+            add(std::str::from_utf8(word).unwrap_or_default());
+        }
+    } else {
+        text.split_whitespace().for_each(add);
     }
     flat
 }
@@ -42,7 +61,7 @@ pub fn flatten_whitespace(text: &str) -> String {
 /// is longer than that.
 pub fn one_line(text: &str, keep: usize) -> String {
     let flat = flatten_whitespace(text);
-    if flat.chars().count() > keep {
+    if flat.len() > keep && flat.chars().count() > keep {
         format!("{}…", prefix_chars(&flat, keep))
     } else {
         flat
@@ -323,8 +342,32 @@ pub fn is_cleared(content: &ToolResultContent) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::store::Store;
+
+    proptest! {
+        /// The short cuts for ASCII give what the definitions by characters give.
+        #[test]
+        fn flattening_and_cutting_are_by_characters(
+            text in "[a \t\n\u{0b}\u{0c}\r\u{1c}\u{1f}é✓\u{a0}\u{2028}\u{3000}]{0,40}",
+            limit in 0usize..45,
+        ) {
+            let words: Vec<&str> = text.split_whitespace().collect();
+            prop_assert_eq!(flatten_whitespace(&text), words.join(" "));
+            let ascii: String = text.chars().filter(char::is_ascii).collect();
+            let words: Vec<&str> = ascii.split_whitespace().collect();
+            prop_assert_eq!(flatten_whitespace(&ascii), words.join(" "));
+            for text in [&text, &ascii] {
+                let by_chars: String = text.chars().take(limit).collect();
+                prop_assert_eq!(prefix_chars(text, limit), by_chars.as_str());
+                let flat = flatten_whitespace(text);
+                let cut = flat.chars().count() > limit;
+                prop_assert_eq!(one_line(text, limit).ends_with('…') && !flat.ends_with('…'), cut);
+            }
+        }
+    }
 
     #[test]
     fn one_line_flattens_and_marks_what_it_cut() {

@@ -37,17 +37,35 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
             let archived = start - head;
             receipt::saved_in(&mut items, &transcript.path);
             event.items = items;
-            let marker = [Message::user_text(archive_marker(archived, &transcript.path))];
-            let removed: Vec<Message> = messages.splice(head..start, marker.iter().cloned()).collect();
+            let marker = Message::user_text(archive_marker(archived, &transcript.path));
+            sizes.splice(head..start, std::slice::from_ref(&marker));
             // Freed off the path of the call: a long history's middle takes a while.
-            drop_aside(removed);
-            sizes.splice(head..start, &marker);
+            drop_aside(replace_middle(messages, head..start, marker));
             event.replaced = archived;
             event.archived(transcript);
         }
         Err(error) => event.errors.push(error.to_string()),
     }
     event.finish(messages.len(), sizes.total())
+}
+
+/// Put `marker` in place of `messages[middle]`, and give back what was there, in any
+/// order. Only the kept messages around it move: the middle of a long history
+/// (thousands of messages) stays where it is, in the list given back.
+fn replace_middle(messages: &mut Vec<Message>, middle: std::ops::Range<usize>, marker: Message) -> Vec<Message> {
+    if middle.len() < middle.start {
+        // Too short to fill the places of the messages before it.
+        return messages.splice(middle, [marker]).collect();
+    }
+    let tail: Vec<Message> = messages.drain(middle.end..).collect();
+    let mut kept = Vec::with_capacity(middle.start + 1 + tail.len());
+    for at in 0..middle.start {
+        // The last of the middle takes its place; the places before it are taken.
+        kept.push(messages.swap_remove(at));
+    }
+    kept.push(marker);
+    kept.extend(tail);
+    std::mem::replace(messages, kept)
 }
 
 /// Drop `messages` on a thread of its own (at once when none can be started): their
@@ -156,6 +174,33 @@ mod tests {
         assert!(history.len() <= 50);
         assert_eq!(check_pairing(&history), Ok(()));
         assert!(run(&mut history, dir.path()).is_none());
+    }
+
+    #[test]
+    fn the_middle_is_replaced_and_given_back_whole() {
+        for (len, middle) in [
+            (10, 3..7),
+            (10, 0..10),
+            (10, 0..4),
+            (10, 6..10),
+            (10, 5..5),
+            (1, 0..1),
+            (60, 3..14),
+        ] {
+            let history = chat(len);
+            let mut messages = history.clone();
+            let marker = Message::user_text("[marker]");
+            let mut removed = replace_middle(&mut messages, middle.clone(), marker.clone());
+            let mut expected = history[..middle.start].to_vec();
+            expected.push(marker);
+            expected.extend_from_slice(&history[middle.end..]);
+            assert_eq!(messages, expected, "{len} {middle:?}");
+            let text = |message: &Message| crate::json::to_string(message).unwrap();
+            removed.sort_by_key(text);
+            let mut middle_messages = history[middle].to_vec();
+            middle_messages.sort_by_key(text);
+            assert_eq!(removed, middle_messages);
+        }
     }
 
     #[test]
