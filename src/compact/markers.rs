@@ -47,9 +47,19 @@ pub fn flatten_whitespace(text: &str) -> String {
     if text.is_ascii() {
         // Split a byte at a time on what `char::is_whitespace` is in ASCII: decoding
         // each character took most of describing a message.
-        let words = text.as_bytes().split(|byte| matches!(byte, b' ' | b'\t'..=b'\r'));
-        for word in words.filter(|word| !word.is_empty()) {
-            add(std::str::from_utf8(word).unwrap_or_default());
+        let mut word = None;
+        for (at, byte) in text.bytes().enumerate() {
+            match (matches!(byte, b' ' | b'\t'..=b'\r'), word) {
+                (true, Some(start)) => {
+                    add(&text[start..at]);
+                    word = None;
+                }
+                (false, None) => word = Some(at),
+                _ => {}
+            }
+        }
+        if let Some(start) = word {
+            add(&text[start..]);
         }
     } else {
         text.split_whitespace().for_each(add);
