@@ -371,7 +371,7 @@ pub enum UnverifiedFile {
     #[error("no receipt of this session records {0}, so its content cannot be checked")]
     NoRecord(String),
     #[error(
-        "{0} does not have the content its receipt recorded (its SHA-256 differs): it was changed after it was written"
+        "{0} does not have the content its receipt recorded (its digest differs): it was changed after it was written"
     )]
     Changed(String),
 }
@@ -383,8 +383,8 @@ const TRANSCRIPT_CHUNK: usize = 1 << 20;
 /// takes at most 1,024 of those a call.
 const PIECES_PER_BATCH: usize = 1_000;
 
-/// Messages as JSON lines, as transcripts hold them, into `out`, and the SHA-256 of
-/// every byte. A message kept as its text goes out as that text, read where it lies;
+/// Messages as JSON lines, as transcripts hold them, into `out`, and the digest of
+/// every byte ([`crate::digest`]). A message kept as its text goes out as that text, read where it lies;
 /// a parsed one is serialised. Gathering, hashing and writing each take a while on a
 /// long history, so they run on three threads, a batch apart. When `out` is the file
 /// `disk`, each batch is put on its way to disk once written.

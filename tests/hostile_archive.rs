@@ -280,7 +280,7 @@ fn undo_refuses_a_forged_transcript_by_name_and_changes_nothing() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     let name = transcript.file_name().unwrap().to_string_lossy();
-    assert!(stderr.contains(&*name) && stderr.contains("SHA-256"), "{stderr}");
+    assert!(stderr.contains(&*name) && stderr.contains("digest differs"), "{stderr}");
     assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing was journaled");
 
     std::fs::write(&transcript, original).unwrap();
@@ -335,7 +335,7 @@ fn undo_refuses_a_forged_saved_output_by_name_and_changes_nothing() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     assert!(
-        stderr.contains(".task_outputs/tool-results/toolu_a") && stderr.contains("SHA-256"),
+        stderr.contains(".task_outputs/tool-results/toolu_a") && stderr.contains("digest differs"),
         "{stderr}"
     );
     assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing was journaled");

@@ -245,8 +245,9 @@ pub struct StageEvent {
     /// it wrote or one saved earlier).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub saved: Vec<SavedResult>,
-    /// The SHA-256 of every file the stage wrote or relies on (its transcript, each
-    /// saved result), by path: undo and `r` put back only a file that still has it.
+    /// The digest ([`crate::digest`]) of every file the stage wrote or relies on (its
+    /// transcript, each saved result), by path: undo and `r` put back only a file that
+    /// still has it.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub digests: std::collections::BTreeMap<String, String>,
     /// How many blocks (or, for history stages, messages) were replaced.
