@@ -549,7 +549,10 @@ mod tests {
         std::fs::write(&t1_file, "y".repeat(kept.len())).unwrap();
         let before = history.clone();
         let refused = restore_result(&mut history, &mut sizes, &store, "t1").unwrap_err();
-        assert!(refused.contains(&t1_path) && refused.contains("digest differs"), "{refused}");
+        assert!(
+            refused.contains(&t1_path) && refused.contains("digest differs"),
+            "{refused}"
+        );
         assert_eq!(history, before);
         std::fs::write(&t1_file, &kept).unwrap();
 

@@ -30,14 +30,19 @@ pub const MAX_JOURNAL_BYTES: u64 = 4 << 30;
 /// (written by a process that died mid-write) kept apart.
 pub struct JournalText {
     bytes: Vec<u8>,
-    /// Bytes up to and including the last newline.
-    complete_len: usize,
 }
 
 impl JournalText {
+    /// Bytes up to and including the last newline. Found when asked: a history given
+    /// as one JSON array has no lines, and looking for its last newline read all of it
+    /// backwards (9 MB: about half a millisecond).
+    fn complete_len(&self) -> usize {
+        memchr::memrchr(b'\n', &self.bytes).map_or(0, |at| at + 1)
+    }
+
     /// Complete lines with their 1-based line numbers; blank lines are skipped.
     pub fn lines(&self) -> impl Iterator<Item = (usize, &[u8])> {
-        self.bytes[..self.complete_len]
+        self.bytes[..self.complete_len()]
             .split(|&b| b == b'\n')
             .enumerate()
             .map(|(at, line)| (at + 1, line))
@@ -56,12 +61,17 @@ impl JournalText {
 
     /// The torn last line, if the file does not end with a newline.
     pub fn torn(&self) -> Option<&[u8]> {
-        (self.complete_len < self.bytes.len()).then(|| &self.bytes[self.complete_len..])
+        let complete_len = self.complete_len();
+        (complete_len < self.bytes.len()).then(|| &self.bytes[complete_len..])
     }
 
     /// The 1-based number of the line after the last newline (the torn one, if any).
     pub fn torn_line_number(&self) -> usize {
-        self.bytes[..self.complete_len].iter().filter(|&&b| b == b'\n').count() + 1
+        self.bytes[..self.complete_len()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
     }
 }
 
@@ -87,8 +97,7 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
             limit: MAX_JOURNAL_BYTES,
         });
     }
-    let complete_len = memchr::memrchr(b'\n', &bytes).map_or(0, |at| at + 1);
-    Ok(JournalText { bytes, complete_len })
+    Ok(JournalText { bytes })
 }
 
 /// Buffers from this size on are read into huge pages.
