@@ -41,6 +41,14 @@ pub fn map_with<S, R: Send>(
     }
 }
 
+/// `a` and `b`, side by side when there is a second core.
+pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    match pool().filter(|pool| pool.current_num_threads() > 1) {
+        Some(pool) => pool.install(|| rayon::join(a, b)),
+        None => (a(), b()),
+    }
+}
+
 /// Start the pool's threads ahead of work that will need them, so that they are up
 /// when it comes rather than starting one by one as it is handed out.
 pub fn start() {
@@ -75,6 +83,11 @@ mod tests {
                 "{len} by {per_thread}"
             );
         }
+    }
+
+    #[test]
+    fn both_sides_of_a_join_are_done() {
+        assert_eq!(join(|| 1, || "two"), (1, "two"));
     }
 
     /// Each run of items shares its scratch; no item sees another run's.

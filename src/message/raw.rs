@@ -111,30 +111,78 @@ pub(super) struct Kept {
 /// why). Strings are skipped a quote at a time, so this reads a long history at about
 /// the speed of memory; what the elements hold is for the caller to check.
 pub(super) fn elements(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-    let mut found = Vec::new();
+    let guess = if bytes.len() >= SPLIT_FROM {
+        // Where a message of ours begins, as serde_json writes a history: the rest is
+        // split on another thread from there, if the first half ends just there.
+        let half = bytes.len() / 2;
+        memchr::memmem::find(&bytes[half..], b",{\"role\":\"").map(|at| half + at + 1)
+    } else {
+        None
+    };
+    elements_meeting_at(bytes, guess)
+}
+
+/// Texts from this size on are split into elements on two threads.
+const SPLIT_FROM: usize = 1 << 20;
+
+/// [`elements`], the part from `guess` on (a guess at where an element starts) split
+/// on another thread meanwhile. Whether it was one is known when the first part gets
+/// there: an element starts exactly at `guess`, or the first part went past it and on
+/// to the end, and the other thread's work is dropped. Either way the elements are
+/// those a split from the start alone finds.
+fn elements_meeting_at(bytes: &[u8], guess: Option<usize>) -> Option<Vec<Range<usize>>> {
     let mut at = skip_whitespace(bytes, 0);
     if bytes.get(at) != Some(&b'[') {
         return None;
     }
     at = skip_whitespace(bytes, at + 1);
     if bytes.get(at) == Some(&b']') {
-        at += 1;
-    } else {
-        loop {
-            let end = value_end(bytes, at)?;
-            found.push(at..end);
-            at = skip_whitespace(bytes, end);
-            match bytes.get(at) {
-                Some(b',') => at = skip_whitespace(bytes, at + 1),
-                Some(b']') => {
-                    at += 1;
-                    break;
-                }
-                _ => return None,
+        return (skip_whitespace(bytes, at + 1) == bytes.len()).then_some(Vec::new());
+    }
+    let Some(guess) = guess.filter(|guess| *guess > at) else {
+        return elements_from(bytes, at, None).map(|(found, _)| found);
+    };
+    let (first, rest) = crate::parallel::join(
+        || elements_from(bytes, at, Some(guess)),
+        || elements_from(bytes, guess, None),
+    );
+    match first? {
+        (mut found, Reached::Stop) => {
+            found.extend(rest?.0);
+            Some(found)
+        }
+        (found, Reached::End) => Some(found),
+    }
+}
+
+/// Where [`elements_from`] stopped.
+#[derive(Debug, PartialEq)]
+enum Reached {
+    /// The array's end, with nothing after it.
+    End,
+    /// An element starting at the stop it was given.
+    Stop,
+}
+
+/// The elements from `at`, where one starts, to the array's end; or, given `stop`, to
+/// the element that starts exactly there (one that starts past it does not stop it).
+fn elements_from(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Option<(Vec<Range<usize>>, Reached)> {
+    let mut found = Vec::new();
+    loop {
+        if stop == Some(at) {
+            return Some((found, Reached::Stop));
+        }
+        let end = value_end(bytes, at)?;
+        found.push(at..end);
+        at = skip_whitespace(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_whitespace(bytes, at + 1),
+            Some(b']') => {
+                return (skip_whitespace(bytes, at + 1) == bytes.len()).then_some((found, Reached::End));
             }
+            _ => return None,
         }
     }
-    (skip_whitespace(bytes, at) == bytes.len()).then_some(found)
 }
 
 fn skip_whitespace(bytes: &[u8], from: usize) -> usize {
@@ -477,6 +525,41 @@ mod tests {
         for broken in ["", "{}", "[", "[{},", "[{} {}]", "[{}]x", r#"["a]"#, "[}", "[{]]]"] {
             assert!(elements(broken.as_bytes()).is_none(), "{broken}");
         }
+    }
+
+    /// Split from any guessed place, right or wrong (inside a string, inside a nested
+    /// message, on a separator, past the end), an array has the elements a split from
+    /// its start alone finds, and a broken one is refused alike.
+    #[test]
+    fn an_array_split_from_a_guess_has_the_elements_of_one_split() {
+        let texts = [
+            r#"[{"role":"user","content":"a ,{\"role\":\"x\""},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":[{"role":"user"},{"role":"x"}]}]} , 7,"]",{}]"#,
+            r#" [ {"a":"]\"\\"} ,[1, 2],"x"
+, 7 ] "#,
+            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"}]"#,
+            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"}] x"#,
+            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"},]"#,
+            r#"[{"role":"user","content":"x"},{"role":"user","content":"y""#,
+            "[]",
+            "[1]",
+        ];
+        for text in texts {
+            let whole = elements_meeting_at(text.as_bytes(), None);
+            for guess in 0..=text.len() + 1 {
+                assert_eq!(
+                    elements_meeting_at(text.as_bytes(), Some(guess)),
+                    whole,
+                    "{text} from {guess}"
+                );
+            }
+        }
+        let long: Vec<String> = (0..40_000)
+            .map(|n| format!(r#"{{"role":"user","content":"{n} ,{{\"role\":\"user\""}}"#))
+            .collect();
+        let long = format!("[{}]", long.join(","));
+        assert!(long.len() >= SPLIT_FROM);
+        assert_eq!(elements(long.as_bytes()), elements_meeting_at(long.as_bytes(), None));
+        assert_eq!(elements(long.as_bytes()).map(|found| found.len()), Some(40_000));
     }
 
     #[test]
