@@ -473,15 +473,25 @@ pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Er
         return crate::json::from_slice(&json);
     };
     let source = Arc::new(json);
-    let read: Vec<Option<Message>> = crate::parallel::map_with(
+    let unread = std::sync::atomic::AtomicBool::new(false);
+    let read = crate::parallel::map_with(
         spans.len(),
         MESSAGES_PER_THREAD,
         raw::Scratch::default,
-        |scratch, at| read_one(&source, &spans[at], scratch),
+        |scratch, at| {
+            read_one(&source, &spans[at], scratch).unwrap_or_else(|| {
+                unread.store(true, std::sync::atomic::Ordering::Relaxed);
+                // A stand-in, never seen: the whole list is dropped below. Results that
+                // need no unwrapping from an `Option` are not moved once more.
+                Message::user_text(String::new())
+            })
+        },
     );
-    let read: Option<Vec<Message>> = read.into_iter().collect();
-    // Not read here: read whole, so that the error says where in the whole text.
-    read.map_or_else(|| crate::json::from_slice(&source), Ok)
+    if unread.into_inner() {
+        // Read whole, so that the error says where in the whole text.
+        return crate::json::from_slice(&source);
+    }
+    Ok(read)
 }
 
 /// Fewer messages than this a thread are read on one.
