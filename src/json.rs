@@ -36,7 +36,7 @@ pub(crate) const SHALLOW_DEPTH: usize = 64;
 
 /// [`from_str`] of a text whose nesting is known to be `depth` deep. A shallow one is
 /// read without growing the stack, sparing the check for room at every level when a
-/// long history's receipt reads thousands of short outlines.
+/// long history's receipt reads the inputs of thousands of calls.
 pub fn from_str_of_depth<'a, T: Deserialize<'a>>(text: &'a str, depth: usize) -> serde_json::Result<T> {
     if depth > SHALLOW_DEPTH {
         return from_str(text);

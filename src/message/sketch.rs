@@ -53,8 +53,11 @@ impl<'a> Sketch<'a> {
     pub fn of(message: &'a Message, room: &'a mut String) -> Sketch<'a> {
         let content = match &message.body {
             Body::Raw { text, parts } if parts.get().is_none() => of_text(text, room),
-            _ => of_content(message.content()),
+            _ => None,
         };
+        // Deep, or (never, for a text that was checked when it was read) not readable
+        // here: from its parts, parsed now.
+        let content = content.unwrap_or_else(|| of_content(message.content()));
         Sketch {
             role: message.role,
             content,
@@ -120,43 +123,15 @@ fn of_content(content: &Content) -> SketchContent<'_> {
 const DEEPEST: usize = crate::json::SHALLOW_DEPTH;
 
 /// The content of a message kept as `text`, read from a copy of it in `room` with
-/// every block's `content` cut to `""`.
-fn of_text<'a>(text: &RawText, room: &'a mut String) -> SketchContent<'a> {
-    let depth = text.shape().depth;
-    if depth <= DEEPEST {
-        read::without_contents(text, room);
-        let mut deserializer = serde_json::Deserializer::from_str(room.as_str());
-        if let Ok(content) = deserializer.deserialize_map(MessageSketch)
-            && deserializer.end().is_ok()
-        {
-            return content;
-        }
+/// every block's `content` cut to `""`; `None` when it nests deeper than that reads.
+fn of_text<'a>(text: &RawText, room: &'a mut String) -> Option<SketchContent<'a>> {
+    if text.shape().depth > DEEPEST {
+        return None;
     }
-    // Deep, or (never, for a text that was checked when it was read) not readable
-    // here: its parts, owned.
-    into_owned(read::parts_of(text).content)
-}
-
-fn into_owned(content: Content) -> SketchContent<'static> {
-    match content {
-        Content::Text(text) => SketchContent::Text(Cow::Owned(text)),
-        Content::Blocks(blocks) => SketchContent::Blocks(
-            blocks
-                .into_iter()
-                .map(|block| match block {
-                    ContentBlock::Text { text, .. } => SketchBlock::Text(Cow::Owned(text)),
-                    ContentBlock::ToolUse { name, input, .. } => SketchBlock::ToolUse {
-                        name: Cow::Owned(name),
-                        input: Cow::Owned(input),
-                    },
-                    ContentBlock::ToolResult { tool_use_id, .. } => SketchBlock::ToolResult {
-                        tool_use_id: Cow::Owned(tool_use_id),
-                    },
-                    ContentBlock::Unknown(_) => SketchBlock::Other,
-                })
-                .collect(),
-        ),
-    }
+    read::without_contents(text, room);
+    let mut deserializer = serde_json::Deserializer::from_str(room.as_str());
+    let content = deserializer.deserialize_map(MessageSketch).ok()?;
+    deserializer.end().ok().map(|()| content)
 }
 
 /// A string, borrowed from the text unless it had escapes; or any other value,
