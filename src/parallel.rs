@@ -49,12 +49,6 @@ pub fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> 
     }
 }
 
-/// Start the pool's threads ahead of work that will need them, so that they are up
-/// when it comes rather than starting one by one as it is handed out.
-pub fn start() {
-    let _ = pool();
-}
-
 /// The pool, one thread a core, each with a stack of [`WORKER_STACK_BYTES`]: the
 /// values they handle can be deep. `None` when no thread could be started.
 fn pool() -> Option<&'static rayon::ThreadPool> {

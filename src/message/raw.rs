@@ -113,7 +113,8 @@ pub(super) struct Kept {
 pub(super) fn elements(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
     let guess = if bytes.len() >= SPLIT_FROM {
         // Where a message of ours begins, as serde_json writes a history: the rest is
-        // split on another thread from there, if the first half ends just there.
+        // split on another thread from there, if the first half ends just there. (This
+        // starts the pool's threads too, which are then up when the messages are read.)
         let half = bytes.len() / 2;
         memchr::memmem::find(&bytes[half..], b",{\"role\":\"").map(|at| half + at + 1)
     } else {

@@ -465,10 +465,6 @@ fn text_or_blocks(value: Value) -> Result<Content, String> {
 /// has what parsing requires, has its syntax checked and is kept as that text; any
 /// other is parsed. A long history is read on every core.
 pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Error> {
-    if json.len() >= READ_IN_PARTS_FROM {
-        // Up while the text is split into its messages.
-        crate::parallel::start();
-    }
     let Some(spans) = raw::elements(&json) else {
         return crate::json::from_slice(&json);
     };
@@ -496,10 +492,6 @@ pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Er
 
 /// Fewer messages than this a thread are read on one.
 const MESSAGES_PER_THREAD: usize = 1_000;
-
-/// A history text this long (two threads' worth of short messages) is likely read in
-/// parts.
-const READ_IN_PARTS_FROM: usize = 2 * MESSAGES_PER_THREAD * 100;
 
 /// The message at `span` of `source`; `None` when it is not valid, for the caller to
 /// find out why.
