@@ -182,16 +182,21 @@ mod tests {
         history.build()
     }
 
+    /// A config under which `prepare` runs several stages on `history(9)`.
+    fn several_stages() -> CompactConfig {
+        CompactConfig {
+            context_char_limit: 20_000,
+            snip_max_messages: 12,
+            ..CompactConfig::default()
+        }
+    }
+
     /// Undo each stage `prepare` ran, newest first, and get the input back exactly.
     #[test]
     fn undoing_every_stage_gives_back_the_history_byte_for_byte() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let config = CompactConfig {
-            context_char_limit: 20_000,
-            snip_max_messages: 12,
-            ..CompactConfig::default()
-        };
+        let config = several_stages();
         let original = history(9);
         let prepared = prepare(
             original.clone(),
@@ -218,11 +223,7 @@ mod tests {
     fn receipts_of_an_earlier_version_still_undo() {
         use sha2::Digest;
         let dir = tempfile::tempdir().unwrap();
-        let config = CompactConfig {
-            context_char_limit: 20_000,
-            snip_max_messages: 12,
-            ..CompactConfig::default()
-        };
+        let config = several_stages();
         let original = history(9);
         let prepared = prepare(
             original.clone(),
