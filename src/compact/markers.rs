@@ -37,6 +37,11 @@ pub fn prefix_chars(text: &str, limit: usize) -> &str {
 
 /// `text` on one line: every run of whitespace (newlines included) becomes one space.
 pub fn flatten_whitespace(text: &str) -> String {
+    if text.is_ascii() && is_flat_ascii(text.as_bytes()) {
+        // Most lines a receipt describes are flat already: copied whole, not a word at
+        // a time (a long history's receipt flattens tens of thousands).
+        return text.to_string();
+    }
     let mut flat = String::with_capacity(text.len());
     let mut add = |word: &str| {
         if !flat.is_empty() {
@@ -65,6 +70,18 @@ pub fn flatten_whitespace(text: &str) -> String {
         text.split_whitespace().for_each(add);
     }
     flat
+}
+
+/// Whether ASCII `bytes` has no whitespace but single spaces between words. Checked
+/// without stopping early, which lets the compiler check many bytes at a time.
+fn is_flat_ascii(bytes: &[u8]) -> bool {
+    let other_space = bytes
+        .iter()
+        .fold(false, |found, &byte| found | matches!(byte, b'\t'..=b'\r'));
+    let double_space = bytes
+        .windows(2)
+        .fold(false, |found, pair| found | (pair[0] == b' ' && pair[1] == b' '));
+    !other_space && !double_space && bytes.first() != Some(&b' ') && bytes.last() != Some(&b' ')
 }
 
 /// `text` flattened to one line, its first `keep` characters followed by `…` when it

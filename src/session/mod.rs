@@ -24,6 +24,7 @@ pub mod labels;
 mod listing;
 mod place;
 mod replay;
+mod whole_file;
 
 use std::path::PathBuf;
 

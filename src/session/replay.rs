@@ -2,7 +2,6 @@
 //! send, with every record applied once and every mend named.
 
 use std::fs::OpenOptions;
-use std::io::Read;
 use std::path::Path;
 
 use super::journal::open_regular;
@@ -79,18 +78,10 @@ impl JournalText {
 /// `--continue`, `simulate` and `compact` all read through here.
 pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
     let mut file = open_regular(path, OpenOptions::new().read(true))?;
-    // Sized from the file up front: `take` hides the size from `read_to_end`, which
-    // would otherwise grow the buffer (and fault its pages) a doubling at a time.
-    let expected = file.metadata().map_or(0, |meta| meta.len()).min(MAX_JOURNAL_BYTES + 1);
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).saturating_add(1));
-    advise_huge_pages(&mut bytes);
-    Read::by_ref(&mut file)
-        .take(MAX_JOURNAL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| SessionError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let bytes = super::whole_file::read_whole(&mut file, MAX_JOURNAL_BYTES).map_err(|source| SessionError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if bytes.len() as u64 > MAX_JOURNAL_BYTES {
         return Err(SessionError::TooLarge {
             path: path.to_path_buf(),
@@ -98,29 +89,6 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
         });
     }
     Ok(JournalText { bytes })
-}
-
-/// Buffers from this size on are read into huge pages.
-const HUGE_PAGES_FROM: usize = 4 << 20;
-
-/// Ask for `buffer`'s memory in huge pages when it is large (Linux): reading a long
-/// history into a fresh buffer faulted it in 4 KB at a time (10k messages, 9 MB: the
-/// read took 4.3 ms, 3.1 in huge pages). Only advice: refused, nothing changes.
-fn advise_huge_pages(buffer: &mut Vec<u8>) {
-    #[cfg(target_os = "linux")]
-    if buffer.capacity() >= HUGE_PAGES_FROM {
-        const PAGE: usize = 4096;
-        let start = buffer.as_mut_ptr() as usize;
-        let first = start.next_multiple_of(PAGE);
-        let end = (start + buffer.capacity()) / PAGE * PAGE;
-        // SAFETY: the range lies within the buffer's allocation, rounded inward to whole
-        // pages; the advice changes how its pages are backed, never their content.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buffer;
 }
 
 /// Replay a journal into a history that is valid to send. A torn last line is left
