@@ -241,11 +241,22 @@ impl ToolsConfig {
     /// `hide_env` and `pass_env` as one matcher; a bad pattern is named, with the key
     /// it is under.
     pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, (&'static str, String)> {
-        Ok(HiddenEnv {
-            hide: env_matcher("hide_env", &self.hide_env)?,
-            pass: env_matcher("pass_env", &self.pass_env)?,
-        })
+        // The usual patterns are compiled once: they are needed at start, to take the
+        // secrets out of scratchpad's own environment, and again to check the settings
+        // (each compiling took about 0.2 ms of every start).
+        static DEFAULT: std::sync::OnceLock<Result<HiddenEnv, (&'static str, String)>> = std::sync::OnceLock::new();
+        if self.pass_env.is_empty() && self.hide_env.iter().eq(DEFAULT_HIDDEN_ENV) {
+            return DEFAULT.get_or_init(|| compile_hidden_env(&self.hide_env, &[])).clone();
+        }
+        compile_hidden_env(&self.hide_env, &self.pass_env)
     }
+}
+
+fn compile_hidden_env(hide_env: &[String], pass_env: &[String]) -> Result<HiddenEnv, (&'static str, String)> {
+    Ok(HiddenEnv {
+        hide: env_matcher("hide_env", hide_env)?,
+        pass: env_matcher("pass_env", pass_env)?,
+    })
 }
 
 fn env_matcher(key: &'static str, patterns: &[String]) -> Result<GlobSet, (&'static str, String)> {
@@ -565,6 +576,42 @@ mod tests {
             Some("integer") => Value::from(1),
             _ => Value::from("a.txt"),
         }
+    }
+
+    /// The usual patterns, compiled once, hide what they hide compiled afresh; other
+    /// patterns are not given the usual ones.
+    #[test]
+    fn the_usual_hidden_variables_are_compiled_once_and_others_apart() {
+        let usual = ToolsConfig::default();
+        let fresh = compile_hidden_env(&usual.hide_env, &[]).unwrap();
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "GITHUB_TOKEN",
+            "aws_secret",
+            "AWS_REGION",
+            "HOME",
+            "PATH",
+            "TMUX",
+        ] {
+            for _ in 0..2 {
+                assert_eq!(
+                    usual.hidden_env_matcher().unwrap().hides(name),
+                    fresh.hides(name),
+                    "{name}"
+                );
+            }
+        }
+        let own = ToolsConfig {
+            hide_env: vec!["HOME".into()],
+            ..ToolsConfig::default()
+        };
+        assert!(own.hidden_env_matcher().unwrap().hides("HOME"));
+        assert!(!own.hidden_env_matcher().unwrap().hides("GITHUB_TOKEN"));
+        let passing = ToolsConfig {
+            pass_env: vec!["GITHUB_TOKEN".into()],
+            ..ToolsConfig::default()
+        };
+        assert!(!passing.hidden_env_matcher().unwrap().hides("GITHUB_TOKEN"));
     }
 
     /// The fallback where the kernel has no sandbox: the status says so, and a command
