@@ -158,7 +158,7 @@ pub struct ThresholdArgs {
     /// Stage 1 persists only results larger than this [default: 30000]
     #[arg(long, global = true, value_name = "CHARS")]
     pub persist_over: Option<usize>,
-    /// Preview kept in a <persisted-output> block by stage 1 [default: 2000]
+    /// Preview kept in a `<persisted-output>` block by stage 1 [default: 2000]
     #[arg(long, global = true, value_name = "CHARS")]
     pub persisted_preview: Option<usize>,
     /// Stage 2 (snip_compact) fires above this many messages [default: 50]

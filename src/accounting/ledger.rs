@@ -130,7 +130,7 @@ impl Ledger {
     }
 
     /// A compaction took the history from `before` to `after` with `stages`: the
-    /// token figure follows what is left in the context (see [`Ledger::rescaled`]).
+    /// token figure follows what is left in the context (see `Ledger::rescale`).
     pub fn compacted(&mut self, before: Extent, after: Extent, stages: impl IntoIterator<Item = Stage>) {
         self.before.get_or_insert(before.estimate);
         self.stages.extend(stages);

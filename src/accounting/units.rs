@@ -11,7 +11,7 @@ use crate::message::{ContentBlock, Message, ToolResultContent};
 /// Letters a unit holds in a run of them (a word of up to four letters is one unit).
 const LETTERS_PER_UNIT: usize = 4;
 
-/// Token-like units of `text`: a run of letters one per [`LETTERS_PER_UNIT`] (rounded
+/// Token-like units of `text`: a run of letters one per `LETTERS_PER_UNIT` (rounded
 /// up), each digit, each punctuation mark or symbol, each character outside ASCII, and
 /// each line break or run of two or more spaces. A single space joins the word after
 /// it, not a digit or a mark: tokenizers that split digits one by one (Llama 3,

@@ -82,7 +82,7 @@ pub fn newest_request(messages: &[Message]) -> String {
 #[cfg(target_os = "linux")]
 const PIPE_BYTES: libc::c_int = 1 << 20;
 
-/// Widen `output` when it is a pipe narrower than [`PIPE_BYTES`]: a long history's
+/// Widen `output` when it is a pipe narrower than `PIPE_BYTES`: a long history's
 /// receipt is megabytes, and through the usual 64 KB the writer waited on the reader
 /// for each (10k messages: 2 MB of receipts took 5.6 ms to write, 2.4 through 1 MB).
 /// Anything else, or a refusal, is left as it was.

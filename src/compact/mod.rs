@@ -2,13 +2,13 @@
 //! returns messages plus typed events; the only side effects are files written
 //! through the [`Store`](crate::store::Store) before the history refers to them.
 //!
-//! Stages run cheapest and most recoverable first (see [`prepare`]):
+//! Stages run cheapest and most recoverable first (see [`prepare()`]):
 //! 1. [`tool_result_budget`] — persist the largest results of the newest tool batch
 //! 2. [`snip_compact`] — archive the middle of a long history
 //! 3. [`micro_compact`] — clear old seen tool results, then fit the rest
 //! 4. [`compact_history`] — summarise everything into one message
 //!
-//! plus [`reactive_compact`] for when the API refuses a prompt as too long.
+//! plus [`reactive_compact()`] for when the API refuses a prompt as too long.
 
 pub mod archive;
 pub mod background;

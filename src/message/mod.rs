@@ -451,7 +451,7 @@ impl Message {
 }
 
 /// Parse a JSON array of messages, with the position of a bad element in the error.
-/// Messages are kept in their text until something reads them (see [`raw`]).
+/// Messages are kept in their text until something reads them (see `message::raw`).
 pub fn parse_history(json: impl Into<Vec<u8>>) -> Result<Vec<Message>, serde_json::Error> {
     read::read_history(json.into())
 }

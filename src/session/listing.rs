@@ -21,7 +21,7 @@ pub struct Tally {
     pub messages: usize,
     /// The estimate of the history, in characters.
     pub estimate: usize,
-    /// The newest request and the answer to it, cut to [`TALLY_TEXT_CHARS`].
+    /// The newest request and the answer to it, cut to `TALLY_TEXT_CHARS`.
     #[serde(default)]
     pub last_request: String,
     #[serde(default)]

@@ -11,9 +11,9 @@
 //! without a result (a kill while a tool ran) gets an "interrupted" result, recorded as
 //! a repair, so a session can always be resumed.
 //!
-//! [`place`]: where a workspace's journals are; [`journal`]: the one writer of a
-//! session; [`replay`]: reading a journal back into a history; [`fork`]: a new session
-//! from any point of another, the parent left untouched; [`listing`]: the sessions of
+//! `place`: where a workspace's journals are; `journal`: the one writer of a
+//! session; `replay`: reading a journal back into a history; [`fork`]: a new session
+//! from any point of another, the parent left untouched; `listing`: the sessions of
 //! a workspace as the picker shows them, read from each journal's head and tail;
 //! [`family`]: a session and its forks as `/tree` draws them, with their [`labels`].
 

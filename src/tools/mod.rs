@@ -1,6 +1,6 @@
 //! The agent's tools: bash, read_file, write_file, edit_file, glob and compact, one
 //! file each. A call is first *planned* (input parsed, permission judged) and then
-//! *run*, so the agent can ask the user between the two. Each tool is one [`Tool`]:
+//! *run*, so the agent can ask the user between the two. Each tool is one `Tool`:
 //! its name, its description, its input type (the schema the model reads is derived
 //! from it, so description, schema and parsing cannot drift) and its plan; its job
 //! runs in the same file.

@@ -1,5 +1,5 @@
 //! The boundary around `bash` on Linux, in layers, each applied in the child between
-//! fork and exec (see [`confine`]):
+//! fork and exec (see `confine`):
 //!
 //! - a new session with no controlling terminal, so nothing can be typed into the
 //!   user's terminal (and a parent-death signal);

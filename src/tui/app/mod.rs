@@ -1,6 +1,6 @@
 //! The whole screen: layout, focus, overlays and key/mouse handling. State comes from
 //! agent events; what the user does goes back to the agent as `Op`s. What a key or a
-//! click does is in [`keys`]; how the screen is laid out and drawn, in [`render`].
+//! click does is in `keys`; how the screen is laid out and drawn, in `render`.
 
 mod keys;
 mod render;

@@ -1,6 +1,6 @@
 //! The app state, built only from agent events (so it can be tested without a
-//! terminal), plus what the user is doing with the screen. [`cells`] are what the chat
-//! and the tools pane show; [`turn`] is where the running turn is and what it asks.
+//! terminal), plus what the user is doing with the screen. `cells` are what the chat
+//! and the tools pane show; `turn` is where the running turn is and what it asks.
 
 mod cells;
 mod turn;
