@@ -385,9 +385,9 @@ const PIECES_PER_BATCH: usize = 1_000;
 
 /// Messages as JSON lines, as transcripts hold them, into `out`, and the digest of
 /// every byte ([`crate::digest`]). A message kept as its text goes out as that text,
-/// read where it lies; a parsed one is serialised. Gathering, hashing and writing each take a while on a
-/// long history, so they run on three threads, a batch apart. When `out` is the file
-/// `disk`, each batch is put on its way to disk once written.
+/// read where it lies; a parsed one is serialised. Gathering, hashing and writing each
+/// take a while on a long history, so they run on three threads, a batch apart. When
+/// `out` is the file `disk`, each batch is put on its way to disk once written.
 fn write_jsonl_hashed<W: Write + Send>(
     out: W,
     disk: Option<std::os::fd::BorrowedFd<'_>>,

@@ -166,10 +166,37 @@ const ITEMS_PER_RUN: usize = 1_000;
 /// messages: 2 MB of receipt took 1.7 ms on one core). `event` is as it was after.
 fn write_event(out: &mut impl Write, event: &mut StageEvent) -> std::io::Result<()> {
     let runs = event.items.len() / ITEMS_PER_RUN;
-    if runs < 2 {
+    let spliced = if runs < 2 { None } else { head_around_items(event)? };
+    let Some((head, items_at)) = spliced else {
         serde_json::to_writer(&mut *out, event)?;
         return writeln!(out);
+    };
+    let items = &event.items;
+    let serialised = crate::parallel::map(runs, 1, |run| {
+        let run = &items[run * items.len() / runs..(run + 1) * items.len() / runs];
+        let mut text = Vec::with_capacity(run.len() * 256);
+        for (at, item) in run.iter().enumerate() {
+            if at > 0 {
+                text.push(b',');
+            }
+            serde_json::to_writer(&mut text, item)?;
+        }
+        Ok::<_, serde_json::Error>(text)
+    });
+    out.write_all(&head[..items_at.start])?;
+    for (at, run) in serialised.into_iter().enumerate() {
+        if at > 0 {
+            out.write_all(b",")?;
+        }
+        out.write_all(&run?)?;
     }
+    out.write_all(&head[items_at.end..])?;
+    writeln!(out)
+}
+
+/// `event` serialised with one stand-in item for its items, and where that item is in
+/// the text; `None` should it not be found there. `event` is as it was after.
+fn head_around_items(event: &mut StageEvent) -> std::io::Result<Option<(Vec<u8>, std::ops::Range<usize>)>> {
     let stand_in = ReceiptItem {
         // No real item has it: positions start at 1.
         position: 0,
@@ -186,31 +213,7 @@ fn write_event(out: &mut impl Write, event: &mut StageEvent) -> std::io::Result<
     let head = serde_json::to_vec(event);
     event.items = items;
     let head = head?;
-    let Some(at) = memchr::memmem::find(&head, &stand_in_text) else {
-        serde_json::to_writer(&mut *out, event)?;
-        return writeln!(out);
-    };
-    let items = &event.items;
-    let serialised = crate::parallel::map(runs, 1, |run| {
-        let run = &items[run * items.len() / runs..(run + 1) * items.len() / runs];
-        let mut text = Vec::with_capacity(run.len() * 256);
-        for (at, item) in run.iter().enumerate() {
-            if at > 0 {
-                text.push(b',');
-            }
-            serde_json::to_writer(&mut text, item)?;
-        }
-        Ok::<_, serde_json::Error>(text)
-    });
-    out.write_all(&head[..at])?;
-    for (at, run) in serialised.into_iter().enumerate() {
-        if at > 0 {
-            out.write_all(b",")?;
-        }
-        out.write_all(&run?)?;
-    }
-    out.write_all(&head[at + stand_in_text.len()..])?;
-    writeln!(out)
+    Ok(memchr::memmem::find(&head, &stand_in_text).map(|at| (head, at..at + stand_in_text.len())))
 }
 
 #[cfg(test)]

@@ -87,7 +87,8 @@ fn lock_session(journal: &Path, id: &str) -> Result<File, SessionError> {
 }
 
 impl Journal {
-    /// A new journal in `dir` (a workspace's [`sessions_dir`](super::sessions_dir)), locked for this process.
+    /// A new journal in `dir` (a workspace's [`sessions_dir`](super::sessions_dir)),
+    /// locked for this process.
     pub fn create(dir: &Path, provider: &str, model: &str) -> Result<Self, SessionError> {
         Self::create_with(dir, provider, model, None, &[])
     }
