@@ -142,44 +142,59 @@ impl Instructions {
             if !seen.insert(folder.canonicalize().unwrap_or_else(|_| folder.clone())) {
                 continue;
             }
-            let Some(path) = config
+            // One file a folder: the first of `instructions.files` with something in
+            // it (an empty override does not hide the file it would replace); every
+            // other file there is named as left out.
+            let present: Vec<PathBuf> = config
                 .files
                 .iter()
                 .map(|name| folder.join(name))
-                .find(|path| path.symlink_metadata().is_ok())
-            else {
-                continue;
-            };
-            let shown = shown_path(&path, &workspace);
-            if left == 0 {
-                found.problems.push(format!(
-                    "{shown} left out: the instruction files already hold instructions.max_bytes ({} bytes)",
-                    config.max_bytes
-                ));
-                continue;
-            }
-            match read_limited(&path, &allowed, left) {
-                Ok((text, whole_bytes)) => {
-                    left = left.saturating_sub(text.len());
-                    let file = InstructionFile {
-                        path,
-                        shown,
-                        text,
-                        whole_bytes,
-                    };
-                    if file.is_cut() {
-                        found.problems.push(format!(
-                            "{} cut to its first {} of {} bytes: the instruction files may hold {} in all \
-                             (instructions.max_bytes)",
-                            file.shown,
-                            file.text.len(),
-                            file.whole_bytes,
-                            config.max_bytes
-                        ));
-                    }
-                    found.files.push(file);
+                .filter(|path| path.symlink_metadata().is_ok())
+                .collect();
+            let mut chosen: Option<String> = None;
+            for path in present {
+                let shown = shown_path(&path, &workspace);
+                if let Some(chosen) = &chosen {
+                    found
+                        .problems
+                        .push(format!("{shown} left out: {chosen} is read in its place (one file a folder)"));
+                    continue;
                 }
-                Err(why) => found.problems.push(format!("{shown} left out: {why}")),
+                if left == 0 {
+                    found.problems.push(format!(
+                        "{shown} left out: the instruction files already hold instructions.max_bytes ({} bytes)",
+                        config.max_bytes
+                    ));
+                    chosen = Some(shown);
+                    continue;
+                }
+                match read_limited(&path, &allowed, left) {
+                    Ok((text, _)) if text.trim().is_empty() => {
+                        found.problems.push(format!("{shown} left out: it is empty"));
+                    }
+                    Ok((text, whole_bytes)) => {
+                        left = left.saturating_sub(text.len());
+                        let file = InstructionFile {
+                            path,
+                            shown: shown.clone(),
+                            text,
+                            whole_bytes,
+                        };
+                        if file.is_cut() {
+                            found.problems.push(format!(
+                                "{} cut to its first {} of {} bytes: the instruction files may hold {} in all \
+                                 (instructions.max_bytes)",
+                                file.shown,
+                                file.text.len(),
+                                file.whole_bytes,
+                                config.max_bytes
+                            ));
+                        }
+                        found.files.push(file);
+                        chosen = Some(shown);
+                    }
+                    Err(why) => found.problems.push(format!("{shown} left out: {why}")),
+                }
             }
         }
         found

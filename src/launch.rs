@@ -205,9 +205,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
     let nothing_to_continue = resume.is_some() && found.is_none();
     let (journal, history, past, mut notices) = match found {
         Some(path) => {
-            // Locked before it is read: nothing can append between the read and the lock.
-            let mut journal = Journal::reopen(&path)?;
-            let restored = session::restore(&path)?;
+            let (mut journal, restored) = Journal::resume(&path)?;
             if !restored.repairs.is_empty() {
                 // Journal the mended history so every later resume starts from it.
                 journal.append(&session::Record::Repair {

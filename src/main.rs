@@ -179,14 +179,12 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 None => {
                     let session = runtime.block_on(tui::run(launched))?;
                     // A session nobody used left no journal: there is nothing to pick up.
-                    let kept =
-                        workspace_dir(&run).is_ok_and(|root| scratchpad::session::find(&root, Some(&session)).is_ok());
-                    if kept {
+                    let way_back = workspace_dir(&run)
+                        .ok()
+                        .and_then(|root| scratchpad::session::way_back(&root, &session));
+                    if let Some(command) = way_back {
                         // The terminal may be gone (its window closed): nothing to tell then.
-                        let _ = writeln!(
-                            io::stdout(),
-                            "session {session} · to pick it up again: scratchpad --continue"
-                        );
+                        let _ = writeln!(io::stdout(), "session {session} · to pick it up again: {command}");
                     }
                     Ok(ExitCode::SUCCESS)
                 }

@@ -528,6 +528,10 @@ pub enum AgentEvent {
         window: Window,
         /// How the limit was chosen, when there is something to say about it.
         limit_note: Option<String>,
+        /// A read-only view of a saved session: what it is, in a phrase. Nothing
+        /// typed is sent in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_only: Option<String>,
     },
     /// A resumed session as it happened, oldest first, sent once at start: what the
     /// app shows of it (the history itself follows as [`AgentEvent::History`]).
@@ -573,11 +577,22 @@ pub enum AgentEvent {
         turn: TurnId,
         message: Message,
     },
+    /// A call of the model's response is next: asked about, refused, or run.
     ToolStarted {
         turn: TurnId,
         id: String,
         name: String,
         summary: String,
+    },
+    /// The question `request_id` (a permission or the summarise question) was answered:
+    /// the turn goes on.
+    Answered {
+        request_id: u64,
+    },
+    /// The call now runs (after any question was answered): its time starts here.
+    ToolRunning {
+        turn: TurnId,
+        id: String,
     },
     ToolFinished {
         turn: TurnId,

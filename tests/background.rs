@@ -261,6 +261,58 @@ async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
     );
 }
 
+/// With no idle swap, a summary that finishes while the user reads is said ready the
+/// moment it is (no op wakes the agent), and its time is the call's own, not the wait
+/// until somebody looked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_finished_while_idle_is_said_ready_at_once_with_its_own_time() {
+    let api = MockApi::start(common::report_answers(16)).await;
+    api.script_summaries(vec![common::slow_summary(300)]);
+    let settings = common::report_settings(AskPolicy::Approve);
+    assert!(!settings.compaction.compact_when_idle);
+    let mut agent = start_agent(&api, settings).await;
+    let mut outcome = Outcome::default();
+    let mut turn = 0;
+    while !outcome
+        .background
+        .iter()
+        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
+    {
+        let request = common::report_request(turn);
+        run_turn(&mut agent, request, &mut outcome).await;
+        turn += 1;
+        assert!(turn < 16, "the threshold was reached");
+    }
+    if outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Ready { .. })) {
+        panic!("the summary was ready before the turn ended: {:?}", outcome.background);
+    }
+    let idle_since = std::time::Instant::now();
+    // No op is sent: only the summary's end can wake the agent.
+    let ready = until(&mut agent.events, |e| matches!(e, AgentEvent::Background { .. })).await;
+    let AgentEvent::Background {
+        event: BackgroundEvent::Ready { took_ms },
+    } = ready
+    else {
+        panic!("expected the summary ready, got {ready:?}")
+    };
+    assert!(
+        idle_since.elapsed() < Duration::from_secs(5),
+        "said when it finished, not at the next request"
+    );
+    assert!(
+        (250..3_000).contains(&took_ms),
+        "a 300 ms summary took {took_ms} ms by its own clock"
+    );
+    let status = until(&mut agent.events, |e| matches!(e, AgentEvent::Context { .. })).await;
+    let AgentEvent::Context { status } = status else {
+        unreachable!("waited for the context")
+    };
+    assert!(
+        status.background.is_some_and(|background| background.ready),
+        "the gauge marks it ready"
+    );
+}
+
 /// What the race test does next, with a pause before it.
 #[derive(Clone, Debug)]
 enum Act {
@@ -398,7 +450,7 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
                 }
             }
             Act::Lock => {
-                let taken = scratchpad::session::Journal::reopen(&current);
+                let taken = scratchpad::session::Journal::resume(&current);
                 assert!(
                     matches!(taken, Err(scratchpad::session::SessionError::Locked { .. })),
                     "a second writer got the session: {taken:?}"

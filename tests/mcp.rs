@@ -427,3 +427,43 @@ async fn a_failed_server_is_told_to_the_screen_without_a_request() {
         }
     );
 }
+
+/// When a server becomes ready, the fixed part, the limit and the notices follow at
+/// once, with no request sent: the gauge never shows the cost of a session without
+/// its servers while they are up.
+#[tokio::test]
+async fn a_ready_server_is_counted_in_the_fixed_part_without_a_request() {
+    use scratchpad::protocol::AgentEvent;
+    let api = MockApi::start(vec![]).await;
+    let servers = std::collections::BTreeMap::from([(
+        "fx".to_string(),
+        scratchpad::mcp::McpServerConfig {
+            command: "python3".into(),
+            args: vec![fixture_server()],
+            ..Default::default()
+        },
+    )]);
+    let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
+    let AgentEvent::Context { status: first } =
+        until(&mut agent.events, |event| matches!(event, AgentEvent::Context { .. })).await
+    else {
+        unreachable!("waited for the context")
+    };
+    let said = until(
+        &mut agent.events,
+        |event| matches!(event, AgentEvent::Notice { message } if message.starts_with("MCP server `fx`: 6 tools")),
+    )
+    .await;
+    let AgentEvent::Context { status: after } =
+        until(&mut agent.events, |event| matches!(event, AgentEvent::Context { .. })).await
+    else {
+        unreachable!("waited for the context")
+    };
+    assert!(
+        after.fixed > first.fixed + 500,
+        "the fixed part grew by the server's tools: {} → {} ({said:?})",
+        first.fixed,
+        after.fixed
+    );
+    assert!(api.requests().is_empty(), "no request was sent");
+}

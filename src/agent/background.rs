@@ -31,7 +31,7 @@ pub(super) struct RunningSummary {
     started_at_percent: usize,
     started_unix: u64,
     started: Instant,
-    task: tokio::task::JoinHandle<(Result<Written, String>, Vec<String>)>,
+    task: tokio::task::JoinHandle<Finished>,
 }
 
 impl Drop for RunningSummary {
@@ -55,6 +55,10 @@ impl Background {
         })
     }
 
+    pub(super) fn is_running(&self) -> bool {
+        matches!(self, Background::Running(_))
+    }
+
     fn prefix(&self) -> Option<&Prefix> {
         match self {
             Background::Running(running) => Some(&running.prefix),
@@ -71,12 +75,21 @@ pub(super) struct Written {
     cache: Option<(u64, u64)>,
 }
 
-/// What a background summary call gave: its summary or error, and its notices.
-pub(super) type Joined = Result<(Result<Written, String>, Vec<String>), tokio::task::JoinError>;
+/// What a background summary call gave: its summary or error, its notices, and how
+/// long it took, measured by the call itself as it ended (not when it was noticed).
+pub(super) struct Finished {
+    result: Result<Written, String>,
+    notices: Vec<String>,
+    took: std::time::Duration,
+}
+
+/// A background summary call's end, or why its task ended without one.
+pub(super) type Joined = Result<Finished, tokio::task::JoinError>;
 
 /// Resolves once the summary is no longer being written: with the call's outcome when
 /// it was running (taken from its handle here, which is then spent), at once with
-/// `None` when it is ready already. For the idle loop, which swaps it in.
+/// `None` when it is ready already. For the idle loop, which says it is ready the
+/// moment it is, and swaps it in where that is wanted.
 pub(super) async fn settled(background: &mut Background) -> Option<Joined> {
     match background {
         Background::Running(running) => Some((&mut running.task).await),
@@ -95,9 +108,21 @@ impl Agent {
             && matches!(self.background, Background::Running(_) | Background::Ready(_))
     }
 
+    /// The idle loop saw the summary call end (`joined`) or found one ready: it is
+    /// said at once, and swapped in when an idle swap is wanted.
+    pub(super) async fn background_settled(&mut self, joined: Option<Joined>) {
+        if self.swaps_when_idle() {
+            self.swap_while_idle(joined).await;
+        } else if let Some(joined) = joined
+            && let Background::Running(running) = std::mem::take(&mut self.background)
+        {
+            self.finish_background(&running, joined);
+        }
+    }
+
     /// The user is idle and the summary is ready: swap it in now, so the next request
     /// starts small and the prompt cache is rewritten at a quiet moment.
-    pub(super) async fn swap_while_idle(&mut self, joined: Option<Joined>) {
+    async fn swap_while_idle(&mut self, joined: Option<Joined>) {
         if let Some(joined) = joined
             && let Background::Running(running) = std::mem::take(&mut self.background)
         {
@@ -190,8 +215,12 @@ impl Agent {
     }
 
     fn finish_background(&mut self, running: &RunningSummary, joined: Joined) {
-        let took_ms = u64::try_from(running.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (result, notices) = joined.unwrap_or_else(|error| (Err(error.to_string()), Vec::new()));
+        let Finished { result, notices, took } = joined.unwrap_or_else(|error| Finished {
+            result: Err(error.to_string()),
+            notices: Vec::new(),
+            took: running.started.elapsed(),
+        });
+        let took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
         for message in notices {
             self.emit(AgentEvent::Notice { message });
         }
@@ -275,6 +304,7 @@ impl Agent {
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.system.clone(), self.tools.specs());
         let task = tokio::spawn(async move {
+            let started = Instant::now();
             let request = crate::compact::compact_history::summary_request(&covered, None, &config);
             let cached = summariser
                 .summarise_cached(system, tools, &covered, &request.instructions)
@@ -298,7 +328,11 @@ impl Agent {
                 }
             };
             notices.extend(summariser.take_notices());
-            (result, notices)
+            Finished {
+                result,
+                notices,
+                took: started.elapsed(),
+            }
         });
         let percent = percent_of_limit(&self.sizes, &self.settings.compaction);
         self.background = Background::Running(RunningSummary {

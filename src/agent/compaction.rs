@@ -174,7 +174,10 @@ impl Agent {
                 Some(Op::Lossy {
                     request_id: id,
                     compact_now,
-                }) if id == request_id => return compact_now,
+                }) if id == request_id => {
+                    self.emit(AgentEvent::Answered { request_id });
+                    return compact_now;
+                }
                 None | Some(Op::Quit) => {
                     self.quit = true;
                     return false;
@@ -187,8 +190,7 @@ impl Agent {
     }
 
     pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
-        // Nothing is journaled for a request that does nothing: two in a row would be
-        // two equal lines, which a replay takes for one written twice.
+        // Nothing is journaled for a request that does nothing.
         if self.messages.is_empty() {
             self.emit(AgentEvent::Error {
                 message: "Nothing to compact yet.".into(),

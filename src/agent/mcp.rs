@@ -218,11 +218,17 @@ impl Agent {
             let inspect = || self.breakdown();
             unless_interrupted(ops, &self.events, &inspect, hub.wait_started()).await?;
         }
-        if hub.revision() != self.mcp_revision {
-            self.mcp_revision = hub.revision();
+        self.take_in_mcp_change();
+        Ok(())
+    }
+
+    /// The servers changed since their tools were last taken in: take them in now.
+    pub(super) fn take_in_mcp_change(&mut self) {
+        let revision = self.tools.mcp().revision();
+        if revision != self.mcp_revision {
+            self.mcp_revision = revision;
             self.take_in_tools();
         }
-        Ok(())
     }
 
     /// The tool list or the servers' instructions may have changed: the fixed part
@@ -243,10 +249,14 @@ impl Agent {
         if lines == self.mcp_lines && system == self.system {
             return;
         }
-        self.mcp_lines = lines.clone();
-        for message in lines {
-            self.emit(AgentEvent::Notice { message });
+        // Only what changed is said: a server that failed again is not said again, nor
+        // are the others.
+        for message in lines.iter().filter(|line| !self.mcp_lines.contains(line)) {
+            self.emit(AgentEvent::Notice {
+                message: message.clone(),
+            });
         }
+        self.mcp_lines = lines;
         self.take_in_system(system);
     }
 }

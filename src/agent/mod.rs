@@ -491,6 +491,7 @@ impl Agent {
             sandbox_layers: self.tools.sandbox().details(),
             window: self.ledger.window().clone(),
             limit_note: self.ledger.limit().note.message(),
+            read_only: self.read_only.clone(),
         });
     }
 
@@ -552,11 +553,23 @@ impl Agent {
             });
         }
         self.emit_context();
+        // A server that becomes ready, fails or is disabled changes the tools offered
+        // and the fixed part: taken in when it happens, not at the next request.
+        let mut mcp_changes = self.tools.mcp().changes();
+        let mut mcp_watched = true;
         while !self.quit {
             let op = tokio::select! {
                 op = ops.recv() => op,
-                joined = background::settled(&mut self.background), if self.swaps_when_idle() => {
-                    self.swap_while_idle(joined).await;
+                changed = mcp_changes.changed(), if mcp_watched => {
+                    match changed {
+                        Ok(()) => self.take_in_mcp_change(),
+                        Err(_) => mcp_watched = false,
+                    }
+                    continue;
+                }
+                joined = background::settled(&mut self.background),
+                    if self.swaps_when_idle() || self.background.is_running() => {
+                    self.background_settled(joined).await;
                     continue;
                 }
             };

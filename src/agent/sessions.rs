@@ -33,10 +33,7 @@ impl Agent {
             return self.session_error("this session keeps no journal, so no other can be opened from it");
         };
         let opened = session::find_in(&folder, Some(id)).and_then(|path| {
-            // Locked before it is read: nothing can append between the read and the lock.
-            let journal = Journal::reopen(&path)?;
-            let restored = session::restore(&path)?;
-            Ok((journal, restored))
+            Journal::resume(&path)
         });
         match opened {
             Ok((mut journal, restored)) => {

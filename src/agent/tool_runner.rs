@@ -44,13 +44,13 @@ impl Agent {
                 let (output, status) = match plan {
                     Plan::Refused(reason) => (ToolOutput::error(reason), ToolStatus::Refused),
                     Plan::Invalid(message) => (ToolOutput::error(message), ToolStatus::Error),
-                    Plan::Run(job) => self.run_job(job, &mut compact, &mut cancelled, ops).await,
+                    Plan::Run(job) => self.run_job(&id, job, &mut compact, &mut cancelled, ops).await,
                     Plan::Ask {
                         question,
                         destructive,
                         job,
                     } => match self.permission(&name, &question, destructive, &job, ops).await {
-                        Decision::Allowed => self.run_job(job, &mut compact, &mut cancelled, ops).await,
+                        Decision::Allowed => self.run_job(&id, job, &mut compact, &mut cancelled, ops).await,
                         Decision::Denied => (
                             ToolOutput::error(format!("Refused: the user did not allow this. ({question})")),
                             ToolStatus::Refused,
@@ -123,8 +123,10 @@ impl Agent {
         }
     }
 
+    /// Run call `id`'s job, said by [`AgentEvent::ToolRunning`] as it starts.
     pub(super) async fn run_job(
         &mut self,
+        id: &str,
         job: Job,
         compact: &mut Option<CompactRequest>,
         cancelled: &mut bool,
@@ -133,6 +135,10 @@ impl Agent {
         if let Job::Compact { focus } = &job {
             *compact = Some(CompactRequest { focus: focus.clone() });
         }
+        self.emit(AgentEvent::ToolRunning {
+            turn: self.turn,
+            id: id.to_string(),
+        });
         let inspect = || self.breakdown();
         match unless_interrupted(ops, &self.events, &inspect, self.tools.run(job)).await {
             Ok(output) => {
@@ -185,6 +191,7 @@ impl Agent {
         loop {
             match ops.recv().await {
                 Some(Op::Permission { request_id: id, answer }) if id == request_id => {
+                    self.emit(AgentEvent::Answered { request_id });
                     return match answer {
                         PermissionAnswer::AllowOnce => Decision::Allowed,
                         PermissionAnswer::Deny => Decision::Denied,

@@ -31,9 +31,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<(), UndoCommandError> {
     let path = session::find(workspace, id)?;
-    // Locked before it is read: a second writer cannot change it between the two.
-    let mut journal = Journal::reopen(&path)?;
-    let restored = session::restore(&path)?;
+    let (mut journal, restored) = Journal::resume(&path)?;
     let store = Store::new(workspace);
     let mut stages = Vec::new();
     for item in &restored.past {

@@ -54,7 +54,13 @@ fn the_global_file_comes_first_then_each_folder_from_the_root_down_with_the_over
             "AGENTS.override.md"
         ]
     );
-    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    assert_eq!(
+        found.problems,
+        [
+            "../../CLAUDE.md left out: ../../AGENTS.md is read in its place (one file a folder)",
+            "AGENTS.md left out: AGENTS.override.md is read in its place (one file a folder)",
+        ]
+    );
     assert_eq!(
         found.summary_line().unwrap(),
         format!(
@@ -232,4 +238,17 @@ fn changes_name_each_file_added_changed_or_removed() {
             "AGENTS.md removed"
         ]
     );
+}
+
+/// An empty override (or one of only whitespace) does not hide the file it would
+/// replace, as Codex reads them; it is named as left out.
+#[test]
+fn an_empty_override_is_skipped_with_a_line() {
+    let layout = layout();
+    std::fs::write(layout.workspace.join("AGENTS.override.md"), " \n\n").unwrap();
+    std::fs::write(layout.workspace.join("AGENTS.md"), "web\n").unwrap();
+    let found = load(&layout, &InstructionsConfig::default());
+    let texts: Vec<&str> = found.files.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["web\n"]);
+    assert_eq!(found.problems, ["AGENTS.override.md left out: it is empty"]);
 }

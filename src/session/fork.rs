@@ -175,7 +175,7 @@ pub fn fork(journal: &Path, at: &ForkAt, store: &Store, mode: EstimateMode) -> R
 }
 
 /// Apply a line, noting what the session was made for from its first record.
-fn feed<'a>(replay: &mut Replay<'a>, made_for: &mut (String, String), number: usize, line: &'a [u8]) -> Fed {
+fn feed(replay: &mut Replay, made_for: &mut (String, String), number: usize, line: &[u8]) -> Fed {
     let fed = replay.feed(number, line);
     if let Fed::Meta { provider, model, .. } = &fed {
         *made_for = (provider.clone(), model.clone());

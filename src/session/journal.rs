@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Origin, Record, SessionError, unix_now};
+use super::{Origin, Record, Restored, SessionError, unix_now};
 use crate::message::Message;
 use crate::store::create_private_dir;
 
@@ -16,6 +16,8 @@ pub struct Journal {
     file: File,
     /// Length of the journal up to its last complete record.
     len: u64,
+    /// The sequence number of the next record (see [`numbering`](super::numbering)).
+    next_seq: u64,
     /// Made by this process and given nothing but what every journal starts with: a
     /// session nobody used, which leaves nothing behind when it is left.
     blank: bool,
@@ -120,8 +122,10 @@ impl Journal {
         };
         create_private_dir(&dir).map_err(io)?;
         let created_unix = unix_now();
+        let mut next_seq = 0;
         let mut text = record_line(
             &dir,
+            next_seq,
             &Record::Meta {
                 version: 1,
                 provider: provider.into(),
@@ -131,8 +135,10 @@ impl Journal {
             },
         )?;
         for message in messages {
+            next_seq += 1;
             text.extend(record_line(
                 &dir,
+                next_seq,
                 &Record::Append {
                     message: message.clone(),
                 },
@@ -169,14 +175,24 @@ impl Journal {
             id,
             path,
             len: text.len() as u64,
+            next_seq: next_seq + 1,
             blank: messages.is_empty(),
             _lock: lock,
         })
     }
 
-    /// Reopen an existing journal to continue it. A torn last line is moved to
-    /// `<journal>.torn` and cut off, so the next record starts on a fresh line.
-    pub fn reopen(path: &Path) -> Result<Self, SessionError> {
+    /// Continue an existing journal: locked first, so nothing can append between the
+    /// read and the lock; a torn last line moved to `<journal>.torn` and cut off, so
+    /// the next record starts on a fresh line; then replayed, and numbered on from its
+    /// highest record.
+    pub fn resume(path: &Path) -> Result<(Self, Restored), SessionError> {
+        let mut journal = Self::reopen(path)?;
+        let restored = super::restore(path)?;
+        journal.next_seq = restored.next_seq;
+        Ok((journal, restored))
+    }
+
+    fn reopen(path: &Path) -> Result<Self, SessionError> {
         let io = |source| SessionError::Io {
             path: path.to_path_buf(),
             source,
@@ -206,6 +222,7 @@ impl Journal {
             path: path.to_path_buf(),
             file,
             len,
+            next_seq: 0,
             blank: false,
             _lock: lock,
         })
@@ -222,13 +239,14 @@ impl Journal {
     /// Append one record as one line, written in a single call. If the write fails
     /// (a full disk), the journal is cut back to its last complete record.
     pub fn append(&mut self, record: &Record) -> Result<(), SessionError> {
-        let line = record_line(&self.path, record)?;
+        let line = record_line(&self.path, self.next_seq, record)?;
         if !matches!(record, Record::Meta { .. } | Record::Served { .. }) {
             self.blank = false;
         }
         match self.file.write_all(&line) {
             Ok(()) => {
                 self.len += line.len() as u64;
+                self.next_seq += 1;
                 Ok(())
             }
             Err(source) => {
@@ -261,12 +279,13 @@ impl Journal {
     }
 }
 
-/// One record as one line of a journal at `path`.
-fn record_line(path: &Path, record: &Record) -> Result<Vec<u8>, SessionError> {
-    let mut line = crate::json::to_vec(record).map_err(|error| SessionError::Io {
+/// One record as line `seq` of a journal at `path`.
+fn record_line(path: &Path, seq: u64, record: &Record) -> Result<Vec<u8>, SessionError> {
+    let object = crate::json::to_vec(record).map_err(|error| SessionError::Io {
         path: path.to_path_buf(),
         source: error.into(),
     })?;
+    let mut line = super::numbering::numbered(&object, seq);
     line.push(b'\n');
     Ok(line)
 }

@@ -76,7 +76,8 @@ pub struct SessionSummary {
     pub tally: Option<Tally>,
     /// Ids of the sessions forked from this one.
     pub branches: Vec<String>,
-    /// The pid of the scratchpad that has it open now.
+    /// The pid of another scratchpad that has it open now; never this process, which
+    /// knows the session it has open by its id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_in: Option<String>,
 }
@@ -175,7 +176,7 @@ fn summarise(path: &Path) -> Option<SessionSummary> {
         first_request: None,
         tally: None,
         branches: Vec::new(),
-        open_in: lock_holder(path),
+        open_in: lock_holder(path).filter(|pid| *pid != std::process::id().to_string()),
     };
     read_head(&mut file, size, &mut summary);
     summary.tally = read_tally(&mut file, size);

@@ -115,3 +115,52 @@ pub fn find_in(dir: &Path, id: Option<&str>) -> Result<PathBuf, SessionError> {
         .max();
     newest.map(|(_, path)| path).ok_or(SessionError::NoneFound(dir))
 }
+
+/// The command that picks session `id` of `workspace` up again: `--continue` while it
+/// is the newest (what `--continue` opens), `--resume ID` otherwise; `None` when it
+/// left no journal (a session nobody used).
+pub fn way_back(workspace: &Path, id: &str) -> Option<String> {
+    way_back_in(&sessions_dir(workspace), id)
+}
+
+/// [`way_back`] for a given folder of journals.
+fn way_back_in(dir: &Path, id: &str) -> Option<String> {
+    let path = find_in(dir, Some(id)).ok()?;
+    Some(if find_in(dir, None).is_ok_and(|newest| newest == path) {
+        "scratchpad --continue".to_string()
+    } else {
+        format!("scratchpad --resume {id}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_way_back_names_a_session_that_is_not_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |id: &str, age_secs: u64| {
+            let path = dir.path().join(format!("{id}.jsonl"));
+            std::fs::write(&path, "{}\n").unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        write("20261201-100000-1", 600);
+        write("20261202-100000-2", 60);
+        assert_eq!(
+            way_back_in(dir.path(), "20261202-100000-2").as_deref(),
+            Some("scratchpad --continue")
+        );
+        assert_eq!(
+            way_back_in(dir.path(), "20261201-100000-1").as_deref(),
+            Some("scratchpad --resume 20261201-100000-1")
+        );
+        assert_eq!(way_back_in(dir.path(), "20261203-100000-3"), None, "left no journal");
+    }
+}

@@ -20,6 +20,8 @@ pub struct Restored {
     pub repairs: Vec<String>,
     /// Everything that happened, in order, for showing the session as it was.
     pub past: Vec<crate::protocol::Past>,
+    /// The sequence number the next record appended gets: one above the highest read.
+    pub next_seq: u64,
 }
 
 /// The largest journal we read; a bigger one is refused rather than filling memory.
@@ -126,19 +128,18 @@ pub enum Fed {
 /// A journal's records applied one at a time, in order, with every record applied once
 /// and every skip named: what [`restore`] does to a whole journal, and a fork does to
 /// the lines up to its point.
-pub struct Replay<'a> {
+pub struct Replay {
     restored: Restored,
     stages_since_call: Vec<crate::compact::Stage>,
     /// Ids of the stages in force (journaled, not undone), oldest first.
     live_stages: Vec<String>,
     seen_stages: std::collections::HashSet<String>,
-    previous_line: &'a [u8],
-    /// Appended lines that carry tool ids: one seen again is the same record twice.
-    tool_lines: std::collections::HashSet<&'a [u8]>,
+    /// The highest sequence number applied: a line numbered at or below it is a copy.
+    highest_seq: Option<u64>,
     appended: usize,
 }
 
-impl<'a> Replay<'a> {
+impl Replay {
     pub fn new(text: &JournalText) -> Self {
         let mut restored = Restored::default();
         if let Some(torn) = text.torn() {
@@ -152,8 +153,7 @@ impl<'a> Replay<'a> {
             stages_since_call: Vec::new(),
             live_stages: Vec::new(),
             seen_stages: std::collections::HashSet::new(),
-            previous_line: &[],
-            tool_lines: std::collections::HashSet::new(),
+            highest_seq: None,
             appended: 0,
         }
     }
@@ -173,9 +173,7 @@ impl<'a> Replay<'a> {
     }
 
     /// Apply line `number` of the journal.
-    pub fn feed(&mut self, number: usize, line: &'a [u8]) -> Fed {
-        let repeated = line == self.previous_line;
-        self.previous_line = line;
+    pub fn feed(&mut self, number: usize, line: &[u8]) -> Fed {
         let restored = &mut self.restored;
         let Ok(record) = crate::json::from_slice::<Record>(line) else {
             restored
@@ -183,11 +181,15 @@ impl<'a> Replay<'a> {
                 .push(format!("line {number} of the journal is not a record and was skipped"));
             return Fed::Skipped;
         };
-        if repeated && !matches!(record, Record::Call(_)) {
-            restored.repairs.push(format!(
-                "line {number} of the journal repeats the line before it and was skipped"
-            ));
-            return Fed::Skipped;
+        if let Some(seq) = super::numbering::number_of(line) {
+            if self.highest_seq.is_some_and(|highest| seq <= highest) {
+                restored.repairs.push(format!(
+                    "line {number} of the journal is a copy of record {seq}, read before it, and was skipped"
+                ));
+                return Fed::Skipped;
+            }
+            self.highest_seq = Some(seq);
+            restored.next_seq = seq + 1;
         }
         match record {
             Record::Meta {
@@ -207,13 +209,6 @@ impl<'a> Replay<'a> {
             }
             Record::Served { .. } | Record::Tally(_) => {}
             Record::Append { message } => {
-                let has_tool_ids = message.has_tool_use() || message.has_tool_result();
-                if has_tool_ids && !self.tool_lines.insert(line) {
-                    restored.repairs.push(format!(
-                        "line {number} of the journal repeats an earlier record of tool calls or results and was skipped"
-                    ));
-                    return Fed::Skipped;
-                }
                 restored.past.push(Past::Message {
                     message: message.clone(),
                 });

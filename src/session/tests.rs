@@ -224,7 +224,7 @@ fn reopening_moves_a_torn_tail_aside_so_the_next_record_is_whole() {
         .unwrap()
         .write_all(torn)
         .unwrap();
-    let mut journal = Journal::reopen(&path).unwrap();
+    let (mut journal, _) = Journal::resume(&path).unwrap();
     journal
         .append(&Record::Append {
             message: Message::assistant_text("second"),
@@ -270,10 +270,11 @@ fn an_older_call_record_takes_the_stages_journaled_before_it() {
     assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
 }
 
-/// A journal whose records were written twice (a copy, a sync tool's merge):
-/// each loads once, so no tool id is sent twice and no stage is undone twice.
+/// A journal whose records were written twice (a copy, a sync tool's merge): each
+/// copy carries the number of the record it copies and loads once, so no tool id is
+/// sent twice and no stage is undone twice.
 #[test]
-fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
+fn copied_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("twice.jsonl");
     let call = Record::Append {
@@ -300,25 +301,31 @@ fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
         undid: id.to_string(),
         messages: vec![Message::user_text(text)],
     };
+    // (sequence number, record): lines 4, 5, 9 and 12 are copies of records read
+    // before them; line 10 undoes a stage that is not the newest.
     let records = [
-        Record::Append {
+        (0, Record::Append {
             message: Message::user_text("go"),
-        },
-        call.clone(),
-        result.clone(),
-        call,
-        result,
-        stage("s1"),
-        stage("s2"),
-        undo("s2", "before s2"),
-        stage("s1"),
-        undo("s2", "never was"),
-        undo("s1", "before s1"),
-        undo("s1", "before s1"),
+        }),
+        (1, call.clone()),
+        (2, result.clone()),
+        (1, call),
+        (2, result),
+        (3, stage("s1")),
+        (4, stage("s2")),
+        (5, undo("s2", "before s2")),
+        (3, stage("s1")),
+        (6, undo("s2", "never was")),
+        (7, undo("s1", "before s1")),
+        (7, undo("s1", "before s1")),
     ];
-    let text: String = records
+    let text: Vec<u8> = records
         .iter()
-        .map(|record| serde_json::to_string(record).unwrap() + "\n")
+        .flat_map(|(seq, record)| {
+            let mut line = numbering::numbered(&serde_json::to_vec(record).unwrap(), *seq);
+            line.push(b'\n');
+            line
+        })
         .collect();
     std::fs::write(&path, text).unwrap();
     let restored = restore(&path).unwrap();
@@ -336,6 +343,84 @@ fn repeated_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
             restored.repairs
         );
     }
+    assert_eq!(restored.repairs.len(), 5, "{:?}", restored.repairs);
+    assert_eq!(restored.next_seq, 8);
+}
+
+/// Two runs of one request write records that read alike, byte for byte but for their
+/// numbers: the demo's first call and its result, once a compaction took the first run
+/// out of the history (so the id is free again). Each is its own record, and a resumed
+/// session holds every one.
+#[test]
+fn records_that_read_alike_all_load_and_resuming_numbers_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::create(dir.path(), "demo", "offline-demo").unwrap();
+    let run = [
+        Message::user_text("survey this workspace"),
+        Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::tool_use("toolu_demo_001", "glob", serde_json::json!({"pattern": "**/*"}))],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::tool_result("toolu_demo_001", "src/main.rs", false)],
+        ),
+        Message::assistant_text("Done."),
+    ];
+    let compacted = Message::user_text("[Compacted] the first survey");
+    let append = |journal: &mut Journal, messages: &[Message]| {
+        for message in messages {
+            journal.append(&Record::Append { message: message.clone() }).unwrap();
+        }
+    };
+    append(&mut journal, &run);
+    journal
+        .append(&Record::Replace {
+            messages: vec![compacted.clone()],
+        })
+        .unwrap();
+    append(&mut journal, &run);
+    let path = journal.path().to_path_buf();
+    drop(journal);
+    let (mut journal, restored) = Journal::resume(&path).unwrap();
+    let mut live = vec![compacted];
+    live.extend(run.iter().cloned());
+    assert_eq!(restored.messages, live);
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    journal
+        .append(&Record::Replace {
+            messages: live.clone(),
+        })
+        .unwrap();
+    append(&mut journal, &[Message::user_text("hi"), Message::assistant_text("Done.")]);
+    drop(journal);
+    let restored = restore(&path).unwrap();
+    assert_eq!(restored.messages.len(), live.len() + 2, "appended after the resume, numbered on");
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+}
+
+/// A journal written before records were numbered is read whole: nothing in it is
+/// taken for a copy, and records appended to it are numbered from zero.
+#[test]
+fn an_unnumbered_journal_loads_every_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("20260101-000000-1.jsonl");
+    let line = |record: &Record| serde_json::to_string(record).unwrap() + "\n";
+    let hi = Record::Append {
+        message: Message::user_text("hi"),
+    };
+    let answer = Record::Append {
+        message: Message::assistant_text("hello"),
+    };
+    std::fs::write(&path, [&hi, &answer, &hi, &answer].map(line).concat()).unwrap();
+    let (mut journal, restored) = Journal::resume(&path).unwrap();
+    assert_eq!(restored.messages.len(), 4);
+    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
+    journal.append(&hi).unwrap();
+    drop(journal);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().last().unwrap().starts_with(r#"{"seq":0,"type":"append""#), "{text}");
+    assert_eq!(restore(&path).unwrap().messages.len(), 5);
 }
 
 #[test]
@@ -378,7 +463,7 @@ fn a_journal_that_is_a_fifo_or_a_link_to_a_device_is_refused_at_once() {
     // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
     assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
     assert!(matches!(restore(&fifo), Err(SessionError::NotAFile(_))));
-    assert!(matches!(Journal::reopen(&fifo), Err(SessionError::NotAFile(_))));
+    assert!(matches!(Journal::resume(&fifo), Err(SessionError::NotAFile(_))));
     let link = dir.path().join("zero.jsonl");
     std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
     assert!(matches!(restore(&link), Err(SessionError::NotAFile(_))));
@@ -475,4 +560,21 @@ fn a_large_file_is_read_whole() {
     assert_eq!(read.lines().count(), 2_000);
     assert_eq!(read.torn(), Some(&b"torn"[..]));
     assert!(read.into_bytes() == text.as_bytes());
+}
+
+/// The session this process has open is not "open in another scratchpad": its own
+/// pid is never named as another's.
+#[test]
+fn the_session_open_here_is_not_listed_as_open_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::create(dir.path(), "demo", "offline-demo").unwrap();
+    journal
+        .append(&Record::Append {
+            message: Message::user_text("hi"),
+        })
+        .unwrap();
+    let listed = list(dir.path());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].open_in, None, "held by this process");
+    assert_eq!(lock_holder(journal.path()), Some(std::process::id().to_string()));
 }

@@ -38,6 +38,8 @@ pub enum PromptState {
     Busy,
     /// The text will be sent when the turn ends.
     Queued,
+    /// A read-only view of a saved session: nothing typed is sent.
+    ReadOnly,
 }
 
 pub enum InputAction {
@@ -232,6 +234,7 @@ impl InputBox {
             PromptState::Ready => " request ",
             PromptState::Busy => " request · Esc cancels the turn · Enter queues it ",
             PromptState::Queued => " queued · sent when the turn ends · edit it freely ",
+            PromptState::ReadOnly => " read-only view · nothing typed is sent · / commands look around ",
         };
         self.textarea.set_block(
             Block::default()

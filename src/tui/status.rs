@@ -82,7 +82,7 @@ pub fn turn_label(turn: &TurnState) -> String {
         ),
         TurnState::RunningTool(name) => format!("running {name}"),
         TurnState::Compacting => "compacting".into(),
-        TurnState::AwaitingPermission => "waiting for your answer".into(),
+        TurnState::AwaitingAnswer { .. } => "waiting for your answer".into(),
     }
 }
 
@@ -150,6 +150,10 @@ fn item_spans(
                 .bg(palette.accent)
                 .add_modifier(Modifier::BOLD),
         )],
+        (StatusItem::Turn, _) if *turn == TurnState::Idle && session.read_only.is_some() => vec![
+            Span::raw(" "),
+            Span::styled("◉ read-only", Style::default().fg(palette.attention)),
+        ],
         (StatusItem::Turn, _) => {
             let (spinner, style) = if *turn == TurnState::Idle {
                 ("●", Style::default().fg(palette.success))

@@ -14,6 +14,10 @@ use crate::protocol::ToolStatus;
 
 fn status_span(call: &ToolCall, tick: usize) -> (Span<'static>, String) {
     match &call.state {
+        CallState::Pending => (
+            Span::styled("·", Style::default().fg(theme::palette().muted)),
+            String::new(),
+        ),
         CallState::Running { since } => (
             Span::styled(
                 SPINNER[tick % SPINNER.len()],

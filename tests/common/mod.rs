@@ -1005,6 +1005,33 @@ pub fn start_agent_journaled(
     (Running { ops, events, task, dir }, path)
 }
 
+/// An agent continuing `journal` (resumed with `history`) in `dir`, the workspace
+/// its earlier run used, as `--continue` starts one.
+pub fn start_agent_resumed(
+    api: &MockApi,
+    settings: scratchpad::agent::AgentSettings,
+    dir: tempfile::TempDir,
+    journal: scratchpad::session::Journal,
+    history: Vec<Message>,
+) -> Running {
+    let tools = scratchpad::tools::ToolBox::new(
+        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        scratchpad::tools::ToolsConfig::default(),
+    );
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = scratchpad::agent::Agent::new(
+        anthropic_provider(api, "m"),
+        settings,
+        tools,
+        Some(journal),
+        history,
+        events_tx,
+    );
+    let task = tokio::spawn(agent.run(ops_rx));
+    Running { ops, events, task, dir }
+}
+
 fn start_in_with_mcp(
     dir: tempfile::TempDir,
     provider: Arc<dyn scratchpad::provider::Provider>,

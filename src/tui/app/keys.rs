@@ -361,6 +361,12 @@ impl App {
             }
             None => {}
         }
+        if let Some(view) = &self.state.session.read_only {
+            // Nothing is sent from a read-only view; the text stays, to be copied.
+            self.tell(format!("not sent: this is {view}"));
+            self.input.set_text(&text);
+            return;
+        }
         if self.state.is_busy() {
             // Queued, not lost: it stays in the prompt, editable, until the turn ends;
             // what is typed next starts on a line of its own rather than running on.

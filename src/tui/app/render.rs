@@ -91,7 +91,9 @@ impl App {
         if let Some(banner) = &self.state.banner {
             status::render_banner(frame, banner_area, banner);
         }
-        let prompt = if self.queued {
+        let prompt = if self.state.session.read_only.is_some() {
+            PromptState::ReadOnly
+        } else if self.queued {
             PromptState::Queued
         } else if self.state.is_busy() {
             PromptState::Busy

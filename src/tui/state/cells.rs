@@ -100,6 +100,8 @@ impl MarkerRun {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallState {
+    /// Next in its batch, not yet running: asked about, or about to start.
+    Pending,
     Running { since: Instant },
     Done { status: ToolStatus, took: Duration },
 }

@@ -232,6 +232,7 @@ impl AppState {
                 sandbox_layers,
                 window,
                 limit_note,
+                read_only,
             } => {
                 let first = self.session.window.is_none();
                 // The demo's small limit is the point of the demo: no hint to raise it.
@@ -250,6 +251,7 @@ impl AppState {
                     sandbox_layers,
                     window: Some(window),
                     limit_note,
+                    read_only,
                     // Said by their own event, which may come first.
                     mcp_starting: std::mem::take(&mut self.session.mcp_starting),
                     mcp_failed: std::mem::take(&mut self.session.mcp_failed),
@@ -328,15 +330,34 @@ impl AppState {
                     id,
                     name,
                     summary: screen_safe(&summary).into_owned(),
-                    state: CallState::Running { since: Instant::now() },
+                    state: CallState::Pending,
                     output: OutputPreview::default(),
                     saved_path: None,
                     turn: self.turns,
                 });
             }
+            AgentEvent::ToolRunning { id, .. } => {
+                if let Some(call) = self.tools.iter_mut().rev().find(|t| t.id == id) {
+                    call.state = CallState::Running { since: Instant::now() };
+                    self.turn = TurnState::RunningTool(call.name.clone());
+                }
+                self.touch_tool(&id);
+            }
+            AgentEvent::Answered { request_id } => {
+                if self.permission.as_ref().is_some_and(|p| p.request_id == request_id) {
+                    self.permission = None;
+                }
+                if self.lossy.as_ref().is_some_and(|p| p.request_id == request_id) {
+                    self.lossy = None;
+                }
+                if self.turn == (TurnState::AwaitingAnswer { request_id }) {
+                    self.turn = TurnState::Thinking;
+                }
+            }
             AgentEvent::ToolFinished { id, status, output, .. } => {
                 if let Some(call) = self.tools.iter_mut().rev().find(|t| t.id == id) {
                     let took = match call.state {
+                        CallState::Pending => Duration::ZERO,
                         CallState::Running { since } => since.elapsed(),
                         CallState::Done { took, .. } => took,
                     };
@@ -362,7 +383,7 @@ impl AppState {
                     always,
                     shown_at: None,
                 });
-                self.turn = TurnState::AwaitingPermission;
+                self.turn = TurnState::AwaitingAnswer { request_id };
             }
             AgentEvent::Compacting => self.turn = TurnState::Compacting,
             AgentEvent::CompactionRequested { by, focus } => {
@@ -421,7 +442,7 @@ impl AppState {
                     preview,
                     shown_at: None,
                 });
-                self.turn = TurnState::AwaitingPermission;
+                self.turn = TurnState::AwaitingAnswer { request_id };
             }
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),

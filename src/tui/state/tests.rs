@@ -58,6 +58,10 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
             name: "bash".into(),
             summary: "seq 1 100000".into(),
         },
+        AgentEvent::ToolRunning {
+            turn: crate::protocol::TurnId(1),
+            id: "toolu_1".into(),
+        },
         AgentEvent::ToolFinished {
             turn: crate::protocol::TurnId(1),
             id: "toolu_1".into(),
@@ -453,4 +457,53 @@ fn a_reactive_compaction_shows_as_compacting_until_its_marker() {
         event: stage_event(Stage::ReactiveCompact, &[".transcripts/t.jsonl"]),
     });
     assert_eq!(state.turn, TurnState::Thinking);
+}
+
+/// After a question is answered the status says what the turn does next, and a call's
+/// time starts when it runs, not when it was asked about.
+#[test]
+fn an_answered_question_stops_waiting_and_a_call_is_timed_from_its_start() {
+    let mut state = AppState::default();
+    let turn = crate::protocol::TurnId(1);
+    state.apply(AgentEvent::TurnStarted {
+        turn,
+        request: "clean".into(),
+    });
+    state.apply(AgentEvent::ToolStarted {
+        turn,
+        id: "t1".into(),
+        name: "bash".into(),
+        summary: "rm -rf build".into(),
+    });
+    state.apply(AgentEvent::PermissionRequest {
+        turn,
+        request_id: 7,
+        tool: "bash".into(),
+        question: "Run rm -rf build?".into(),
+        subject: "rm -rf build".into(),
+        always: None,
+    });
+    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 7 });
+    assert_eq!(state.tools[0].state, CallState::Pending, "asked about, not running");
+    state.apply(AgentEvent::Answered { request_id: 6 });
+    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 7 }, "another question's answer");
+    state.apply(AgentEvent::Answered { request_id: 7 });
+    assert_eq!(state.turn, TurnState::Thinking);
+    assert!(state.permission.is_none());
+    state.apply(AgentEvent::ToolRunning {
+        turn,
+        id: "t1".into(),
+    });
+    assert_eq!(state.turn, TurnState::RunningTool("bash".into()));
+    assert!(matches!(state.tools[0].state, CallState::Running { since } if since.elapsed() < Duration::from_secs(1)));
+    state.apply(AgentEvent::LossyQuestion {
+        request_id: 8,
+        estimate: 60_000,
+        limit: 50_000,
+        preview: Vec::new(),
+    });
+    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 8 });
+    state.apply(AgentEvent::Answered { request_id: 8 });
+    assert_eq!(state.turn, TurnState::Thinking);
+    assert!(state.lossy.is_none());
 }

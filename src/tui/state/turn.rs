@@ -18,7 +18,9 @@ pub enum TurnState {
     },
     RunningTool(String),
     Compacting,
-    AwaitingPermission,
+    /// Waiting for the user's answer to question `request_id` (a permission, or
+    /// whether to summarise).
+    AwaitingAnswer { request_id: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +59,8 @@ pub struct SessionInfo {
     pub window: Option<Window>,
     /// How the limit was chosen, when the agent had something to say about it.
     pub limit_note: Option<String>,
+    /// A read-only view of a saved session: what it is. Nothing typed is sent.
+    pub read_only: Option<String>,
     /// MCP servers still starting, and those that failed.
     pub mcp_starting: Vec<String>,
     pub mcp_failed: Vec<String>,
