@@ -153,3 +153,59 @@ fn two_identical_runs_resume_whole() {
     runtime.block_on(session(vec![Act::Turn, Act::Resume, Act::Turn, Act::Resume]));
 }
 
+
+/// The reproduction, with the real binary and the offline demo: the same
+/// request twice, then a third start with `--continue`. Nothing is skipped, and the
+/// third run starts from every message the second one ended with.
+#[test]
+fn the_demo_asked_twice_then_continued_skips_nothing() {
+    let workspace = common::demo_workspace();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
+            .args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"])
+            .args(args)
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
+            .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        output
+    };
+    let last_estimate = |output: &std::process::Output| -> (u64, u64) {
+        let events = common::events(output);
+        let status = events
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "context")
+            .expect("a context status");
+        (
+            status["status"]["messages"].as_u64().unwrap(),
+            status["status"]["estimate"].as_u64().unwrap(),
+        )
+    };
+    run(&["-p", "survey this workspace"]);
+    let second = run(&["--continue", "-p", "survey this workspace", "--events", "jsonl"]);
+    let ended_with = last_estimate(&second);
+    let third = run(&["--continue", "-p", "hi", "--events", "jsonl"]);
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    assert!(!stderr.contains("skipped"), "{stderr}");
+    let events = common::events(&third);
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "context")
+        .expect("a context status at the start");
+    assert_eq!(
+        (
+            started["status"]["messages"].as_u64().unwrap(),
+            started["status"]["estimate"].as_u64().unwrap()
+        ),
+        ended_with,
+        "the resumed history is the one the second run ended with"
+    );
+}

@@ -50,17 +50,20 @@ const MAX_EVENTS_PER_FRAME: usize = 100_000;
 /// the time it was read (how a paste is told from typing). crossterm's own stream
 /// yields one event per wake-up, and its `poll(0)` never sees events it has already
 /// parsed (its tty source skips its loop at a zero timeout), so input past one read
-/// waited for the next frame. The thread stops once `reading` is false (within its
-/// poll interval) or when the app stops listening.
+/// waited for the next frame. The thread sleeps in the terminal's poll until input
+/// comes, so an idle app is woken by nothing; [`stop_reading`] ends it.
 fn read_terminal(reading: Arc<AtomicBool>) -> UnboundedReceiver<io::Result<(Instant, Event)>> {
     let (events, received) = unbounded_channel();
     std::thread::spawn(move || {
         while reading.load(Ordering::Relaxed) {
-            let read = match crossterm::event::poll(Duration::from_millis(100)) {
+            let read = match crossterm::event::poll(INPUT_WAIT) {
                 Ok(false) => continue,
                 Ok(true) => crossterm::event::read().map(|event| (Instant::now(), event)),
                 Err(error) => Err(error),
             };
+            if !reading.load(Ordering::Relaxed) {
+                break;
+            }
             let failed = read.is_err();
             if events.send(read).is_err() || failed {
                 break;
@@ -68,6 +71,22 @@ fn read_terminal(reading: Arc<AtomicBool>) -> UnboundedReceiver<io::Result<(Inst
         }
     });
     received
+}
+
+/// The longest single wait for input: crossterm hands poll(2) its timeout as a C int
+/// of milliseconds, which a day fits.
+const INPUT_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// End [`read_terminal`]'s thread. crossterm's poll also watches a pipe that its
+/// SIGWINCH handler writes to, so raising that signal ends the wait at once; the
+/// thread then sees `reading` false and stops without taking another key.
+fn stop_reading(reading: &AtomicBool) {
+    reading.store(false, Ordering::Relaxed);
+    // SAFETY: raise only delivers a signal to this process, whose one handler for
+    // SIGWINCH (crossterm's) writes a byte to its pipe.
+    unsafe {
+        libc::raise(libc::SIGWINCH);
+    }
 }
 
 /// Hand one input event to the app; whether the screen changes (pointer motion alone
@@ -202,7 +221,7 @@ pub async fn run(launch: Launch) -> io::Result<String> {
             }
         };
     };
-    reading.store(false, Ordering::Relaxed);
+    stop_reading(&reading);
     let _ = ops.send(Op::Quit);
     disable_extras();
     // The terminal may be gone (its window closed). ratatui's restore and the
