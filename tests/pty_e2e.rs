@@ -617,3 +617,42 @@ fn a_session_quit_unused_leaves_nothing_to_continue() {
     let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
     assert!(!raw.contains("to pick it up again"), "nothing to continue is offered");
 }
+
+/// Every time the process's threads went to sleep by choice: each wake-up of any of
+/// them (a timer, a poll's timeout, an event) ends in one such switch.
+fn voluntary_switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+        .filter_map(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|count| count.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+/// Idle means idle: with nothing typed and nothing running, no thread of the app wakes
+/// (no input poll on a timer, no tick), so it costs no CPU while a user reads.
+#[test]
+fn an_idle_app_wakes_for_nothing() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    let pid = child.process_id().expect("the app's pid");
+    // Settle: the first frame, the welcome and the start-up work are done.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = voluntary_switches(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let woken = voluntary_switches(pid) - before;
+    assert!(
+        woken <= 3,
+        "{woken} wake-ups in 3 idle seconds (a 100 ms poll alone makes 30)"
+    );
+    pty.send(b"\x03");
+    pty.send(b"\x03");
+    let _ = child.wait();
+}
