@@ -155,9 +155,9 @@ impl Instructions {
             for path in present {
                 let shown = shown_path(&path, &workspace);
                 if let Some(chosen) = &chosen {
-                    found
-                        .problems
-                        .push(format!("{shown} left out: {chosen} is read in its place (one file a folder)"));
+                    found.problems.push(format!(
+                        "{shown} left out: {chosen} is read in its place (one file a folder)"
+                    ));
                     continue;
                 }
                 if left == 0 {

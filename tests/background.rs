@@ -283,7 +283,11 @@ async fn a_summary_finished_while_idle_is_said_ready_at_once_with_its_own_time()
         turn += 1;
         assert!(turn < 16, "the threshold was reached");
     }
-    if outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Ready { .. })) {
+    if outcome
+        .background
+        .iter()
+        .any(|e| matches!(e, BackgroundEvent::Ready { .. }))
+    {
         panic!("the summary was ready before the turn ended: {:?}", outcome.background);
     }
     let idle_since = std::time::Instant::now();
@@ -669,4 +673,48 @@ async fn confirm_lossy_asks_before_the_swap() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the limit was never reached");
+}
+
+/// A background summary costs a call over the whole prefix with a real model: the demo
+/// starts one only when it is likely to be swapped in. Over three runs of one session
+/// (each after the first continuing it), summaries started stay at most twice the
+/// swaps plus one, with at least one swap.
+#[test]
+fn the_demo_starts_a_summary_only_when_it_is_likely_used() {
+    let workspace = common::demo_workspace();
+    let home = tempfile::tempdir().unwrap();
+    let (mut started, mut swapped) = (0, 0);
+    for run in 0..3 {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"));
+        command.args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"]);
+        if run > 0 {
+            command.arg("--continue");
+        }
+        let output = command
+            .args(["-p", "survey this workspace", "--events", "jsonl"])
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
+            .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
+            .env_remove("ANTHROPIC_API_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let events = common::events(&output);
+        started += events
+            .iter()
+            .filter(|e| e["type"] == "background" && e["event"]["state"] == "started")
+            .count();
+        swapped += events
+            .iter()
+            .filter(|e| e["type"] == "compaction" && !e["event"]["swapped"].is_null())
+            .count();
+    }
+    assert!(swapped >= 1, "no swap in three runs");
+    assert!(
+        started <= 2 * swapped + 1,
+        "{started} summaries started for {swapped} swapped in"
+    );
 }

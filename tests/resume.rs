@@ -90,10 +90,12 @@ async fn session(acts: Vec<Act>) {
                 common::turn(&mut agent, "survey this workspace").await;
             }
             Act::Cancel => {
-                agent.ops.send(Op::Submit {
-                    text: "survey this workspace".into(),
-                })
-                .unwrap();
+                agent
+                    .ops
+                    .send(Op::Submit {
+                        text: "survey this workspace".into(),
+                    })
+                    .unwrap();
                 agent.ops.send(Op::Cancel).unwrap();
                 until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
             }
@@ -110,7 +112,8 @@ async fn session(acts: Vec<Act>) {
                 if !path.exists() {
                     // A session nobody used leaves no journal: `--continue` begins anew.
                     assert!(live.is_empty(), "a session with a history kept its journal");
-                    let journal = scratchpad::session::Journal::create(path.parent().unwrap(), "anthropic", "m").unwrap();
+                    let journal =
+                        scratchpad::session::Journal::create(path.parent().unwrap(), "anthropic", "m").unwrap();
                     path = journal.path().to_path_buf();
                     agent = common::start_agent_resumed(&api, settings(), dir, journal, Vec::new());
                     continue;
@@ -152,7 +155,6 @@ fn two_identical_runs_resume_whole() {
     let runtime = scratchpad::json::runtime().unwrap();
     runtime.block_on(session(vec![Act::Turn, Act::Resume, Act::Turn, Act::Resume]));
 }
-
 
 /// The reproduction, with the real binary and the offline demo: the same
 /// request twice, then a third start with `--continue`. Nothing is skipped, and the

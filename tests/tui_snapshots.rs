@@ -1833,7 +1833,10 @@ fn in_a_narrow_terminal_tool_calls_are_lines_in_the_chat() {
     );
     let narrow = text_of(&draw(&mut s.app, 80, 24));
     assert!(narrow.contains("✓ read_file src/parser.rs <1s"), "{narrow}");
-    assert!(narrow.contains("⊘ bash rm -rf build  "), "a refused call never ran: no time: {narrow}");
+    assert!(
+        narrow.contains("⊘ bash rm -rf build  "),
+        "a refused call never ran: no time: {narrow}"
+    );
     while s._ops.try_recv().is_ok() {}
     // Tab to the chat selects the newest call; Up selects the one before; Enter
     // shows its output (nothing saved to open) and sends nothing.

@@ -278,11 +278,8 @@ impl Agent {
                 Standing::Changed(why) => {
                     self.discard_background(&format!("the history it summarised changed ({why})"))
                 }
-                Standing::Stands { end, .. }
-                    if crate::compact::background::covers_too_little(&self.sizes, end, &self.settings.compaction) =>
-                {
-                    self.discard_background("the history grew past it; a summary of more of it starts");
-                }
+                // Kept when the history merely grew: a swap summarises its messages
+                // and keeps the newer ones verbatim, if they fit then.
                 Standing::Stands { .. } => {}
             }
         }

@@ -32,9 +32,7 @@ impl Agent {
         let Some(folder) = self.sessions_folder() else {
             return self.session_error("this session keeps no journal, so no other can be opened from it");
         };
-        let opened = session::find_in(&folder, Some(id)).and_then(|path| {
-            Journal::resume(&path)
-        });
+        let opened = session::find_in(&folder, Some(id)).and_then(|path| Journal::resume(&path));
         match opened {
             Ok((mut journal, restored)) => {
                 if !restored.repairs.is_empty() {

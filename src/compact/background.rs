@@ -70,15 +70,6 @@ pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &Compact
     (worth_it && sizes.total_with_empty_prefix(end) <= config.micro_target_chars() / 2).then_some(end)
 }
 
-/// Whether the messages after `messages[..end]` have grown past three quarters of
-/// stage 3's target since a summary of what comes before them started: swapped in, it
-/// would take little off, so a summary of more of the history is worth a new call.
-/// (Between a half, where one starts, and three quarters, it is kept: a summary is not
-/// asked for again at every call.)
-pub fn covers_too_little(sizes: &Sizes, end: usize, config: &CompactConfig) -> bool {
-    sizes.total_with_empty_prefix(end) > config.micro_target_chars() / 4 * 3
-}
-
 /// The estimate's share of the limit, in whole percent.
 pub fn percent_of_limit(sizes: &Sizes, config: &CompactConfig) -> usize {
     sizes.total() * 100 / config.context_char_limit.max(1)

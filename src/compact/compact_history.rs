@@ -108,9 +108,6 @@ fn try_swap(
     trigger: String,
 ) -> Result<StageEvent, String> {
     match background::standing(&ready.prefix, messages) {
-        Standing::Stands { end, .. } if background::covers_too_little(sizes, end, ctx.config) => {
-            Err("the history grew past it: the messages after the ones it summarised are too many now".into())
-        }
         Standing::Stands {
             end,
             rewritten,

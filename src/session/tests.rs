@@ -304,9 +304,12 @@ fn copied_records_load_once_and_an_undo_applies_only_to_the_stage_it_names() {
     // (sequence number, record): lines 4, 5, 9 and 12 are copies of records read
     // before them; line 10 undoes a stage that is not the newest.
     let records = [
-        (0, Record::Append {
-            message: Message::user_text("go"),
-        }),
+        (
+            0,
+            Record::Append {
+                message: Message::user_text("go"),
+            },
+        ),
         (1, call.clone()),
         (2, result.clone()),
         (1, call),
@@ -359,7 +362,11 @@ fn records_that_read_alike_all_load_and_resuming_numbers_on() {
         Message::user_text("survey this workspace"),
         Message::blocks(
             Role::Assistant,
-            vec![ContentBlock::tool_use("toolu_demo_001", "glob", serde_json::json!({"pattern": "**/*"}))],
+            vec![ContentBlock::tool_use(
+                "toolu_demo_001",
+                "glob",
+                serde_json::json!({"pattern": "**/*"}),
+            )],
         ),
         Message::blocks(
             Role::User,
@@ -370,7 +377,11 @@ fn records_that_read_alike_all_load_and_resuming_numbers_on() {
     let compacted = Message::user_text("[Compacted] the first survey");
     let append = |journal: &mut Journal, messages: &[Message]| {
         for message in messages {
-            journal.append(&Record::Append { message: message.clone() }).unwrap();
+            journal
+                .append(&Record::Append {
+                    message: message.clone(),
+                })
+                .unwrap();
         }
     };
     append(&mut journal, &run);
@@ -387,15 +398,18 @@ fn records_that_read_alike_all_load_and_resuming_numbers_on() {
     live.extend(run.iter().cloned());
     assert_eq!(restored.messages, live);
     assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
-    journal
-        .append(&Record::Replace {
-            messages: live.clone(),
-        })
-        .unwrap();
-    append(&mut journal, &[Message::user_text("hi"), Message::assistant_text("Done.")]);
+    journal.append(&Record::Replace { messages: live.clone() }).unwrap();
+    append(
+        &mut journal,
+        &[Message::user_text("hi"), Message::assistant_text("Done.")],
+    );
     drop(journal);
     let restored = restore(&path).unwrap();
-    assert_eq!(restored.messages.len(), live.len() + 2, "appended after the resume, numbered on");
+    assert_eq!(
+        restored.messages.len(),
+        live.len() + 2,
+        "appended after the resume, numbered on"
+    );
     assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
 }
 
@@ -419,7 +433,10 @@ fn an_unnumbered_journal_loads_every_line() {
     journal.append(&hi).unwrap();
     drop(journal);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.lines().last().unwrap().starts_with(r#"{"seq":0,"type":"append""#), "{text}");
+    assert!(
+        text.lines().last().unwrap().starts_with(r#"{"seq":0,"type":"append""#),
+        "{text}"
+    );
     assert_eq!(restore(&path).unwrap().messages.len(), 5);
 }
 

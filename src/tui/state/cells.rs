@@ -102,8 +102,13 @@ impl MarkerRun {
 pub enum CallState {
     /// Next in its batch, not yet running: asked about, or about to start.
     Pending,
-    Running { since: Instant },
-    Done { status: ToolStatus, took: Duration },
+    Running {
+        since: Instant,
+    },
+    Done {
+        status: ToolStatus,
+        took: Duration,
+    },
 }
 
 /// Lines of a tool's output the app keeps (and the pane shows when a call expands).

@@ -486,14 +486,15 @@ fn an_answered_question_stops_waiting_and_a_call_is_timed_from_its_start() {
     assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 7 });
     assert_eq!(state.tools[0].state, CallState::Pending, "asked about, not running");
     state.apply(AgentEvent::Answered { request_id: 6 });
-    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 7 }, "another question's answer");
+    assert_eq!(
+        state.turn,
+        TurnState::AwaitingAnswer { request_id: 7 },
+        "another question's answer"
+    );
     state.apply(AgentEvent::Answered { request_id: 7 });
     assert_eq!(state.turn, TurnState::Thinking);
     assert!(state.permission.is_none());
-    state.apply(AgentEvent::ToolRunning {
-        turn,
-        id: "t1".into(),
-    });
+    state.apply(AgentEvent::ToolRunning { turn, id: "t1".into() });
     assert_eq!(state.turn, TurnState::RunningTool("bash".into()));
     assert!(matches!(state.tools[0].state, CallState::Running { since } if since.elapsed() < Duration::from_secs(1)));
     state.apply(AgentEvent::LossyQuestion {

@@ -20,7 +20,9 @@ pub enum TurnState {
     Compacting,
     /// Waiting for the user's answer to question `request_id` (a permission, or
     /// whether to summarise).
-    AwaitingAnswer { request_id: u64 },
+    AwaitingAnswer {
+        request_id: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
