@@ -115,13 +115,13 @@ async fn session(acts: Vec<Act>) {
                     let journal =
                         scratchpad::session::Journal::create(path.parent().unwrap(), "anthropic", "m").unwrap();
                     path = journal.path().to_path_buf();
-                    agent = common::start_agent_resumed(&api, settings(), dir, journal, Vec::new());
+                    agent = common::start_agent_resumed(&api, settings(), dir, journal, Default::default());
                     continue;
                 }
                 let (journal, restored) = scratchpad::session::Journal::resume(&path).unwrap();
                 assert!(restored.repairs.is_empty(), "replay mended: {:?}", restored.repairs);
                 assert_eq!(restored.messages, live, "the resumed history is the live one");
-                agent = common::start_agent_resumed(&api, settings(), dir, journal, restored.messages);
+                agent = common::start_agent_resumed(&api, settings(), dir, journal, restored);
             }
         }
     }
@@ -210,4 +210,102 @@ fn the_demo_asked_twice_then_continued_skips_nothing() {
         ended_with,
         "the resumed history is the one the second run ended with"
     );
+}
+
+/// After a resume, the token figure is for the history as it is now, not the count
+/// of the last call, taken when the history may have been a fraction of its size (an
+/// undo after that call put a long history back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resumed_token_figure_is_for_the_history_now() {
+    use scratchpad::session::Record;
+    let api = MockApi::start(Vec::new()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut journal = scratchpad::session::Journal::create(&sessions, "anthropic", "m").unwrap();
+    let small = vec![Message::user_text("go"), Message::assistant_text("ok")];
+    for message in &small {
+        journal
+            .append(&Record::Append {
+                message: message.clone(),
+            })
+            .unwrap();
+    }
+    journal
+        .append(&Record::Call(scratchpad::protocol::CallPoint {
+            estimate: 60,
+            messages: 1,
+            request_chars: Some(2_060),
+            input_tokens: Some(500),
+            ..Default::default()
+        }))
+        .unwrap();
+    let long: Vec<Message> = (0..40)
+        .flat_map(|i| {
+            [
+                Message::user_text(format!("request {i}: {}", "words of prose ".repeat(60))),
+                Message::assistant_text(format!("answer {i}: {}", "more words here ".repeat(60))),
+            ]
+        })
+        .collect();
+    journal.append(&Record::Replace { messages: long.clone() }).unwrap();
+    let path = journal.path().to_path_buf();
+    drop(journal);
+    let (journal, restored) = scratchpad::session::Journal::resume(&path).unwrap();
+    let mut agent = common::start_agent_resumed(&api, settings(), dir, journal, restored);
+    let AgentEvent::Context { status } = until(&mut agent.events, |e| matches!(e, AgentEvent::Context { .. })).await
+    else {
+        unreachable!("waited for the context")
+    };
+    let figure = status.tokens.expect("a token figure from the journal");
+    assert_eq!(figure.basis, scratchpad::protocol::TokenBasis::Estimated);
+    assert!(
+        figure.tokens > 5_000,
+        "{} tokens shown for {} chars: the count of a 60-char history",
+        figure.tokens,
+        status.estimate
+    );
+    let _ = quit(agent).await;
+}
+
+/// The session list reads a session's size from its journal's tail: after `/compact`
+/// and after an undo between turns, it is the size the session has now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listed_size_follows_a_compaction_and_an_undo_between_turns() {
+    let api = MockApi::start(same_replies(4)).await;
+    let (mut agent, path) = common::start_agent_journaled(&api, settings());
+    common::turn(&mut agent, "survey this workspace").await;
+    common::turn(&mut agent, "survey this workspace").await;
+    let listed = |path: &std::path::Path| {
+        let summary = scratchpad::session::list(path.parent().unwrap())
+            .into_iter()
+            .find(|summary| summary.path == path)
+            .expect("the session is listed");
+        let tally = summary.tally.expect("a tally");
+        (tally.messages, tally.estimate)
+    };
+    let now = |status: &scratchpad::protocol::ContextStatus| (status.messages, status.estimate);
+    let after_turns = listed(&path);
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    let AgentEvent::Context { status } = until(
+        &mut agent.events,
+        |e| matches!(e, AgentEvent::Context { status } if status.messages < after_turns.0),
+    )
+    .await
+    else {
+        unreachable!("waited for the context")
+    };
+    settle(&mut agent).await;
+    assert_eq!(listed(&path), now(&status), "after /compact");
+    agent.ops.send(Op::Undo { stage_id: None }).unwrap();
+    let AgentEvent::Context { status } = until(
+        &mut agent.events,
+        |e| matches!(e, AgentEvent::Context { status } if status.messages == after_turns.0),
+    )
+    .await
+    else {
+        unreachable!("waited for the context")
+    };
+    settle(&mut agent).await;
+    assert_eq!(listed(&path), now(&status), "after the undo");
+    let _ = quit(agent).await;
 }

@@ -619,6 +619,10 @@ impl Agent {
             }
             if changes_history {
                 self.start_background_if_due();
+                if (self.tally.messages, self.tally.estimate) != (self.messages.len(), self.sizes.total()) {
+                    self.journal_size();
+                    self.sync_journal();
+                }
             }
         }
         self.sync_journal();

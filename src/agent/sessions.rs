@@ -135,6 +135,16 @@ impl Agent {
             _ => None,
         }) {
             self.ledger.restore(point);
+            // The count was taken of the history that call sent; what followed it (its
+            // answer, results, a compaction or undo) moves it as a compaction would.
+            let now = self.extent();
+            if point.estimate != now.estimate {
+                let measured = crate::accounting::Extent {
+                    estimate: point.estimate,
+                    units: point.request_units.unwrap_or(now.units),
+                };
+                self.ledger.changed(measured, now);
+            }
             self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         }
         self.tally = session::Tally::of_past(past);

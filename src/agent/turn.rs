@@ -68,10 +68,16 @@ impl Agent {
             .find(|message| message.role() == crate::message::Role::Assistant)
             .map(Message::text)
             .unwrap_or_default();
-        self.tally.messages = self.messages.len();
-        self.tally.estimate = self.sizes.total();
         self.tally.last_request = Tally::cut(request);
         self.tally.last_answer = Tally::cut(&answer);
+        self.journal_size();
+    }
+
+    /// The session's size now, journaled for the session list: after every turn, and
+    /// after an undo, a restore, a drop or a `/compact` changed it between turns.
+    pub(super) fn journal_size(&mut self) {
+        self.tally.messages = self.messages.len();
+        self.tally.estimate = self.sizes.total();
         self.journal(Record::Tally(self.tally.clone()));
     }
 

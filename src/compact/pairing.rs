@@ -111,7 +111,7 @@ pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
 
 /// Give every call repeating an earlier call's id a new one, and the results in the
 /// message after it the same new id (a result answers the call right before it).
-fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
+pub(crate) fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
     let mut taken: std::collections::HashSet<String> = messages
         .iter()
         .flat_map(|message| message.tool_use_ids().map(str::to_string))

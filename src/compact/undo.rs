@@ -8,7 +8,7 @@
 use super::Archive;
 use super::estimate::EstimateMode;
 use super::markers::{ResultKind, classify_result};
-use super::pairing::blocks_mut;
+use super::pairing::{blocks_mut, rename_repeated_ids};
 use super::{Stage, StageEvent};
 use crate::message::{ContentBlock, Message, ToolResultContent};
 use crate::store::UnverifiedFile;
@@ -107,6 +107,9 @@ fn from_transcript(
     }
     let mut restored = before;
     restored.extend_from_slice(&messages[event.messages_after..]);
+    // A call made since the stage may reuse the id of one it took out (the id was
+    // free then); with both back, the later one gets its own, as a live call would.
+    rename_repeated_ids(&mut restored);
     Ok(restored)
 }
 
@@ -214,6 +217,65 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&now).unwrap(),
             serde_json::to_string(&original).unwrap()
+        );
+    }
+
+    /// A call made after a summary may reuse the id of a call the summary took out (a
+    /// provider that numbers calls afresh): undoing the summary brings both back, and
+    /// the later one gets an id of its own, with its result, so no id is sent twice.
+    #[test]
+    fn undoing_a_summary_gives_a_reused_call_id_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = CompactConfig {
+            context_char_limit: 2_000,
+            ..CompactConfig::default()
+        };
+        let original = History::new()
+            .request("read")
+            .rounds(4, "read_file", &serde_json::json!({"path": "a.rs"}), |i| {
+                format!("line {i}\n").repeat(60)
+            })
+            .build();
+        let reused = original[1].tool_use_ids().next().unwrap().to_string();
+        let mut messages = original.clone();
+        let event = crate::compact::compact_history::force_compact(
+            &mut messages,
+            "read",
+            None,
+            "the user (/compact)",
+            &config,
+            &store,
+            &mut ExtractiveSummariser,
+        );
+        assert!(
+            messages.iter().all(|m| m.tool_use_ids().next().is_none()),
+            "every call summarised"
+        );
+        messages.push(Message::blocks(
+            crate::message::Role::Assistant,
+            vec![ContentBlock::tool_use(
+                &reused,
+                "read_file",
+                serde_json::json!({"path": "b.rs"}),
+            )],
+        ));
+        messages.push(Message::blocks(
+            crate::message::Role::User,
+            vec![ContentBlock::tool_result(&reused, "fn b() {}", false)],
+        ));
+        let undone = undo(&messages, &event, &store, config.estimate).unwrap();
+        assert_eq!(
+            undone[..original.len()],
+            original[..],
+            "the history before it, as it was"
+        );
+        crate::compact::pairing::check_pairing(&undone).expect("each call paired, no id twice");
+        let later = undone[original.len()].tool_use_ids().next().unwrap().to_string();
+        assert_ne!(later, reused);
+        assert_eq!(
+            undone[original.len() + 1].tool_result_ids().next(),
+            Some(later.as_str())
         );
     }
 

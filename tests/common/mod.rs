@@ -1005,14 +1005,14 @@ pub fn start_agent_journaled(
     (Running { ops, events, task, dir }, path)
 }
 
-/// An agent continuing `journal` (resumed with `history`) in `dir`, the workspace
-/// its earlier run used, as `--continue` starts one.
+/// An agent continuing `journal` (what replaying it gave: `restored`) in `dir`, the
+/// workspace its earlier run used, as `--continue` starts one.
 pub fn start_agent_resumed(
     api: &MockApi,
     settings: scratchpad::agent::AgentSettings,
     dir: tempfile::TempDir,
     journal: scratchpad::session::Journal,
-    history: Vec<Message>,
+    restored: scratchpad::session::Restored,
 ) -> Running {
     let tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
@@ -1025,9 +1025,10 @@ pub fn start_agent_resumed(
         settings,
         tools,
         Some(journal),
-        history,
+        restored.messages,
         events_tx,
-    );
+    )
+    .with_past(restored.past);
     let task = tokio::spawn(agent.run(ops_rx));
     Running { ops, events, task, dir }
 }
