@@ -1103,6 +1103,31 @@ fn letters_typed_in_the_chat_go_to_the_prompt_and_a_hidden_tool_pane_is_skipped(
     insta::assert_snapshot!("prompt_focused_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
+/// Typing and Enter never go to different places: text that arrives as a paste (a
+/// burst of keys, a bracketed paste) while a marker in the chat is selected moves the
+/// focus to the prompt with it, and Enter sends it instead of opening the marker.
+#[test]
+fn text_pasted_with_the_chat_focused_is_sent_by_enter() {
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.apply(stage(Stage::SnipCompact, 37, 84_100, 41_900, &[".transcripts/t.jsonl"]));
+    s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
+        outcome: TurnOutcome::Completed,
+    });
+    draw(&mut s.app, 120, 40);
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Up));
+    assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Chat);
+    while s._ops.try_recv().is_ok() {}
+    s.app.handle_event(crossterm::event::Event::Paste("/undo".into()));
+    assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Input);
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(s._ops.try_recv().ok(), Some(Op::Undo { stage_id: None }), "Enter ran /undo");
+    let shown = text_of(&draw(&mut s.app, 120, 40));
+    assert!(!shown.contains("line 1/"), "no viewer was opened: {shown}");
+}
+
 #[test]
 fn the_browser_list_follows_files_written_during_a_turn() {
     let mut s = screen();

@@ -6,7 +6,10 @@ impl App {
     pub fn handle_event(&mut self, event: Event) {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(key),
+            // Text goes to the prompt, and so does the focus: Enter then sends it, as
+            // it would after typed letters, instead of acting on the pane.
             Event::Paste(text) if self.takes_paste() => {
+                self.focus = Focus::Input;
                 self.input.paste(&text);
             }
             Event::Mouse(mouse) => match mouse.kind {
