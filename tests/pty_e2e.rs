@@ -80,6 +80,19 @@ enum Colours {
     Light,
 }
 
+/// Quit as a user does: Ctrl+C until the app offers to quit (a first press may clear
+/// the prompt or cancel a turn), then once more.
+fn quit_app(pty: &mut Pty) {
+    for _ in 0..3 {
+        pty.send(b"\x03");
+        if pty.screen().contains("press Ctrl+C again to quit") {
+            break;
+        }
+    }
+    pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
+    pty.send(b"\x03");
+}
+
 /// The app on the offline demo model in a 120x40 pseudo-terminal: what it draws, the
 /// child, and the master end (kept open for as long as the terminal is used).
 fn start(
@@ -190,11 +203,13 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     pty.send(b"\r");
     pty.wait_for("✓ glob", Duration::from_secs(30));
     pty.send(b"\x03");
-    // The hint shows at once and only for the 2 s quit window: look for it first, then
-    // for the cancelled turn (which may take longer on a loaded machine).
-    pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
+    // A Ctrl+C that cancelled a turn does not arm the quit: a second one in haste
+    // leaves the app open (it says what quits instead).
+    pty.wait_for("Ctrl+C on an empty prompt, twice, quits", Duration::from_secs(10));
     pty.wait_for("turn cancelled", Duration::from_secs(10));
-    assert!(child.try_wait().unwrap().is_none(), "one Ctrl+C does not quit");
+    pty.send(b"\x03");
+    pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
+    assert!(child.try_wait().unwrap().is_none(), "Ctrl+C after a cancel does not quit");
     // The hint goes when its window closes, though nothing else moves on screen.
     pty.wait_until_gone("press Ctrl+C again to quit", Duration::from_secs(5));
     pty.send(b"survey this workspace");
@@ -262,8 +277,7 @@ fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     pty.wait_for("[pasted 3607 chars #1]", Duration::from_secs(15));
     pty.send(b"\x0f");
     pty.wait_for("THE-END", Duration::from_secs(15));
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
 }
 
@@ -319,8 +333,7 @@ fn an_unbracketed_paste_is_text_and_enter_sends_it_whole() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(requests()[0], expected, "one request, the whole paste");
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
 }
 
@@ -336,8 +349,7 @@ fn a_light_terminal_is_asked_and_drawn_in_the_light_palette() {
         Some(vt100::Color::Idx(25)),
         "the status badge in the light palette's accent"
     );
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
 }
 
@@ -454,8 +466,7 @@ fn mcp_servers_start_behind_the_first_frame_and_show_in_the_status_line() {
         "MCP server `gone` failed: cannot start `/nonexistent/mcp-server`",
         Duration::from_secs(10),
     );
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
     let started = Instant::now();
     while still_running(&marker) {
@@ -529,8 +540,7 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
         ],
         "the branch starts from the history before the request"
     );
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
     assert_eq!(
         std::fs::read(&parent).unwrap(),
@@ -582,8 +592,7 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
     let sent = common::messages_of(api.turn_requests().last().unwrap());
     let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
     assert_eq!(texts, ["tune the parser", "The parser is tuned.", "go on"]);
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
     let listed = scratchpad::session::list(&sessions);
     assert_eq!(
@@ -606,8 +615,7 @@ fn a_session_quit_unused_leaves_nothing_to_continue() {
         scratchpad::session::find_in(&sessions, None).is_ok(),
         "the session has its journal while it is open"
     );
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(200));
     assert!(
@@ -652,7 +660,6 @@ fn an_idle_app_wakes_for_nothing() {
         woken <= 3,
         "{woken} wake-ups in 3 idle seconds (a 100 ms poll alone makes 30)"
     );
-    pty.send(b"\x03");
-    pty.send(b"\x03");
+    quit_app(&mut pty);
     let _ = child.wait();
 }

@@ -1128,6 +1128,32 @@ fn text_pasted_with_the_chat_focused_is_sent_by_enter() {
     assert!(!shown.contains("line 1/"), "no viewer was opened: {shown}");
 }
 
+/// Only a Ctrl+C that did nothing else arms the quit: one that cleared the prompt or
+/// cancelled the turn is followed by one that does not end the session.
+#[test]
+fn ctrl_c_that_clears_or_cancels_does_not_arm_the_quit() {
+    let ctrl_c = || KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut s = screen();
+    type_text(&mut s.app, "half a thought");
+    s.app.handle_key(ctrl_c());
+    assert!(s.app.input.is_empty(), "the first press cleared the prompt");
+    s.app.handle_key(ctrl_c());
+    assert!(!s.app.quit, "the press after clearing does not quit");
+    s.app.handle_key(ctrl_c());
+    assert!(s.app.quit, "two on an empty prompt quit");
+
+    let mut s = screen();
+    conversation(&mut s.app);
+    s.app.handle_key(ctrl_c());
+    assert_eq!(s._ops.try_recv().ok(), Some(Op::Cancel));
+    s.app.apply(AgentEvent::TurnDone {
+        turn: scratchpad::protocol::TurnId(1),
+        outcome: TurnOutcome::Cancelled,
+    });
+    s.app.handle_key(ctrl_c());
+    assert!(!s.app.quit, "the press after a cancel does not quit");
+}
+
 #[test]
 fn the_browser_list_follows_files_written_during_a_turn() {
     let mut s = screen();

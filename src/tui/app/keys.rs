@@ -384,8 +384,25 @@ impl App {
 
     /// Ctrl+C: the first press cancels the running turn (or clears the prompt); a
     /// second within [`QUIT_WINDOW`] quits.
+    ///
+    /// Only a press that did nothing else (an idle app, an empty prompt) arms the
+    /// quit: one that cancelled a turn or cleared the prompt is followed by another
+    /// press, often in haste, that must not end the session.
     fn interrupt(&mut self) {
         let now = Instant::now();
+        if self.state.is_busy() {
+            self.last_interrupt = None;
+            self.cancel_turn();
+            self.state.permission = None;
+            self.tell("turn cancelled · Ctrl+C on an empty prompt, twice, quits");
+            return;
+        }
+        if !self.input.is_empty() {
+            self.last_interrupt = None;
+            self.input.clear();
+            self.tell("prompt cleared · Ctrl+C on an empty prompt, twice, quits");
+            return;
+        }
         if self
             .last_interrupt
             .is_some_and(|at| now.duration_since(at) < QUIT_WINDOW)
@@ -395,12 +412,6 @@ impl App {
             return;
         }
         self.last_interrupt = Some(now);
-        if self.state.is_busy() {
-            self.cancel_turn();
-            self.state.permission = None;
-        } else if !self.input.is_empty() {
-            self.input.clear();
-        }
         self.tell_for("press Ctrl+C again to quit", QUIT_WINDOW);
     }
 
