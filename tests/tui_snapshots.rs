@@ -1595,11 +1595,23 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
         chars_before: 9_000,
         chars_after: 45_000,
     });
-    let screen_text = format!("{:?}", draw(&mut s.app, 120, 40).backend());
+    let terminal = draw(&mut s.app, 120, 40);
+    let screen_text = format!("{:?}", terminal.backend());
     assert!(
         screen_text.contains("compact_history") && screen_text.contains("(undone)"),
         "{screen_text}"
     );
+    // The undone marker is dim with a hollow mark; the one in force is not.
+    let buffer = terminal.backend().buffer();
+    let mark_of = |mark: &str| {
+        (0..buffer.area.height)
+            .flat_map(|y| (0..buffer.area.width).map(move |x| (x, y)))
+            .find(|&(x, y)| buffer[(x, y)].symbol() == mark)
+            .map(|(x, y)| buffer[(x, y)].fg)
+    };
+    let muted = scratchpad::tui::theme::palette().muted;
+    assert_eq!(mark_of("◇"), Some(muted), "the undone marker is dim");
+    assert_ne!(mark_of("◆"), Some(muted), "the marker in force is not");
     // Tab to the chat selects the newest marker (the undone one); press u.
     s.app.handle_key(key(KeyCode::Tab));
     let selected_text = format!("{:?}", draw(&mut s.app, 120, 40).backend());

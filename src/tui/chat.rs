@@ -190,6 +190,10 @@ fn marker_lines(
                 .add_modifier(Modifier::BOLD),
             "✗ ",
         )
+    } else if !run.is_empty() && marker.undone.len() == run.len() {
+        // Undone: still there to read (and to redo from its receipt), drawn dim with
+        // a hollow mark so it never reads as a stage in force.
+        (Style::default().fg(theme::palette().muted), "◇ ")
     } else {
         (marker_style(), "◆ ")
     };
