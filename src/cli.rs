@@ -118,9 +118,10 @@ pub struct UndoArgs {
 
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// The history: a JSON array of Anthropic-format messages.
+    /// The history: a JSON array of Anthropic-format messages, a transcript or a
+    /// session journal (default: the workspace's newest session).
     #[arg(long)]
-    pub input: PathBuf,
+    pub input: Option<PathBuf>,
     /// The current user request (default: the newest user prompt in the history).
     #[arg(long)]
     pub request: Option<String>,

@@ -71,9 +71,10 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             // Receipts (on stderr, or on stdout for a dry run) can be megabytes.
             commands::compact::widen_pipe(io::stdout().as_fd());
             commands::compact::widen_pipe(io::stderr().as_fd());
+            let input = commands::compact::input_or_newest(args.input.as_deref(), &workspace)?;
             if args.dry_run {
                 commands::compact::dry_run(
-                    &args.input,
+                    &input,
                     args.request.as_deref(),
                     &config.compaction,
                     &workspace,
@@ -95,7 +96,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 &mut model
             };
             let prepared = commands::compact::run(
-                &args.input,
+                &input,
                 args.request.as_deref(),
                 &config.compaction,
                 &workspace,

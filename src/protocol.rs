@@ -519,7 +519,7 @@ pub enum AgentEvent {
         provider: String,
         model: String,
         workspace: String,
-        /// What confines commands, e.g. `sandbox: workspace-write`.
+        /// What confines commands, e.g. `workspace-write` (see `SandboxState::mode`).
         sandbox: String,
         /// Each layer of the sandbox, active or missing and what it stops (`/model`).
         #[serde(default)]

@@ -612,6 +612,15 @@ fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .expect("the session's start");
+    let sandbox = started["sandbox"].as_str().unwrap_or_default();
+    assert!(
+        !sandbox.is_empty() && !sandbox.starts_with("sandbox:"),
+        "the event says the mode, not the status line's label: {sandbox:?}"
+    );
     let background: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "background")

@@ -260,3 +260,42 @@ fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
         assert_eq!(positions(preview), positions(real), "{}", preview.stage);
     }
 }
+
+/// `compact` without `--input` reads the workspace's newest session; with none there,
+/// it says in one line what to pass instead of printing a usage error.
+#[test]
+fn compact_without_input_reads_the_newest_session_or_says_what_to_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_scratchpad"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("XDG_CONFIG_HOME", dir.path())
+            .env("XDG_DATA_HOME", &data)
+            .env("HOME", dir.path())
+            .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let none = run(&["compact", "--dry-run"]);
+    assert!(!none.status.success());
+    let said = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        said.contains("no --input given") && said.contains("--input FILE"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    std::fs::write(dir.path().join("notes.md"), "# Notes\n".repeat(400)).unwrap();
+    assert!(
+        run(&["--provider", "demo", "-p", "survey this workspace"])
+            .status
+            .success()
+    );
+    let dry = run(&["--limit", "5000", "compact", "--dry-run"]);
+    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
+    let first: serde_json::Value = serde_json::from_slice(dry.stdout.split(|&b| b == b'\n').next().unwrap())
+        .expect("a receipt of the newest session's history");
+    assert!(first["stage"].is_string(), "{first}");
+}

@@ -209,7 +209,10 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     pty.wait_for("turn cancelled", Duration::from_secs(10));
     pty.send(b"\x03");
     pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
-    assert!(child.try_wait().unwrap().is_none(), "Ctrl+C after a cancel does not quit");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "Ctrl+C after a cancel does not quit"
+    );
     // The hint goes when its window closes, though nothing else moves on screen.
     pty.wait_until_gone("press Ctrl+C again to quit", Duration::from_secs(5));
     pty.send(b"survey this workspace");

@@ -34,7 +34,7 @@ fn screen() -> Screen {
         provider: "anthropic".into(),
         model: "claude-sonnet-4-5".into(),
         workspace: "/home/dev/project".into(),
-        sandbox: "sandbox: workspace-write".into(),
+        sandbox: "workspace-write".into(),
         sandbox_layers: Vec::new(),
         window: Window {
             tokens: 200_000,
@@ -1110,7 +1110,8 @@ fn letters_typed_in_the_chat_go_to_the_prompt_and_a_hidden_tool_pane_is_skipped(
 fn text_pasted_with_the_chat_focused_is_sent_by_enter() {
     let mut s = screen();
     conversation(&mut s.app);
-    s.app.apply(stage(Stage::SnipCompact, 37, 84_100, 41_900, &[".transcripts/t.jsonl"]));
+    s.app
+        .apply(stage(Stage::SnipCompact, 37, 84_100, 41_900, &[".transcripts/t.jsonl"]));
     s.app.apply(AgentEvent::TurnDone {
         turn: scratchpad::protocol::TurnId(1),
         outcome: TurnOutcome::Completed,
@@ -1123,7 +1124,11 @@ fn text_pasted_with_the_chat_focused_is_sent_by_enter() {
     s.app.handle_event(crossterm::event::Event::Paste("/undo".into()));
     assert_eq!(s.app.focus, scratchpad::tui::app::Focus::Input);
     s.app.handle_key(key(KeyCode::Enter));
-    assert_eq!(s._ops.try_recv().ok(), Some(Op::Undo { stage_id: None }), "Enter ran /undo");
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Undo { stage_id: None }),
+        "Enter ran /undo"
+    );
     let shown = text_of(&draw(&mut s.app, 120, 40));
     assert!(!shown.contains("line 1/"), "no viewer was opened: {shown}");
 }
@@ -1706,7 +1711,7 @@ fn the_first_screen_welcomes_and_the_demo_gets_no_limit_hint() {
         provider: provider.into(),
         model: "m".into(),
         workspace: "/home/dev/project".into(),
-        sandbox: "sandbox: workspace-write".into(),
+        sandbox: "workspace-write".into(),
         sandbox_layers: Vec::new(),
         window: Window {
             tokens: 200_000,
@@ -2859,7 +2864,7 @@ fn a_read_only_view_says_so_and_keeps_what_was_typed() {
         provider: "anthropic".into(),
         model: "claude-sonnet-4-5".into(),
         workspace: "/home/dev/project".into(),
-        sandbox: "sandbox: workspace-write".into(),
+        sandbox: "workspace-write".into(),
         sandbox_layers: Vec::new(),
         window: Window {
             tokens: 200_000,

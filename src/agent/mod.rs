@@ -487,7 +487,7 @@ impl Agent {
             provider: self.provider.kind().to_string(),
             model: self.provider.model().to_string(),
             workspace: self.tools.workspace().root().display().to_string(),
-            sandbox: self.tools.sandbox().label(),
+            sandbox: self.tools.sandbox().mode(),
             sandbox_layers: self.tools.sandbox().details(),
             window: self.ledger.window().clone(),
             limit_note: self.ledger.limit().note.message(),

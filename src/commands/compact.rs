@@ -32,10 +32,24 @@ pub enum CompactCommandError {
     Torn { path: String, bytes: usize },
     #[error("{0} holds no messages: give a JSON array of messages, a transcript or a session journal")]
     Empty(String),
+    #[error(
+        "no --input given, and {0} has no session to read: pass --input FILE (a JSON array of messages, \
+         a transcript or a session journal)"
+    )]
+    NoInput(String),
     #[error("invalid compaction settings: {0}")]
     Config(String),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
+}
+
+/// The history `compact` reads: `--input`, or else the workspace's newest session.
+pub fn input_or_newest(input: Option<&Path>, workspace: &Path) -> Result<std::path::PathBuf, CompactCommandError> {
+    match input {
+        Some(path) => Ok(path.to_path_buf()),
+        None => crate::session::find(workspace, None)
+            .map_err(|_| CompactCommandError::NoInput(workspace.display().to_string())),
+    }
 }
 
 /// The history to compact: a JSON array of messages, a transcript (JSONL of messages,

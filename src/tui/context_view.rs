@@ -419,12 +419,16 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
         .filter(|(category, _)| category.counts_against_limit())
         .collect();
     by_size.sort_by_key(|(_, chars)| std::cmp::Reverse(*chars));
-    let merged: Vec<Category> = if categories.len() > room {
+    let mut merged: Vec<Category> = if categories.len() > room {
         let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
         by_size.iter().skip(keep).map(|(category, _)| *category).collect()
     } else {
         Vec::new()
     };
+    // One category in a shared row saves no room: it keeps its own.
+    if merged.len() < 2 {
+        merged.clear();
+    }
     let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String| {
         Row::new(vec![
             colour.map_or_else(

@@ -218,8 +218,8 @@ fn item_spans(
             separated(text, Style::default().fg(colour))
         }
         (StatusItem::Sandbox, _) => separated(
-            session.sandbox.clone(),
-            if SandboxState::is_full_label(&session.sandbox) {
+            SandboxState::label_of(&session.sandbox),
+            if SandboxState::is_full_mode(&session.sandbox) {
                 Style::default().fg(palette.success)
             } else {
                 Style::default().fg(palette.attention)
@@ -286,7 +286,7 @@ mod tests {
             provider: "demo".into(),
             model: "offline-demo".into(),
             workspace: "/home/someone/projects/a-rather-long-workspace-name".into(),
-            sandbox: "sandbox: partial (no seccomp)".into(),
+            sandbox: "partial (no seccomp)".into(),
             window: Some(crate::protocol::Window {
                 tokens: 200_000,
                 source: crate::protocol::WindowSource::Configured,

@@ -121,13 +121,23 @@ pub enum SandboxState {
     Unavailable(String),
 }
 
-/// The status label of a sandbox with every layer; others are shown as a warning.
-const FULL_LABEL: &str = "sandbox: workspace-write";
+/// The mode of a sandbox with every layer; others are shown as a warning.
+const FULL_MODE: &str = "workspace-write";
 
 impl SandboxState {
-    /// A short label: `sandbox: workspace-write` (with ` + /data` for extra writable
-    /// folders), `sandbox: partial (no seccomp)`, `sandbox: off`, `sandbox: unavailable`.
+    /// The status line's label: `sandbox: ` and the [mode](SandboxState::mode).
     pub fn label(&self) -> String {
+        Self::label_of(&self.mode())
+    }
+
+    /// The status line's label of a sandbox in `mode` (as the session event gives it).
+    pub fn label_of(mode: &str) -> String {
+        format!("sandbox: {mode}")
+    }
+
+    /// What confines commands, in a few words: `workspace-write` (with ` + /data` for
+    /// extra writable folders), `partial (no seccomp)`, `off`, `unavailable`.
+    pub fn mode(&self) -> String {
         let with_extra = |base: String, extra: &[String]| {
             if extra.is_empty() {
                 base
@@ -136,20 +146,20 @@ impl SandboxState {
             }
         };
         match self {
-            SandboxState::Enforced { extra, .. } => with_extra(FULL_LABEL.to_string(), extra),
+            SandboxState::Enforced { extra, .. } => with_extra(FULL_MODE.to_string(), extra),
             SandboxState::Partial { missing, extra, .. } => {
                 let names: Vec<String> = missing.iter().map(|(layer, _)| layer.to_string()).collect();
-                with_extra(format!("sandbox: partial (no {})", names.join(", no ")), extra)
+                with_extra(format!("partial (no {})", names.join(", no ")), extra)
             }
-            SandboxState::Off => "sandbox: off".into(),
-            SandboxState::Unavailable(_) => "sandbox: unavailable".into(),
+            SandboxState::Off => "off".into(),
+            SandboxState::Unavailable(_) => "unavailable".into(),
         }
     }
 
-    /// Whether a label (as the status line gets it) is that of a sandbox with every
+    /// Whether a mode (as the session event gives it) is that of a sandbox with every
     /// layer and no extra writable folder.
-    pub fn is_full_label(label: &str) -> bool {
-        label == FULL_LABEL
+    pub fn is_full_mode(mode: &str) -> bool {
+        mode == FULL_MODE
     }
 
     /// Whether commands not known to be read-only must be asked first: some layer of
@@ -509,7 +519,7 @@ mod tests {
         let extra = Sandbox::without(config(true, &["~/.cache", "/"]), dir.path(), &[]);
         if let SandboxState::Enforced { .. } = extra.state() {
             assert_eq!(extra.state().label(), "sandbox: workspace-write + /");
-            assert!(!SandboxState::is_full_label(&extra.state().label()));
+            assert!(!SandboxState::is_full_mode(&extra.state().mode()));
         }
         let partial = Sandbox::without(config(true, &[]), dir.path(), &[Layer::Seccomp, Layer::Namespaces]);
         let label = partial.state().label();
@@ -556,7 +566,7 @@ mod tests {
             "{:?}",
             sandbox.state().details()
         );
-        assert!(SandboxState::is_full_label(&sandbox.state().label()));
+        assert!(SandboxState::is_full_mode(&sandbox.state().mode()));
         let details = sandbox.state().details();
         assert!(
             details.iter().any(|line| line.starts_with("seccomp: active")),

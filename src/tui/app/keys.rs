@@ -475,7 +475,10 @@ impl App {
                         crate::compact::short_count(status.limit)
                     ));
                 }
-                text.push_str(&format!(" · {}", info.sandbox));
+                text.push_str(&format!(
+                    " · {}",
+                    crate::tools::sandbox::SandboxState::label_of(&info.sandbox)
+                ));
                 if !info.sandbox_layers.is_empty() {
                     text.push_str(&format!(" ({})", info.sandbox_layers.join("; ")));
                 }
