@@ -325,7 +325,10 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
     );
     turn(&mut agent, "again").await;
     let restarted = mcp_command(&mut agent, Some(scratchpad::protocol::McpAction::Restart("fx".into()))).await;
-    assert!(restarted.starts_with("MCP server `fx`: 6 tools"), "{restarted}");
+    assert!(
+        restarted.starts_with("restarted `fx`: it is ready\nMCP server `fx`: 6 tools"),
+        "{restarted}"
+    );
     turn(&mut agent, "third").await;
     let unknown = mcp_command(
         &mut agent,
@@ -466,4 +469,30 @@ async fn a_ready_server_is_counted_in_the_fixed_part_without_a_request() {
         after.fixed
     );
     assert!(api.requests().is_empty(), "no request was sent");
+}
+
+/// A server that fails is said with the last line of its standard error, which says
+/// why (`fatal: missing GITHUB_TOKEN`), not only that the connection closed.
+#[tokio::test]
+async fn a_failed_server_is_said_with_the_end_of_its_stderr() {
+    use scratchpad::protocol::AgentEvent;
+    let api = MockApi::start(vec![]).await;
+    let servers = std::collections::BTreeMap::from([(
+        "broken".to_string(),
+        scratchpad::mcp::McpServerConfig {
+            command: "sh".into(),
+            args: vec!["-c".into(), "echo 'fatal: missing GITHUB_TOKEN' >&2; exit 1".into()],
+            ..Default::default()
+        },
+    )]);
+    let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
+    let said = until(
+        &mut agent.events,
+        |event| matches!(event, AgentEvent::Notice { message } if message.starts_with("MCP server `broken` failed")),
+    )
+    .await;
+    let AgentEvent::Notice { message } = said else {
+        unreachable!("waited for a notice")
+    };
+    assert!(message.contains("fatal: missing GITHUB_TOKEN"), "{message}");
 }

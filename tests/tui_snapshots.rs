@@ -2883,3 +2883,71 @@ fn a_read_only_view_says_so_and_keeps_what_was_typed() {
     assert!(!shown.contains("● ready"), "{shown}");
     insta::assert_snapshot!("read_only_view_120x40", terminal.backend());
 }
+
+/// Notices are lines, not one paragraph: `/mcp`'s list keeps a server a line and its
+/// tools under it, and the picker's preview keeps the answer's heading apart from the
+/// paragraph under it.
+#[test]
+fn mcp_list_and_picker_preview_keep_their_lines() {
+    use scratchpad::session::{Record, Tally};
+    let mut s = screen();
+    s.app.apply(AgentEvent::Notice {
+        message: [
+            "MCP server `everything`: 13 tools, 9.1k chars of every request",
+            "  mcp__everything__echo · 412 chars",
+            "  mcp__everything__add · 530 chars",
+            "MCP server `broken` failed: connection closed (its stderr ends: fatal: missing GITHUB_TOKEN)",
+            "  its stderr ends:",
+            "    fatal: missing GITHUB_TOKEN",
+            "(/mcp restart NAME · /mcp disable NAME; MCP servers run outside the sandbox)",
+        ]
+        .join("\n"),
+    });
+    for (width, height) in [(120, 40), (80, 24)] {
+        let shown = text_of(&draw(&mut s.app, width, height));
+        assert!(
+            shown
+                .lines()
+                .any(|line| line.contains("· MCP server `everything`: 13 tools")),
+            "{shown}"
+        );
+        assert!(
+            shown
+                .lines()
+                .any(|line| line.contains("  mcp__everything__echo · 412 chars")),
+            "a tool a line: {shown}"
+        );
+        insta::assert_snapshot!(
+            format!("mcp_list_{width}x{height}"),
+            draw(&mut s.app, width, height).backend()
+        );
+    }
+    let sessions = s.dir.path().join("sessions");
+    journal(
+        &sessions,
+        "20261201-100000-1",
+        &[
+            meta(None),
+            append(Message::user_text("survey this workspace")),
+            Record::Tally(Tally {
+                turns: 1,
+                compactions: 2,
+                messages: 14,
+                estimate: 21_000,
+                last_request: "survey this workspace".into(),
+                last_answer: "## Survey complete\nI listed the workspace and read 3 files.".into(),
+            }),
+        ],
+        1_796_000_000,
+    );
+    s.app.sessions_in(sessions);
+    s.app.open_picker();
+    let terminal = draw(&mut s.app, 120, 40);
+    let shown = text_of(&terminal);
+    assert!(!shown.contains("Survey completeI"), "{shown}");
+    assert!(
+        shown.contains("│## Survey complete  "),
+        "the heading has its own line: {shown}"
+    );
+    insta::assert_snapshot!("picker_preview_lines_120x40", terminal.backend());
+}

@@ -60,10 +60,11 @@ fn server_line(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::E
     match &status.state {
         ServerState::Starting => format!("MCP server `{}`: starting", status.name),
         ServerState::Disabled => format!("MCP server `{}`: disabled for this session", status.name),
-        ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}", status.name),
+        ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}{}", status.name, last_words(status)),
         ServerState::Stopped(reason) => format!(
-            "MCP server `{}` {reason}; it is started again on the next call",
-            status.name
+            "MCP server `{}` {reason}{}; it is started again on the next call",
+            status.name,
+            last_words(status)
         ),
         ServerState::Ready => {
             let row = server_row(status, tools, mode);
@@ -84,6 +85,18 @@ fn server_line(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::E
             )
         }
     }
+}
+
+/// What a server that failed or stopped last wrote on its standard error, which
+/// usually says why (`fatal: missing GITHUB_TOKEN`) where the connection's end does not.
+fn last_words(status: &ServerStatus) -> String {
+    status
+        .stderr_tail
+        .iter()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .map(|line| format!(" (its stderr ends: {})", line.trim()))
+        .unwrap_or_default()
 }
 
 /// `/mcp`'s view of one server: its line, then each tool with what its definition
@@ -134,6 +147,7 @@ impl Agent {
     /// `/mcp`: list the servers, after restarting or disabling one.
     pub(super) async fn mcp_command(&mut self, action: Option<McpAction>) {
         let hub = Arc::clone(self.tools.mcp());
+        let mut outcome = None;
         if action == Some(McpAction::Trust) {
             if let Some(line) = self.trust_project(&hub).await {
                 self.emit(AgentEvent::Notice { message: line });
@@ -150,6 +164,19 @@ impl Agent {
                     message: format!("there is no MCP server `{name}` (see /mcp)"),
                 });
                 return;
+            }
+            // A restart has connected (or failed to) by now: say which, first.
+            if let McpAction::Restart(name) = &action {
+                let state = hub.statuses().into_iter().find(|status| &status.name == name);
+                outcome = state.map(|status| match &status.state {
+                    ServerState::Ready => format!("restarted `{name}`: it is ready"),
+                    ServerState::Failed(reason) => {
+                        format!("restarting `{name}` did not work: {reason}{}", last_words(&status))
+                    }
+                    ServerState::Starting => format!("restarted `{name}`: it is still starting"),
+                    ServerState::Stopped(reason) => format!("restarted `{name}`, and it stopped: {reason}"),
+                    ServerState::Disabled => format!("`{name}` is disabled for this session"),
+                });
             }
         }
         self.mcp_revision = hub.revision();
@@ -168,6 +195,10 @@ impl Agent {
                 "{}\n(/mcp restart NAME · /mcp disable NAME; MCP servers run outside the sandbox)",
                 servers.join("\n")
             )
+        };
+        let message = match outcome {
+            Some(outcome) => format!("{outcome}\n{message}"),
+            None => message,
         };
         self.emit(AgentEvent::Notice { message });
     }

@@ -557,6 +557,8 @@ impl Agent {
         // and the fixed part: taken in when it happens, not at the next request.
         let mut mcp_changes = self.tools.mcp().changes();
         let mut mcp_watched = true;
+        // What changed before the watch began (a server that failed at once).
+        self.take_in_mcp_change();
         while !self.quit {
             let op = tokio::select! {
                 op = ops.recv() => op,

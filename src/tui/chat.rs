@@ -143,17 +143,7 @@ fn entry_lines(
             }
             lines
         }
-        ChatEntry::Notice(text) => markdown::wrap(
-            &[(
-                text.clone(),
-                Style::default()
-                    .fg(theme::palette().muted)
-                    .add_modifier(Modifier::ITALIC),
-            )],
-            width,
-            Span::styled("· ", Style::default().fg(theme::palette().muted)),
-            "  ",
-        ),
+        ChatEntry::Notice(text) => notice_lines(text, width),
         ChatEntry::Marker(marker) => marker_lines(marker, width, look, &mut link_of_line),
         ChatEntry::Preview(events) => preview_lines(events, width, &mut link_of_line),
         ChatEntry::Instructions(note) => instructions_lines(note, width, &mut link_of_line),
@@ -173,6 +163,20 @@ const RECEIPT_ITEMS_SHOWN: usize = 40;
 /// it lists each of them), the summary a summarising stage wrote (its first lines, all
 /// of them when expanded), then every firing's files as numbered links; expanded,
 /// the receipt: why it ran, how long it took, and each item with a link to its text.
+/// A notice as lines: each of its own lines wrapped on its own (a list stays a list),
+/// the first led by `· `, the rest indented under it.
+fn notice_lines(text: &str, width: usize) -> Vec<Line<'static>> {
+    let muted = Style::default().fg(theme::palette().muted);
+    let style = muted.add_modifier(Modifier::ITALIC);
+    text.lines()
+        .enumerate()
+        .flat_map(|(at, line)| {
+            let lead = if at == 0 { "· " } else { "  " };
+            markdown::wrap(&[(line.to_string(), style)], width, Span::styled(lead, muted), "  ")
+        })
+        .collect()
+}
+
 fn marker_lines(
     marker: &MarkerRun,
     width: usize,

@@ -204,17 +204,20 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
         lines.push(Line::raw(""));
     }
     match &session.tally {
-        Some(tally) => lines.extend([
-            Line::styled(
-                format!("› {}", screen_safe(&tally.last_request)),
-                Style::default().fg(palette.text),
-            ),
-            Line::raw(""),
-            Line::styled(
-                screen_safe(&tally.last_answer).into_owned(),
-                Style::default().fg(palette.soft),
-            ),
-        ]),
+        // Each line of the request and the answer stays a line (a heading does not
+        // run into the paragraph under it).
+        Some(tally) => {
+            let text = Style::default().fg(palette.text);
+            let soft = Style::default().fg(palette.soft);
+            let request = screen_safe(&tally.last_request).into_owned();
+            for (at, line) in request.lines().enumerate() {
+                let lead = if at == 0 { "› " } else { "  " };
+                lines.push(Line::styled(format!("{lead}{line}"), text));
+            }
+            lines.push(Line::raw(""));
+            let answer = screen_safe(&tally.last_answer).into_owned();
+            lines.extend(answer.lines().map(|line| Line::styled(line.to_string(), soft)));
+        }
         None => lines.push(Line::styled("no turn of this session ended yet", muted)),
     }
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
