@@ -3,7 +3,7 @@
 //! the visible lines.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
@@ -609,8 +609,31 @@ impl ChatView {
             .borders(Borders::ALL)
             .border_style(Style::default().fg(border))
             .title(title);
-        let inner = block.inner(area);
+        let mut inner = block.inner(area);
         frame.render_widget(block, area);
+        if entries.is_empty() {
+            frame.render_widget(Paragraph::new(welcome.to_vec()).wrap(Wrap { trim: false }), inner);
+            return;
+        }
+        if !welcome.is_empty() {
+            // The welcome above the start's notes, taking at most half the pane.
+            let welcome_lines: Vec<Line<'static>> = welcome
+                .iter()
+                .flat_map(|line| {
+                    let segments: Vec<(String, Style)> = line
+                        .spans
+                        .iter()
+                        .map(|span| (span.content.to_string(), span.style))
+                        .collect();
+                    markdown::wrap(&segments, usize::from(inner.width), Span::raw(""), "")
+                })
+                .chain(std::iter::once(Line::default()))
+                .collect();
+            let height = (welcome_lines.len() as u16).min(inner.height / 2);
+            let [top, rest] = Layout::vertical([Constraint::Length(height), Constraint::Min(0)]).areas(inner);
+            frame.render_widget(Paragraph::new(welcome_lines), top);
+            inner = rest;
+        }
         let width = inner.width.max(1);
         let palette = theme::palette();
         if width != self.width || self.palette != Some(palette) || inline_tools != self.inline_tools {
@@ -728,10 +751,6 @@ impl ChatView {
                 visible.push(line.clone());
             }
             line_no += height;
-        }
-        if entries.is_empty() {
-            frame.render_widget(Paragraph::new(welcome.to_vec()).wrap(Wrap { trim: false }), inner);
-            return;
         }
         frame.render_widget(Paragraph::new(visible), inner);
     }

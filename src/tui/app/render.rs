@@ -55,7 +55,14 @@ impl App {
         } else {
             None
         };
-        let welcome = if self.state.chat.is_empty() {
+        // While the chat holds only what the start said (instruction files, MCP
+        // servers: most real projects have some), the welcome stays on top of it.
+        let welcome = if self
+            .state
+            .chat
+            .iter()
+            .all(|entry| matches!(entry, ChatEntry::Notice(_) | ChatEntry::Instructions(_)))
+        {
             super::super::welcome::lines(&self.state.session)
         } else {
             Vec::new()
