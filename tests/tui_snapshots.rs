@@ -2951,3 +2951,50 @@ fn mcp_list_and_picker_preview_keep_their_lines() {
     );
     insta::assert_snapshot!("picker_preview_lines_120x40", terminal.backend());
 }
+
+/// The gauge with everything to say (tokens, a background summary) at 60, 80 and 120
+/// columns: the bar keeps at least 20 cells, and the text gives up whole fields, the
+/// least useful first, never a word cut in two.
+#[test]
+fn the_gauge_gives_up_whole_fields_and_keeps_its_bar() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::Context {
+        status: ContextStatus {
+            estimate: 36_400,
+            limit: 50_000,
+            target: 40_000,
+            messages: 48,
+            snip_max_messages: 50,
+            fixed: 17_700,
+            tokens: Some(TokenFigure {
+                tokens: 13_520,
+                window_tokens: 200_000,
+                request_chars: 54_100,
+                chars_per_token: 4.0,
+                basis: TokenBasis::Reported,
+            }),
+            background: Some(scratchpad::protocol::BackgroundStatus {
+                started_at_percent: 71,
+                ready: false,
+            }),
+        },
+    });
+    let endings = ["%)", "fixed", "msgs", "since 71%", "chars/token"];
+    for (width, height) in [(60, 15), (80, 24), (120, 40)] {
+        let terminal = draw(&mut s.app, width, height);
+        let shown = text_of(&terminal);
+        let gauge_lines: Vec<&str> = shown
+            .lines()
+            .filter(|line| line.contains("░") || line.contains("chars ("))
+            .collect();
+        let cells = gauge_lines[0].chars().filter(|c| "█░┃╎".contains(*c)).count();
+        assert!(cells >= 20, "{width} columns: a bar of {cells} cells: {gauge_lines:?}");
+        let text = gauge_lines.last().unwrap().trim_end();
+        assert!(
+            endings.iter().any(|ending| text.ends_with(ending)),
+            "{width} columns: the text ends mid-field: {text:?}"
+        );
+        assert!(text.contains("36.4k / 50.0k chars (72%)"), "{text}");
+        insta::assert_snapshot!(format!("gauge_full_{width}x{height}"), terminal.backend());
+    }
+}

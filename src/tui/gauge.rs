@@ -77,42 +77,57 @@ pub fn bar(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
         .collect()
 }
 
-/// How much the gauge's text says: the narrow one-line form, or the two-line form
-/// with the token figure, with or without the characters that figure is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Detail {
-    Compact,
-    Tokens,
-    TokensAndChars,
+/// What the gauge's text says. The estimate against the limit always; the other
+/// fields whole or not at all, the most useful first while they fit
+/// ([`BY_USE`]), so the text is never cut mid-word.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Shown {
+    /// The characters the token figure is for.
+    request_chars: bool,
+    tokens: bool,
+    fixed: bool,
+    background: bool,
+    messages: bool,
 }
 
-pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
+/// The fields in the order they are kept when not all fit.
+const BY_USE: [fn(&mut Shown); 5] = [
+    |shown| shown.messages = true,
+    |shown| shown.tokens = true,
+    |shown| shown.background = true,
+    |shown| shown.fixed = true,
+    |shown| shown.request_chars = true,
+];
+
+fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
     let percent = status.estimate * 100 / status.limit.max(1);
     let colour = zone_colour(zone(status));
-    let mut spans = vec![
-        Span::styled(
-            format!(
-                "{} / {} chars ({percent}%)",
-                short_count(status.estimate),
-                short_count(status.limit)
-            ),
-            Style::default().fg(colour).add_modifier(Modifier::BOLD),
+    let mut spans = vec![Span::styled(
+        format!(
+            "{} / {} chars ({percent}%)",
+            short_count(status.estimate),
+            short_count(status.limit)
         ),
-        Span::styled(
+        Style::default().fg(colour).add_modifier(Modifier::BOLD),
+    )];
+    if shown.fixed {
+        spans.push(Span::styled(
             format!(" · +{} fixed", short_count(status.fixed)),
             Style::default().fg(theme::palette().soft),
-        ),
-    ];
-    let messages_colour = if status.messages > status.snip_max_messages {
-        theme::palette().failure
-    } else {
-        theme::palette().soft
-    };
-    spans.push(Span::styled(
-        format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
-        Style::default().fg(messages_colour),
-    ));
-    if let Some(background) = status.background {
+        ));
+    }
+    if shown.messages {
+        let messages_colour = if status.messages > status.snip_max_messages {
+            theme::palette().failure
+        } else {
+            theme::palette().soft
+        };
+        spans.push(Span::styled(
+            format!(" · {}/{} msgs", status.messages, status.snip_max_messages),
+            Style::default().fg(messages_colour),
+        ));
+    }
+    if let Some(background) = status.background.filter(|_| shown.background) {
         let (text, colour) = if background.ready {
             (
                 format!(" · summary ready (from {}%)", background.started_at_percent),
@@ -126,16 +141,37 @@ pub fn details(status: &ContextStatus, detail: Detail) -> Vec<Span<'static>> {
         };
         spans.push(Span::styled(text, Style::default().fg(colour)));
     }
-    if detail != Detail::Compact
-        && let Some(figure) = &status.tokens
-    {
+    if let Some(figure) = status.tokens.as_ref().filter(|_| shown.tokens) {
         spans.push(Span::styled(
-            format!(" · {}", token_text(figure, detail == Detail::TokensAndChars)),
+            format!(" · {}", token_text(figure, shown.request_chars)),
             Style::default().fg(theme::palette().soft),
         ));
     }
     spans
 }
+
+/// The most of the text that fits `width` columns: each field, most useful first,
+/// kept when it still fits.
+fn fitted_details(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
+    let mut shown = Shown::default();
+    for keep in BY_USE {
+        let mut more = shown;
+        keep(&mut more);
+        if width_of(&details(status, more)) <= width {
+            shown = more;
+        }
+    }
+    details(status, shown)
+}
+
+fn width_of(spans: &[Span]) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    spans.iter().map(|span| span.content.width()).sum()
+}
+
+/// The fewest cells the bar keeps, however narrow the terminal: enough to read how
+/// full it is and see both ticks apart.
+const MIN_BAR: usize = 20;
 
 /// A token figure as the gauge and `/context` say it: `9.1k of 200.0k tokens (last
 /// call, 36.4k chars) · 4.0 chars/token`, with `≈` when it is an estimate;
@@ -173,27 +209,25 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
     };
     let label = Span::styled(" context ", Style::default().fg(theme::palette().soft));
     let narrow = area.width < 90;
+    let width = usize::from(area.width);
     if area.height >= 2 && !narrow {
-        let bar_width = area.width as usize - 10;
         let mut first = vec![label];
-        first.extend(bar(status, bar_width));
-        // The most that fits: under the bar with the request's characters, then
-        // from the left edge, then without them.
-        let width = |spans: &[Span]| spans.iter().map(|s| s.content.chars().count()).sum::<usize>();
-        let fits = |indent: &'static str, detail| {
-            let text = details(status, detail);
-            (indent.len() + width(&text) <= area.width as usize).then_some((indent, text))
+        first.extend(bar(status, width - 10));
+        // Under the bar, or from the left edge where that shows more.
+        let indent = "          ";
+        let under = fitted_details(status, width - indent.len());
+        let edge = fitted_details(status, width - 1);
+        let (indent, text) = if width_of(&edge) > width_of(&under) {
+            (" ", edge)
+        } else {
+            (indent, under)
         };
-        let (indent, text) = fits("          ", Detail::TokensAndChars)
-            .or_else(|| fits(" ", Detail::TokensAndChars))
-            .unwrap_or_else(|| ("          ", details(status, Detail::Tokens)));
         let mut second = vec![Span::raw(indent)];
         second.extend(text);
         frame.render_widget(Paragraph::new(vec![Line::from(first), Line::from(second)]), area);
     } else {
-        let details = details(status, Detail::Compact);
-        let text_width: usize = details.iter().map(|s| s.content.chars().count()).sum();
-        let bar_width = (area.width as usize).saturating_sub(text_width + 2).max(3);
+        let details = fitted_details(status, width.saturating_sub(MIN_BAR + 1));
+        let bar_width = width.saturating_sub(width_of(&details) + 1).max(3);
         let mut line = bar(status, bar_width);
         line.push(Span::raw(" "));
         line.extend(details);
