@@ -2998,3 +2998,22 @@ fn the_gauge_gives_up_whole_fields_and_keeps_its_bar() {
         insta::assert_snapshot!(format!("gauge_full_{width}x{height}"), terminal.backend());
     }
 }
+
+/// What `/context` said goes with it: after Esc the main screen shows no toast about
+/// a view that is closed.
+#[test]
+fn a_context_toast_goes_with_the_view() {
+    let mut s = screen();
+    let messages = vec![Message::user_text("x".repeat(500)), Message::assistant_text("ok")];
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
+    });
+    s.app.handle_key(key(KeyCode::Char('r')));
+    let open = text_of(&draw(&mut s.app, 120, 40));
+    assert!(open.contains("r, p and d act on tool results"), "{open}");
+    s.app.handle_key(key(KeyCode::Esc));
+    let closed = text_of(&draw(&mut s.app, 120, 40));
+    assert!(!closed.contains("r, p and d act on tool results"), "{closed}");
+}

@@ -138,7 +138,11 @@ impl App {
                 let action = view.handle_key(key, self.state.breakdown.as_ref());
                 match action {
                     ContextAction::Stay => {}
-                    ContextAction::Close => self.overlay = Overlay::None,
+                    // What /context said was about it: it goes with the view.
+                    ContextAction::Close => {
+                        self.overlay = Overlay::None;
+                        self.toast = None;
+                    }
                     ContextAction::CountTokens => self.send(Op::CountTokens),
                     ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
                     ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),

@@ -595,6 +595,7 @@ impl AppState {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
+        self.turns = 0;
         self.timeline.clear();
         self.undoable.clear();
         let mut messages = 0;
@@ -637,6 +638,7 @@ impl AppState {
         self.chat.clear();
         self.revisions.clear();
         self.tools.clear();
+        self.turns = 0;
         self.timeline.clear();
         self.undoable.clear();
         for message in messages {

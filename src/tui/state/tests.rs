@@ -415,9 +415,15 @@ fn a_cleared_conversation_has_an_empty_timeline_and_nothing_to_undo() {
     });
     assert_eq!(state.timeline.len(), 1);
     assert!(state.newest_undoable().is_some());
+    state.apply(AgentEvent::TurnStarted {
+        turn: crate::protocol::TurnId(1),
+        request: "go".into(),
+    });
+    assert_eq!(state.turns, 1);
     state.apply(AgentEvent::History { messages: Vec::new() });
     assert!(state.timeline.is_empty(), "{:?}", state.timeline);
     assert!(state.newest_undoable().is_none());
+    assert_eq!(state.turns, 0, "the tool pane counts requests from 1 again");
 }
 
 /// A joined emoji streamed in two pieces (the joiner at a piece's edge) reaches the
