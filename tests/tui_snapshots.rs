@@ -3017,3 +3017,37 @@ fn a_context_toast_goes_with_the_view() {
     let closed = text_of(&draw(&mut s.app, 120, 40));
     assert!(!closed.contains("r, p and d act on tool results"), "{closed}");
 }
+
+/// A receipt item's saved path that does not fit after its description gets a line
+/// of its own: it is never cut in two where a line would hold it whole.
+#[test]
+fn a_receipt_path_is_never_cut_where_a_line_holds_it() {
+    let mut s = screen();
+    let path = ".task_outputs/tool-results/toolu_01ABCDEFGH_0_read_file.txt";
+    let AgentEvent::Compaction { mut event } = stage(Stage::MicroCompact, 1, 60_000, 40_000, &[path]) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.items = vec![scratchpad::compact::ReceiptItem {
+        position: 12,
+        role: Role::User,
+        what: "read_file src/storage/writer.rs (result)".into(),
+        chars_before: 31_000,
+        chars_after: 80,
+        saved: Some(path.into()),
+        tool_use_id: Some("toolu_01ABCDEFGH_0".into()),
+        was: None,
+    }];
+    s.app.apply(AgentEvent::Compaction { event });
+    draw(&mut s.app, 80, 24);
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Right));
+    let shown = text_of(&draw(&mut s.app, 80, 24));
+    assert!(
+        shown.contains("#12 user · read_file src/storage/writer.rs (result)"),
+        "{shown}"
+    );
+    assert!(
+        shown.lines().any(|line| line.contains(&format!("│      ↳ {path}"))),
+        "the path whole on a line of its own: {shown}"
+    );
+}

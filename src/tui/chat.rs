@@ -502,18 +502,31 @@ fn receipt_lines(
         } else {
             format!("{} → {}", short_count(item.chars_before), short_count(item.chars_after))
         };
-        let mut segments = vec![(format!("#{} {role} · {} · {sizes}", item.position, item.what), soft)];
+        let described = format!("#{} {role} · {} · {sizes}", item.position, item.what);
         // Items in the stage's transcript link to it without repeating its path.
-        if let Some(saved) = item
+        let saved = item
             .saved
             .as_ref()
-            .filter(|saved| event.archived.as_ref() != Some(*saved))
-        {
+            .filter(|saved| event.archived.as_ref() != Some(*saved));
+        let one_line = saved.is_some_and(|saved| 4 + described.width() + 3 + saved.width() <= width);
+        let mut segments = vec![(described, soft)];
+        if let Some(saved) = saved.filter(|_| one_line) {
             segments.push((" ↳ ".to_string(), muted));
-            segments.extend(markdown::path_segments(saved, link, width.saturating_sub(6)));
+            segments.push((saved.clone(), link));
         }
         let wrapped = markdown::wrap(&segments, width, Span::styled("    ", muted), "      ");
         push(wrapped, item.saved.clone(), lines);
+        // A path that does not fit after its description gets a line of its own, so it
+        // is never cut in two where a line would hold it whole.
+        if let Some(saved) = saved.filter(|_| !one_line) {
+            let wrapped = markdown::wrap(
+                &markdown::path_segments(saved, link, width.saturating_sub(8)),
+                width,
+                Span::styled("      ↳ ", muted),
+                "        ",
+            );
+            push(wrapped, item.saved.clone(), lines);
+        }
     }
     if event.items.len() > RECEIPT_ITEMS_SHOWN {
         let more = &event.items[RECEIPT_ITEMS_SHOWN..];
