@@ -1206,6 +1206,46 @@ fn a_selected_marker_is_scrolled_into_view() {
     insta::assert_snapshot!("selected_marker_in_view_80x24", terminal.backend());
 }
 
+/// `f` on a selected marker scrolled out of sight names the stage and forks only on a
+/// second `f`; End goes back to the newest and clears the selection.
+#[test]
+fn f_on_a_marker_out_of_sight_asks_and_end_clears_the_selection() {
+    let mut s = screen();
+    let mut older = stage(Stage::SnipCompact, 3, 51_000, 47_000, &[".transcripts/a.jsonl"]);
+    if let AgentEvent::Compaction { event } = &mut older {
+        event.id = "stage-a".into();
+    }
+    s.app.apply(older);
+    for n in 0..30 {
+        s.app.apply(AgentEvent::Notice {
+            message: format!("later line {n}"),
+        });
+    }
+    s.app.handle_key(key(KeyCode::Tab));
+    draw(&mut s.app, 80, 24);
+    // Scrolled away from the selected marker: it is out of sight.
+    s.app.handle_key(key(KeyCode::PageDown));
+    s.app.handle_key(key(KeyCode::PageDown));
+    let far = text_of(&draw(&mut s.app, 80, 24));
+    assert!(!far.contains("◆ snip_compact"), "{far}");
+    while s._ops.try_recv().is_ok() {}
+    s.app.handle_key(key(KeyCode::Char('f')));
+    assert!(s._ops.try_recv().is_err(), "no fork yet");
+    let asked = text_of(&draw(&mut s.app, 80, 24));
+    assert!(asked.contains("f again forks before: snip_compact"), "{asked}");
+    s.app.handle_key(key(KeyCode::Char('f')));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Fork {
+            session: None,
+            at: scratchpad::protocol::ForkAt::Stage("stage-a".into()),
+        })
+    );
+    s.app.handle_key(key(KeyCode::End));
+    s.app.handle_key(key(KeyCode::Char('f')));
+    assert!(s._ops.try_recv().is_err(), "nothing selected after End");
+}
+
 #[test]
 fn closing_a_viewer_returns_to_where_it_was_opened() {
     use scratchpad::tui::app::Overlay;

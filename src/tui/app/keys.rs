@@ -57,6 +57,10 @@ impl App {
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
+        // A fork asked about waits for the very next key only.
+        if keymap::action(View::Chat, &key) != Some(Action::ForkBefore) {
+            self.fork_asked = None;
+        }
         let screen = keymap::action(View::Screen, &key);
         if screen == Some(Action::Interrupt) {
             self.interrupt();
@@ -234,7 +238,13 @@ impl App {
             }
             Some(Action::ScrollUp) => return self.chat.scroll(self.chat.page() as isize),
             Some(Action::ScrollDown) => return self.chat.scroll(-(self.chat.page() as isize)),
-            Some(Action::Follow) if self.focus != Focus::Input || self.input.is_empty() => return self.chat.follow(),
+            // Back to the newest: the selection goes too, so no key acts on a marker
+            // out of sight.
+            Some(Action::Follow) if self.focus != Focus::Input || self.input.is_empty() => {
+                self.selected_entry = None;
+                self.expanded_entry = None;
+                return self.chat.follow();
+            }
             Some(Action::CompleteOrCycleFocus) if self.input.completions().is_empty() => {
                 // A hidden tool pane (narrow terminal) is not a stop.
                 self.focus = match self.focus {

@@ -70,6 +70,9 @@ pub struct App {
     pub quit: bool,
     /// When Ctrl+C was last pressed (a second press soon after quits).
     last_interrupt: Option<Instant>,
+    /// A fork asked for on a marker that was not on screen: that entry, until a second
+    /// `f` confirms it (or another key moves on).
+    fork_asked: Option<usize>,
     /// When Esc was last pressed on an empty prompt (a second soon after rewinds).
     last_escape: Option<Instant>,
     /// The prompt's text is to be sent when the running turn ends.
@@ -101,6 +104,7 @@ impl App {
             tick: 0,
             quit: false,
             last_interrupt: None,
+            fork_asked: None,
             last_escape: None,
             queued: false,
             tools_visible: true,
@@ -285,10 +289,21 @@ impl App {
     /// `f` on a selected marker: a new session from the history as it was before the
     /// marker's first firing, rebuilt by the agent from what that stage archived.
     fn fork_before_selected(&mut self) {
-        let Some(ChatEntry::Marker(run)) = self.selected_entry.and_then(|at| self.state.chat.get(at)) else {
+        let asked = self.fork_asked.take();
+        let Some(at) = self.selected_entry else { return };
+        let Some(ChatEntry::Marker(run)) = self.state.chat.get(at) else {
             return;
         };
         let first = run.events.first().map(|event| event.id.clone()).unwrap_or_default();
+        // A marker scrolled out of sight may not be the one the user thinks is
+        // selected: name it and fork on a second `f`.
+        let in_sight = self.chat.marker_rows.iter().any(|&(_, entry)| entry == at);
+        if !in_sight && asked != Some(at) && !first.is_empty() && !self.state.is_busy() {
+            let stage = run.events.first().map(|event| event.summary_line()).unwrap_or_default();
+            self.fork_asked = Some(at);
+            self.tell(format!("f again forks before: {stage} (End clears the selection)"));
+            return;
+        }
         if self.state.is_busy() {
             self.tell("a turn is running: fork when it ends");
         } else if first.is_empty() {
