@@ -55,6 +55,8 @@ pub struct Palette {
     pub failure_soft: Color,
     /// Clickable paths and links.
     pub link: Color,
+    /// Inline code in the model's text.
+    pub code: Color,
     /// Neutral information: tool calls, code.
     pub info: Color,
     /// Compaction: markers in the chat, summaries in the context map.
@@ -83,6 +85,7 @@ pub const DARK: Palette = Palette {
     failure: Color::Indexed(203),
     failure_soft: Color::Indexed(210),
     link: Color::Indexed(123),
+    code: Color::Indexed(220),
     info: Color::Indexed(80),
     compaction: Color::Indexed(213),
     archive: Color::Indexed(176),
@@ -105,6 +108,7 @@ pub const LIGHT: Palette = Palette {
     failure: Color::Indexed(124),
     failure_soft: Color::Indexed(160),
     link: Color::Indexed(26),
+    code: Color::Indexed(94),
     info: Color::Indexed(24),
     compaction: Color::Indexed(90),
     archive: Color::Indexed(91),
@@ -114,14 +118,17 @@ pub const LIGHT: Palette = Palette {
 };
 
 impl Palette {
-    /// This palette with primary and secondary text in the terminal's own foreground:
-    /// for a terminal that does not say what its background is, where the
-    /// terminal's foreground is the one colour known to be readable on it.
+    /// This palette with the text a user reads in the terminal's own foreground
+    /// (prose, inline code, links: links keep their underline): for a terminal that
+    /// does not say what its background is, where the terminal's foreground is the one
+    /// colour known to be readable on it, dark or light.
     pub fn with_terminal_text(self) -> Palette {
         Palette {
             name: "auto (terminal text)",
             text: Color::Reset,
             soft: Color::Reset,
+            link: Color::Reset,
+            code: Color::Reset,
             ..self
         }
     }

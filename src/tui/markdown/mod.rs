@@ -351,7 +351,7 @@ pub fn render(text: &str, width: usize, base: Style) -> Vec<Line<'static>> {
                 if renderer.table.is_some() {
                     renderer.text(&code);
                 } else {
-                    let style = renderer.style().fg(theme::palette().attention);
+                    let style = renderer.style().fg(theme::palette().code);
                     renderer.segments.push((code.to_string(), style));
                 }
             }

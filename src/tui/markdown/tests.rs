@@ -37,7 +37,7 @@ fn wraps_words_lists_and_code() {
         ]
     );
     let span = |text: &str| lines[11].spans.iter().find(|s| s.content.trim() == text).unwrap().style;
-    assert_eq!(span("x").fg, Some(theme::palette().attention));
+    assert_eq!(span("x").fg, Some(theme::palette().code));
     assert!(span("y").add_modifier.contains(Modifier::BOLD));
     assert_eq!(span("use").fg, None);
 }
@@ -154,4 +154,30 @@ fn code_is_highlighted_by_kind() {
     // An unknown language is plain code, not an error.
     let plain_code = render("```nosuchlang\nx = 1\n```", 80, Style::default());
     assert_eq!(plain(&plain_code), vec!["  ┌ nosuchlang", "  │ x = 1"]);
+}
+
+/// On a terminal that did not say its background, inline code and links are drawn in
+/// its own foreground (links keep their underline): the dark palette's yellow and
+/// cyan are unreadable on a light background.
+#[test]
+fn without_a_known_background_code_and_links_take_the_terminal_colour() {
+    let fallback = theme::DARK.with_terminal_text();
+    let lines = theme::with_palette(fallback, || {
+        render(
+            "run `cargo test` and read [the docs](https://example.com)",
+            80,
+            Style::default(),
+        )
+    });
+    let find = |text: &str| {
+        lines
+            .iter()
+            .flat_map(|l| l.spans.iter())
+            .find(|s| s.content.contains(text))
+            .unwrap()
+            .style
+    };
+    assert_eq!(find("cargo test").fg, Some(ratatui::style::Color::Reset));
+    assert_eq!(find("the docs").fg, Some(ratatui::style::Color::Reset));
+    assert!(find("the docs").add_modifier.contains(Modifier::UNDERLINED));
 }
