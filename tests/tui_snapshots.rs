@@ -1706,9 +1706,11 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
             ),
         });
         let context = text_of(&draw(app, 120, 40));
+        let newest = context.find("◇ #2 compact_history 45.0k → 9.0k (undone)");
+        let older = context.find("◆ #1 micro_compact 60.0k → 40.0k");
         assert!(
-            context.contains("compactions: ◆ micro_compact 60.0k → 40.0k · ◆ compact_history 45.0k → 9.0k (undone)"),
-            "{context}"
+            newest.is_some() && older.is_some() && newest < older,
+            "newest first, the undone one said to be so: {context}"
         );
     }
 }
@@ -3090,4 +3092,48 @@ fn a_receipt_path_is_never_cut_where_a_line_holds_it() {
         shown.lines().any(|line| line.contains(&format!("│      ↳ {path}"))),
         "the path whole on a line of its own: {shown}"
     );
+}
+
+/// Every compaction of a long session is in `/context`, newest first, a page at a
+/// time: PgDn and PgUp scroll the list, and the heading says which are shown.
+#[test]
+fn the_compactions_in_context_scroll_newest_first() {
+    let mut s = screen();
+    for n in 0..12 {
+        let AgentEvent::Compaction { mut event } = stage(Stage::SnipCompact, 3, 51_000 + n, 47_000, &[]) else {
+            unreachable!("stage builds a compaction event")
+        };
+        event.id = format!("stage-{n}");
+        s.app.apply(AgentEvent::Compaction { event });
+    }
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            "sys",
+            &[],
+            &[],
+            &[],
+            &[Message::user_text("go")],
+            &CompactConfig::default(),
+        ),
+    });
+    let first = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        first.contains("compactions, newest first · 1–5 of 12 · PgUp/PgDn"),
+        "{first}"
+    );
+    assert!(first.contains("#12 snip_compact 51.0k"), "{first}");
+    assert!(!first.contains("#7 snip_compact"), "{first}");
+    s.app.handle_key(key(KeyCode::PageDown));
+    s.app.handle_key(key(KeyCode::PageDown));
+    s.app.handle_key(key(KeyCode::PageDown));
+    let last = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        last.contains("8–12 of 12"),
+        "scrolled to the oldest, no further: {last}"
+    );
+    assert!(last.contains("#1 snip_compact 51.0k"), "{last}");
+    s.app.handle_key(key(KeyCode::PageUp));
+    assert!(text_of(&draw(&mut s.app, 120, 40)).contains("3–7 of 12"));
 }

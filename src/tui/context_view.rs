@@ -142,15 +142,33 @@ impl ItemList {
 pub struct ContextView {
     pub selected: usize,
     pub list: ItemList,
+    /// How many of the newest compactions the list of them is scrolled past.
+    pub compactions_scrolled: usize,
 }
 
 impl ContextView {
-    pub fn handle_key(&mut self, key: KeyEvent, breakdown: Option<&ContextBreakdown>) -> ContextAction {
+    /// One key in the view; `compactions` is how many the session had (their list
+    /// scrolls).
+    pub fn handle_key(
+        &mut self,
+        key: KeyEvent,
+        breakdown: Option<&ContextBreakdown>,
+        compactions: usize,
+    ) -> ContextAction {
         let items = breakdown.map(|b| self.list.items(b)).unwrap_or_default();
         let selected = items.get(self.selected).copied();
         match keymap::action(View::Context, &key) {
             Some(Action::Close) => ContextAction::Close,
             Some(Action::CountTokens) => ContextAction::CountTokens,
+            Some(Action::ScrollDown) => {
+                self.compactions_scrolled =
+                    (self.compactions_scrolled + COMPACTION_ROWS).min(compactions.saturating_sub(COMPACTION_ROWS));
+                ContextAction::Stay
+            }
+            Some(Action::ScrollUp) => {
+                self.compactions_scrolled = self.compactions_scrolled.saturating_sub(COMPACTION_ROWS);
+                ContextAction::Stay
+            }
             Some(Action::NextList) => {
                 self.list = self.list.next();
                 self.selected = 0;
@@ -248,8 +266,13 @@ impl ContextView {
             _ => 0,
         };
         let table_rows = shown_categories(breakdown).count() as u16 + 3;
-        // A small screen keeps the numbers rather than the list of compactions.
-        let compactions_height = u16::from(!compactions.is_empty() && inner.height >= 17);
+        // A small screen keeps the numbers rather than the list of compactions: a
+        // heading and up to COMPACTION_ROWS of them from 17 rows, their heading alone
+        // below that.
+        let compactions_height = match (compactions.len(), inner.height) {
+            (0, _) | (_, 0..=16) => 0,
+            (count, _) => 1 + count.min(COMPACTION_ROWS) as u16,
+        };
         let [top, items_area, compactions_area, chart_area] = Layout::vertical([
             Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3 + compactions_height))),
             Constraint::Min(3),
@@ -267,8 +290,11 @@ impl ContextView {
         }
         self.render_items(frame, items_area, breakdown);
         if compactions_height > 0 {
+            let scrolled = self
+                .compactions_scrolled
+                .min(compactions.len().saturating_sub(COMPACTION_ROWS));
             frame.render_widget(
-                Paragraph::new(compactions_line(compactions)).wrap(ratatui::widgets::Wrap { trim: true }),
+                Paragraph::new(compaction_lines(compactions, scrolled, COMPACTION_ROWS)),
                 compactions_area,
             );
         }
@@ -331,32 +357,46 @@ impl ContextView {
     }
 }
 
-/// `compactions: ◆ micro_compact 52.0k → 38.0k · ◆ compact_history 45.0k → 9.0k (undone)`,
-/// the undone ones dim and struck through.
-fn compactions_line(compactions: &[Compaction]) -> Line<'static> {
+/// Compactions the list of them shows at once; PgUp and PgDn scroll by as many.
+const COMPACTION_ROWS: usize = 5;
+
+/// The session's compactions, newest first, `rows` of them from the `scrolled`-th:
+/// a heading that says which, then a line each (`#12 ◆ micro_compact 52.0k → 38.0k`),
+/// the undone ones dim with a hollow mark.
+fn compaction_lines(compactions: &[Compaction], scrolled: usize, rows: usize) -> Vec<Line<'static>> {
     let palette = theme::palette();
-    let mut spans = vec![Span::styled("compactions: ", Style::default().fg(palette.soft))];
-    for (at, compaction) in compactions.iter().enumerate() {
-        if at > 0 {
-            spans.push(Span::styled(" · ", Style::default().fg(palette.muted)));
-        }
+    let count = compactions.len();
+    let shown = count.saturating_sub(scrolled).min(rows);
+    let more = if count > rows {
+        format!(" · {}–{} of {count} · PgUp/PgDn", scrolled + 1, scrolled + shown)
+    } else {
+        String::new()
+    };
+    let mut lines = vec![Line::from(Span::styled(
+        format!("compactions, newest first{more}"),
+        Style::default().fg(palette.soft),
+    ))];
+    for (number, compaction) in compactions.iter().enumerate().rev().skip(scrolled).take(rows) {
         let text = format!(
-            "◆ {} {} → {}",
+            "#{} {} {} → {}",
+            number + 1,
             compaction.stage,
             short_count(compaction.chars_before),
             short_count(compaction.chars_after)
         );
-        if compaction.undone {
-            spans.push(Span::styled(
-                text,
-                Style::default().fg(palette.muted).add_modifier(Modifier::CROSSED_OUT),
-            ));
-            spans.push(Span::styled(" (undone)", Style::default().fg(palette.muted)));
+        lines.push(if compaction.undone {
+            Line::from(vec![
+                Span::styled(format!("◇ {text}"), Style::default().fg(palette.muted)),
+                Span::styled(" (undone)", Style::default().fg(palette.muted)),
+            ])
         } else {
-            spans.push(Span::styled(text, Style::default().fg(palette.compaction)));
-        }
+            Line::from(Span::styled(
+                format!("◆ {text}"),
+                Style::default().fg(palette.compaction),
+            ))
+        });
     }
-    Line::from(spans)
+    lines
 }
 
 /// One cell per slice of the limit, in category order; free space is dim dots. The

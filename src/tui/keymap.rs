@@ -447,6 +447,14 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                 &[(V::Context, char('t'), A::CountTokens)],
             ),
             row(
+                "PgUp / PgDn",
+                "scroll the list of the session's compactions (newest first)",
+                &[
+                    (V::Context, key(KeyCode::PageUp), A::ScrollUp),
+                    (V::Context, key(KeyCode::PageDown), A::ScrollDown),
+                ],
+            ),
+            row(
                 "Esc, q",
                 "close",
                 &[

@@ -258,7 +258,7 @@ pub fn code_colour(role: CodeRole) -> Color {
 mod tests {
     use super::*;
 
-    fn every_role(palette: &Palette) -> [(&'static str, Color); 16] {
+    fn every_role(palette: &Palette) -> [(&'static str, Color); 17] {
         [
             ("text", palette.text),
             ("soft", palette.soft),
@@ -270,6 +270,7 @@ mod tests {
             ("failure", palette.failure),
             ("failure_soft", palette.failure_soft),
             ("link", palette.link),
+            ("code", palette.code),
             ("info", palette.info),
             ("compaction", palette.compaction),
             ("archive", palette.archive),

@@ -139,7 +139,8 @@ impl App {
                 return;
             }
             Overlay::Context(view) => {
-                let action = view.handle_key(key, self.state.breakdown.as_ref());
+                let compactions = self.state.compactions().len();
+                let action = view.handle_key(key, self.state.breakdown.as_ref(), compactions);
                 match action {
                     ContextAction::Stay => {}
                     // What /context said was about it: it goes with the view.
