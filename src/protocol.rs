@@ -136,11 +136,13 @@ impl std::fmt::Display for CompactionRequester {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionAnswer {
     AllowOnce,
     Deny,
+    /// Denied, with the user's words for the model: why not, or what to do instead.
+    DenyBecause(String),
     AlwaysForSession,
 }
 

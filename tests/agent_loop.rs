@@ -636,3 +636,42 @@ async fn a_tool_turn_over_the_openai_wire_format() {
     let history = agent.task.await.unwrap();
     assert_eq!(history.last().unwrap().text(), "It says hi.");
 }
+
+/// A call denied with words: the model reads them in the call's result, and the
+/// status line stops waiting the moment the answer arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denial_with_words_reaches_the_model() {
+    let api = MockApi::start(vec![
+        tool_reply("Deleting.", &[("t1", "bash", json!({"command": "rm -rf build"}))]),
+        text_reply("I will use cargo clean."),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Ask).await;
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "clean up".into(),
+        })
+        .unwrap();
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::DenyBecause("use cargo clean instead".into()),
+        })
+        .unwrap();
+    let answered = until(&mut agent.events, |e| matches!(e, AgentEvent::Answered { .. })).await;
+    assert_eq!(answered, AgentEvent::Answered { request_id });
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    let sent = messages_of(api.requests().last().unwrap());
+    let results = common::tool_results(&sent);
+    assert!(
+        results.iter().any(|r| r.contains("and said: use cargo clean instead")),
+        "{results:?}"
+    );
+}

@@ -3137,3 +3137,47 @@ fn the_compactions_in_context_scroll_newest_first() {
     s.app.handle_key(key(KeyCode::PageUp));
     assert!(text_of(&draw(&mut s.app, 120, 40)).contains("3–7 of 12"));
 }
+
+/// `e` in a permission question denies with words for the model, typed in the
+/// prompt (what was being typed there waits and comes back); Esc goes back to the
+/// question. The question names the command once.
+#[test]
+fn a_call_is_denied_with_words_for_the_model() {
+    let mut s = screen();
+    type_text(&mut s.app, "a draft");
+    s.app.apply(AgentEvent::PermissionRequest {
+        turn: scratchpad::protocol::TurnId(1),
+        request_id: 9,
+        tool: "bash".into(),
+        question: "`rm -rf build` deletes files. Run it?".into(),
+        subject: "rm -rf build".into(),
+        always: None,
+    });
+    let asked = text_of(&draw(&mut s.app, 120, 40));
+    assert_eq!(asked.matches("rm -rf build").count(), 1, "the command once: {asked}");
+    assert!(asked.contains("deny, saying why"), "{asked}");
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    s.app.handle_key(key(KeyCode::Char('e')));
+    let typing = text_of(&draw(&mut s.app, 120, 40));
+    assert!(typing.contains("why not? · Enter denies with these words"), "{typing}");
+    assert!(!typing.contains("Run it?"), "the question waits behind: {typing}");
+    s.app.handle_key(key(KeyCode::Esc));
+    assert!(
+        text_of(&draw(&mut s.app, 120, 40)).contains("Run it?"),
+        "Esc: back to the question"
+    );
+    assert_eq!(s.app.input.text(), "a draft");
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    s.app.handle_key(key(KeyCode::Char('e')));
+    type_text(&mut s.app, "use cargo clean instead");
+    s.app.handle_key(key(KeyCode::Enter));
+    match s._ops.try_recv() {
+        Ok(Op::Permission { request_id: 9, answer }) => {
+            assert_eq!(answer, PermissionAnswer::DenyBecause("use cargo clean instead".into()))
+        }
+        other => panic!("expected the denial with words, got {other:?}"),
+    }
+    assert!(s.app.state.permission.is_none());
+    assert_eq!(s.app.input.text(), "a draft", "the draft comes back");
+    insta::assert_snapshot!("modal_120x40_after_denial", draw(&mut s.app, 120, 40).backend());
+}

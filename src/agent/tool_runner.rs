@@ -51,8 +51,14 @@ impl Agent {
                         job,
                     } => match self.permission(&name, &question, destructive, &job, ops).await {
                         Decision::Allowed => self.run_job(&id, job, &mut compact, &mut cancelled, ops).await,
-                        Decision::Denied => (
+                        Decision::Denied(None) => (
                             ToolOutput::error(format!("Refused: the user did not allow this. ({question})")),
+                            ToolStatus::Refused,
+                        ),
+                        Decision::Denied(Some(reason)) => (
+                            ToolOutput::error(format!(
+                                "Refused: the user did not allow this, and said: {reason} ({question})"
+                            )),
                             ToolStatus::Refused,
                         ),
                         Decision::NobodyToAsk => (
@@ -194,7 +200,8 @@ impl Agent {
                     self.emit(AgentEvent::Answered { request_id });
                     return match answer {
                         PermissionAnswer::AllowOnce => Decision::Allowed,
-                        PermissionAnswer::Deny => Decision::Denied,
+                        PermissionAnswer::Deny => Decision::Denied(None),
+                        PermissionAnswer::DenyBecause(reason) => Decision::Denied(Some(reason)),
                         PermissionAnswer::AlwaysForSession => match always {
                             Some(rule) => {
                                 self.approvals.grant(rule);
@@ -234,7 +241,8 @@ pub(super) struct Batch {
 /// The user's answer to a permission question.
 pub(super) enum Decision {
     Allowed,
-    Denied,
+    /// With the user's words for the model, when they gave any.
+    Denied(Option<String>),
     /// Headless without `--yes`: there is no one to ask.
     NobodyToAsk,
     /// The user cancelled the turn (or quit) instead of answering.

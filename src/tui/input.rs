@@ -40,6 +40,8 @@ pub enum PromptState {
     Queued,
     /// A read-only view of a saved session: nothing typed is sent.
     ReadOnly,
+    /// Why a call is denied: Enter denies with these words.
+    Reason,
 }
 
 pub enum InputAction {
@@ -235,6 +237,9 @@ impl InputBox {
             PromptState::Busy => " request · Esc cancels the turn · Enter queues it ",
             PromptState::Queued => " queued · sent when the turn ends · edit it freely ",
             PromptState::ReadOnly => " read-only view · nothing typed is sent · / commands look around ",
+            PromptState::Reason => {
+                " why not? · Enter denies with these words, which the model reads · Esc back to the question "
+            }
         };
         self.textarea.set_block(
             Block::default()

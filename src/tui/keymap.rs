@@ -73,6 +73,7 @@ pub enum Action {
     NextList,
     AllowOnce,
     Deny,
+    DenyBecause,
     AlwaysAllow,
     CancelTurn,
     CompactNow,
@@ -476,6 +477,11 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                 ],
             ),
             row("n", "deny", &[(V::Permission, char('n'), A::Deny)]),
+            row(
+                "e",
+                "deny, and tell the model why (typed in the prompt; Esc goes back)",
+                &[(V::Permission, char('e'), A::DenyBecause)],
+            ),
             row(
                 "a",
                 "always allow, where offered",

@@ -118,21 +118,27 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     frame.render_widget(Clear, popup);
     let mut keys = key("y", "allow once", theme::palette().success);
     keys.extend(key("n", "deny", theme::palette().failure));
-    let mut text = vec![
-        Line::from(Span::styled(
+    keys.extend(key("e", "deny, saying why", theme::palette().failure));
+    // The tool and the exact input once each: a question that names them already is
+    // not followed by them again.
+    let mut text = Vec::new();
+    if !prompt.question.contains(&prompt.tool) {
+        text.push(Line::from(Span::styled(
             format!("{} asks:", prompt.tool),
             Style::default().fg(theme::palette().soft),
-        )),
-        Line::from(Span::styled(
-            prompt.question.clone(),
-            Style::default().add_modifier(Modifier::BOLD),
-        )),
-        Line::from(vec![
+        )));
+    }
+    text.push(Line::from(Span::styled(
+        prompt.question.clone(),
+        Style::default().add_modifier(Modifier::BOLD),
+    )));
+    if !prompt.question.contains(&prompt.subject) {
+        text.push(Line::from(vec![
             Span::styled("  ", Style::default()),
             Span::styled(prompt.subject.clone(), Style::default().fg(theme::palette().info)),
-        ]),
-        Line::from(""),
-    ];
+        ]));
+    }
+    text.push(Line::from(""));
     match &prompt.always {
         Some(rule) => {
             keys.extend(key("a", "always allow", theme::palette().attention));

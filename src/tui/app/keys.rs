@@ -95,7 +95,19 @@ impl App {
             }
             return;
         }
-        if let Some(prompt) = self.state.permission.clone() {
+        // Typing why a call is denied: Esc goes back to the question; every other key
+        // is the prompt's, and Enter denies with its text (see `submit`).
+        if let Some(denying) = &self.denying
+            && keymap::action(View::Permission, &key) == Some(Action::CancelTurn)
+        {
+            let draft = denying.draft.clone();
+            self.denying = None;
+            self.input.set_text(&draft);
+            return;
+        }
+        if let Some(prompt) = self.state.permission.clone()
+            && self.denying.is_none()
+        {
             let deliberate = modal::deliberate(prompt.shown_at);
             let answer = match keymap::action(View::Permission, &key) {
                 Some(Action::CancelTurn) => {
@@ -106,6 +118,15 @@ impl App {
                 _ if !deliberate => None,
                 Some(Action::AllowOnce) => Some(PermissionAnswer::AllowOnce),
                 Some(Action::Deny) => Some(PermissionAnswer::Deny),
+                Some(Action::DenyBecause) => {
+                    self.denying = Some(Denying {
+                        request_id: prompt.request_id,
+                        draft: self.input.text(),
+                    });
+                    self.input.clear();
+                    self.focus = Focus::Input;
+                    None
+                }
                 Some(Action::AlwaysAllow) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
                 _ => None,
             };
@@ -362,6 +383,15 @@ impl App {
     }
 
     pub(super) fn submit(&mut self, text: String) {
+        if let Some(denying) = self.denying.take() {
+            self.send(Op::Permission {
+                request_id: denying.request_id,
+                answer: PermissionAnswer::DenyBecause(text),
+            });
+            self.state.permission = None;
+            self.input.set_text(&denying.draft);
+            return;
+        }
         match SlashCommand::parse(&text) {
             Some(Ok((command, rest))) => {
                 if self.state.is_busy() && !command.while_busy() {

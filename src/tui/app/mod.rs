@@ -56,6 +56,13 @@ pub enum Overlay {
     Tree(TreeView),
 }
 
+/// A permission question the user is denying with words for the model.
+struct Denying {
+    request_id: u64,
+    /// What the prompt held before, given back once the reason is sent or dropped.
+    draft: String,
+}
+
 pub struct App {
     pub state: AppState,
     pub input: InputBox,
@@ -70,6 +77,9 @@ pub struct App {
     pub quit: bool,
     /// When Ctrl+C was last pressed (a second press soon after quits).
     last_interrupt: Option<Instant>,
+    /// A permission question being denied with words for the model, typed in the
+    /// prompt.
+    denying: Option<Denying>,
     /// A fork asked for on a marker that was not on screen: that entry, until a second
     /// `f` confirms it (or another key moves on).
     fork_asked: Option<usize>,
@@ -105,6 +115,7 @@ impl App {
             quit: false,
             last_interrupt: None,
             fork_asked: None,
+            denying: None,
             last_escape: None,
             queued: false,
             tools_visible: true,
@@ -189,6 +200,12 @@ impl App {
         }
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         self.state.apply(event);
+        // The question went away (the turn ended): no reason is wanted any more.
+        if self.state.permission.is_none()
+            && let Some(denying) = self.denying.take()
+        {
+            self.input.set_text(&denying.draft);
+        }
         if let Some(text) = self.state.edit_request.take() {
             self.input.set_text(&text);
             self.focus = Focus::Input;
@@ -234,7 +251,9 @@ impl App {
 
     /// Whether pasted text goes to the prompt now: no view or question is on top.
     pub fn takes_paste(&self) -> bool {
-        matches!(self.overlay, Overlay::None) && self.state.permission.is_none() && self.state.lossy.is_none()
+        matches!(self.overlay, Overlay::None)
+            && (self.state.permission.is_none() || self.denying.is_some())
+            && self.state.lossy.is_none()
     }
 
     /// Feedback from the app, shown over the open view for a few seconds.

@@ -98,7 +98,9 @@ impl App {
         if let Some(banner) = &self.state.banner {
             status::render_banner(frame, banner_area, banner);
         }
-        let prompt = if self.state.session.read_only.is_some() {
+        let prompt = if self.denying.is_some() {
+            PromptState::Reason
+        } else if self.state.session.read_only.is_some() {
             PromptState::ReadOnly
         } else if self.queued {
             PromptState::Queued
@@ -145,7 +147,9 @@ impl App {
         if let Some(toast) = &self.toast {
             toast.render(frame, overlay_area);
         }
-        if let Some(prompt) = &mut self.state.permission {
+        if let Some(prompt) = &mut self.state.permission
+            && self.denying.is_none()
+        {
             prompt.shown_at.get_or_insert_with(std::time::Instant::now);
             modal::render(frame, area, prompt);
         }
