@@ -256,6 +256,7 @@ impl Launch {
             ask,
             configured_window_tokens: self.config.provider.context_window_tokens,
             limit_choice: self.config.limit_choice,
+            data_dir: crate::config::data_dir(),
         };
         let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
         let mut notices = self.notices;

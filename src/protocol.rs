@@ -144,6 +144,8 @@ pub enum PermissionAnswer {
     /// Denied, with the user's words for the model: why not, or what to do instead.
     DenyBecause(String),
     AlwaysForSession,
+    /// Always, in this project: kept outside the workspace for later sessions.
+    AlwaysForProject,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -2370,6 +2370,16 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Unchanged,
         ),
         (
+            "p in the question",
+            Setup::Permission,
+            vec![plain('p')],
+            vec![Op::Permission {
+                request_id: 7,
+                answer: PermissionAnswer::AlwaysForProject,
+            }],
+            Shown::Unchanged,
+        ),
+        (
             "Esc in the question",
             Setup::Permission,
             vec![key(KeyCode::Esc)],
@@ -3155,7 +3165,7 @@ fn a_call_is_denied_with_words_for_the_model() {
     });
     let asked = text_of(&draw(&mut s.app, 120, 40));
     assert_eq!(asked.matches("rm -rf build").count(), 1, "the command once: {asked}");
-    assert!(asked.contains("deny, saying why"), "{asked}");
+    assert!(asked.contains("deny, say why"), "{asked}");
     std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
     s.app.handle_key(key(KeyCode::Char('e')));
     let typing = text_of(&draw(&mut s.app, 120, 40));

@@ -192,26 +192,39 @@ impl Agent {
 
     /// `/permissions`: list the approvals, or revoke one by its number.
     pub(super) fn permissions(&mut self, revoke: Option<usize>) {
+        use super::approvals::Scope;
         if let Some(number) = revoke {
             let message = match number.checked_sub(1).and_then(|index| self.approvals.revoke(index)) {
-                Some(approval) => format!("revoked: {approval}"),
+                Some(Ok((_, approval))) => format!("revoked: {approval}"),
+                Some(Err(error)) => {
+                    format!("revoked for this session, but the project's file could not be written: {error}")
+                }
                 None => format!("there is no approval number {number}"),
             };
             self.emit(AgentEvent::Notice { message });
         }
         let list = self.approvals.list();
         let message = if list.is_empty() {
-            "no approvals in this session".to_string()
+            "no approvals: a question's a (this session) or p (this project) adds one".to_string()
         } else {
             let lines: Vec<String> = list
                 .iter()
                 .enumerate()
-                .map(|(at, approval)| format!("{}. {approval}", at + 1))
+                .map(|(at, (scope, approval))| {
+                    let lasts = match scope {
+                        Scope::Session => "this session",
+                        Scope::Project => "this project",
+                    };
+                    format!("{}. {approval} · {lasts}", at + 1)
+                })
                 .collect();
-            format!(
-                "approved for this session (/permissions revoke N):\n{}",
-                lines.join("\n")
-            )
+            let kept = match self.approvals.project_file() {
+                Some(file) if list.iter().any(|(scope, _)| *scope == Scope::Project) => {
+                    format!("\nthe project's are kept in {}", file.display())
+                }
+                _ => String::new(),
+            };
+            format!("approved (/permissions revoke N):\n{}{kept}", lines.join("\n"))
         };
         self.emit(AgentEvent::Notice { message });
     }

@@ -62,6 +62,9 @@ pub struct AgentSettings {
     /// The window when neither the server nor the table of known models says.
     pub configured_window_tokens: u64,
     pub limit_choice: LimitChoice,
+    /// Where what outlives a session is kept, outside the workspace (the project's
+    /// approvals); `None` keeps nothing.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
@@ -240,6 +243,8 @@ impl Agent {
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
         let store = Store::new(tools.workspace().root());
+        let (approvals, approvals_problem) =
+            Approvals::of_project(settings.data_dir.as_deref(), tools.workspace().root());
         let sizes = Sizes::of(&history, settings.compaction.estimate);
         let window = known_window(provider.model()).unwrap_or(Window {
             tokens: settings.configured_window_tokens,
@@ -274,11 +279,11 @@ impl Agent {
             fixed_units,
             ledger,
             events,
-            approvals: Approvals::default(),
+            approvals,
             next_request_id: 1,
             turn: TurnId::default(),
             quit: false,
-            notices: Vec::new(),
+            notices: approvals_problem.into_iter().collect(),
             past: Vec::new(),
             stage_log: Vec::new(),
             tally: crate::session::Tally::default(),
@@ -308,8 +313,9 @@ impl Agent {
     }
 
     /// Notices to show when the session starts.
+    /// Lines to say once the agent starts, after any of its own.
     pub fn with_notices(mut self, notices: Vec<String>) -> Self {
-        self.notices = notices;
+        self.notices.extend(notices);
         self
     }
 

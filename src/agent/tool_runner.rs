@@ -210,6 +210,20 @@ impl Agent {
                             // Not offered for this question: it counts as once.
                             None => Decision::Allowed,
                         },
+                        PermissionAnswer::AlwaysForProject => match always {
+                            Some(rule) => {
+                                if let Err(error) = self.approvals.grant_for_project(rule.clone()) {
+                                    self.emit(AgentEvent::Notice {
+                                        message: format!(
+                                            "{rule} could not be kept for the project ({error}); it is approved for this session"
+                                        ),
+                                    });
+                                    self.approvals.grant(rule);
+                                }
+                                Decision::Allowed
+                            }
+                            None => Decision::Allowed,
+                        },
                     };
                 }
                 None | Some(Op::Quit) => {

@@ -74,6 +74,7 @@ pub enum Action {
     AllowOnce,
     Deny,
     DenyBecause,
+    AlwaysForProject,
     AlwaysAllow,
     CancelTurn,
     CompactNow,
@@ -484,8 +485,13 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "a",
-                "always allow, where offered",
+                "always allow in this session, where offered",
                 &[(V::Permission, char('a'), A::AlwaysAllow)],
+            ),
+            row(
+                "p",
+                "always allow in this project, where offered (kept outside the workspace; /permissions revokes)",
+                &[(V::Permission, char('p'), A::AlwaysForProject)],
             ),
             row(
                 "Esc",

@@ -118,7 +118,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     frame.render_widget(Clear, popup);
     let mut keys = key("y", "allow once", theme::palette().success);
     keys.extend(key("n", "deny", theme::palette().failure));
-    keys.extend(key("e", "deny, saying why", theme::palette().failure));
+    keys.extend(key("e", "deny, say why", theme::palette().failure));
     // The tool and the exact input once each: a question that names them already is
     // not followed by them again.
     let mut text = Vec::new();
@@ -141,10 +141,12 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {
     text.push(Line::from(""));
     match &prompt.always {
         Some(rule) => {
-            keys.extend(key("a", "always allow", theme::palette().attention));
             text.push(Line::from(keys));
+            let mut always = key("a", "always, this session", theme::palette().attention);
+            always.extend(key("p", "always, this project", theme::palette().attention));
+            text.push(Line::from(always));
             text.push(Line::from(Span::styled(
-                format!("      always allows {rule} for this session (/permissions lists and revokes)"),
+                format!("      always allows {rule} (/permissions lists and revokes)"),
                 Style::default().fg(theme::palette().soft),
             )));
         }

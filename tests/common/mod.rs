@@ -839,6 +839,7 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
         ask,
         configured_window_tokens: 200_000,
         limit_choice: scratchpad::accounting::LimitChoice::Configured,
+        data_dir: None,
     }
 }
 

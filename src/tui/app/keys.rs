@@ -128,6 +128,7 @@ impl App {
                     None
                 }
                 Some(Action::AlwaysAllow) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
+                Some(Action::AlwaysForProject) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForProject),
                 _ => None,
             };
             if let Some(answer) = answer {
