@@ -2805,6 +2805,25 @@ fn the_session_tree_with_a_fork_and_three_compactions() {
     type_text(&mut s.app, "/tree");
     s.app.handle_key(key(KeyCode::Enter));
     let terminal = draw(&mut s.app, 120, 40);
+    // The fork's own nodes sit deeper than the parent's nodes around it, so the
+    // parent's later requests read as the parent's.
+    let shown = text_of(&terminal);
+    let indent_of = |needle: &str| {
+        let line = shown
+            .lines()
+            .find(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {shown}"));
+        let text = line.trim_start_matches(['│', '›', ' ']);
+        line.chars().count() - text.chars().count()
+    };
+    let parent_node = indent_of("◆ snip_compact 61.0k");
+    let fork = indent_of("⑂ 20261202-130000-1");
+    let parent_later = indent_of("3 › split the writer from the reader   ");
+    let fork_node = indent_of("3 › split the writer from the reader, keeping one file");
+    assert!(
+        fork + 2 >= parent_node && fork_node > parent_later,
+        "the fork no wider than the parent's nodes, its own deeper than the parent's later ones: {shown}"
+    );
     insta::assert_snapshot!("session_tree_120x40", terminal.backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "session tree");
     // Label the fork, fold it, and fork the open session before its last request.

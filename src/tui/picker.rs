@@ -167,8 +167,10 @@ impl Picker {
 /// branch and where it is open.
 fn facts(session: &SessionSummary, current: Option<&str>) -> String {
     let mut parts = session.facts();
-    if session.parent.is_some() {
-        parts.push("⑂ a branch".into());
+    // Forks of one session read alike otherwise: each says first where it branched
+    // (the preview names the session it branched from).
+    if let Some(origin) = &session.parent {
+        parts.insert(0, format!("⑂ {}", origin.at));
     }
     if current == Some(session.id.as_str()) {
         parts.push("open here".into());

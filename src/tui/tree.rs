@@ -116,8 +116,10 @@ impl TreeView {
                 .iter()
                 .partition(|&&child| forks_before(&branches[child], node));
             children = rest;
+            // A fork sits deeper than the nodes of its parent it branched between, so
+            // the parent's later nodes, back at their own depth, read as the parent's.
             for child in before {
-                self.push_branch(child, depth + 1, rows, seen);
+                self.push_branch(child, depth + 2, rows, seen);
             }
             rows.push(Row::Node {
                 session,
@@ -126,7 +128,7 @@ impl TreeView {
             });
         }
         for child in children {
-            self.push_branch(child, depth + 1, rows, seen);
+            self.push_branch(child, depth + 2, rows, seen);
         }
     }
 
