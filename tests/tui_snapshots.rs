@@ -3210,3 +3210,31 @@ fn a_call_is_denied_with_words_for_the_model() {
     assert_eq!(s.app.input.text(), "a draft", "the draft comes back");
     insta::assert_snapshot!("modal_120x40_after_denial", draw(&mut s.app, 120, 40).backend());
 }
+
+/// A request typed with a large paste collapsed stays collapsed in the chat, as it
+/// was typed; selected, → shows the paste whole and ← folds it again.
+#[test]
+fn a_collapsed_paste_stays_collapsed_in_the_chat() {
+    let mut s = screen();
+    let pasted: String = (1..=58).map(|n| format!("log line {n}\n")).collect();
+    s.app.handle_event(crossterm::event::Event::Paste(pasted.clone()));
+    type_text(&mut s.app, " why?");
+    s.app.handle_key(key(KeyCode::Enter));
+    let Ok(Op::Submit { text }) = s._ops.try_recv() else {
+        panic!("the request was sent")
+    };
+    assert!(text.contains("log line 58"), "sent whole");
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: text,
+    });
+    let chat = text_of(&draw(&mut s.app, 120, 40));
+    assert!(chat.contains("› [pasted 58 lines #1] why?"), "{chat}");
+    assert!(!chat.contains("log line 30"), "collapsed: {chat}");
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Right));
+    let expanded = text_of(&draw(&mut s.app, 120, 40));
+    assert!(expanded.contains("log line 30"), "whole when expanded: {expanded}");
+    s.app.handle_key(key(KeyCode::Left));
+    assert!(!text_of(&draw(&mut s.app, 120, 40)).contains("log line 30"));
+}

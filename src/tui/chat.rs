@@ -112,29 +112,22 @@ fn entry_lines(
         return (lines, link_of_line);
     }
     let mut lines = match entry {
-        // Each line the user typed (or pasted) stays a line of its own.
-        ChatEntry::User(text) => text
-            .split('\n')
-            .enumerate()
-            .flat_map(|(at, line)| {
-                let prefix = if at == 0 {
-                    Span::styled(
-                        "› ",
-                        Style::default()
-                            .fg(theme::palette().accent)
-                            .add_modifier(Modifier::BOLD),
-                    )
-                } else {
-                    Span::raw("  ")
-                };
-                markdown::wrap(
-                    &[(line.to_string(), Style::default().fg(theme::palette().text))],
-                    width,
-                    prefix,
-                    "  ",
-                )
-            })
-            .collect(),
+        ChatEntry::Pasted { shown, full } => {
+            let (text, hint) = if look.expanded {
+                (full, "  ← folds the paste again")
+            } else {
+                (shown, if look.selected { "  → shows the paste" } else { "" })
+            };
+            let mut lines = request_lines(text, width);
+            if !hint.is_empty() {
+                lines.push(Line::from(Span::styled(
+                    hint.to_string(),
+                    Style::default().fg(theme::palette().muted),
+                )));
+            }
+            lines
+        }
+        ChatEntry::User(text) => request_lines(text, width),
         ChatEntry::Assistant { text, streaming } => {
             let mut lines = markdown::render(text, width, Style::default());
             if *streaming && let Some(last) = lines.last_mut() {
@@ -163,6 +156,32 @@ const RECEIPT_ITEMS_SHOWN: usize = 40;
 /// it lists each of them), the summary a summarising stage wrote (its first lines, all
 /// of them when expanded), then every firing's files as numbered links; expanded,
 /// the receipt: why it ran, how long it took, and each item with a link to its text.
+/// A request as the chat shows it: each line the user typed (or pasted) a line of its
+/// own, the first led by `› `.
+fn request_lines(text: &str, width: usize) -> Vec<Line<'static>> {
+    text.split('\n')
+        .enumerate()
+        .flat_map(|(at, line)| {
+            let prefix = if at == 0 {
+                Span::styled(
+                    "› ",
+                    Style::default()
+                        .fg(theme::palette().accent)
+                        .add_modifier(Modifier::BOLD),
+                )
+            } else {
+                Span::raw("  ")
+            };
+            markdown::wrap(
+                &[(line.to_string(), Style::default().fg(theme::palette().text))],
+                width,
+                prefix,
+                "  ",
+            )
+        })
+        .collect()
+}
+
 /// A notice as lines: each of its own lines wrapped on its own (a list stays a list),
 /// the first led by `· `, the rest indented under it.
 fn notice_lines(text: &str, width: usize) -> Vec<Line<'static>> {

@@ -58,6 +58,9 @@ pub struct InputBox {
     browsing: Option<usize>,
     draft: String,
     completion: usize,
+    /// The last text sent as it was shown, when a collapsed paste made it differ from
+    /// what was sent: the chat shows the request as it was typed.
+    sent_shown: Option<String>,
 }
 
 impl Default for InputBox {
@@ -69,6 +72,7 @@ impl Default for InputBox {
             browsing: None,
             draft: String::new(),
             completion: 0,
+            sent_shown: None,
         };
         input.clear();
         input
@@ -101,6 +105,12 @@ impl InputBox {
         self.pastes
             .iter()
             .fold(shown, |text, paste| text.replacen(&paste.label, &paste.text, 1))
+    }
+
+    /// How the text just sent looked in the prompt, when a collapsed paste made it
+    /// differ from what was sent.
+    pub fn take_sent_shown(&mut self) -> Option<String> {
+        self.sent_shown.take()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -183,6 +193,8 @@ impl InputBox {
                     self.history.push(text.clone());
                 }
                 self.browsing = None;
+                let shown = self.textarea.lines().join("\n");
+                self.sent_shown = (shown != text).then_some(shown);
                 self.clear();
                 return InputAction::Submit(text);
             }

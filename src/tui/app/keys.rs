@@ -50,6 +50,7 @@ impl App {
             .enumerate()
             .filter(|(_, entry)| match entry {
                 ChatEntry::Tool(_) => !self.tools_visible,
+                ChatEntry::Pasted { .. } => true,
                 entry => !entry.paths().is_empty(),
             })
             .map(|(at, _)| at)
@@ -305,6 +306,7 @@ impl App {
                     return;
                 }
                 if let InputAction::Submit(text) = self.input.handle_key(key) {
+                    self.pasted_request = self.input.take_sent_shown().map(|shown| (text.clone(), shown));
                     self.submit(text);
                 }
             }

@@ -80,6 +80,9 @@ pub struct App {
     /// A permission question being denied with words for the model, typed in the
     /// prompt.
     denying: Option<Denying>,
+    /// The request just sent and how it looked with its paste collapsed, for the chat
+    /// to show it so once the turn starts.
+    pasted_request: Option<(String, String)>,
     /// A fork asked for on a marker that was not on screen: that entry, until a second
     /// `f` confirms it (or another key moves on).
     fork_asked: Option<usize>,
@@ -116,6 +119,7 @@ impl App {
             last_interrupt: None,
             fork_asked: None,
             denying: None,
+            pasted_request: None,
             last_escape: None,
             queued: false,
             tools_visible: true,
@@ -199,7 +203,11 @@ impl App {
             self.tell(message.clone());
         }
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
+        let started = matches!(event, AgentEvent::TurnStarted { .. });
         self.state.apply(event);
+        if started && let Some((full, shown)) = self.pasted_request.take() {
+            self.state.collapse_newest_request(&full, shown);
+        }
         // The question went away (the turn ended): no reason is wanted any more.
         if self.state.permission.is_none()
             && let Some(denying) = self.denying.take()

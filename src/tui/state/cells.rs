@@ -10,6 +10,12 @@ use crate::terminal_text::screen_safe;
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChatEntry {
     User(String),
+    /// A request typed with a large paste collapsed (`[pasted 58 lines #1]`): shown
+    /// as it was typed, whole when expanded.
+    Pasted {
+        shown: String,
+        full: String,
+    },
     Assistant {
         text: String,
         streaming: bool,

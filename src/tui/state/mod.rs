@@ -137,6 +137,20 @@ impl AppState {
         }
     }
 
+    /// The newest request, `full`, was typed with a paste collapsed: show it as it was
+    /// typed (`shown`), whole on demand.
+    pub fn collapse_newest_request(&mut self, full: &str, shown: String) {
+        if let Some(entry) = self.chat.last_mut()
+            && matches!(entry, ChatEntry::User(text) if text == full)
+        {
+            *entry = ChatEntry::Pasted {
+                shown,
+                full: full.to_string(),
+            };
+            self.touch_last();
+        }
+    }
+
     fn touch_last(&mut self) {
         let revision = self.new_revision();
         if let Some(last) = self.revisions.last_mut() {
@@ -147,10 +161,12 @@ impl AppState {
     /// Show a stage event: folded into the marker of the same stage since the last
     /// request when there is one (and neither failed), else as a new marker.
     fn add_marker(&mut self, event: StageEvent) {
-        let previous = self
-            .chat
-            .iter()
-            .rposition(|entry| matches!(entry, ChatEntry::User(_) | ChatEntry::Marker(_)));
+        let previous = self.chat.iter().rposition(|entry| {
+            matches!(
+                entry,
+                ChatEntry::User(_) | ChatEntry::Pasted { .. } | ChatEntry::Marker(_)
+            )
+        });
         let undoable = event.can_be_undone();
         if let Some(at) = previous
             && let ChatEntry::Marker(run) = &mut self.chat[at]
