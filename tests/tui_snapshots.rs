@@ -3238,3 +3238,24 @@ fn a_collapsed_paste_stays_collapsed_in_the_chat() {
     s.app.handle_key(key(KeyCode::Left));
     assert!(!text_of(&draw(&mut s.app, 120, 40)).contains("log line 30"));
 }
+
+/// `/permissions` as the agent says it: one approval a line with how long it lasts,
+/// and where the project's are kept.
+#[test]
+fn the_permissions_list_is_one_approval_a_line() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::Notice {
+        message: [
+            "approved (/permissions revoke N):",
+            "1. bash: \"cargo test …\" · this session",
+            "2. read_file: /etc/hosts · this project",
+            "the project's are kept in /home/dev/.local/share/scratchpad/project-approvals.json",
+        ]
+        .join("\n"),
+    });
+    let terminal = draw(&mut s.app, 80, 24);
+    let shown = text_of(&terminal);
+    assert!(shown.contains("│  1. bash: \"cargo test …\" · this session"), "{shown}");
+    assert!(shown.contains("│  2. read_file: /etc/hosts · this project"), "{shown}");
+    insta::assert_snapshot!("permissions_80x24", terminal.backend());
+}
