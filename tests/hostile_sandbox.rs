@@ -264,3 +264,47 @@ fn the_agents_sockets_and_credentials_are_not_handed_to_commands() {
     }
     assert!(env.contains("visible-6"), "{env}");
 }
+
+/// The sandbox's namespaces for an ordinary user did not cost scratchpad its own
+/// guard: another process of the same user cannot read its memory or environment
+/// (where the API key is). Root reads any process's, so this runs as an ordinary user
+/// (`.ci/run` does).
+#[test]
+#[ignore = "needs an ordinary user: root may read any process's memory; .ci/run runs it as one"]
+fn scratchpad_stays_unreadable_to_the_users_other_processes() {
+    // SAFETY: getuid cannot fail.
+    assert_ne!(unsafe { libc::getuid() }, 0, "run this as an ordinary user");
+    let workspace = Workspace::new();
+    // A reply that never comes: the run waits, alive, for as long as the test looks.
+    let api = MockApi::start_in_thread(vec![common::Reply::Stall {
+        body: common::sse_text("never"),
+        bytes: 0,
+    }]);
+    let mut child = workspace
+        .command(&api, &["-p", "Go"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-kept-from-other-processes")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while api.requests().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the run never called the model"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id();
+    for file in ["environ", "mem", "maps"] {
+        let read = std::fs::read(format!("/proc/{pid}/{file}"));
+        assert!(
+            matches!(&read, Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied),
+            "/proc/{pid}/{file} was readable: {:?}",
+            read.map(|bytes| bytes.len())
+        );
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+}

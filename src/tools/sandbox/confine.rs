@@ -124,9 +124,16 @@ impl MountPlan {
         // `self`, which outlives the calls.
         unsafe {
             check(libc::unshare(flags))?;
-            write_file(c"/proc/self/setgroups", c"deny")?;
-            write_file(c"/proc/self/uid_map", &self.uid_map)?;
-            write_file(c"/proc/self/gid_map", &self.gid_map)?;
+            // scratchpad is not dumpable (its memory and key stay its own), and a
+            // child inherits that: its /proc/self files then belong to root, so only
+            // root could write the maps. Dumpable for these three writes alone, and
+            // never while any code but ours runs: the maps are ours to write.
+            check(libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0))?;
+            let maps = write_file(c"/proc/self/setgroups", c"deny")
+                .and_then(|()| write_file(c"/proc/self/uid_map", &self.uid_map))
+                .and_then(|()| write_file(c"/proc/self/gid_map", &self.gid_map));
+            check(libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0))?;
+            maps?;
             // Nothing mounted here may show in the parent's namespace.
             mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
             // Read-only first, on the real paths: the workspace's own (`.git`, the
