@@ -219,6 +219,21 @@ async fn clear_sets_a_running_summary_aside() {
 /// `compaction.compact_when_idle`: a turn ends past the threshold, the summary becomes
 /// ready while the user reads, and it is swapped in then, with no request pending, so
 /// the next request starts small.
+/// The report session's turns until one starts a background summary (within 16).
+async fn turns_until_a_summary_starts(agent: &mut Running, outcome: &mut Outcome) {
+    let mut turn = 0;
+    while !outcome
+        .background
+        .iter()
+        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
+    {
+        let request = common::report_request(turn);
+        run_turn(agent, request, outcome).await;
+        turn += 1;
+        assert!(turn < 16, "the threshold was reached");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
     let api = MockApi::start(common::report_answers(16)).await;
@@ -227,17 +242,7 @@ async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
     settings.compaction.compact_when_idle = true;
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
-    let mut turn = 0;
-    while !outcome
-        .background
-        .iter()
-        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
-    {
-        let request = common::report_request(turn);
-        run_turn(&mut agent, request, &mut outcome).await;
-        turn += 1;
-        assert!(turn < 16, "the threshold was reached");
-    }
+    turns_until_a_summary_starts(&mut agent, &mut outcome).await;
     let calls_before = api.turn_requests().len();
     let event = until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
     let AgentEvent::Compaction { event } = event else {
@@ -272,17 +277,7 @@ async fn a_summary_finished_while_idle_is_said_ready_at_once_with_its_own_time()
     assert!(!settings.compaction.compact_when_idle);
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
-    let mut turn = 0;
-    while !outcome
-        .background
-        .iter()
-        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
-    {
-        let request = common::report_request(turn);
-        run_turn(&mut agent, request, &mut outcome).await;
-        turn += 1;
-        assert!(turn < 16, "the threshold was reached");
-    }
+    turns_until_a_summary_starts(&mut agent, &mut outcome).await;
     if outcome
         .background
         .iter()
@@ -595,23 +590,12 @@ async fn the_summary_request_reads_the_cached_prefix() {
 fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
     let workspace = common::demo_workspace();
     let home = tempfile::tempdir().unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
-        .args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"])
-        .args(["-p", "survey this workspace", "--events", "jsonl"])
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
-        .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
-        .env_remove("ANTHROPIC_API_KEY")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let output = common::demo_run(
+        workspace.path(),
+        home.path(),
+        &["-p", "survey this workspace", "--events", "jsonl"],
+    );
+    let events = common::events(&output);
     let started = events
         .iter()
         .find(|e| e["type"] == "session_started")
@@ -694,23 +678,10 @@ fn the_demo_starts_a_summary_only_when_it_is_likely_used() {
     let home = tempfile::tempdir().unwrap();
     let (mut started, mut swapped) = (0, 0);
     for run in 0..3 {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"));
-        command.args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"]);
-        if run > 0 {
-            command.arg("--continue");
-        }
-        let output = command
-            .args(["-p", "survey this workspace", "--events", "jsonl"])
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
-            .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
-            .env_remove("ANTHROPIC_API_KEY")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let args = ["--continue", "-p", "survey this workspace", "--events", "jsonl"];
+        // The first run begins the session; the others continue it.
+        let args = if run == 0 { &args[1..] } else { &args[..] };
+        let output = common::demo_run(workspace.path(), home.path(), args);
         let events = common::events(&output);
         started += events
             .iter()

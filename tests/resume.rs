@@ -163,22 +163,7 @@ fn two_identical_runs_resume_whole() {
 fn the_demo_asked_twice_then_continued_skips_nothing() {
     let workspace = common::demo_workspace();
     let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_scratchpad"))
-            .args(["-C", workspace.path().to_str().unwrap(), "--provider", "demo"])
-            .args(args)
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path())
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("SCRATCHPAD_LOG", home.path().join("log.txt"))
-            .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
-            .env_remove("ANTHROPIC_API_KEY")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        output
-    };
+    let run = |args: &[&str]| common::demo_run(workspace.path(), home.path(), args);
     let last_estimate = |output: &std::process::Output| -> (u64, u64) {
         let events = common::events(output);
         let status = events

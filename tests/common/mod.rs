@@ -684,6 +684,25 @@ pub fn report_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::
     settings
 }
 
+/// The real binary on the offline demo model in `workspace`, its data and config in
+/// `home`, with `args`; the run must succeed.
+pub fn demo_run(workspace: &Path, home: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_scratchpad"))
+        .args(["-C", workspace.to_str().unwrap(), "--provider", "demo"])
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("SCRATCHPAD_LOG", home.join("log.txt"))
+        .env("SCRATCHPAD_DEMO_DELAY_MS", "0")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
 pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
@@ -988,22 +1007,8 @@ pub fn start_agent_journaled(
     let dir = tempfile::tempdir().unwrap();
     let journal = scratchpad::session::Journal::create(&dir.path().join("sessions"), "anthropic", "m").unwrap();
     let path = journal.path().to_path_buf();
-    let tools = scratchpad::tools::ToolBox::new(
-        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
-        scratchpad::tools::ToolsConfig::default(),
-    );
-    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent = scratchpad::agent::Agent::new(
-        anthropic_provider(api, "m"),
-        settings,
-        tools,
-        Some(journal),
-        Vec::new(),
-        events_tx,
-    );
-    let task = tokio::spawn(agent.run(ops_rx));
-    (Running { ops, events, task, dir }, path)
+    let running = start_agent_resumed(api, settings, dir, journal, Default::default());
+    (running, path)
 }
 
 /// An agent continuing `journal` (what replaying it gave: `restored`) in `dir`, the
