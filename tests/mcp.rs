@@ -12,6 +12,18 @@ fn fixture_server() -> String {
 }
 
 /// `[mcp_servers.fx]` running the fixture server, with `extra` settings.
+/// The fixture server, as `fx`, for an agent started in process.
+fn fixture_servers() -> std::collections::BTreeMap<String, scratchpad::mcp::McpServerConfig> {
+    std::collections::BTreeMap::from([(
+        "fx".to_string(),
+        scratchpad::mcp::McpServerConfig {
+            command: "python3".into(),
+            args: vec![fixture_server()],
+            ..Default::default()
+        },
+    )])
+}
+
 fn configure_fixture(workspace: &Workspace, extra: &str) {
     let path = workspace.home.path().join("config.toml");
     let mut config = std::fs::read_to_string(&path).unwrap();
@@ -274,14 +286,7 @@ async fn mcp_command(agent: &mut Running, action: Option<scratchpad::protocol::M
 #[tokio::test]
 async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
     let api = MockApi::start(vec![text_reply("one"), text_reply("two"), text_reply("three")]).await;
-    let servers = std::collections::BTreeMap::from([(
-        "fx".to_string(),
-        scratchpad::mcp::McpServerConfig {
-            command: "python3".into(),
-            args: vec![fixture_server()],
-            ..Default::default()
-        },
-    )]);
+    let servers = fixture_servers();
     let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
     let first = turn(&mut agent, "hi").await;
     assert!(
@@ -438,14 +443,7 @@ async fn a_failed_server_is_told_to_the_screen_without_a_request() {
 async fn a_ready_server_is_counted_in_the_fixed_part_without_a_request() {
     use scratchpad::protocol::AgentEvent;
     let api = MockApi::start(vec![]).await;
-    let servers = std::collections::BTreeMap::from([(
-        "fx".to_string(),
-        scratchpad::mcp::McpServerConfig {
-            command: "python3".into(),
-            args: vec![fixture_server()],
-            ..Default::default()
-        },
-    )]);
+    let servers = fixture_servers();
     let mut agent = start_agent_with_mcp(&api, agent_settings(scratchpad::agent::AskPolicy::Ask), &servers);
     let AgentEvent::Context { status: first } =
         until(&mut agent.events, |event| matches!(event, AgentEvent::Context { .. })).await

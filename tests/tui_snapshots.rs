@@ -25,11 +25,10 @@ struct Screen {
     _ops: tokio::sync::mpsc::UnboundedReceiver<scratchpad::protocol::Op>,
 }
 
-fn screen() -> Screen {
-    let dir = tempfile::tempdir().unwrap();
-    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut app = App::new(ops, dir.path().to_path_buf(), CompactConfig::default());
-    app.apply(AgentEvent::SessionStarted {
+/// The start of the session every screen here shows: Claude, a 200k window, and
+/// `read_only` when it is a read-only view.
+fn session_started(read_only: Option<String>) -> AgentEvent {
+    AgentEvent::SessionStarted {
         session_id: "20261202-120000-1".into(),
         provider: "anthropic".into(),
         model: "claude-sonnet-4-5".into(),
@@ -43,8 +42,15 @@ fn screen() -> Screen {
             },
         },
         limit_note: None,
-        read_only: None,
-    });
+        read_only,
+    }
+}
+
+fn screen() -> Screen {
+    let dir = tempfile::tempdir().unwrap();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut app = App::new(ops, dir.path().to_path_buf(), CompactConfig::default());
+    app.apply(session_started(None));
     app.apply(context(12_300, 7));
     Screen { app, dir, _ops: ops_rx }
 }
@@ -2930,20 +2936,9 @@ fn a_background_summary_on_the_gauge_and_in_the_chat() {
 #[test]
 fn a_read_only_view_says_so_and_keeps_what_was_typed() {
     let mut s = screen();
-    s.app.apply(AgentEvent::SessionStarted {
-        session_id: "20261202-120000-1".into(),
-        provider: "anthropic".into(),
-        model: "claude-sonnet-4-5".into(),
-        workspace: "/home/dev/project".into(),
-        sandbox: "workspace-write".into(),
-        sandbox_layers: Vec::new(),
-        window: Window {
-            tokens: 200_000,
-            source: WindowSource::Configured,
-        },
-        limit_note: None,
-        read_only: Some("a read-only view of session 20261202-120000-1".into()),
-    });
+    s.app.apply(session_started(Some(
+        "a read-only view of session 20261202-120000-1".into(),
+    )));
     type_text(&mut s.app, "what changed?");
     s.app.handle_key(key(KeyCode::Enter));
     assert!(s._ops.try_recv().is_err(), "nothing sent");
