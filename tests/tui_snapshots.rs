@@ -2939,6 +2939,9 @@ fn a_read_only_view_says_so_and_keeps_what_was_typed() {
     s.app.apply(session_started(Some(
         "a read-only view of session 20261202-120000-1".into(),
     )));
+    let empty = text_of(&draw(&mut s.app, 120, 40));
+    assert!(!empty.contains("Enter sends"), "{empty}");
+    assert!(empty.contains("nothing is sent"), "{empty}");
     type_text(&mut s.app, "what changed?");
     s.app.handle_key(key(KeyCode::Enter));
     assert!(s._ops.try_recv().is_err(), "nothing sent");

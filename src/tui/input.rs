@@ -30,6 +30,13 @@ pub fn edit_line(text: &mut String, key: &KeyEvent) -> bool {
     }
 }
 
+/// What an empty prompt says.
+const PLACEHOLDER: &str = "Ask scratchpad… (Enter sends, Alt+Enter newline, / for commands)";
+
+/// What an empty prompt says in a read-only view, where nothing typed is sent.
+const READ_ONLY_PLACEHOLDER: &str =
+    "Look around with / commands (/context, /tree, /compact --preview); nothing is sent";
+
 /// What the prompt is doing, for its title.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PromptState {
@@ -93,8 +100,7 @@ impl InputBox {
         // A long request wraps, to be read back whole, rather than scrolling sideways.
         self.textarea.set_wrap_mode(ratatui_textarea::WrapMode::WordOrGlyph);
         self.textarea.set_cursor_line_style(Style::default());
-        self.textarea
-            .set_placeholder_text("Ask scratchpad… (Enter sends, Alt+Enter newline, / for commands)");
+        self.textarea.set_placeholder_text(PLACEHOLDER);
         self.textarea.move_cursor(ratatui_textarea::CursorMove::Bottom);
         self.textarea.move_cursor(ratatui_textarea::CursorMove::End);
     }
@@ -244,6 +250,10 @@ impl InputBox {
     }
 
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, state: PromptState, focused: bool) {
+        self.textarea.set_placeholder_text(match state {
+            PromptState::ReadOnly => READ_ONLY_PLACEHOLDER,
+            _ => PLACEHOLDER,
+        });
         let title = match state {
             PromptState::Ready => " request ",
             PromptState::Busy => " request · Esc cancels the turn · Enter queues it ",
