@@ -63,11 +63,20 @@ impl InstructionFile {
         (self.text.len() as u64) < self.whole_bytes
     }
 
-    /// The first 8 hex digits of the text's SHA-256: the tag that closes its block, so
-    /// that no text can close its own block early.
+    /// The tag that closes its block: 64 bits of the SHA-256 of a secret this process
+    /// drew at random and the text. Whoever wrote the file cannot know the secret, so
+    /// no text can name its own tag and close its block early (a tag of the text alone
+    /// was found by brute force in a minute).
     fn tag(&self) -> String {
-        let digest = Sha256::digest(self.text.as_bytes());
-        digest.iter().take(4).map(|byte| format!("{byte:02x}")).collect()
+        let mut hasher = Sha256::new();
+        hasher.update(process_secret());
+        hasher.update(self.text.as_bytes());
+        hasher
+            .finalize()
+            .iter()
+            .take(8)
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
     }
 
     /// Its share of the system prompt, in characters as the estimate counts them: its
@@ -95,6 +104,22 @@ impl InstructionFile {
         block.push_str(&format!("</project-instructions id=\"{tag}\">\n"));
         block
     }
+}
+
+/// 32 random bytes drawn once per process, from the kernel. Were none to be had, the
+/// time and pid stand in: still unknown to a file written before this process began.
+fn process_secret() -> &'static [u8; 32] {
+    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| {
+        let mut secret = [0u8; 32];
+        // SAFETY: getrandom writes at most `secret.len()` bytes into the buffer.
+        let got = unsafe { libc::getrandom(secret.as_mut_ptr().cast(), secret.len(), 0) };
+        if usize::try_from(got).ok() != Some(secret.len()) {
+            let fallback = Sha256::digest(format!("{:?} {}", std::time::SystemTime::now(), std::process::id()));
+            secret.copy_from_slice(&fallback);
+        }
+        secret
+    })
 }
 
 /// Said before the blocks, so the model knows what they are and where they came from.

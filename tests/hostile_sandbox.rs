@@ -308,3 +308,48 @@ fn scratchpad_stays_unreadable_to_the_users_other_processes() {
     child.kill().unwrap();
     let _ = child.wait();
 }
+
+/// A password typed in another workspace is not for this one's commands: scratchpad's
+/// data folder (every workspace's journals, the trust records, the log) is out of
+/// their sight, not only read-only. The folder is outside `/tmp` here, as
+/// `~/.local/share` is, so the private `/tmp` is not what hides it.
+#[test]
+fn other_workspaces_conversations_are_out_of_sight() {
+    let workspace = Workspace::new();
+    let data = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
+    let other = data.path().join("scratchpad/sessions/elsewhere-0123456789ab");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("20261201-100000-1.jsonl"),
+        "{\"type\":\"append\",\"message\":{\"role\":\"user\",\"content\":\"the password is SECRET-FROM-A\"}}\n",
+    )
+    .unwrap();
+    let folder = data.path().join("scratchpad");
+    let calls = [bash_call(
+        "b1",
+        format!("grep -r SECRET-FROM {0}; ls -a {0}; echo listed", folder.display()),
+    )];
+    let api = MockApi::start_in_thread(vec![tool_reply("Looking.", &calls), text_reply("Done.")]);
+    let output = workspace
+        .command(&api, &["-p", "Go", "--yes"])
+        .env("XDG_DATA_HOME", data.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let result = &tool_results(&messages_of(&api.turn_requests()[1]))[0];
+    assert!(result.contains("listed"), "the command ran: {result}");
+    assert!(
+        !result.contains("SECRET-FROM-A"),
+        "another workspace's words reached a command: {result}"
+    );
+    assert!(
+        !result.contains("sessions"),
+        "the data folder's contents were listed: {result}"
+    );
+    assert!(
+        std::fs::read_to_string(other.join("20261201-100000-1.jsonl"))
+            .unwrap()
+            .contains("SECRET-FROM-A"),
+        "hidden from commands, kept on disk"
+    );
+}

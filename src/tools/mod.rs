@@ -405,6 +405,9 @@ impl ToolBox {
                     sandbox.protect(workspace.root().join(folder));
                 }
                 sandbox.protect(crate::session::sessions_dir(workspace.root()));
+                if let Some(data) = crate::config::data_dir() {
+                    sandbox.hide(data);
+                }
                 sandbox
             },
         };

@@ -42,7 +42,8 @@ pub(crate) struct MountPlan {
     /// The workspace again, when `/tmp` covers it: bound into its place inside the
     /// private folder (made by the parent) before that folder covers `/tmp`.
     rebind: Option<(CString, CString)>,
-    /// Folders covered by an empty tmpfs: the user's runtime folder (agent sockets).
+    /// Folders covered by an empty tmpfs: the user's runtime folder (agent sockets),
+    /// scratchpad's data folder.
     cover_folders: Vec<CString>,
     /// Sockets covered by `/dev/null` (ssh-agent, tmux, docker) outside `/tmp`.
     cover_files: Vec<CString>,
@@ -58,6 +59,7 @@ impl MountPlan {
         private_tmp: &Path,
         workspace: &Path,
         read_only: &[PathBuf],
+        hidden: &[PathBuf],
         network_namespace: bool,
     ) -> Result<Self, String> {
         // SAFETY: getuid and getgid cannot fail.
@@ -80,9 +82,11 @@ impl MountPlan {
             .into_iter()
             .chain([PathBuf::from("/run/user")])
             .collect();
+        // A folder holding the workspace is never covered: that would hide the work.
         let cover_folders = runtime
             .iter()
-            .filter(|folder| folder.is_dir() && !folder.starts_with(TMP))
+            .chain(hidden)
+            .filter(|folder| folder.is_dir() && !folder.starts_with(TMP) && !workspace.starts_with(folder))
             .map(|folder| c_path(folder))
             .collect::<Result<Vec<_>, _>>()?;
         let tmux_socket = std::env::var("TMUX")
@@ -351,7 +355,7 @@ mod tests {
     fn a_workspace_under_tmp_is_bound_back_into_the_private_tmp() {
         let workspace = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
         let private = tempfile::tempdir().unwrap();
-        let plan = MountPlan::new(private.path(), workspace.path(), &[], false).unwrap();
+        let plan = MountPlan::new(private.path(), workspace.path(), &[], &[], false).unwrap();
         let (source, place) = plan.rebind.as_ref().expect("rebound");
         assert_eq!(shown(source), workspace.path().display().to_string());
         let relative = workspace.path().strip_prefix(TMP).unwrap();
@@ -363,7 +367,7 @@ mod tests {
             .filter(|dir| !Path::new(dir).starts_with(TMP))
             .find_map(|dir| tempfile::tempdir_in(dir).ok())
             .expect("a writable folder outside /tmp");
-        let plan = MountPlan::new(private.path(), elsewhere.path(), &[], false).unwrap();
+        let plan = MountPlan::new(private.path(), elsewhere.path(), &[], &[], false).unwrap();
         assert!(plan.rebind.is_none(), "{}", elsewhere.path().display());
     }
 
@@ -377,11 +381,45 @@ mod tests {
             private.path(),
             workspace.path(),
             &[git.clone(), workspace.path().join("missing")],
+            &[],
             false,
         )
         .unwrap();
         assert_eq!(plan.read_only.len(), 1);
         assert_eq!(shown(&plan.read_only[0].0), git.display().to_string());
         assert_eq!(plan.read_only[0].1 & libc::MS_RDONLY, 0, "read-only is added, not kept");
+    }
+
+    /// The data folder is covered, unless it holds the workspace (covering it would
+    /// hide the work) or is missing.
+    #[test]
+    fn a_hidden_folder_is_covered_unless_it_holds_the_workspace() {
+        let outside = ["/var/tmp", "/dev/shm", env!("CARGO_MANIFEST_DIR")]
+            .into_iter()
+            .filter(|dir| !Path::new(dir).starts_with(TMP))
+            .find_map(|dir| tempfile::tempdir_in(dir).ok())
+            .expect("a writable folder outside /tmp");
+        let data = outside.path().join("data");
+        let workspace = outside.path().join("work");
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::create_dir_all(&workspace).unwrap();
+        let private = tempfile::tempdir().unwrap();
+        let covered = |hidden: &[PathBuf], workspace: &Path| {
+            MountPlan::new(private.path(), workspace, &[], hidden, false)
+                .unwrap()
+                .cover_folders
+                .iter()
+                .map(shown)
+                .collect::<Vec<_>>()
+        };
+        assert!(covered(std::slice::from_ref(&data), &workspace).contains(&data.display().to_string()));
+        let inside = data.join("project");
+        std::fs::create_dir_all(&inside).unwrap();
+        assert!(!covered(std::slice::from_ref(&data), &inside).contains(&data.display().to_string()));
+        assert!(
+            !covered(&[outside.path().join("missing")], &workspace)
+                .iter()
+                .any(|f| f.ends_with("missing"))
+        );
     }
 }

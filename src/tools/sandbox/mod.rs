@@ -92,7 +92,7 @@ impl Layer {
             Layer::Landlock => "writes outside the workspace, the temporary folder and `writable`",
             Layer::LandlockScopes => "signals to and abstract sockets of processes outside the sandbox",
             Layer::Namespaces => {
-                "sockets under /tmp and the runtime folder; writes to .git, the archive and the journals"
+                "sockets under /tmp and the runtime folder; writes to .git, the archive and the journals; reading scratchpad's data folder (every workspace's journals)"
             }
             Layer::NetworkNamespace => "every connection, loopback included (network = false)",
             Layer::Seccomp => "terminal injection, device nodes, ptrace, mounts and new namespaces",
@@ -217,6 +217,9 @@ pub struct Sandbox {
     private_tmp: Option<Arc<tempfile::TempDir>>,
     /// Folders bound read-only for every command (the archive, the journals).
     protected: Vec<PathBuf>,
+    /// Folders no command may even read: covered by an empty one (scratchpad's data
+    /// folder, with every workspace's journals, the trust records and the log).
+    hidden: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -238,6 +241,7 @@ impl Sandbox {
             missing: Vec::new(),
             private_tmp: None,
             protected: Vec::new(),
+            hidden: Vec::new(),
         };
         if sandbox.config.mode == SandboxMode::Off {
             return sandbox;
@@ -355,6 +359,14 @@ impl Sandbox {
         }
     }
 
+    /// Keep `path` (scratchpad's data folder) out of every command's sight: the model
+    /// reads this session's archive through the tools, and nothing else there is its.
+    pub fn hide(&mut self, path: PathBuf) {
+        if !self.hidden.contains(&path) {
+            self.hidden.push(path);
+        }
+    }
+
     /// How one command is to be confined, to be installed on its `Command`; `None`
     /// when the sandbox is off or the kernel cannot enforce it. With `git_writable`,
     /// the repository's `.git` is left writable (the user approved that command).
@@ -386,6 +398,7 @@ impl Sandbox {
                 tmp.path(),
                 &self.workspace,
                 &read_only,
+                &self.hidden,
                 self.has(Layer::NetworkNamespace) && !self.config.network,
             )?),
             None => None,
