@@ -353,3 +353,44 @@ fn other_workspaces_conversations_are_out_of_sight() {
         "hidden from commands, kept on disk"
     );
 }
+
+/// The ssh-agent and tmux sockets a user keeps outside `/tmp` and the runtime folder
+/// (`ssh-agent -a ~/.ssh/agent.sock`, `tmux -S ~/x/tmux.sock`) are covered too: their
+/// variables are taken out of scratchpad's own environment at start, and the cover is
+/// read from where they are kept, not from the environment that no longer has them.
+#[test]
+fn agent_and_tmux_sockets_outside_tmp_are_out_of_reach() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let home = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
+    let listen = |name: &str| {
+        let path = home.path().join(name);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        (path, listener)
+    };
+    let (agent, agent_listener) = listen("agent.sock");
+    let (tmux, tmux_listener) = listen("tmux.sock");
+    let connect = |path: &Path| {
+        format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+            path.display()
+        )
+    };
+    let calls = [bash_call("s1", connect(&agent)), bash_call("s2", connect(&tmux))];
+    let api = MockApi::start_in_thread(vec![tool_reply("Trying.", &calls), text_reply("Done.")]);
+    let output = workspace
+        .command(&api, &["-p", "Go", "--yes"])
+        .env("SSH_AUTH_SOCK", &agent)
+        .env("TMUX", format!("{},1234,0", tmux.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let results = tool_results(&messages_of(&api.turn_requests()[1]));
+    assert!(!results[0].contains("connected"), "the ssh agent: {}", results[0]);
+    assert!(!results[1].contains("connected"), "tmux: {}", results[1]);
+    assert!(
+        agent_listener.accept().is_err() && tmux_listener.accept().is_err(),
+        "nothing connected"
+    );
+}

@@ -77,7 +77,11 @@ impl MountPlan {
         };
         let covers_tmp = relative.is_none_or(|relative| !relative.as_os_str().is_empty());
         // The user's runtime folders (their agent sockets), covered whole.
-        let runtime: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
+        // Read where scratchpad keeps them: these variables were taken out of its own
+        // environment at start (commands never get them), but the sockets they name
+        // are still there to cover.
+        let variable = crate::tools::user_variable;
+        let runtime: Vec<PathBuf> = variable("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
             .into_iter()
             .chain([PathBuf::from("/run/user")])
@@ -89,10 +93,8 @@ impl MountPlan {
             .filter(|folder| folder.is_dir() && !folder.starts_with(TMP) && !workspace.starts_with(folder))
             .map(|folder| c_path(folder))
             .collect::<Result<Vec<_>, _>>()?;
-        let tmux_socket = std::env::var("TMUX")
-            .ok()
-            .and_then(|value| value.split(',').next().map(PathBuf::from));
-        let ssh_socket = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from);
+        let tmux_socket = variable("TMUX").and_then(|value| value.split(',').next().map(PathBuf::from));
+        let ssh_socket = variable("SSH_AUTH_SOCK").map(PathBuf::from);
         let cover_files = [ssh_socket, tmux_socket]
             .into_iter()
             .flatten()
