@@ -36,16 +36,41 @@ pub fn sessions_dir_under(data_root: &Path, workspace: &Path) -> PathBuf {
 /// Move journals left in the workspace's `.scratchpad/sessions/` by an earlier
 /// version to [`sessions_dir`]; a line for the user when any moved.
 pub fn migrate_legacy(workspace: &Path) -> Result<Option<String>, SessionError> {
-    let legacy = workspace.join(LEGACY_SESSIONS_DIR);
-    let Ok(entries) = std::fs::read_dir(&legacy) else {
-        return Ok(None);
-    };
-    let target = sessions_dir(workspace);
+    migrate_legacy_into(workspace, &sessions_dir(workspace))
+}
+
+/// Left in a workspace's sessions folder (outside the workspace) once its old folder
+/// was looked at: the move is made once, at the first start of a version that keeps
+/// journals out of the workspace. A journal planted in the old place later (the model
+/// can write the workspace) is never taken for one of the user's.
+const LEGACY_LOOKED_AT: &str = ".legacy-moved";
+
+/// [`migrate_legacy`] into the sessions folder `target`.
+fn migrate_legacy_into(workspace: &Path, target: &Path) -> Result<Option<String>, SessionError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| SessionError::Io { path, source }
     };
-    crate::store::create_private_dir(&target).map_err(io(&target))?;
+    let marker = target.join(LEGACY_LOOKED_AT);
+    if std::fs::symlink_metadata(&marker).is_ok() {
+        return Ok(None);
+    }
+    crate::store::create_private_dir(target).map_err(io(target))?;
+    std::fs::write(&marker, b"").map_err(io(&marker))?;
+    let own = workspace.join(".scratchpad");
+    let legacy = workspace.join(LEGACY_SESSIONS_DIR);
+    // Our folders are never followed through a link: moving the journals "in" a
+    // planted link would move files from wherever it points.
+    let is_folder = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir());
+    if std::fs::symlink_metadata(&own).is_ok() && !(is_folder(&own) && is_folder(&legacy)) {
+        return Ok(Some(format!(
+            "{LEGACY_SESSIONS_DIR}/ is not a folder of scratchpad's (a link or a file stands there): \
+             nothing was moved from it"
+        )));
+    }
+    let Ok(entries) = std::fs::read_dir(&legacy) else {
+        return Ok(None);
+    };
     let mut moved = 0;
     for entry in entries.filter_map(Result::ok) {
         let from = entry.path();
@@ -162,5 +187,43 @@ mod tests {
             Some("scratchpad --resume 20261201-100000-1")
         );
         assert_eq!(way_back_in(dir.path(), "20261203-100000-3"), None, "left no journal");
+    }
+
+    /// The old folder is looked at once: journals there at the first start are moved,
+    /// one planted there later is not (the model can write the workspace).
+    #[test]
+    fn legacy_journals_move_once_and_a_later_one_stays() {
+        let workspace = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let legacy = workspace.path().join(LEGACY_SESSIONS_DIR);
+        std::fs::create_dir_all(&legacy).unwrap();
+        std::fs::write(legacy.join("20260101-000000-1.jsonl"), "{}\n").unwrap();
+        let said = migrate_legacy_into(workspace.path(), target.path()).unwrap();
+        assert!(said.is_some_and(|line| line.starts_with("Moved 1 session journal")));
+        assert!(target.path().join("20260101-000000-1.jsonl").is_file());
+        std::fs::create_dir_all(&legacy).unwrap();
+        std::fs::write(legacy.join("29991231-235959-1.jsonl"), "{\"forged\":1}\n").unwrap();
+        assert_eq!(migrate_legacy_into(workspace.path(), target.path()).unwrap(), None);
+        assert!(
+            !target.path().join("29991231-235959-1.jsonl").exists(),
+            "planted later: not moved"
+        );
+    }
+
+    /// A `.scratchpad` that is a link is not followed: the journals where it points
+    /// stay where they are.
+    #[test]
+    fn a_linked_legacy_folder_is_not_followed() {
+        let workspace = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("sessions")).unwrap();
+        let theirs = elsewhere.path().join("sessions/20260101-000000-1.jsonl");
+        std::fs::write(&theirs, "{}\n").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), workspace.path().join(".scratchpad")).unwrap();
+        let said = migrate_legacy_into(workspace.path(), target.path()).unwrap();
+        assert!(said.is_some_and(|line| line.contains("nothing was moved")));
+        assert!(theirs.is_file(), "left where it was");
+        assert!(!target.path().join("20260101-000000-1.jsonl").exists());
     }
 }
