@@ -263,7 +263,13 @@ impl Launch {
         // A read-only view runs nothing, so it starts no server.
         if self.read_only.is_none() {
             let root = tools.workspace().root().to_path_buf();
-            let hub = crate::mcp::McpHub::start(&self.config.mcp_servers, &root, crate::tools::user_variable);
+            // Validated with the config: a bad pattern cannot get here.
+            let hidden = self
+                .config
+                .tools
+                .hidden_env_matcher()
+                .unwrap_or_else(|_| crate::tools::HiddenEnv::ours_only());
+            let hub = crate::mcp::McpHub::start(&self.config.mcp_servers, &root, crate::tools::user_variable, hidden);
             notices.extend(project_servers(&hub, &root));
             tools = tools.with_mcp(hub);
         }

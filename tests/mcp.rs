@@ -494,3 +494,33 @@ async fn a_failed_server_is_said_with_the_end_of_its_stderr() {
     };
     assert!(message.contains("fatal: missing GITHUB_TOKEN"), "{message}");
 }
+
+/// A variable the user hides from commands with their own `hide_env` pattern is
+/// hidden from MCP servers too, but for one a server's `env` names on purpose.
+#[test]
+fn a_custom_hidden_variable_reaches_no_server_that_does_not_name_it() {
+    let workspace = Workspace::new();
+    let path = workspace.home.path().join("config.toml");
+    let mut config = std::fs::read_to_string(&path).unwrap();
+    config.push_str(concat!(
+        "\n[tools]\nhide_env = [\"*KEY*\", \"*SECRET*\", \"*TOKEN*\", \"*PASS*\", \"CORP_*\"]\n",
+        "\n[mcp_servers.leak]\ncommand = \"sh\"\n",
+        "args = [\"-c\", \"echo seen:${CORP_VAULT_PASS:-none}:${CORP_NAMED:-none} >&2; exit 1\"]\n",
+        "env = { CORP_NAMED = \"${CORP_NAMED}\" }\n",
+    ));
+    std::fs::write(&path, config).unwrap();
+    let api = MockApi::start_in_thread(vec![text_reply("hello")]);
+    let output = workspace
+        .command(&api, &["-p", "hi"])
+        .env("CORP_VAULT_PASS", "vault-secret-7")
+        .env("CORP_NAMED", "named-on-purpose")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("seen:"), "the server's last words are said: {stderr}");
+    assert!(
+        !stderr.contains("vault-secret-7"),
+        "a hidden variable reached the server: {stderr}"
+    );
+    assert!(stderr.contains("seen:none:named-on-purpose"), "{stderr}");
+}

@@ -109,6 +109,9 @@ struct Server {
     group: Mutex<Option<i32>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     restarted: AtomicBool,
+    /// The variables of scratchpad's environment commands never see (`hide_env`): a
+    /// server does not see them either, but for those its `env` names.
+    hidden: crate::tools::HiddenEnv,
 }
 
 /// The configured servers and their state, shared by the tools and the screen.
@@ -118,6 +121,8 @@ pub struct McpHub {
     /// Bumped on every change of what the model gets: the agent takes in the new tool
     /// list (and its cost) before the next call.
     revision: Arc<tokio::sync::watch::Sender<u64>>,
+    /// What every server's environment leaves out, as commands' does.
+    hidden: crate::tools::HiddenEnv,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -148,20 +153,28 @@ fn capped(text: &str, cap: usize) -> (String, usize) {
 impl McpHub {
     /// No servers.
     pub fn empty() -> Arc<Self> {
+        Self::hiding(crate::tools::HiddenEnv::ours_only())
+    }
+
+    /// A hub with no server yet whose servers never see the variables `hidden` hides.
+    fn hiding(hidden: crate::tools::HiddenEnv) -> Arc<Self> {
         Arc::new(McpHub {
             servers: std::sync::RwLock::new(Vec::new()),
             revision: Arc::new(tokio::sync::watch::Sender::new(0)),
+            hidden,
         })
     }
 
     /// Start every enabled server of `configs` in the background (on the current
-    /// runtime). `lookup` gives the user's variables for `${NAME}` in `env`.
+    /// runtime). `lookup` gives the user's variables for `${NAME}` in `env`; `hidden`
+    /// says which of scratchpad's variables they never see (as commands do not).
     pub fn start(
         configs: &BTreeMap<String, McpServerConfig>,
         workspace: &Path,
         lookup: impl Fn(&str) -> Option<String>,
+        hidden: crate::tools::HiddenEnv,
     ) -> Arc<Self> {
-        let hub = Self::empty();
+        let hub = Self::hiding(hidden);
         hub.add(configs, workspace, lookup);
         hub
     }
@@ -185,7 +198,7 @@ impl McpHub {
                 .cwd
                 .as_ref()
                 .map_or_else(|| workspace.to_path_buf(), |cwd| workspace.join(cwd));
-            let mut server = Server::new(name, config.clone(), cwd);
+            let mut server = Server::new(name, config.clone(), cwd, self.hidden.clone());
             server.env = config.expanded_env(&lookup);
             server.headers = config.expanded_headers(&lookup);
             let server = Arc::new(server);
@@ -204,7 +217,7 @@ impl McpHub {
     /// any transport): its tools are listed and offered like a started one's. It
     /// cannot be started again, so once it stops it is reported failed.
     pub async fn attach(&self, name: &str, config: McpServerConfig, client: Client) {
-        let server = Server::new(name, config, PathBuf::new());
+        let server = Server::new(name, config, PathBuf::new(), self.hidden.clone());
         // Nothing to start again.
         server.restarted.store(true, Ordering::Relaxed);
         let server = Arc::new(server);
@@ -388,7 +401,7 @@ impl Drop for McpHub {
 
 impl Server {
     /// A server not started yet, with no variables expanded.
-    fn new(name: &str, config: McpServerConfig, cwd: PathBuf) -> Self {
+    fn new(name: &str, config: McpServerConfig, cwd: PathBuf, hidden: crate::tools::HiddenEnv) -> Self {
         Server {
             name: name.to_string(),
             config,
@@ -402,6 +415,7 @@ impl Server {
             group: Mutex::new(None),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             restarted: AtomicBool::new(false),
+            hidden,
         }
     }
 
@@ -473,6 +487,11 @@ impl Server {
     async fn spawn(&self) -> Result<Client, String> {
         let env = self.env.clone()?;
         let mut command = tokio::process::Command::new(&self.config.command);
+        for (key, _) in std::env::vars_os() {
+            if self.hidden.hides(&key.to_string_lossy()) {
+                command.env_remove(key);
+            }
+        }
         command
             .args(&self.config.args)
             .envs(env)
@@ -663,9 +682,12 @@ mod tests {
     }
 
     async fn started(configs: &BTreeMap<String, McpServerConfig>) -> Arc<McpHub> {
-        let hub = McpHub::start(configs, Path::new(env!("CARGO_MANIFEST_DIR")), |name| {
-            (name == "FIXTURE_SECRET").then(|| "from the user".to_string())
-        });
+        let hub = McpHub::start(
+            configs,
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            |name| (name == "FIXTURE_SECRET").then(|| "from the user".to_string()),
+            crate::tools::HiddenEnv::ours_only(),
+        );
         hub.wait_started().await;
         hub
     }

@@ -229,7 +229,7 @@ impl HiddenEnv {
     }
 
     /// Only our own keys: should a bad pattern get past validation.
-    fn ours_only() -> Self {
+    pub(crate) fn ours_only() -> Self {
         HiddenEnv {
             hide: GlobSet::empty(),
             pass: GlobSet::empty(),

@@ -1050,7 +1050,8 @@ fn start_in_with_mcp(
         scratchpad::tools::ToolsConfig::default(),
     );
     if !servers.is_empty() {
-        let hub = scratchpad::mcp::McpHub::start(servers, dir.path(), |_| None);
+        let hidden = scratchpad::tools::ToolsConfig::default().hidden_env_matcher().unwrap();
+        let hub = scratchpad::mcp::McpHub::start(servers, dir.path(), |_| None, hidden);
         tools = tools.with_mcp(hub);
     }
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
