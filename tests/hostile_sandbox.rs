@@ -394,3 +394,38 @@ fn agent_and_tmux_sockets_outside_tmp_are_out_of_reach() {
         "nothing connected"
     );
 }
+
+/// A daemon's socket anywhere outside the workspace and `/tmp` (`/run/podman`,
+/// `/var/lib/…`, a home folder) is out of reach, though no variable names it and
+/// Landlock cannot stop the connection: every pathname socket bound when a command
+/// starts is covered.
+#[test]
+fn a_daemon_socket_elsewhere_is_out_of_reach() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let place = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
+    let socket = place.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let mine = workspace.path().join("mine.sock");
+    let own = std::os::unix::net::UnixListener::bind(&mine).unwrap();
+    own.set_nonblocking(true).unwrap();
+    let connect = |path: &Path| {
+        format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+            path.display()
+        )
+    };
+    let results = results_of(
+        &workspace,
+        &[bash_call("d1", connect(&socket)), bash_call("d2", connect(&mine))],
+        &["--yes"],
+    );
+    assert!(!results[0].contains("connected"), "the daemon's socket: {}", results[0]);
+    assert!(listener.accept().is_err(), "nothing connected to the daemon");
+    assert!(
+        results[1].contains("connected"),
+        "the workspace's own socket stays usable: {}",
+        results[1]
+    );
+}

@@ -95,13 +95,20 @@ impl MountPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let tmux_socket = variable("TMUX").and_then(|value| value.split(',').next().map(PathBuf::from));
         let ssh_socket = variable("SSH_AUTH_SOCK").map(PathBuf::from);
-        let cover_files = [ssh_socket, tmux_socket]
+        let mut sockets: Vec<PathBuf> = [ssh_socket, tmux_socket]
             .into_iter()
             .flatten()
             .chain(["/run/docker.sock", "/var/run/docker.sock"].map(PathBuf::from))
-            .filter(|socket| !socket.starts_with(TMP) && !socket.is_dir() && socket.exists())
+            .filter(|socket| !socket.is_dir() && socket.exists())
+            .chain(bound_sockets())
+            .filter(|socket| !socket.starts_with(TMP) && !socket.starts_with(workspace))
             .filter(|socket| !runtime.iter().any(|folder| socket.starts_with(folder)))
-            .map(|socket| c_path(&socket))
+            .collect();
+        sockets.sort();
+        sockets.dedup();
+        let cover_files = sockets
+            .iter()
+            .map(|socket| c_path(socket))
             .collect::<Result<Vec<_>, _>>()?;
         let read_only = read_only
             .iter()
@@ -168,6 +175,31 @@ impl MountPlan {
         }
         Ok(())
     }
+}
+
+/// Every pathname UNIX socket bound on this machine now that this user could connect
+/// to (the kernel lists them in `/proc/net/unix`): daemons' sockets under `/run`,
+/// `/var/lib` or a home folder. Landlock cannot stop a connection to one, so each is
+/// covered. Sockets bound after a command starts are not.
+fn bound_sockets() -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return Vec::new();
+    };
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .filter(|path| path.starts_with('/'))
+        .map(PathBuf::from)
+        .filter(|path| {
+            std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_socket())
+                && c_path(path).is_ok_and(|c| {
+                    // SAFETY: access reads a NUL-terminated path.
+                    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+                })
+        })
+        .collect()
 }
 
 /// The flags of the mount holding `folder` that a bind inside a user namespace must
