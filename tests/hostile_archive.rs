@@ -422,3 +422,36 @@ fn two_undos_at_once_never_build_a_history_that_never_existed() {
 fn messages_sent(api: &MockApi, n: usize) -> Vec<scratchpad::message::Message> {
     common::messages_of(&api.turn_requests()[n])
 }
+
+/// The folder an earlier version kept journals in, where a workspace still has one,
+/// is read-only to commands and refused to file tools: nothing can be planted there
+/// for a later start to take for the user's.
+#[test]
+fn an_earlier_versions_journal_folder_cannot_be_planted_in() {
+    let workspace = Workspace::new();
+    let legacy = workspace.path().join(".scratchpad/sessions");
+    std::fs::create_dir_all(&legacy).unwrap();
+    std::fs::write(legacy.join("20260101-000000-1.jsonl"), "{}\n").unwrap();
+    // Something of the user's beside the journals keeps the folder after the move.
+    std::fs::write(workspace.path().join(".scratchpad/notes.txt"), "mine\n").unwrap();
+    let results = results_of(
+        &workspace,
+        &[
+            bash_call(
+                "p1",
+                "mkdir -p .scratchpad/sessions && echo '{\"type\":\"append\"}' > .scratchpad/sessions/29991231-235959-1.jsonl; echo done",
+            ),
+            (
+                "p2",
+                "write_file",
+                json!({"path": ".scratchpad/sessions/29991231-235959-2.jsonl", "content": "{}"}),
+            ),
+        ],
+        &["--yes"],
+    );
+    assert!(results[0].contains("Read-only file system"), "{}", results[0]);
+    assert!(results[1].starts_with("Refused: `.scratchpad/`"), "{}", results[1]);
+    for planted in ["29991231-235959-1.jsonl", "29991231-235959-2.jsonl"] {
+        assert!(!legacy.join(planted).exists(), "{planted} was planted");
+    }
+}

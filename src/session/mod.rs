@@ -40,7 +40,8 @@ pub use fork::{ForkAt, ForkError, ForkPoint, Forked, Origin, fork, history_at};
 pub use journal::{Journal, lock_holder, torn_side_file};
 pub use listing::{SessionSummary, Tally, list};
 pub use place::{
-    LEGACY_SESSIONS_DIR, find, find_in, id_of, migrate_legacy, sessions_dir, sessions_dir_under, way_back,
+    LEGACY_FOLDER, LEGACY_SESSIONS_DIR, find, find_in, id_of, migrate_legacy, sessions_dir, sessions_dir_under,
+    way_back,
 };
 pub use replay::{Fed, JournalText, MAX_JOURNAL_BYTES, Replay, Restored, read_journal, restore};
 

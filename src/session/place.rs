@@ -11,6 +11,10 @@ use super::SessionError;
 /// model's reach); found there, they are moved on the first start.
 pub const LEGACY_SESSIONS_DIR: &str = ".scratchpad/sessions";
 
+/// The workspace folder an earlier version kept its journals in (in
+/// [`LEGACY_SESSIONS_DIR`]).
+pub const LEGACY_FOLDER: &str = ".scratchpad";
+
 /// The folder of this workspace's journals: in the platform data folder, outside the
 /// workspace, where no command or file tool can write, one folder per workspace (its
 /// name and a hash of its path).
@@ -57,7 +61,7 @@ fn migrate_legacy_into(workspace: &Path, target: &Path) -> Result<Option<String>
     }
     crate::store::create_private_dir(target).map_err(io(target))?;
     std::fs::write(&marker, b"").map_err(io(&marker))?;
-    let own = workspace.join(".scratchpad");
+    let own = workspace.join(LEGACY_FOLDER);
     let legacy = workspace.join(LEGACY_SESSIONS_DIR);
     // Our folders are never followed through a link: moving the journals "in" a
     // planted link would move files from wherever it points.
@@ -95,7 +99,7 @@ fn migrate_legacy_into(workspace: &Path, target: &Path) -> Result<Option<String>
         moved += 1;
     }
     let _ = std::fs::remove_dir(&legacy);
-    let _ = std::fs::remove_dir(workspace.join(".scratchpad"));
+    let _ = std::fs::remove_dir(workspace.join(LEGACY_FOLDER));
     Ok((moved > 0).then(|| {
         format!(
             "Moved {moved} session journal(s) from {LEGACY_SESSIONS_DIR}/ to {}, out of the model's reach.",

@@ -405,6 +405,12 @@ impl ToolBox {
                     sandbox.protect(workspace.root().join(folder));
                 }
                 sandbox.protect(crate::session::sessions_dir(workspace.root()));
+                // The folder an earlier version kept journals in, where there is one:
+                // nothing may be planted there (it is read once, at the first start).
+                let legacy = workspace.root().join(crate::session::LEGACY_FOLDER);
+                if std::fs::symlink_metadata(&legacy).is_ok_and(|meta| meta.is_dir()) {
+                    sandbox.protect(legacy);
+                }
                 if let Some(data) = crate::config::data_dir() {
                     sandbox.hide(data);
                 }
@@ -476,7 +482,7 @@ impl ToolBox {
         let writes = access == PathAccess::Write;
         if writes && let Some(folder) = self.archive_folder(&path) {
             return Plan::Refused(format!(
-                "Refused: `{folder}/` is scratchpad's archive (what compaction saved), read-only to tools."
+                "Refused: `{folder}/` is scratchpad's own (what compaction saved, or an earlier version's journals), read-only to tools."
             ));
         }
         let into_git = writes
@@ -505,11 +511,13 @@ impl ToolBox {
         }
     }
 
-    /// The archive folder `path` lies in (or is), if any.
+    /// The archive folder `path` lies in (or is), if any: the archive's, or the one
+    /// an earlier version kept journals in.
     fn archive_folder(&self, path: &Path) -> Option<&'static str> {
         crate::store::ARCHIVE_FOLDERS
             .iter()
             .copied()
+            .chain([crate::session::LEGACY_FOLDER])
             .find(|folder| path.starts_with(self.workspace.root().join(folder)))
     }
 
