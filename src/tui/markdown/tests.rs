@@ -14,6 +14,16 @@ fn plain(lines: &[Line<'_>]) -> Vec<String> {
         .collect()
 }
 
+/// The style of the first span holding `text`.
+fn style_of(lines: &[Line<'_>], text: &str) -> Style {
+    lines
+        .iter()
+        .flat_map(|l| l.spans.iter())
+        .find(|s| s.content.contains(text))
+        .unwrap()
+        .style
+}
+
 #[test]
 fn wraps_words_lists_and_code() {
     let text =
@@ -68,14 +78,7 @@ fn nested_and_numbered_lists_tasks_quotes_links_and_emphasis() {
             "see the docs (https://example.org/docs) and old",
         ]
     );
-    let find = |text: &str| {
-        lines
-            .iter()
-            .flat_map(|l| l.spans.iter())
-            .find(|s| s.content.contains(text))
-            .unwrap()
-            .style
-    };
+    let find = |text: &str| style_of(&lines, text);
     assert_eq!(find("the docs").fg, Some(theme::palette().link));
     assert!(find("words").add_modifier.contains(Modifier::ITALIC));
     assert!(find("old").add_modifier.contains(Modifier::CROSSED_OUT));
@@ -169,14 +172,7 @@ fn without_a_known_background_code_and_links_take_the_terminal_colour() {
             Style::default(),
         )
     });
-    let find = |text: &str| {
-        lines
-            .iter()
-            .flat_map(|l| l.spans.iter())
-            .find(|s| s.content.contains(text))
-            .unwrap()
-            .style
-    };
+    let find = |text: &str| style_of(&lines, text);
     assert_eq!(find("cargo test").fg, Some(ratatui::style::Color::Reset));
     assert_eq!(find("the docs").fg, Some(ratatui::style::Color::Reset));
     assert!(find("the docs").add_modifier.contains(Modifier::UNDERLINED));
