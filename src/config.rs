@@ -150,6 +150,16 @@ pub(crate) fn default_config_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "scratchpad").map(|dirs| dirs.config_dir().join("config.toml"))
 }
 
+/// The key a workspace's records kept outside it (MCP trust, approvals) are found
+/// under: its real path.
+pub(crate) fn workspace_key(workspace: &Path) -> String {
+    workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// The platform's data folder for scratchpad (`~/.local/share/scratchpad`): the log
 /// and the session journals.
 pub(crate) fn data_dir() -> Option<PathBuf> {

@@ -605,6 +605,20 @@ fn refuse_links(workspace: &Path, relative: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// Keep `value` as JSON at `path`, whole or not at all: written aside in the same
+/// folder (made private when it is new), flushed, then renamed into place. For the
+/// small records scratchpad keeps beside its data (labels, trust, approvals).
+pub fn write_json_whole(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(folder)?;
+    let text = crate::json::to_vec(value).map_err(io::Error::other)?;
+    let mut temp = tempfile::Builder::new().prefix(".new-").tempfile_in(folder)?;
+    temp.write_all(&text)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);

@@ -103,11 +103,7 @@ impl Approvals {
         };
         let record = ProjectRecord {
             file: data_dir.join(PROJECT_FILE),
-            workspace: workspace
-                .canonicalize()
-                .unwrap_or_else(|_| workspace.to_path_buf())
-                .display()
-                .to_string(),
+            workspace: crate::config::workspace_key(workspace),
         };
         let (mut all, problem) = read_records(&record.file);
         let project = all.remove(&record.workspace).unwrap_or_default();
@@ -189,14 +185,7 @@ impl Approvals {
         } else {
             all.insert(record.workspace.clone(), self.project.clone());
         }
-        let folder = record.file.parent().unwrap_or(Path::new("."));
-        crate::store::create_private_dir(folder)?;
-        let text = crate::json::to_vec(&all).map_err(std::io::Error::other)?;
-        let mut temp = tempfile::NamedTempFile::new_in(folder)?;
-        std::io::Write::write_all(&mut temp, &text)?;
-        temp.as_file().sync_all()?;
-        temp.persist(&record.file).map_err(|error| error.error)?;
-        Ok(())
+        crate::store::write_json_whole(&record.file, &all)
     }
 }
 
@@ -221,6 +210,8 @@ fn read_records(file: &Path) -> (BTreeMap<String, Vec<Approval>>, Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     /// An approval for the project outlives the session: a later one in the same
     /// workspace reads it, another workspace does not, and a revoke removes it from
@@ -258,8 +249,6 @@ mod tests {
         assert!(broken.list().is_empty());
         assert!(problem.unwrap().contains("is not a file of approvals"));
     }
-    use std::path::PathBuf;
-    use std::time::Duration;
 
     fn bash(command: &str) -> Job {
         Job::Bash {

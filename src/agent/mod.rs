@@ -312,7 +312,6 @@ impl Agent {
         self
     }
 
-    /// Notices to show when the session starts.
     /// Lines to say once the agent starts, after any of its own.
     pub fn with_notices(mut self, notices: Vec<String>) -> Self {
         self.notices.extend(notices);

@@ -152,15 +152,6 @@ fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, worksp
     sha256_hex(&whole)
 }
 
-/// The key of `workspace` in the trust records: its real path.
-fn key(workspace: &Path) -> String {
-    workspace
-        .canonicalize()
-        .unwrap_or_else(|_| workspace.to_path_buf())
-        .display()
-        .to_string()
-}
-
 fn records(data_root: &Path) -> BTreeMap<String, String> {
     std::fs::read(data_root.join(TRUST_FILE))
         .ok()
@@ -179,7 +170,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// Whether the user trusted the `.mcp.json` of hash `sha256` in `workspace`.
 pub fn is_trusted(data_root: &Path, workspace: &Path, sha256: &str) -> bool {
     records(data_root)
-        .get(&key(workspace))
+        .get(&crate::config::workspace_key(workspace))
         .is_some_and(|trusted| trusted == sha256)
 }
 
@@ -187,14 +178,8 @@ pub fn is_trusted(data_root: &Path, workspace: &Path, sha256: &str) -> bool {
 /// (written whole, then renamed into place).
 pub fn trust(data_root: &Path, workspace: &Path, sha256: &str) -> std::io::Result<()> {
     let mut all = records(data_root);
-    all.insert(key(workspace), sha256.to_string());
-    std::fs::create_dir_all(data_root)?;
-    let text = crate::json::to_vec(&all).map_err(std::io::Error::other)?;
-    let mut temp = tempfile::NamedTempFile::new_in(data_root)?;
-    std::io::Write::write_all(&mut temp, &text)?;
-    temp.as_file().sync_all()?;
-    temp.persist(data_root.join(TRUST_FILE)).map_err(|error| error.error)?;
-    Ok(())
+    all.insert(crate::config::workspace_key(workspace), sha256.to_string());
+    crate::store::write_json_whole(&data_root.join(TRUST_FILE), &all)
 }
 
 impl ProjectServers {

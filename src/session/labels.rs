@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use super::SessionError;
@@ -61,20 +61,8 @@ pub fn load(dir: &Path) -> Labels {
 
 /// Keep `labels` in `dir`, whole or not at all (written aside, then renamed).
 pub fn save(dir: &Path, labels: &Labels) -> Result<(), SessionError> {
-    let io = |source| SessionError::Io {
-        path: dir.join(LABELS_FILE),
-        source,
-    };
-    crate::store::create_private_dir(dir).map_err(io)?;
-    let text = crate::json::to_vec(labels).map_err(|error| io(error.into()))?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".labels-")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    temp.write_all(&text).map_err(io)?;
-    temp.as_file().sync_data().map_err(io)?;
-    temp.persist(dir.join(LABELS_FILE)).map_err(|error| io(error.error))?;
-    Ok(())
+    let path = dir.join(LABELS_FILE);
+    crate::store::write_json_whole(&path, labels).map_err(|source| SessionError::Io { path, source })
 }
 
 #[cfg(test)]

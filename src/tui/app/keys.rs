@@ -98,12 +98,8 @@ impl App {
         }
         // Typing why a call is denied: Esc goes back to the question; every other key
         // is the prompt's, and Enter denies with its text (see `submit`).
-        if let Some(denying) = &self.denying
-            && keymap::action(View::Permission, &key) == Some(Action::CancelTurn)
-        {
-            let draft = denying.draft.clone();
-            self.denying = None;
-            self.input.set_text(&draft);
+        if self.denying.is_some() && keymap::action(View::Permission, &key) == Some(Action::CancelTurn) {
+            self.stop_denying();
             return;
         }
         if let Some(prompt) = self.state.permission.clone()
@@ -386,13 +382,12 @@ impl App {
     }
 
     pub(super) fn submit(&mut self, text: String) {
-        if let Some(denying) = self.denying.take() {
+        if let Some(request_id) = self.stop_denying() {
             self.send(Op::Permission {
-                request_id: denying.request_id,
+                request_id,
                 answer: PermissionAnswer::DenyBecause(text),
             });
             self.state.permission = None;
-            self.input.set_text(&denying.draft);
             return;
         }
         match SlashCommand::parse(&text) {

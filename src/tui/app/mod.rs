@@ -209,10 +209,8 @@ impl App {
             self.state.collapse_newest_request(&full, shown);
         }
         // The question went away (the turn ended): no reason is wanted any more.
-        if self.state.permission.is_none()
-            && let Some(denying) = self.denying.take()
-        {
-            self.input.set_text(&denying.draft);
+        if self.state.permission.is_none() {
+            self.stop_denying();
         }
         if let Some(text) = self.state.edit_request.take() {
             self.input.set_text(&text);
@@ -232,6 +230,14 @@ impl App {
                 self.submit(text);
             }
         }
+    }
+
+    /// Leave the typing of a reason for a denial, the prompt given back what it held
+    /// before; the question's id, when one was being denied.
+    fn stop_denying(&mut self) -> Option<u64> {
+        let denying = self.denying.take()?;
+        self.input.set_text(&denying.draft);
+        Some(denying.request_id)
     }
 
     /// Stop the turn (Esc, Ctrl+C, or the cancel key of a question). A request queued
