@@ -429,3 +429,72 @@ fn a_daemon_socket_elsewhere_is_out_of_reach() {
         results[1]
     );
 }
+
+/// The pids of processes whose command line is exactly `command`.
+fn processes_running(command: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command).then_some(pid)
+        })
+        .collect()
+}
+
+/// scratchpad killed outright (SIGKILL, no chance to clean up) takes every process a
+/// command started with it: a `setsid` daemon and a plain background child, not only
+/// the command itself.
+#[test]
+fn a_commands_children_die_with_scratchpad_killed_outright() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let token = 20_000 + std::process::id() % 10_000;
+    let (daemon, background) = (format!("sleep {token}"), format!("sleep {}", token + 1));
+    let quiet = ">/dev/null 2>&1 </dev/null";
+    let api = MockApi::start_in_thread(vec![
+        tool_reply(
+            "Starting.",
+            &[bash_call(
+                "k1",
+                format!("setsid {daemon} {quiet} & {background} {quiet} & sleep 60"),
+            )],
+        ),
+        text_reply("Done."),
+    ]);
+    let mut scratchpad = workspace
+        .command(&api, &["-p", "Go", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while processes_running(&daemon).is_empty() || processes_running(&background).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    scratchpad.kill().unwrap();
+    scratchpad.wait().unwrap();
+    let killed = Instant::now();
+    let mut survivors = Vec::new();
+    while killed.elapsed() < Duration::from_secs(5) {
+        survivors = [&daemon, &background]
+            .into_iter()
+            .filter(|command| !processes_running(command).is_empty())
+            .cloned()
+            .collect();
+        if survivors.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in processes_running(&daemon)
+        .into_iter()
+        .chain(processes_running(&background))
+    {
+        // SAFETY: signalling a process this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(survivors.is_empty(), "outlived scratchpad: {survivors:?}");
+}

@@ -139,25 +139,32 @@ pub fn release_child(pid: i32) {
 
 /// Kill and reap every child of ours but the kept ones: once a command ended, any
 /// other child left is an orphan it started (commands run one at a time). Repeats
-/// while killing one exposes more.
+/// while killing one exposes more. Nothing is waited for singly: a command's reaper
+/// (init of its PID namespace) exits only once the orphans of its namespace that
+/// were handed to us are reaped, so every child is killed and then collected as it
+/// can be.
 fn sweep_orphans() {
     if !ADOPTS_ORPHANS.load(Ordering::Relaxed) {
         return;
     }
-    for _ in 0..50 {
+    const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
+    let started = Instant::now();
+    while started.elapsed() < GIVE_UP_AFTER {
         let kept = KEPT_CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut orphans = children_of(std::process::id());
         orphans.retain(|pid| !kept.contains(pid));
         if orphans.is_empty() {
             return;
         }
-        for pid in orphans {
-            // SAFETY: signalling and reaping a child of this process by its pid.
+        for pid in &orphans {
+            // SAFETY: signalling and reaping a child of this process by its pid;
+            // WNOHANG, so a child still dying is collected on a later round.
             unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+                libc::kill(*pid, libc::SIGKILL);
+                libc::waitpid(*pid, std::ptr::null_mut(), libc::WNOHANG);
             }
         }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -5,14 +5,16 @@
 //!
 //! The order matters: a new session first (no controlling terminal); then the user,
 //! mount (and network) namespace and its mounts, which need the capabilities the new
-//! user namespace gives; then the working folder again (it may lie under a folder the
-//! mounts covered); then `no_new_privs`, Landlock, dropping every capability, and last
-//! seccomp, which refuses the mount calls made before it.
+//! user namespace gives; then a PID namespace for the command's children, with a
+//! reaper of ours as its init; then the working folder again (it may lie under a
+//! folder the mounts covered); then `no_new_privs`, Landlock, dropping every
+//! capability, and last seccomp, which refuses the mount calls made before it.
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use seccompiler::BpfProgram;
 
@@ -50,6 +52,25 @@ pub(crate) struct MountPlan {
     /// Folders bound read-only, with the flags their mount already has (a user
     /// namespace may not clear them).
     read_only: Vec<(CString, libc::c_ulong)>,
+    /// The read end of scratchpad's lifeline, which the command's reaper watches.
+    lifeline: libc::c_int,
+}
+
+/// A pipe whose write end only scratchpad holds, for as long as it runs: when it
+/// ends, however it ends (a SIGKILL included), the kernel closes that end and every
+/// command's reaper sees it. Both ends close on exec, so no command holds either.
+fn lifeline() -> Result<libc::c_int, String> {
+    static LIFELINE: OnceLock<Result<(OwnedFd, OwnedFd), String>> = OnceLock::new();
+    let ends = LIFELINE.get_or_init(|| {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into the array, which we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("cannot make the reaper's pipe: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: both descriptors were just opened and are owned by nothing else.
+        Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    });
+    ends.as_ref().map(|(read, _)| read.as_raw_fd()).map_err(Clone::clone)
 }
 
 const TMP: &str = "/tmp";
@@ -124,6 +145,7 @@ impl MountPlan {
             cover_folders,
             cover_files,
             read_only,
+            lifeline: lifeline()?,
         })
     }
 
@@ -172,8 +194,94 @@ impl MountPlan {
             for socket in &self.cover_files {
                 mount(Some(c"/dev/null"), socket, None, libc::MS_BIND)?;
             }
+            start_reaper(self.lifeline)?;
         }
         Ok(())
+    }
+}
+
+/// Put the command's children in a PID namespace whose init is a reaper of ours, so
+/// that they all die together, with no way out (`setsid`, double forks): when the
+/// reaper dies, the kernel kills every process in its namespace. The command itself
+/// (this process, about to exec) stays outside it, so it is not init and its
+/// background children outlive it as they would anywhere; the group kill at the end
+/// of the command (the reaper is in the command's group) or scratchpad's own death
+/// (its lifeline closes) ends the namespace.
+///
+/// # Safety
+/// Between fork and exec: system calls only.
+unsafe fn start_reaper(lifeline: libc::c_int) -> io::Result<()> {
+    // SAFETY: plain system calls; the child never returns from `reap`.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWPID))?;
+        // Watched by the reaper to learn when the command exits; it closes on exec
+        // here, so the command does not hold it. A kernel without pidfds leaves
+        // the reaper to the group kill.
+        let command = libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as libc::c_int;
+        // A raw fork: the C library's fork runs handlers that may take locks.
+        let reaper = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
+        if reaper == 0 {
+            reap(lifeline, command);
+        }
+        if command >= 0 {
+            libc::close(command);
+        }
+        if reaper < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The reaper: init of the command's PID namespace. It holds nothing of the command's
+/// (no output pipe, so the command's end is seen as soon as it comes), collects the
+/// orphans the kernel hands it, and exits when scratchpad does or when the command
+/// has exited and no child is left.
+///
+/// # Safety
+/// In a child between fork and exec: system calls only.
+unsafe fn reap(lifeline: libc::c_int, command: libc::c_int) -> ! {
+    const POLL_MS: libc::c_int = 100;
+    // SAFETY: plain system calls on this process's own descriptors and children.
+    unsafe {
+        let (low, high) = if command >= 0 && command < lifeline {
+            (command, lifeline)
+        } else {
+            (lifeline, command.max(lifeline))
+        };
+        for (first, last) in [(0, low - 1), (low + 1, high - 1), (high + 1, libc::c_int::MAX)] {
+            if first <= last {
+                libc::syscall(libc::SYS_close_range, first as libc::c_uint, last as libc::c_uint, 0);
+            }
+        }
+        let mut command_exited = command < 0;
+        loop {
+            let mut watched = [
+                libc::pollfd {
+                    fd: lifeline,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: if command_exited { -1 } else { command },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            libc::poll(watched.as_mut_ptr(), 2, POLL_MS);
+            if watched[0].revents != 0 {
+                libc::_exit(0);
+            }
+            command_exited |= watched[1].revents != 0;
+            let mut reaped = libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG);
+            while reaped > 0 {
+                reaped = libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG);
+            }
+            let no_children = reaped < 0 && *libc::__errno_location() == libc::ECHILD;
+            if command_exited && no_children {
+                libc::_exit(0);
+            }
+        }
     }
 }
 

@@ -92,7 +92,7 @@ impl Layer {
             Layer::Landlock => "writes outside the workspace, the temporary folder and `writable`",
             Layer::LandlockScopes => "signals to and abstract sockets of processes outside the sandbox",
             Layer::Namespaces => {
-                "sockets outside the workspace (under /tmp, the runtime folder, and every one bound when a command starts); writes to .git, the archive and the journals; reading scratchpad's data folder (every workspace's journals)"
+                "a command's children outliving scratchpad killed outright; sockets outside the workspace (under /tmp, the runtime folder, and every one bound when a command starts); writes to .git, the archive and the journals; reading scratchpad's data folder (every workspace's journals)"
             }
             Layer::NetworkNamespace => "every connection, loopback included (network = false)",
             Layer::Seccomp => "terminal injection, device nodes, ptrace, mounts and new namespaces",
