@@ -498,3 +498,127 @@ fn a_commands_children_die_with_scratchpad_killed_outright() {
     }
     assert!(survivors.is_empty(), "outlived scratchpad: {survivors:?}");
 }
+
+/// A command may not make git state unasked anywhere in the workspace: a new `.git`
+/// folder (at the top, where there was none, or deeper), a `.git` file pointing
+/// elsewhere, or a change inside a nested repository's `.git`. What it made is set
+/// aside under another name (nothing is lost) and the model is told; a file tool's
+/// write there is a question; an approved git command makes a repository.
+#[test]
+fn a_new_git_anywhere_in_the_workspace_is_set_aside_or_asked() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    assert!(!workspace.path().join(".git").exists());
+    let nested = workspace.path().join("nested");
+    std::fs::create_dir(&nested).unwrap();
+    git_init(&nested);
+    let nested_config = std::fs::read(nested.join(".git/config")).unwrap();
+    let plant = "printf '[core]\\n\\tfsmonitor = touch pwned\\n'";
+    let results = results_of(
+        &workspace,
+        &[
+            bash_call(
+                "n1",
+                format!("mkdir -p .git/objects .git/refs && {plant} > .git/config && echo made"),
+            ),
+            bash_call(
+                "n2",
+                "mkdir -p vendor/lib && printf 'gitdir: ../../elsewhere\\n' > vendor/lib/.git",
+            ),
+            bash_call("n3", format!("{plant} >> nested/.git/config && echo planted")),
+            (
+                "n4",
+                "write_file",
+                json!({"path": "deep/er/.git/config", "content": "[core]\n\tfsmonitor = touch pwned\n"}),
+            ),
+        ],
+        &[],
+    );
+    let top = workspace.path().join(".git");
+    assert!(!top.exists(), "the new .git is gone from its place");
+    assert!(
+        results[0].contains("`.git`") && results[0].contains(".git.refused"),
+        "the model is told what was set aside and where: {}",
+        results[0]
+    );
+    assert!(
+        std::fs::read_to_string(workspace.path().join(".git.refused/config"))
+            .unwrap()
+            .contains("fsmonitor"),
+        "nothing is lost"
+    );
+    assert!(!workspace.path().join("vendor/lib/.git").exists(), "{}", results[1]);
+    assert!(results[1].contains("vendor/lib/.git"), "{}", results[1]);
+    assert!(!results[2].contains("planted"), "{}", results[2]);
+    assert!(results[2].contains("Read-only file system"), "{}", results[2]);
+    assert_eq!(std::fs::read(nested.join(".git/config")).unwrap(), nested_config);
+    assert!(
+        results[3].starts_with("Refused") && results[3].contains(".git"),
+        "a file tool's write into a new .git is a question: {}",
+        results[3]
+    );
+    assert!(!workspace.path().join("deep/er/.git").exists());
+    // Approved, git makes a repository, and it stays.
+    let approved = results_of(
+        &workspace,
+        &[bash_call("n5", "git init -q made && echo ok")],
+        &["--yes"],
+    );
+    assert!(approved[0].contains("ok"), "{}", approved[0]);
+    assert!(workspace.path().join("made/.git/config").is_file());
+}
+
+/// The code an MCP server runs (a workspace file its command line names, in
+/// `config.toml` or `.mcp.json`) runs outside the sandbox when scratchpad starts: a
+/// command finds it read-only, and a file tool's write is a question that says whose
+/// code it is.
+#[test]
+fn an_mcp_servers_code_cannot_be_rewritten_unasked() {
+    let workspace = Workspace::new();
+    assert_every_layer(&workspace);
+    let code = "import sys\nprint('serving')\n";
+    std::fs::create_dir(workspace.path().join("tools")).unwrap();
+    std::fs::write(workspace.path().join("tools/srv.py"), code).unwrap();
+    std::fs::write(
+        workspace.path().join(".mcp.json"),
+        json!({"mcpServers": {"helper": {"command": "python3", "args": ["tools/srv.py"]}}}).to_string(),
+    )
+    .unwrap();
+    let results = results_of(
+        &workspace,
+        &[
+            bash_call(
+                "m1",
+                "echo 'import os; os.system(\"touch pwned\")' >> tools/srv.py && echo rewritten",
+            ),
+            (
+                "m2",
+                "write_file",
+                json!({"path": "tools/srv.py", "content": "import os\n"}),
+            ),
+            bash_call("m3", "rm -f tools/srv.py && echo removed"),
+            bash_call(
+                "m4",
+                "mv tools moved && mkdir tools && echo 'import os' > tools/srv.py && echo swapped",
+            ),
+        ],
+        &[],
+    );
+    assert!(!results[0].contains("rewritten"), "{}", results[0]);
+    assert!(results[0].contains("Read-only file system"), "{}", results[0]);
+    assert!(
+        results[1].starts_with("Refused") && results[1].contains("MCP server `helper`"),
+        "{}",
+        results[1]
+    );
+    assert!(!results[2].contains("removed"), "{}", results[2]);
+    assert!(
+        !results[3].contains("swapped"),
+        "its folder cannot be moved away: {}",
+        results[3]
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("tools/srv.py")).unwrap(),
+        code
+    );
+}

@@ -3,7 +3,7 @@
 //! the `url` of one serving it over streamable HTTP.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -71,6 +71,23 @@ pub const DEFAULT_MAX_RESULT_CHARS: usize = 1_000_000;
 pub const MAX_RESULT_RANGE: std::ops::RangeInclusive<u64> = 200..=10_000_000;
 
 impl McpServerConfig {
+    /// The workspace files this server's command line names (the script a
+    /// `python3 srv.py` runs, a program inside the workspace), as real paths: its code,
+    /// which runs outside the sandbox, so the model may not change it unasked and
+    /// trust in a project's `.mcp.json` covers it. `root` is the workspace's real path.
+    pub fn code_files(&self, root: &Path) -> Vec<PathBuf> {
+        let folder = self
+            .cwd
+            .as_ref()
+            .map_or_else(|| root.to_path_buf(), |cwd| root.join(cwd));
+        std::iter::once(&self.command)
+            .chain(&self.args)
+            .filter(|word| !word.is_empty())
+            .filter_map(|word| folder.join(word).canonicalize().ok())
+            .filter(|path| path.starts_with(root) && path.is_file())
+            .collect()
+    }
+
     /// Whether the model gets the server's tool `tool`.
     pub fn offers(&self, tool: &str) -> bool {
         self.enabled_tools

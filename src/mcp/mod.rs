@@ -275,6 +275,31 @@ impl McpHub {
     }
 
     /// Whether any server is still starting.
+    /// Every server's code in the workspace (see [`McpServerConfig::code_files`]):
+    /// those started and those a project's `.mcp.json` names, trusted yet or not.
+    /// `root` is the workspace's real path.
+    pub fn code_in(&self, root: &Path) -> Vec<(String, PathBuf)> {
+        let started: Vec<(String, McpServerConfig)> = self
+            .servers()
+            .iter()
+            .map(|server| (server.name.clone(), server.config.clone()))
+            .collect();
+        let project = project::read(root).ok().flatten().map(|project| project.servers);
+        let mut code: Vec<(String, PathBuf)> = started
+            .into_iter()
+            .chain(project.into_iter().flatten())
+            .flat_map(|(name, config)| {
+                config
+                    .code_files(root)
+                    .into_iter()
+                    .map(move |path| (name.clone(), path))
+            })
+            .collect();
+        code.sort_by(|a, b| a.1.cmp(&b.1));
+        code.dedup_by(|a, b| a.1 == b.1);
+        code
+    }
+
     pub fn starting(&self) -> bool {
         self.servers()
             .iter()

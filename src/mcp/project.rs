@@ -123,15 +123,8 @@ fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, worksp
     let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
     let mut code: Vec<u8> = Vec::new();
     for (name, config) in servers {
-        let folder = config.cwd.as_ref().map_or_else(|| root.clone(), |cwd| root.join(cwd));
-        for word in std::iter::once(&config.command).chain(&config.args) {
-            let Ok(path) = folder.join(word).canonicalize() else {
-                continue;
-            };
+        for path in config.code_files(&root) {
             let Ok(meta) = std::fs::metadata(&path) else { continue };
-            if !path.starts_with(&root) || !meta.is_file() {
-                continue;
-            }
             code.extend(format!("\0{name}\0{}\0", path.display()).as_bytes());
             if meta.len() > MAX_CODE_BYTES {
                 code.extend(meta.len().to_le_bytes());

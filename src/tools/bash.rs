@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::permissions::{self, Verdict, judge_command};
-use super::sandbox::{Sandbox, own_session};
+use super::sandbox::{GitState, Sandbox, SetAside, own_session};
 use super::{HiddenEnv, Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 /// The longest timeout a call may ask for.
@@ -207,10 +207,64 @@ impl Shell {
             .collect()
     }
 
-    /// Run `command`; with `git_writable` (approved by the user) the repository's
-    /// `.git` is not bound read-only.
-    pub async fn run(&self, command: &str, timeout: Duration, git_writable: bool) -> ToolOutput {
-        let confinement = match self.sandbox.for_command(git_writable) {
+    /// Run `command` with `server_code` (the MCP servers' files) read-only. With
+    /// `git_writable` (approved by the user) the workspace's git state is writable and
+    /// a repository it makes stays; otherwise git state is read-only, a `.git` the
+    /// command made is set aside when it ends, and the output says so.
+    pub async fn run(
+        &self,
+        command: &str,
+        timeout: Duration,
+        git_writable: bool,
+        server_code: &[PathBuf],
+    ) -> ToolOutput {
+        if git_writable || !self.sandbox.confines() {
+            return self.run_confined(command, timeout, server_code).await;
+        }
+        let workspace = self.cwd.clone();
+        let git_before = match tokio::task::spawn_blocking(move || GitState::of(&workspace)).await {
+            Ok(state) => state,
+            Err(error) => {
+                return ToolOutput::error(format!("Not run: cannot read the workspace's git state ({error})"));
+            }
+        };
+        let read_only: Vec<PathBuf> = git_before
+            .protected()
+            .into_iter()
+            .chain(server_code.iter().cloned())
+            .collect();
+        let mut output = self.run_confined(command, timeout, &read_only).await;
+        let workspace = self.cwd.clone();
+        let set_aside = tokio::task::spawn_blocking(move || git_before.set_aside_new(&workspace))
+            .await
+            .unwrap_or_else(|error| vec![Err(format!("cannot read the workspace's git state ({error})"))]);
+        if !set_aside.is_empty() {
+            output.text.push_str(&self.set_aside_note(&set_aside));
+        }
+        output
+    }
+
+    /// What the model is told about git state its command made.
+    fn set_aside_note(&self, set_aside: &[Result<SetAside, String>]) -> String {
+        let shown = |path: &std::path::Path| path.strip_prefix(&self.cwd).unwrap_or(path).display().to_string();
+        let moves: Vec<String> = set_aside
+            .iter()
+            .map(|outcome| match outcome {
+                Ok(SetAside { made, now }) => format!("`{}` is now `{}`", shown(made), shown(now)),
+                Err(error) => error.clone(),
+            })
+            .collect();
+        format!(
+            "\n[scratchpad set aside git state this command made unasked ({}). Git would run the hooks and \
+             config in it, outside the sandbox, when the user next uses git. A git command that makes a \
+             repository (`git init`, `git clone`) is asked first.]",
+            moves.join("; ")
+        )
+    }
+
+    /// Run `command` confined (where the sandbox confines), with `read_only` so.
+    async fn run_confined(&self, command: &str, timeout: Duration, read_only: &[PathBuf]) -> ToolOutput {
+        let confinement = match self.sandbox.for_command(read_only) {
             Ok(confinement) => confinement,
             Err(error) => return ToolOutput::error(format!("Not run: {error}")),
         };
@@ -359,7 +413,7 @@ mod tests {
 
     async fn sh(command: &str) -> ToolOutput {
         shell(&std::env::temp_dir(), SandboxMode::Off)
-            .run(command, Duration::from_secs(10), false)
+            .run(command, Duration::from_secs(10), false, &[])
             .await
     }
 
@@ -387,7 +441,12 @@ mod tests {
         let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
         let started = std::time::Instant::now();
         let out = shell(dir.path(), SandboxMode::Off)
-            .run(&format!("echo before; {command}"), Duration::from_millis(300), false)
+            .run(
+                &format!("echo before; {command}"),
+                Duration::from_millis(300),
+                false,
+                &[],
+            )
             .await;
         assert!(out.is_error && out.text.contains("Timed out"));
         assert!(
@@ -404,7 +463,7 @@ mod tests {
     async fn a_background_child_holding_the_output_does_not_turn_into_a_timeout() {
         let started = std::time::Instant::now();
         let out = shell(&std::env::temp_dir(), SandboxMode::Off)
-            .run("echo done; sleep 30 &", Duration::from_secs(20), false)
+            .run("echo done; sleep 30 &", Duration::from_secs(20), false, &[])
             .await;
         assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         assert!(out.text.starts_with("done\n"), "{}", out.text);
@@ -441,10 +500,10 @@ mod tests {
         );
         let online = shell(workspace.path(), SandboxMode::WorkspaceWrite);
         assert_eq!(
-            online.run(&connect, Duration::from_secs(10), false).await,
+            online.run(&connect, Duration::from_secs(10), false, &[]).await,
             ToolOutput::ok("connected\n")
         );
-        let refused = offline.run(&connect, Duration::from_secs(10), false).await;
+        let refused = offline.run(&connect, Duration::from_secs(10), false, &[]).await;
         assert!(
             refused.is_error && !refused.text.contains("connected"),
             "{}",

@@ -485,16 +485,24 @@ impl ToolBox {
                 "Refused: `{folder}/` is scratchpad's own (what compaction saved, or an earlier version's journals), read-only to tools."
             ));
         }
-        let into_git = writes
-            && sandbox::git_folders(self.workspace.root())
-                .iter()
-                .any(|git| path.starts_with(git));
+        let into_git = writes && self.shell.sandbox.git_state().covers(self.workspace.root(), &path);
+        let server = if writes { self.server_owning(&path) } else { None };
         let job = job(path, shown.clone());
         if into_git {
             return Plan::Ask {
                 question: format!(
-                    "{name} wants `{shown}`, inside the repository's .git (its hooks and config run outside \
-                     the sandbox). Allow?"
+                    "{name} wants `{shown}`, which is git state (a repository's .git, new or existing: git runs \
+                     its hooks and config outside the sandbox). Allow?"
+                ),
+                destructive: true,
+                job,
+            };
+        }
+        if let Some(server) = server {
+            return Plan::Ask {
+                question: format!(
+                    "{name} wants `{shown}`, the code of MCP server `{server}` (it runs outside the sandbox \
+                     when scratchpad starts). Allow?"
                 ),
                 destructive: true,
                 job,
@@ -509,6 +517,21 @@ impl ToolBox {
         } else {
             Plan::Run(job)
         }
+    }
+
+    /// Every MCP server's code in the workspace, with the server's name.
+    fn server_code(&self) -> Vec<(String, PathBuf)> {
+        let root = self.workspace.root();
+        self.mcp
+            .code_in(&root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+    }
+
+    /// The MCP server whose code `path` is, if any.
+    fn server_owning(&self, path: &Path) -> Option<String> {
+        let path = path.canonicalize().ok()?;
+        self.server_code()
+            .into_iter()
+            .find_map(|(server, code)| (code == path).then_some(server))
     }
 
     /// The archive folder `path` lies in (or is), if any: the archive's, or the one
@@ -535,7 +558,10 @@ impl ToolBox {
                 command,
                 timeout,
                 git_writable,
-            } => self.shell.run(&command, timeout, git_writable).await,
+            } => {
+                let server_code: Vec<PathBuf> = self.server_code().into_iter().map(|(_, path)| path).collect();
+                self.shell.run(&command, timeout, git_writable, &server_code).await
+            }
             Job::Read {
                 path,
                 shown,

@@ -49,8 +49,11 @@ pub(crate) struct MountPlan {
     cover_folders: Vec<CString>,
     /// Sockets covered by `/dev/null` (ssh-agent, tmux, docker) outside `/tmp`.
     cover_files: Vec<CString>,
-    /// Folders bound read-only, with the flags their mount already has (a user
-    /// namespace may not clear them).
+    /// The folders between the workspace and a read-only place, each bound onto
+    /// itself (shallowest first) so that none can be renamed.
+    anchors: Vec<CString>,
+    /// Folders (and `.git` files) bound read-only, with the flags their mount already
+    /// has (a user namespace may not clear them).
     read_only: Vec<(CString, libc::c_ulong)>,
     /// The read end of scratchpad's lifeline, which the command's reaper watches.
     lifeline: libc::c_int,
@@ -131,10 +134,26 @@ impl MountPlan {
             .iter()
             .map(|socket| c_path(socket))
             .collect::<Result<Vec<_>, _>>()?;
-        let read_only = read_only
+        // Real folders and files only: a bind follows a link, wherever it leads.
+        let read_only: Vec<&PathBuf> = read_only
             .iter()
-            .filter(|folder| folder.is_dir())
-            .map(|folder| Ok((c_path(folder)?, mount_flags(folder)?)))
+            .filter(|place| std::fs::symlink_metadata(place).is_ok_and(|meta| meta.is_dir() || meta.is_file()))
+            .collect();
+        // Renaming a folder that holds a read-only place would carry the place away
+        // and leave its path free to fill; a mount point cannot be renamed, so each
+        // folder between the workspace and a place becomes one.
+        let mut anchors: Vec<&Path> = read_only
+            .iter()
+            .filter_map(|place| place.strip_prefix(workspace).ok().map(|_| place.parent()))
+            .flat_map(|parent| parent.into_iter().flat_map(Path::ancestors))
+            .filter(|folder| folder.starts_with(workspace) && *folder != workspace)
+            .collect();
+        anchors.sort_by_key(|folder| (folder.components().count(), folder.to_path_buf()));
+        anchors.dedup();
+        let anchors = anchors.into_iter().map(c_path).collect::<Result<Vec<_>, _>>()?;
+        let read_only = read_only
+            .into_iter()
+            .map(|place| Ok((c_path(place)?, mount_flags(place)?)))
             .collect::<Result<Vec<_>, String>>()?;
         Ok(MountPlan {
             network: network_namespace,
@@ -144,6 +163,7 @@ impl MountPlan {
             rebind,
             cover_folders,
             cover_files,
+            anchors,
             read_only,
             lifeline: lifeline()?,
         })
@@ -173,6 +193,9 @@ impl MountPlan {
             mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
             // Read-only first, on the real paths: the workspace's own (`.git`, the
             // archive) are carried along when it is bound into the private /tmp.
+            for folder in &self.anchors {
+                mount(Some(folder), folder, None, libc::MS_BIND | libc::MS_REC)?;
+            }
             for (folder, kept) in &self.read_only {
                 mount(Some(folder), folder, None, libc::MS_BIND | libc::MS_REC)?;
                 mount(
@@ -530,6 +553,30 @@ mod tests {
         assert_eq!(plan.read_only.len(), 1);
         assert_eq!(shown(&plan.read_only[0].0), git.display().to_string());
         assert_eq!(plan.read_only[0].1 & libc::MS_RDONLY, 0, "read-only is added, not kept");
+        assert!(plan.anchors.is_empty(), "a place at the top needs no anchor");
+    }
+
+    #[test]
+    fn every_folder_between_the_workspace_and_a_deeper_place_is_anchored_once() {
+        let workspace = tempfile::tempdir().unwrap();
+        let private = tempfile::tempdir().unwrap();
+        let root = workspace.path();
+        std::fs::create_dir_all(root.join("a/b/.git")).unwrap();
+        std::fs::write(root.join("a/srv.py"), "").unwrap();
+        let plan = MountPlan::new(
+            private.path(),
+            root,
+            &[root.join("a/b/.git"), root.join("a/srv.py")],
+            &[],
+            false,
+        )
+        .unwrap();
+        let anchors: Vec<String> = plan.anchors.iter().map(shown).collect();
+        assert_eq!(
+            anchors,
+            [root.join("a"), root.join("a/b")].map(|p| p.display().to_string()),
+            "shallowest first"
+        );
     }
 
     /// The data folder is covered, unless it holds the workspace (covering it would

@@ -19,6 +19,7 @@
 //! says which, and commands not known to be read-only are asked first.
 
 mod confine;
+mod git_state;
 mod seccomp;
 
 use std::ffi::CString;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use confine::{Confinement, own_session};
+pub use git_state::{GitState, SetAside};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -92,7 +94,7 @@ impl Layer {
             Layer::Landlock => "writes outside the workspace, the temporary folder and `writable`",
             Layer::LandlockScopes => "signals to and abstract sockets of processes outside the sandbox",
             Layer::Namespaces => {
-                "a command's children outliving scratchpad killed outright; sockets outside the workspace (under /tmp, the runtime folder, and every one bound when a command starts); writes to .git, the archive and the journals; reading scratchpad's data folder (every workspace's journals)"
+                "a command's children outliving scratchpad killed outright; sockets outside the workspace (under /tmp, the runtime folder, and every one bound when a command starts); writes to git state (every .git in the workspace), the archive and the journals; reading scratchpad's data folder (every workspace's journals)"
             }
             Layer::NetworkNamespace => "every connection, loopback included (network = false)",
             Layer::Seccomp => "terminal injection, device nodes, ptrace, mounts and new namespaces",
@@ -328,7 +330,7 @@ impl Sandbox {
     }
 
     fn probe(&self) -> Result<(), String> {
-        let confinement = self.confinement(false)?;
+        let confinement = self.confinement(&[])?;
         let mut probe = std::process::Command::new("true");
         probe
             .stdin(std::process::Stdio::null())
@@ -367,17 +369,29 @@ impl Sandbox {
         }
     }
 
+    /// Whether commands run confined (the sandbox is on and the kernel enforces it).
+    pub fn confines(&self) -> bool {
+        matches!(self.state, SandboxState::Enforced { .. } | SandboxState::Partial { .. })
+    }
+
+    /// The git state of the workspace now.
+    pub fn git_state(&self) -> GitState {
+        GitState::of(&self.workspace)
+    }
+
     /// How one command is to be confined, to be installed on its `Command`; `None`
-    /// when the sandbox is off or the kernel cannot enforce it. With `git_writable`,
-    /// the repository's `.git` is left writable (the user approved that command).
-    pub(crate) fn for_command(&self, git_writable: bool) -> Result<Option<Confinement>, String> {
-        match self.state {
-            SandboxState::Enforced { .. } | SandboxState::Partial { .. } => self.confinement(git_writable).map(Some),
-            SandboxState::Off | SandboxState::Unavailable(_) => Ok(None),
+    /// when the sandbox does not confine. `read_only` is what this command finds
+    /// read-only beside scratchpad's own folders (the workspace's git state, the MCP
+    /// servers' code).
+    pub(crate) fn for_command(&self, read_only: &[PathBuf]) -> Result<Option<Confinement>, String> {
+        if self.confines() {
+            self.confinement(read_only).map(Some)
+        } else {
+            Ok(None)
         }
     }
 
-    fn confinement(&self, git_writable: bool) -> Result<Confinement, String> {
+    fn confinement(&self, read_only: &[PathBuf]) -> Result<Confinement, String> {
         let mut writable = self.writable();
         // There is a private /tmp exactly while the namespaces layer is in use.
         let namespaces = self.private_tmp.as_ref();
@@ -388,10 +402,7 @@ impl Sandbox {
         for folder in &self.protected {
             ensure_own_folder(folder)?;
         }
-        let mut read_only = self.protected.clone();
-        if !git_writable {
-            read_only.extend(git_folders(&self.workspace));
-        }
+        let read_only: Vec<PathBuf> = self.protected.iter().chain(read_only).cloned().collect();
         let cwd = c_path(&self.workspace)?;
         let mounts = match namespaces {
             Some(tmp) => Some(confine::MountPlan::new(
@@ -473,29 +484,6 @@ impl Sandbox {
     }
 }
 
-/// The repository's own folders a command must not write unasked: `.git` and, when
-/// `.git` is a `gitdir:` file (a worktree, a submodule), the folder it names.
-pub fn git_folders(workspace: &Path) -> Vec<PathBuf> {
-    let dot_git = workspace.join(".git");
-    let Ok(metadata) = std::fs::symlink_metadata(&dot_git) else {
-        return Vec::new();
-    };
-    if metadata.is_dir() {
-        return vec![dot_git];
-    }
-    let mut folders = Vec::new();
-    if metadata.is_file()
-        && let Ok(text) = std::fs::read_to_string(&dot_git)
-        && let Some(target) = text.lines().find_map(|line| line.strip_prefix("gitdir:"))
-    {
-        let target = workspace.join(target.trim());
-        if target.is_dir() {
-            folders.push(target);
-        }
-    }
-    folders
-}
-
 /// A folder of ours exists, as a real folder, before a command runs: one the model
 /// made first, or swapped for a link, could hold what it planted.
 fn ensure_own_folder(folder: &Path) -> Result<(), String> {
@@ -544,7 +532,7 @@ mod tests {
         let none = Sandbox::without(config(true, &[]), dir.path(), &[Layer::Landlock]);
         assert_eq!(none.state().label(), "sandbox: unavailable");
         assert!(none.state().asks_for_commands());
-        assert!(none.for_command(false).unwrap().is_none(), "nothing to install");
+        assert!(none.for_command(&[]).unwrap().is_none(), "nothing to install");
         let off = Sandbox::new(
             SandboxConfig {
                 mode: SandboxMode::Off,
@@ -601,17 +589,5 @@ mod tests {
         );
         assert!(sandbox.allows_writes_to(&dir.path().join("a/b")));
         assert!(!sandbox.allows_writes_to(Path::new("/etc/passwd")));
-    }
-
-    #[test]
-    fn git_folders_follow_a_gitdir_file() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(git_folders(dir.path()).is_empty());
-        std::fs::create_dir(dir.path().join("real-git")).unwrap();
-        std::fs::write(dir.path().join(".git"), "gitdir: real-git\n").unwrap();
-        assert_eq!(git_folders(dir.path()), vec![dir.path().join("real-git")]);
-        std::fs::remove_file(dir.path().join(".git")).unwrap();
-        std::fs::create_dir(dir.path().join(".git")).unwrap();
-        assert_eq!(git_folders(dir.path()), vec![dir.path().join(".git")]);
     }
 }
