@@ -1,6 +1,8 @@
 //! The headless subcommands on a recorded fixture history: `compact` (one pass,
 //! events on stderr) and `simulate` (the per-step stage table, JSON lines, SVG plot).
 
+mod common;
+
 use std::process::Command;
 
 use scratchpad::compact::{CompactConfig, ExtractiveSummariser, StageEvent, prepare};
@@ -267,6 +269,7 @@ fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
 fn compact_without_input_reads_the_newest_session_or_says_what_to_pass() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
+    common::settle_config(dir.path());
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_scratchpad"))
             .args(args)

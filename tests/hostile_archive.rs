@@ -12,8 +12,9 @@ use common::{MockApi, Workspace, bash_call, prompt_too_long, results_of, text_re
 use serde_json::json;
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn the_archive_is_read_only_to_commands_and_file_tools() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let saved = workspace.path().join(".task_outputs/tool-results");
     std::fs::create_dir_all(&saved).unwrap();
     std::fs::write(saved.join("toolu_old.txt"), "the original output").unwrap();
@@ -89,7 +90,7 @@ fn the_archive_is_read_only_to_commands_and_file_tools() {
 
 #[test]
 fn a_store_folder_swapped_for_a_link_stops_commands_and_is_never_written_through() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), workspace.path().join(".transcripts")).unwrap();
     let results = results_of(&workspace, &[bash_call("l1", "echo ran")], &["--yes"]);
@@ -163,7 +164,7 @@ fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
 
 #[test]
 fn an_edit_of_a_file_changed_since_it_was_read_is_refused_and_their_lines_stay() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let results = results_of(
         &workspace,
         &[
@@ -193,7 +194,7 @@ impl SmallDisk {
             .arg(dir.path())
             .status()
             .expect("run mount");
-        assert!(status.success(), "this test mounts a small tmpfs, which needs root");
+        assert!(status.success(), "could not mount a small tmpfs");
         SmallDisk(dir)
     }
 }
@@ -204,8 +205,34 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Set in the copy of this test binary that runs in a namespace of its own.
+const IN_OWN_NAMESPACE: &str = "SCRATCHPAD_TEST_IN_OWN_NAMESPACE";
+
+/// Mounting a tmpfs needs root, or a user and mount namespace of one's own, where an
+/// ordinary user may mount one: not root, the test runs again in such a namespace
+/// (`unshare`), and passes only if that run passed it.
 #[test]
+#[ignore = "needs root or unprivileged user namespaces (it mounts a small tmpfs); .ci/run runs it"]
 fn an_edit_on_a_full_disk_leaves_the_file_byte_for_byte() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && std::env::var_os(IN_OWN_NAMESPACE).is_none() {
+        let name = "an_edit_on_a_full_disk_leaves_the_file_byte_for_byte";
+        let output = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--include-ignored", "--test-threads", "1"])
+            .env(IN_OWN_NAMESPACE, "1")
+            .output()
+            .expect("run unshare");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "in a namespace of its own: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
     let disk = SmallDisk::mount();
     let file = disk.0.path().join("big.rs");
     let original: String = (0..2_000)
@@ -267,7 +294,7 @@ fn forge_same_size(path: &std::path::Path, from: &str, to: &str) -> Vec<u8> {
 
 #[test]
 fn undo_refuses_a_forged_transcript_by_name_and_changes_nothing() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let journal = workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![prompt_too_long(), text_reply("fits now")]);
     let output = workspace.run(&api, &["--continue", "-p", "Do the thing"]);
@@ -292,7 +319,7 @@ fn undo_refuses_a_forged_transcript_by_name_and_changes_nothing() {
 fn undo_refuses_a_forged_saved_output_by_name_and_changes_nothing() {
     use scratchpad::message::{ContentBlock, Message, Role};
     use scratchpad::session::Record;
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let mut records = vec![Record::Append {
         message: Message::user_text("read it"),
     }];
@@ -350,7 +377,7 @@ fn undo_refuses_a_forged_saved_output_by_name_and_changes_nothing() {
 /// a history that really was, before one or both stages.
 #[test]
 fn two_undos_at_once_never_build_a_history_that_never_existed() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let journal = workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![
         prompt_too_long(),
@@ -427,8 +454,9 @@ fn messages_sent(api: &MockApi, n: usize) -> Vec<scratchpad::message::Message> {
 /// is read-only to commands and refused to file tools: nothing can be planted there
 /// for a later start to take for the user's.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn an_earlier_versions_journal_folder_cannot_be_planted_in() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let legacy = workspace.path().join(".scratchpad/sessions");
     std::fs::create_dir_all(&legacy).unwrap();
     std::fs::write(legacy.join("20260101-000000-1.jsonl"), "{}\n").unwrap();

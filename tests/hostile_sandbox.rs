@@ -73,8 +73,9 @@ fn results_in_a_terminal(workspace: &Workspace, calls: &[(&str, &str, Value)]) -
 }
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn a_command_cannot_type_into_the_users_terminal() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let script = r#"
 import fcntl, os, termios
@@ -95,8 +96,9 @@ for path in ["/dev/tty", "/proc/%d/fd/0" % os.getppid()]:
 }
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn device_nodes_cannot_be_made_and_outside_processes_cannot_be_signalled() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let mut outsider = Command::new("sleep").arg("30").spawn().unwrap();
     let results = results_of(
@@ -132,8 +134,9 @@ fn git_init(dir: &Path) {
 }
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn git_hooks_and_config_cannot_be_planted_unasked() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     git_init(workspace.path());
     let config_before = std::fs::read(workspace.path().join(".git/config")).unwrap();
@@ -188,8 +191,9 @@ fn git_hooks_and_config_cannot_be_planted_unasked() {
 }
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn unix_sockets_under_tmp_are_out_of_reach() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let outside = tempfile::Builder::new().prefix("agent-").tempdir_in("/tmp").unwrap();
     let socket = outside.path().join("agent.sock");
@@ -235,8 +239,9 @@ fn unix_sockets_under_tmp_are_out_of_reach() {
 }
 
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn the_agents_sockets_and_credentials_are_not_handed_to_commands() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let api = MockApi::start_in_thread(vec![
         tool_reply("Looking.", &[bash_call("e1", "env | sort")]),
         text_reply("Done."),
@@ -274,7 +279,7 @@ fn the_agents_sockets_and_credentials_are_not_handed_to_commands() {
 fn scratchpad_stays_unreadable_to_the_users_other_processes() {
     // SAFETY: getuid cannot fail.
     assert_ne!(unsafe { libc::getuid() }, 0, "run this as an ordinary user");
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     // A reply that never comes: the run waits, alive, for as long as the test looks.
     let api = MockApi::start_in_thread(vec![common::Reply::Stall {
         body: common::sse_text("never"),
@@ -314,8 +319,9 @@ fn scratchpad_stays_unreadable_to_the_users_other_processes() {
 /// their sight, not only read-only. The folder is outside `/tmp` here, as
 /// `~/.local/share` is, so the private `/tmp` is not what hides it.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn other_workspaces_conversations_are_out_of_sight() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     let data = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
     let other = data.path().join("scratchpad/sessions/elsewhere-0123456789ab");
     std::fs::create_dir_all(&other).unwrap();
@@ -359,8 +365,9 @@ fn other_workspaces_conversations_are_out_of_sight() {
 /// variables are taken out of scratchpad's own environment at start, and the cover is
 /// read from where they are kept, not from the environment that no longer has them.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn agent_and_tmux_sockets_outside_tmp_are_out_of_reach() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let home = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
     let listen = |name: &str| {
@@ -400,8 +407,9 @@ fn agent_and_tmux_sockets_outside_tmp_are_out_of_reach() {
 /// Landlock cannot stop the connection: every pathname socket bound when a command
 /// starts is covered.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn a_daemon_socket_elsewhere_is_out_of_reach() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let place = tempfile::tempdir_in("/var/tmp").expect("a folder outside /tmp");
     let socket = place.path().join("daemon.sock");
@@ -447,8 +455,9 @@ fn processes_running(command: &str) -> Vec<i32> {
 /// command started with it: a `setsid` daemon and a plain background child, not only
 /// the command itself.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn a_commands_children_die_with_scratchpad_killed_outright() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let token = 20_000 + std::process::id() % 10_000;
     let (daemon, background) = (format!("sleep {token}"), format!("sleep {}", token + 1));
@@ -505,8 +514,9 @@ fn a_commands_children_die_with_scratchpad_killed_outright() {
 /// aside under another name (nothing is lost) and the model is told; a file tool's
 /// write there is a question; an approved git command makes a repository.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn a_new_git_anywhere_in_the_workspace_is_set_aside_or_asked() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     assert!(!workspace.path().join(".git").exists());
     let nested = workspace.path().join("nested");
@@ -573,8 +583,9 @@ fn a_new_git_anywhere_in_the_workspace_is_set_aside_or_asked() {
 /// command finds it read-only, and a file tool's write is a question that says whose
 /// code it is.
 #[test]
+#[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
 fn an_mcp_servers_code_cannot_be_rewritten_unasked() {
-    let workspace = Workspace::new();
+    let workspace = Workspace::sandboxed();
     assert_every_layer(&workspace);
     let code = "import sys\nprint('serving')\n";
     std::fs::create_dir(workspace.path().join("tools")).unwrap();

@@ -128,6 +128,7 @@ fn start_with(
             pixel_height: 0,
         })
         .unwrap();
+    common::settle_config(home);
     let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_scratchpad"));
     command.args(["-C", workspace.to_str().unwrap()]);
     command.args(args);

@@ -687,6 +687,7 @@ pub fn report_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::
 /// The real binary on the offline demo model in `workspace`, its data and config in
 /// `home`, with `args`; the run must succeed.
 pub fn demo_run(workspace: &Path, home: &Path, args: &[&str]) -> Output {
+    settle_config(home);
     let output = Command::new(env!("CARGO_BIN_EXE_scratchpad"))
         .args(["-C", workspace.to_str().unwrap(), "--provider", "demo"])
         .args(args)
@@ -707,6 +708,30 @@ pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
+/// The configuration every test of the agent runs with: the sandbox off, so that it
+/// behaves the same on every kernel (where a layer is missing, commands would be
+/// questions). The sandbox's own tests use [`Workspace::sandboxed`]; those that need
+/// every layer are ignored by default ("needs every sandbox layer"): `.ci/run` runs
+/// them, where every layer is there.
+pub const TEST_CONFIG: &str = "[tools.sandbox]\nmode = \"off\"\n";
+
+/// [`TEST_CONFIG`] for a tool box made in the test's process.
+pub fn tools_config() -> scratchpad::tools::ToolsConfig {
+    let mut config = scratchpad::tools::ToolsConfig::default();
+    config.sandbox.mode = scratchpad::tools::sandbox::SandboxMode::Off;
+    config
+}
+
+/// Give a run with `XDG_CONFIG_HOME=home` [`TEST_CONFIG`], unless the test wrote a
+/// configuration there itself.
+pub fn settle_config(home: &Path) {
+    let path = home.join("scratchpad/config.toml");
+    if !path.exists() {
+        std::fs::create_dir_all(home.join("scratchpad")).unwrap();
+        std::fs::write(path, TEST_CONFIG).unwrap();
+    }
+}
+
 /// A workspace and a home folder for one run of the real binary against the mock API.
 pub struct Workspace {
     pub dir: tempfile::TempDir,
@@ -716,7 +741,18 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// With [`TEST_CONFIG`]: the sandbox off.
     pub fn new() -> Self {
+        let workspace = Workspace::sandboxed();
+        let path = workspace.home.path().join("config.toml");
+        let mut config = std::fs::read_to_string(&path).unwrap();
+        config.push_str(TEST_CONFIG);
+        std::fs::write(path, config).unwrap();
+        workspace
+    }
+
+    /// With the sandbox as a user has it by default: for the sandbox's own tests.
+    pub fn sandboxed() -> Self {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..8 {
             let body: String = (0..40)
@@ -1022,7 +1058,7 @@ pub fn start_agent_resumed(
 ) -> Running {
     let tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
-        scratchpad::tools::ToolsConfig::default(),
+        tools_config(),
     );
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -1047,7 +1083,7 @@ fn start_in_with_mcp(
 ) -> Running {
     let mut tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
-        scratchpad::tools::ToolsConfig::default(),
+        tools_config(),
     );
     if !servers.is_empty() {
         let hidden = scratchpad::tools::ToolsConfig::default().hidden_env_matcher().unwrap();
