@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::record::{ForkPoint, Origin};
 use super::replay::{Fed, Replay, read_journal};
 use super::{Journal, Record, SessionError};
 use crate::compact::Stage;
@@ -12,7 +13,7 @@ use crate::compact::estimate::EstimateMode;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::undo::{UndoError, undo};
 use crate::message::Message;
-pub use crate::protocol::{ForkAt, ForkPoint, Origin};
+pub use crate::protocol::ForkAt;
 use crate::store::Store;
 
 #[derive(Debug, thiserror::Error)]

@@ -127,7 +127,7 @@ impl Journal {
             &dir,
             next_seq,
             &Record::Meta {
-                version: 1,
+                version: super::FORMAT_VERSION,
                 provider: provider.into(),
                 model: model.into(),
                 created_unix,

@@ -5,36 +5,18 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::journal::{lock_holder, open_regular, read_range};
-use super::{Origin, Record};
+use super::{Origin, Past, Record, Tally};
 use crate::compact::markers::{MessageKind, classify};
-
-/// Where a session stands at the end of a turn.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    /// Requests sent in the session (a fork counts those of its history too).
-    pub turns: usize,
-    /// Compaction stages that changed the history.
-    pub compactions: usize,
-    pub messages: usize,
-    /// The estimate of the history, in characters.
-    pub estimate: usize,
-    /// The newest request and the answer to it, cut to `TALLY_TEXT_CHARS`.
-    #[serde(default)]
-    pub last_request: String,
-    #[serde(default)]
-    pub last_answer: String,
-}
 
 /// Characters of the newest request and answer a tally keeps: enough for a preview.
 const TALLY_TEXT_CHARS: usize = 600;
 
 impl Tally {
     /// The requests and compactions of a session's past (a resumed one's, a fork's).
-    pub fn of_past(past: &[crate::protocol::Past]) -> Tally {
-        use crate::protocol::Past;
+    pub fn of_past(past: &[Past]) -> Tally {
         let mut tally = Tally::default();
         for item in past {
             match item {

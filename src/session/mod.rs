@@ -15,7 +15,8 @@
 //! session; `replay`: reading a journal back into a history; [`fork`]: a new session
 //! from any point of another, the parent left untouched; `listing`: the sessions of
 //! a workspace as the picker shows them, read from each journal's head and tail;
-//! [`family`]: a session and its forks as `/tree` draws them, with their [`labels`].
+//! [`family`]: a session and its forks as `/tree` draws them, with their [`labels`];
+//! [`record`]: the format itself, every type a journal line holds.
 
 mod family;
 mod fork;
@@ -24,89 +25,25 @@ pub mod labels;
 mod listing;
 mod numbering;
 mod place;
+pub mod record;
 mod replay;
 mod whole_file;
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
-
-use crate::compact::StageEvent;
-use crate::message::Message;
-use crate::protocol::CallPoint;
-
 pub use family::{Branch, Node, family, nodes_of};
-pub use fork::{ForkAt, ForkError, ForkPoint, Forked, Origin, fork, history_at};
+pub use fork::{ForkAt, ForkError, Forked, fork, history_at};
 pub use journal::{Journal, lock_holder, torn_side_file};
-pub use listing::{SessionSummary, Tally, list};
+pub use listing::{SessionSummary, list};
 pub use place::{
     LEGACY_FOLDER, LEGACY_SESSIONS_DIR, find, find_in, id_of, migrate_legacy, sessions_dir, sessions_dir_under,
     way_back,
 };
+pub use record::{
+    BackgroundEvent, CallPoint, CompactionRequester, FORMAT_VERSION, ForkPoint, InstructionRow, InstructionsNote,
+    Origin, Past, Record, Tally, TurnOutcome,
+};
 pub use replay::{Fed, JournalText, MAX_JOURNAL_BYTES, Replay, Restored, read_journal, restore};
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Record {
-    Meta {
-        version: u32,
-        provider: String,
-        model: String,
-        created_unix: u64,
-        /// For a fork: the session it branched from and where.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        parent: Option<Origin>,
-    },
-    /// The model and window the server said it serves, once discovery learned them
-    /// (at the start, or later for a server that was down or loading): the newest
-    /// such line says what served the session, where `meta` has only what was
-    /// configured when the journal was made.
-    Served {
-        model: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        window_tokens: Option<u64>,
-    },
-    Append {
-        message: Message,
-    },
-    Replace {
-        messages: Vec<Message>,
-    },
-    Stage {
-        event: Box<StageEvent>,
-    },
-    /// One model call: the estimate before and after compaction, and the tokens the
-    /// API reported for it.
-    Call(CallPoint),
-    /// The history after an invalid one was mended on resume, and what was mended.
-    Repair {
-        messages: Vec<Message>,
-        notes: Vec<String>,
-    },
-    /// A tool result pinned (stage 3 leaves it whole) or unpinned in `/context`.
-    Pin {
-        tool_use_id: String,
-        pinned: bool,
-    },
-    /// The newest compaction stage was undone: the history as it was before it.
-    Undo {
-        stage: crate::compact::Stage,
-        /// The id of the stage record undone: replayed, the undo applies only while
-        /// that stage is the newest, so a repeated record never undoes another one.
-        /// Empty in journals written before stages had ids.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        undid: String,
-        messages: Vec<Message>,
-    },
-    /// Something the chat showed that no other record keeps (a cancelled turn, a
-    /// requested compaction and its focus, a preview), so a resumed session shows it.
-    Shown {
-        item: crate::protocol::Past,
-    },
-    /// Where the session stands, written at the end of each turn: the session list
-    /// reads it from the journal's tail instead of replaying the whole journal.
-    Tally(Tally),
-}
 
 /// A new id for a stage record: the time, the process and a counter, unique among
 /// every session's records.
@@ -136,6 +73,11 @@ pub enum SessionError {
         "session {id} is open in another scratchpad (pid {pid}); start a new session, or look at it without changing it: scratchpad --resume {id} --read-only"
     )]
     Locked { id: String, pid: String },
+    #[error(
+        "session journal {path} was written by a newer scratchpad (format {version}; this one reads up to {}): update scratchpad to open it",
+        record::FORMAT_VERSION
+    )]
+    NewerFormat { path: PathBuf, version: u32 },
     #[error("session journal {path} is larger than {limit} bytes")]
     TooLarge { path: PathBuf, limit: u64 },
 }

@@ -90,7 +90,17 @@ pub fn read_journal(path: &Path) -> Result<JournalText, SessionError> {
             limit: MAX_JOURNAL_BYTES,
         });
     }
-    Ok(JournalText { bytes })
+    let text = JournalText { bytes };
+    if let Some((_, first)) = text.lines().next()
+        && let Ok(Record::Meta { version, .. }) = crate::json::from_slice::<Record>(first)
+        && version > super::FORMAT_VERSION
+    {
+        return Err(SessionError::NewerFormat {
+            path: path.to_path_buf(),
+            version,
+        });
+    }
+    Ok(text)
 }
 
 /// Replay a journal into a history that is valid to send. A torn last line is left

@@ -2,7 +2,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 
 use super::*;
-use crate::protocol::Past;
+use crate::compact::StageEvent;
+use crate::message::Message;
 
 #[test]
 fn replays_appends_and_replacements_and_skips_a_torn_line() {

@@ -1,0 +1,149 @@
+//! What the UI (or the headless driver) asks of the agent.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Submit {
+        text: String,
+    },
+    Cancel,
+    /// `/compact [focus]`.
+    Compact {
+        focus: Option<String>,
+    },
+    Permission {
+        request_id: u64,
+        answer: PermissionAnswer,
+    },
+    /// `/clear`: start a new conversation (and session journal).
+    Clear,
+    /// List the session's approvals (and first revoke number `revoke`, 1-based).
+    Permissions {
+        revoke: Option<usize>,
+    },
+    /// `/context`: ask for a breakdown of what the context holds.
+    Inspect,
+    /// `/context`'s refresh: count the prompt tokens exactly, where the provider can.
+    CountTokens,
+    /// `/undo`, or `u` on a marker: put the history back as it was before the newest
+    /// compaction stage. With a stage id, only if that stage is the newest: a marker
+    /// that is not (or was undone already) must not undo another stage.
+    Undo {
+        stage_id: Option<String>,
+    },
+    /// `r` in `/context`: a shortened tool result back in full from its saved file.
+    Restore {
+        tool_use_id: String,
+    },
+    /// `p` in `/context`: stage 3 leaves a pinned tool result whole.
+    Pin {
+        tool_use_id: String,
+        pinned: bool,
+    },
+    /// `d` in `/context`: a tool result to the archive now, with a receipt.
+    Drop {
+        tool_use_id: String,
+    },
+    /// `/compact --preview [focus]`: what `/compact` would do, writing nothing.
+    Preview {
+        focus: Option<String>,
+    },
+    /// `/instructions`: read the project's instruction files again and show them.
+    Instructions,
+    /// `/mcp`: list the MCP servers, or first restart or disable one for the session.
+    Mcp {
+        action: Option<McpAction>,
+    },
+    /// `/resume`: continue another session of this workspace instead of this one.
+    Resume {
+        session: String,
+    },
+    /// A new session from a point of this one (`session: None`) or of another, the
+    /// parent left as it was; the agent continues in the new one.
+    Fork {
+        session: Option<String>,
+        at: ForkAt,
+    },
+    /// The answer to [`super::AgentEvent::LossyQuestion`]: summarise now, or send this call
+    /// over the limit.
+    Lossy {
+        request_id: u64,
+        compact_now: bool,
+    },
+    Quit,
+}
+
+impl Op {
+    /// Whether the op sends, runs or changes something (what a read-only view refuses);
+    /// looking, previewing and counting do not.
+    pub fn changes_the_session(&self) -> bool {
+        match self {
+            Op::Submit { .. }
+            | Op::Compact { .. }
+            | Op::Clear
+            | Op::Undo { .. }
+            | Op::Restore { .. }
+            | Op::Pin { .. }
+            | Op::Drop { .. }
+            | Op::Resume { .. }
+            | Op::Fork { .. } => true,
+            Op::Inspect
+            | Op::CountTokens
+            | Op::Preview { .. }
+            | Op::Instructions
+            | Op::Mcp { .. }
+            | Op::Permissions { .. }
+            | Op::Permission { .. }
+            | Op::Lossy { .. }
+            | Op::Cancel
+            | Op::Quit => false,
+        }
+    }
+}
+
+/// What `/mcp` does to a server before listing them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpAction {
+    Restart(String),
+    Disable(String),
+    /// Trust this version of the workspace's `.mcp.json` and start its servers.
+    Trust,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionAnswer {
+    AllowOnce,
+    Deny,
+    /// Denied, with the user's words for the model: why not, or what to do instead.
+    DenyBecause(String),
+    AlwaysForSession,
+    /// Always, in this project: kept outside the workspace for later sessions.
+    AlwaysForProject,
+}
+
+/// A point as the user names it: a message position, or a stage's id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForkAt {
+    Message(usize),
+    Stage(String),
+}
+
+impl std::str::FromStr for ForkAt {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("give a message position (1, 2, …) or a compaction stage's id".into());
+        }
+        Ok(match text.parse::<usize>() {
+            Ok(position) => ForkAt::Message(position),
+            Err(_) => ForkAt::Stage(text.to_string()),
+        })
+    }
+}
