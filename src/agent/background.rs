@@ -104,7 +104,7 @@ impl Agent {
         let config = &self.settings.compaction;
         config.compact_when_idle
             && config.background_at_percent > 0
-            && percent_of_limit(&self.sizes, config) >= config.background_at_percent
+            && percent_of_limit(self.conversation.sizes(), config) >= config.background_at_percent
             && matches!(self.background, Background::Running(_) | Background::Ready(_))
     }
 
@@ -163,7 +163,7 @@ impl Agent {
             BackgroundEvent::Ready { .. } => self.background_marks.1 = true,
             _ => {}
         }
-        self.journal(Record::Shown {
+        self.note(Record::Shown {
             item: Past::Background { event: event.clone() },
         });
         self.emit(AgentEvent::Background { event });
@@ -239,7 +239,7 @@ impl Agent {
             }
             Err(error) => {
                 self.background = Background::Failed {
-                    retry_from: self.messages.len() + self.settings.compaction.reactive_keep_messages,
+                    retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
                 };
                 self.background_event(BackgroundEvent::Failed { error });
             }
@@ -274,7 +274,7 @@ impl Agent {
     pub(super) fn start_background_if_due(&mut self) {
         self.poll_background();
         if let Some(prefix) = self.background.prefix() {
-            match crate::compact::background::standing(prefix, &self.messages) {
+            match crate::compact::background::standing(prefix, self.conversation.messages()) {
                 Standing::Changed(why) => {
                     self.discard_background(&format!("the history it summarised changed ({why})"))
                 }
@@ -288,15 +288,15 @@ impl Agent {
         }
         match self.background {
             Background::Idle => {}
-            Background::Failed { retry_from } if self.messages.len() >= retry_from => {}
+            Background::Failed { retry_from } if self.conversation.messages().len() >= retry_from => {}
             _ => return,
         }
         let config = self.pipeline_config();
-        let Some(end) = prefix_to_summarise(&self.messages, &self.sizes, &config) else {
+        let Some(end) = prefix_to_summarise(self.conversation.messages(), self.conversation.sizes(), &config) else {
             return;
         };
-        let prefix = fingerprint(&self.messages, end);
-        let covered = self.messages[..end].to_vec();
+        let prefix = fingerprint(self.conversation.messages(), end);
+        let covered = self.conversation.messages()[..end].to_vec();
         let mut summariser = self.summariser();
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.system.clone(), self.tools.specs());
@@ -331,7 +331,7 @@ impl Agent {
                 took: started.elapsed(),
             }
         });
-        let percent = percent_of_limit(&self.sizes, &self.settings.compaction);
+        let percent = percent_of_limit(self.conversation.sizes(), &self.settings.compaction);
         self.background = Background::Running(RunningSummary {
             prefix,
             started_at_percent: percent,

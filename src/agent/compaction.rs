@@ -29,21 +29,20 @@ impl Agent {
         config
     }
 
-    /// Run a pipeline function on a blocking thread with the history moved in and out.
+    /// Run a pipeline function on a blocking thread, on a copy of the history: what it
+    /// gives back replaces the history only when it finished, so a panic or a lost
+    /// thread leaves the history as it was.
     pub(super) async fn on_history<F>(&mut self, work: F) -> Vec<StageEvent>
     where
         F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
             + Send
             + 'static,
     {
-        let mut messages = std::mem::take(&mut self.messages);
-        let mut sizes = self.sizes.clone();
+        let mut messages = self.conversation.messages().to_vec();
+        let mut sizes = self.conversation.sizes().clone();
         let config = self.pipeline_config();
         let store = self.store.clone();
         let mut summariser = self.summariser();
-        // The history moves to the blocking thread and back, uncopied: a panic there is
-        // caught, so the history always comes back (each stage changes it in steps that
-        // leave it valid).
         let joined = tokio::task::spawn_blocking(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 work(&mut messages, &mut sizes, &config, &store, &mut summariser)
@@ -59,13 +58,8 @@ impl Agent {
             }
         }
         match joined {
-            Ok((messages, sizes, Ok(events), _)) => {
-                self.replace(messages, sizes, events.clone());
-                events
-            }
-            Ok((messages, _, Err(_), _)) => {
-                let sizes = Sizes::of(&messages, self.settings.compaction.estimate);
-                self.set_history(messages, sizes);
+            Ok((messages, sizes, Ok(events), _)) => self.compacted(messages, sizes, events),
+            Ok((_, _, Err(_), _)) => {
                 self.emit(AgentEvent::Error {
                     message: "compaction failed (a bug, logged); the history is kept".into(),
                 });
@@ -98,7 +92,7 @@ impl Agent {
         })
         .await;
         let limit = self.settings.compaction.context_char_limit;
-        let estimate = self.sizes.total();
+        let estimate = self.conversation.estimate();
         if estimate <= limit {
             self.start_background_if_due();
             return true;
@@ -153,7 +147,7 @@ impl Agent {
     ) -> bool {
         let preview = {
             use crate::compact::preview::{Preview, preview};
-            let messages = self.messages.clone();
+            let messages = self.conversation.messages().to_vec();
             let request = request.to_string();
             let config = self.settings.compaction.clone();
             let workspace = self.tools.workspace().root().to_path_buf();
@@ -191,13 +185,13 @@ impl Agent {
 
     pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
         // Nothing is journaled for a request that does nothing.
-        if self.messages.is_empty() {
+        if self.conversation.messages().is_empty() {
             self.emit(AgentEvent::Error {
                 message: "Nothing to compact yet.".into(),
             });
             return;
         }
-        self.journal(Record::Shown {
+        self.note(Record::Shown {
             item: Past::CompactionRequested {
                 by,
                 focus: focus.clone(),

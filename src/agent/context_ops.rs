@@ -13,7 +13,7 @@ impl Agent {
                 &self.instructions_note(Vec::new()).files,
                 &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
                 &self.tools.specs(),
-                &self.messages,
+                self.conversation.messages(),
                 &self.settings.compaction,
             ),
         }
@@ -21,22 +21,18 @@ impl Agent {
 
     /// `r` in `/context`: a shortened tool result back in full.
     pub(super) fn restore_result(&mut self, tool_use_id: &str) {
-        let mut messages = self.messages.clone();
-        let mut sizes = self.sizes.clone();
+        let mut messages = self.conversation.messages().to_vec();
+        let mut sizes = self.conversation.sizes().clone();
         match crate::compact::micro_compact::restore_result(&mut messages, &mut sizes, &self.store, tool_use_id) {
             Ok(chars) => {
-                self.journal(Record::Replace {
-                    messages: messages.clone(),
-                });
+                self.change_history_sized(messages, sizes);
                 self.sync_journal();
-                let before = self.set_history(messages, sizes);
-                self.ledger.changed(before, self.extent());
                 self.emit(AgentEvent::Notice {
                     message: format!(
                         "put back in full: {} ({} chars)",
                         crate::compact::receipt::describe_result(
-                            &self.messages,
-                            self.messages.len(),
+                            self.conversation.messages(),
+                            self.conversation.messages().len(),
                             tool_use_id,
                             self.settings.compaction.describe_input
                         ),
@@ -54,7 +50,7 @@ impl Agent {
 
     /// `p` in `/context`: pin or unpin a tool result; journaled, so it lasts.
     pub(super) fn pin(&mut self, tool_use_id: String, pinned: bool) {
-        self.journal(Record::Pin {
+        self.note(Record::Pin {
             tool_use_id: tool_use_id.clone(),
             pinned,
         });
@@ -90,13 +86,13 @@ impl Agent {
 
     /// `/compact --preview`: the receipts `/compact` would produce, writing nothing.
     pub(super) async fn preview_compact(&mut self, focus: Option<String>) {
-        if self.messages.is_empty() {
+        if self.conversation.messages().is_empty() {
             self.emit(AgentEvent::Notice {
                 message: "nothing to compact yet".into(),
             });
             return;
         }
-        let messages = self.messages.clone();
+        let messages = self.conversation.messages().to_vec();
         let request = self.active_request();
         let config = self.settings.compaction.clone();
         let workspace = self.tools.workspace().root().to_path_buf();
@@ -106,7 +102,7 @@ impl Agent {
         };
         match tokio::task::spawn_blocking(work).await {
             Ok(events) => {
-                self.journal(Record::Shown {
+                self.note(Record::Shown {
                     item: Past::Preview { events: events.clone() },
                 });
                 self.sync_journal();
@@ -120,7 +116,7 @@ impl Agent {
 
     /// `/undo`: the history as it was before the newest stage that changed it.
     pub(super) fn undo_newest(&mut self, only: Option<&str>) {
-        let Some(event) = self.stage_log.last() else {
+        let Some(event) = self.conversation.stage_log().last() else {
             self.emit(AgentEvent::Notice {
                 message: "nothing to undo: no compaction changed this conversation".into(),
             });
@@ -129,7 +125,7 @@ impl Agent {
         if let Some(wanted) = only
             && wanted != event.id
         {
-            let message = if self.stage_log.iter().any(|live| live.id == wanted) {
+            let message = if self.conversation.stage_log().iter().any(|live| live.id == wanted) {
                 format!(
                     "only the newest compaction can be undone: undo {} first (/undo)",
                     event.stage
@@ -143,24 +139,18 @@ impl Agent {
         let stage = event.stage;
         let undid = event.id.clone();
         let mode = self.settings.compaction.estimate;
-        match crate::compact::undo::undo(&self.messages, event, &self.store, mode) {
+        match crate::compact::undo::undo(self.conversation.messages(), event, &self.store, mode) {
             Ok(restored) => {
-                let chars_before = self.sizes.total();
-                self.journal(Record::Undo {
-                    stage,
-                    undid: undid.clone(),
-                    messages: restored.clone(),
-                });
-                self.sync_journal();
-                self.stage_log.pop();
-                let sizes = Sizes::of(&restored, mode);
-                let before = self.set_history(restored, sizes);
+                let chars_before = self.conversation.estimate();
+                let before = self.extent();
+                let result = self.conversation.undo_newest(restored);
+                self.journaled(result);
                 self.ledger.changed(before, self.extent());
                 self.emit(AgentEvent::Undone {
                     stage,
                     undid,
                     chars_before,
-                    chars_after: self.sizes.total(),
+                    chars_after: self.conversation.estimate(),
                 });
                 self.emit_context();
             }

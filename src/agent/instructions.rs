@@ -69,7 +69,7 @@ impl Agent {
         }
         self.set_instructions(newer);
         let note = self.instructions_note(changes);
-        self.journal(Record::Shown {
+        self.note(Record::Shown {
             item: Past::Instructions { note: note.clone() },
         });
         self.emit(AgentEvent::Instructions { note });

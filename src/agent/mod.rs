@@ -6,24 +6,28 @@ mod approvals;
 mod background;
 mod compaction;
 mod context_ops;
+mod conversation;
 mod instructions;
 mod mcp;
 mod sessions;
+mod tool_calls;
 mod tool_runner;
 mod turn;
+mod window;
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use approvals::Approvals;
+use conversation::{Conversation, Journaled};
+use tool_calls::{ToolCall, checked_calls};
 
-use crate::accounting::units::{history_units, message_units, text_units};
+use crate::accounting::units::text_units;
 use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
 use crate::compact::compact_history::compact_history_swapping;
-use crate::compact::pairing::{check_pairing, repair};
+use crate::compact::pairing::check_pairing;
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, prepare_recoverable, reactive_compact};
 use crate::instructions::Instructions;
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
@@ -84,6 +88,13 @@ fn fixed_part(system: &str, tools: &ToolBox, mode: crate::compact::EstimateMode)
     (chars, units)
 }
 
+/// What the user is told when the journal could not be written.
+fn journal_failed(error: &crate::session::SessionError) -> AgentEvent {
+    AgentEvent::Error {
+        message: format!("{error} (the session continues in memory)"),
+    }
+}
+
 pub struct Agent {
     /// The project's instruction files, as the system prompt carries them.
     instructions: Instructions,
@@ -93,13 +104,9 @@ pub struct Agent {
     settings: AgentSettings,
     store: Store,
     tools: ToolBox,
-    journal: Option<Journal>,
-    messages: Vec<Message>,
-    /// Per-message sizes of `messages`, kept in step with it: the estimate.
-    sizes: Sizes,
-    /// Token-like units of `messages`, kept in step with it, and of the fixed part:
-    /// what the token figure follows through a compaction.
-    units: usize,
+    /// The history, its sizes, the journal and the undo log.
+    conversation: Conversation,
+    /// Token-like units of the fixed part (system prompt and tools).
     fixed_units: usize,
     /// The window, the fixed part, the last measured call and the limit in force.
     ledger: Ledger,
@@ -113,8 +120,6 @@ pub struct Agent {
     notices: Vec<String>,
     /// A resumed session's earlier runs, shown once it starts.
     past: Vec<Past>,
-    /// The stages that changed the history, oldest first, for `/undo` (newest first).
-    stage_log: Vec<StageEvent>,
     /// Where the session stands, journaled at the end of each turn for the session list.
     tally: crate::session::Tally,
     /// The summary being prepared in the background for stage 4 to swap in.
@@ -134,68 +139,6 @@ pub struct Agent {
     /// The MCP servers' revision last taken in, and the lines last said of them.
     mcp_revision: u64,
     mcp_lines: Vec<String>,
-}
-
-/// One tool call of a model response, checked: ids unique within the response, input
-/// an object. A call that failed the check is answered with `problem` instead of run.
-struct ToolCall {
-    id: String,
-    name: String,
-    input: serde_json::Value,
-    problem: Option<String>,
-}
-
-/// Check the calls of a response before it enters the history. A call repeating
-/// the id of a call earlier in the history (some servers number calls afresh in every
-/// response) or having none is renamed and run: the id only pairs a call with its
-/// result. A duplicate
-/// id within the response is renamed too (the API rejects two results for one id) but
-/// not run, as is a non-object input (wrapped in an object, which the API requires),
-/// each with a problem the model reads.
-fn checked_calls(content: &mut [ContentBlock], history: &[Message]) -> Vec<ToolCall> {
-    let mut taken: HashSet<String> = history
-        .iter()
-        .flat_map(|message| message.tool_use_ids().map(str::to_string))
-        .collect();
-    let mut in_response: HashSet<String> = HashSet::new();
-    let mut calls = Vec::new();
-    for block in content {
-        let ContentBlock::ToolUse { id, name, input, .. } = block else {
-            continue;
-        };
-        let mut problems = Vec::new();
-        let original = id.clone();
-        if !id.is_empty() && in_response.contains(id.as_str()) {
-            problems.push(format!(
-                "this call repeated the id {original:?} of another call in the same response, so it was not run; \
-                 give every call its own id"
-            ));
-        }
-        if id.is_empty() || taken.contains(id.as_str()) {
-            let base = if original.is_empty() { "call" } else { original.as_str() };
-            *id = (2..)
-                .map(|n| format!("{base}_dup{n}"))
-                .find(|candidate| !taken.contains(candidate))
-                .unwrap_or_default();
-            tracing::warn!(original, renamed = %id, "a tool call reused an id; renamed");
-        }
-        if !input.is_object() {
-            let original = std::mem::take(input);
-            problems.push(format!(
-                "the input of this call must be a JSON object, got {original}; it was not run"
-            ));
-            *input = serde_json::json!({ "invalid_input": original });
-        }
-        taken.insert(id.clone());
-        in_response.insert(original);
-        calls.push(ToolCall {
-            id: id.clone(),
-            name: name.clone(),
-            input: input.clone(),
-            problem: (!problems.is_empty()).then(|| problems.join("; ")),
-        });
-    }
-    calls
 }
 
 enum Interrupted {
@@ -245,7 +188,6 @@ impl Agent {
         let store = Store::new(tools.workspace().root());
         let (approvals, approvals_problem) =
             Approvals::of_project(settings.data_dir.as_deref(), tools.workspace().root());
-        let sizes = Sizes::of(&history, settings.compaction.estimate);
         let window = known_window(provider.model()).unwrap_or(Window {
             tokens: settings.configured_window_tokens,
             source: WindowSource::Configured,
@@ -253,7 +195,6 @@ impl Agent {
         let instructions = Instructions::load(tools.workspace().root(), &settings.instructions);
         let system = instructions.system_prompt(&settings.system_prompt);
         let (fixed, fixed_units) = fixed_part(&system, &tools, settings.compaction.estimate);
-        let units = history_units(&history);
         let ledger = Ledger::new(
             window,
             fixed,
@@ -262,6 +203,7 @@ impl Agent {
             settings.compaction.context_char_limit,
         )
         .with_basis(provider.token_basis());
+        let conversation = Conversation::new(history, journal, settings.compaction.estimate);
         let mut settings = settings;
         settings.compaction.context_char_limit = ledger.limit().chars;
         settings.compaction.verbatim_instructions = instructions.shown_paths();
@@ -272,10 +214,7 @@ impl Agent {
             settings,
             store,
             tools,
-            journal,
-            messages: history,
-            sizes,
-            units,
+            conversation,
             fixed_units,
             ledger,
             events,
@@ -285,7 +224,6 @@ impl Agent {
             quit: false,
             notices: approvals_problem.into_iter().collect(),
             past: Vec::new(),
-            stage_log: Vec::new(),
             tally: crate::session::Tally::default(),
             background: background::Background::Idle,
             background_marks: (None, false),
@@ -307,6 +245,7 @@ impl Agent {
     /// A resumed session's earlier runs: shown at start, and its last measured call
     /// gives the gauge its tokens until the next call reports.
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
+        self.conversation.take_in_stages(&past);
         self.take_in_past(&past);
         self.past = past;
         self
@@ -319,105 +258,93 @@ impl Agent {
     }
 
     pub fn messages(&self) -> &[Message] {
-        &self.messages
+        self.conversation.messages()
     }
 
     fn emit(&self, event: AgentEvent) {
         let _ = self.events.send(event);
     }
 
-    fn journal(&mut self, record: Record) {
-        if let Some(journal) = &mut self.journal
-            && let Err(error) = journal.append(&record)
-        {
-            let _ = self.events.send(AgentEvent::Error {
-                message: format!("{error} (the session continues in memory)"),
-            });
+    /// Say what a journal write came to, when it failed: the change holds in memory.
+    fn journaled(&self, result: Journaled) {
+        if let Err(error) = result {
+            self.emit(journal_failed(&error));
         }
+    }
+
+    /// Journal a record that leaves the history as it is.
+    fn note(&mut self, record: Record) {
+        let result = self.conversation.note(record);
+        self.journaled(result);
     }
 
     fn sync_journal(&mut self) {
-        if let Some(journal) = &mut self.journal
-            && let Err(error) = journal.sync()
-        {
-            let _ = self.events.send(AgentEvent::Error {
-                message: error.to_string(),
-            });
-        }
+        let result = self.conversation.sync();
+        self.journaled(result);
     }
 
     fn append(&mut self, message: Message) {
-        self.sizes.push(&message);
-        self.units += message_units(&message);
-        self.journal(Record::Append {
-            message: message.clone(),
-        });
-        self.messages.push(message);
+        let result = self.conversation.append(message);
+        self.journaled(result);
         self.emit_context();
     }
 
     /// The history's size now, both ways the accounting weighs it.
     fn extent(&self) -> Extent {
         Extent {
-            estimate: self.sizes.total(),
-            units: self.fixed_units + self.units,
+            estimate: self.conversation.estimate(),
+            units: self.fixed_units + self.conversation.units(),
         }
     }
 
-    /// Put a whole new history in place (its size table given), keeping its units in
-    /// step; the extent it replaced is returned.
-    fn set_history(&mut self, messages: Vec<Message>, sizes: Sizes) -> Extent {
+    /// A whole new history in place of this one (not a compaction: the limit's
+    /// accounting sees a change), journaled.
+    fn change_history(&mut self, messages: Vec<Message>) {
         let before = self.extent();
-        self.units = history_units(&messages);
-        self.messages = messages;
-        self.sizes = sizes;
-        before
+        let result = self.conversation.replace(messages);
+        self.journaled(result);
+        self.ledger.changed(before, self.extent());
     }
 
-    /// The history after a pipeline run, and what its stages did.
-    fn replace(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) {
+    /// [`Agent::change_history`] with the new history's size table already made.
+    fn change_history_sized(&mut self, messages: Vec<Message>, sizes: Sizes) {
+        let before = self.extent();
+        let result = self.conversation.replace_sized(messages, sizes);
+        self.journaled(result);
+        self.ledger.changed(before, self.extent());
+    }
+
+    /// The history after a pipeline run, and what its stages did (given back with
+    /// their ids).
+    fn compacted(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) -> Vec<StageEvent> {
+        let before = self.extent();
+        let (events, result) = self.conversation.compacted(messages, sizes, events);
+        self.journaled(result);
         if events.is_empty() {
-            self.messages = messages;
-            return;
+            return events;
         }
-        if events.iter().all(|e| e.replaced == 0) {
-            self.messages = messages;
-            let extent = self.extent();
-            self.ledger
-                .compacted(extent, extent, events.iter().map(|event| event.stage));
-            for event in events {
-                self.emit(AgentEvent::Compaction { event });
-            }
-            return;
-        }
-        let journaled = messages.clone();
-        let before = self.set_history(messages, sizes);
         self.ledger
             .compacted(before, self.extent(), events.iter().map(|event| event.stage));
-        self.journal(Record::Replace { messages: journaled });
-        for mut event in events {
-            event.id = crate::session::new_stage_id();
-            if event.can_be_undone() {
-                self.stage_log.push(event.clone());
-                self.tally.compactions += 1;
-            }
-            self.journal(Record::Stage {
-                event: Box::new(event.clone()),
-            });
-            self.emit(AgentEvent::Compaction { event });
+        // Those journaled (they have ids) that undo can act on.
+        self.tally.compactions += events
+            .iter()
+            .filter(|event| !event.id.is_empty() && event.can_be_undone())
+            .count();
+        for event in &events {
+            self.emit(AgentEvent::Compaction { event: event.clone() });
         }
-        self.sync_journal();
         self.emit_context();
+        events
     }
 
     pub(super) fn emit_context(&self) {
         let config = &self.settings.compaction;
         self.emit(AgentEvent::Context {
             status: ContextStatus {
-                estimate: self.sizes.total(),
+                estimate: self.conversation.estimate(),
                 limit: config.context_char_limit,
                 target: config.micro_target_chars(),
-                messages: self.messages.len(),
+                messages: self.conversation.messages().len(),
                 snip_max_messages: config.snip_max_messages,
                 fixed: self.ledger.fixed(),
                 tokens: self.ledger.tokens().cloned(),
@@ -426,69 +353,13 @@ impl Agent {
         });
     }
 
-    /// A limit decision changed: the pipeline uses the new limit from the next call.
-    fn apply_limit(&mut self, note: Option<String>) {
-        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
-        if let Some(message) = note {
-            self.emit(AgentEvent::Notice { message });
-        }
-    }
-
-    /// Ask a server that did not answer at the start again: once it does, its window
-    /// and model replace the configured ones, said in a notice and in the session
-    /// line.
-    async fn discover_again(&mut self) {
-        if !self.rediscover {
-            return;
-        }
-        let facts = self.provider.discover().await;
-        self.rediscover = facts.unreachable;
-        if facts.model.is_some() || facts.window.is_some() {
-            self.record_served();
-        }
-        let Some(window) = facts.window else { return };
-        self.learn_window(window, "the server answers now");
-    }
-
-    /// Journal what the server said it serves, when that is news to the journal.
-    fn record_served(&mut self) {
-        let window = self.ledger.window();
-        let window_tokens = matches!(window.source, WindowSource::Server { .. }).then_some(window.tokens);
-        let served = (self.provider.model().to_string(), window_tokens);
-        if self.served_recorded.as_ref() == Some(&served) {
-            return;
-        }
-        self.journal(Record::Served {
-            model: served.0.clone(),
-            window_tokens: served.1,
-        });
-        self.served_recorded = Some(served);
-    }
-
-    /// The server told the window (`how`): the limit follows it, and the user is told.
-    fn learn_window(&mut self, window: Window, how: &str) {
-        if window.tokens == self.ledger.window().tokens {
-            return;
-        }
-        let note = self.ledger.set_window(window.clone());
-        self.apply_limit(note);
-        self.record_served();
-        self.emit(AgentEvent::Notice {
-            message: format!(
-                "{how}: its window is {} tokens ({}), model {}; the limit is now {} chars",
-                window.tokens,
-                window.source,
-                self.provider.model(),
-                crate::compact::short_count(self.ledger.limit().chars)
-            ),
-        });
-        self.announce_session();
-        self.emit_context();
-    }
-
     fn announce_session(&self) {
         self.emit(AgentEvent::SessionStarted {
-            session_id: self.journal.as_ref().map(|j| j.id().to_string()).unwrap_or_default(),
+            session_id: self
+                .conversation
+                .journal()
+                .map(|j| j.id().to_string())
+                .unwrap_or_default(),
             provider: self.provider.kind().to_string(),
             model: self.provider.model().to_string(),
             workspace: self.tools.workspace().root().display().to_string(),
@@ -540,11 +411,11 @@ impl Agent {
             let past = std::mem::take(&mut self.past);
             self.emit(AgentEvent::Replay {
                 past,
-                in_context: self.messages.len(),
+                in_context: self.conversation.messages().len(),
             });
-        } else if !self.messages.is_empty() {
+        } else if !self.conversation.messages().is_empty() {
             self.emit(AgentEvent::History {
-                messages: self.messages.clone(),
+                messages: self.conversation.messages().to_vec(),
             });
         }
         for message in std::mem::take(&mut self.notices) {
@@ -626,44 +497,48 @@ impl Agent {
             }
             if changes_history {
                 self.start_background_if_due();
-                if (self.tally.messages, self.tally.estimate) != (self.messages.len(), self.sizes.total()) {
+                if (self.tally.messages, self.tally.estimate)
+                    != (self.conversation.messages().len(), self.conversation.estimate())
+                {
                     self.journal_size();
                     self.sync_journal();
                 }
             }
         }
-        self.sync_journal();
-        // A session nobody sent a request in leaves nothing behind.
-        if let Some(journal) = self.journal.take() {
-            journal.leave();
+        let (messages, synced) = self.conversation.end();
+        if let Err(error) = synced {
+            let _ = self.events.send(journal_failed(&error));
         }
-        self.messages
+        messages
     }
 
     fn clear(&mut self) {
         self.discard_background("/clear started a new conversation");
         self.approvals.clear();
-        self.set_history(Vec::new(), Sizes::of(&[], self.settings.compaction.estimate));
-        self.stage_log.clear();
         self.tally = crate::session::Tally::default();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
-        if let Some(folder) = self.sessions_folder() {
-            match Journal::create(&folder, self.provider.kind(), self.provider.model()) {
-                Ok(journal) => {
-                    if let Some(left) = self.journal.replace(journal) {
-                        left.leave();
-                    }
-                    // The new journal has not heard what serves the session yet.
-                    if self.served_recorded.take().is_some() {
-                        self.record_served();
-                    }
-                    self.announce_session();
-                }
-                Err(error) => self.emit(AgentEvent::Error {
+        let journal = self
+            .sessions_folder()
+            .map(|folder| Journal::create(&folder, self.provider.kind(), self.provider.model()));
+        let journal = match journal {
+            Some(Ok(journal)) => Some(journal),
+            Some(Err(error)) => {
+                self.emit(AgentEvent::Error {
                     message: error.to_string(),
-                }),
+                });
+                None
             }
+            None => None,
+        };
+        let started = journal.is_some();
+        self.conversation.start_over(journal, Vec::new(), &[]);
+        if started {
+            // The new journal has not heard what serves the session yet.
+            if self.served_recorded.take().is_some() {
+                self.record_served();
+            }
+            self.announce_session();
         }
         self.emit(AgentEvent::History { messages: Vec::new() });
         self.emit_context();

@@ -3,15 +3,14 @@
 //! The conversation moves; the workspace's files stay as they are.
 
 use super::Agent;
-use crate::compact::Sizes;
 use crate::protocol::{AgentEvent, ForkAt, Past};
 use crate::session::{self, Journal, Record, Restored};
 
 impl Agent {
     /// The folder of this workspace's journals: the one this session's journal is in.
     pub(super) fn sessions_folder(&self) -> Option<std::path::PathBuf> {
-        self.journal
-            .as_ref()
+        self.conversation
+            .journal()
             .and_then(|journal| journal.path().parent().map(std::path::Path::to_path_buf))
     }
 
@@ -23,7 +22,7 @@ impl Agent {
 
     /// `/resume`: continue session `id` here; this one stays as it was saved.
     pub(super) fn resume_session(&mut self, id: &str) {
-        if self.journal.as_ref().is_some_and(|journal| journal.id() == id) {
+        if self.conversation.journal().is_some_and(|journal| journal.id() == id) {
             self.emit(AgentEvent::Notice {
                 message: format!("session {id} is the one open"),
             });
@@ -62,8 +61,8 @@ impl Agent {
         let parent = match id {
             Some(id) => session::find_in(&folder, Some(id)),
             None => self
-                .journal
-                .as_ref()
+                .conversation
+                .journal()
                 .map(|journal| journal.path().to_path_buf())
                 .ok_or_else(|| session::SessionError::NoneFound(folder.clone())),
         };
@@ -86,13 +85,9 @@ impl Agent {
         self.discard_background("another session was opened here");
         self.approvals.clear();
         self.ledger.clear();
-        self.stage_log.clear();
         self.settings.compaction.pinned = restored.pins;
-        let sizes = Sizes::of(&restored.messages, self.settings.compaction.estimate);
-        self.set_history(restored.messages, sizes);
-        if let Some(left) = self.journal.replace(journal) {
-            left.leave();
-        }
+        self.conversation
+            .start_over(Some(journal), restored.messages, &restored.past);
         self.take_in_past(&restored.past);
         // The journal has not heard what serves the session yet.
         if self.served_recorded.take().is_some() {
@@ -100,7 +95,7 @@ impl Agent {
         }
         self.emit(AgentEvent::Replay {
             past: restored.past,
-            in_context: self.messages.len(),
+            in_context: self.conversation.messages().len(),
         });
         for message in restored.repairs {
             self.emit(AgentEvent::Notice { message });
@@ -112,22 +107,14 @@ impl Agent {
         self.emit_context();
     }
 
-    /// What a session's past tells the agent: the files its stages kept (read back
-    /// while they keep their hashes), the stages undo can act on, the last measured
-    /// call (the gauge's tokens until the next one) and where the session stands.
+    /// What a session's past tells the agent beside its undo log (which the
+    /// conversation takes in): the files its stages kept (read back while they keep
+    /// their hashes), the last measured call (the gauge's tokens until the next one)
+    /// and where the session stands.
     pub(super) fn take_in_past(&mut self, past: &[Past]) {
         for item in past {
-            match item {
-                Past::Stage { event } => {
-                    self.store.recognise(&event.digests);
-                    if event.can_be_undone() {
-                        self.stage_log.push((**event).clone());
-                    }
-                }
-                Past::Undo { .. } => {
-                    self.stage_log.pop();
-                }
-                _ => {}
+            if let Past::Stage { event } = item {
+                self.store.recognise(&event.digests);
             }
         }
         if let Some(point) = past.iter().rev().find_map(|item| match item {

@@ -16,7 +16,7 @@ const MAX_REACTIVE_ROUNDS: u32 = 2;
 impl Agent {
     /// The newest user prompt (tool results travel as user messages too).
     pub(super) fn active_request(&self) -> String {
-        crate::commands::compact::newest_request(&self.messages)
+        crate::commands::compact::newest_request(self.conversation.messages())
     }
 
     pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
@@ -45,7 +45,7 @@ impl Agent {
             }
         };
         if outcome != TurnOutcome::Completed {
-            self.journal(Record::Shown {
+            self.note(Record::Shown {
                 item: Past::TurnEnded { outcome },
             });
         }
@@ -62,7 +62,8 @@ impl Agent {
     fn journal_tally(&mut self, request: &str) {
         use crate::session::Tally;
         let answer = self
-            .messages
+            .conversation
+            .messages()
             .iter()
             .rev()
             .find(|message| message.role() == crate::message::Role::Assistant)
@@ -76,9 +77,9 @@ impl Agent {
     /// The session's size now, journaled for the session list: after every turn, and
     /// after an undo, a restore, a drop or a `/compact` changed it between turns.
     pub(super) fn journal_size(&mut self) {
-        self.tally.messages = self.messages.len();
-        self.tally.estimate = self.sizes.total();
-        self.journal(Record::Tally(self.tally.clone()));
+        self.tally.messages = self.conversation.messages().len();
+        self.tally.estimate = self.conversation.estimate();
+        self.note(Record::Tally(self.tally.clone()));
     }
 
     /// A failed request must not look answered: unanswered, it leaves the history (the
@@ -86,17 +87,14 @@ impl Agent {
     /// would make every later call fail too); after some work, the history says where
     /// it stopped.
     fn close_failed_turn(&mut self, request: &str, reason: &str) {
-        let Some(last) = self.messages.last() else { return };
+        let Some(last) = self.conversation.messages().last() else {
+            return;
+        };
         match classify(last) {
             MessageKind::UserPrompt(text) if text == request => {
-                let mut messages = std::mem::take(&mut self.messages);
+                let mut messages = self.conversation.messages().to_vec();
                 messages.pop();
-                let sizes = Sizes::of(&messages, self.settings.compaction.estimate);
-                let before = self.set_history(messages, sizes);
-                self.journal(Record::Replace {
-                    messages: self.messages.clone(),
-                });
-                self.ledger.changed(before, self.extent());
+                self.change_history(messages);
                 self.emit(AgentEvent::Notice {
                     message: "the request got no answer, so it was taken out of the history; send it again when ready"
                         .into(),
@@ -112,7 +110,7 @@ impl Agent {
     /// follows an unanswered one. (A `[Compacted]` message or an archive marker is
     /// not a request; the wire joins it with the request after it.)
     fn close_unanswered(&mut self, reason: &str) {
-        let open = self.messages.last().is_some_and(|last| {
+        let open = self.conversation.messages().last().is_some_and(|last| {
             matches!(
                 classify(last),
                 MessageKind::UserPrompt(_) | MessageKind::ToolResults | MessageKind::CutOffNote
@@ -174,7 +172,8 @@ impl Agent {
                             if predicted <= fit.budget_tokens {
                                 break;
                             }
-                            let goal = (self.sizes.total() as f64 * fit.budget_tokens / predicted * 0.95) as usize;
+                            let goal =
+                                (self.conversation.estimate() as f64 * fit.budget_tokens / predicted * 0.95) as usize;
                             if !self.reactive_round(request, Some(goal)).await {
                                 break;
                             }
@@ -188,7 +187,7 @@ impl Agent {
                 .then(|| self.ledger.reply_end(&response.usage, max_tokens));
             let cut_off = response.cut_off;
             let mut content = response.content;
-            let calls = checked_calls(&mut content, &self.messages);
+            let calls = checked_calls(&mut content, self.conversation.messages());
             if content.is_empty() {
                 content.push(ContentBlock::text("(no response)"));
             }
@@ -263,7 +262,7 @@ impl Agent {
         ModelRequest {
             system: self.system.clone(),
             tools: self.tools.specs(),
-            messages: &self.messages,
+            messages: self.conversation.messages(),
             max_tokens: self.reply_tokens(),
         }
     }
@@ -317,16 +316,16 @@ impl Agent {
             Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
                 let usage = response.usage;
-                let (mut point, note) = self
-                    .ledger
-                    .called(self.extent(), self.messages.len(), usage.prompt_tokens());
+                let (mut point, note) =
+                    self.ledger
+                        .called(self.extent(), self.conversation.messages().len(), usage.prompt_tokens());
                 self.ledger.cache(
                     &mut point,
                     usage.cache_read_input_tokens,
                     usage.cache_creation_input_tokens,
                 );
                 (point.background_started, point.background_ready) = std::mem::take(&mut self.background_marks);
-                self.journal(Record::Call(point.clone()));
+                self.note(Record::Call(point.clone()));
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {
                     point,
@@ -341,19 +340,13 @@ impl Agent {
     /// Nothing invalid is ever sent: a bug that broke pairing fails loudly in debug
     /// builds; in release the history is mended, journaled and the user told.
     pub(super) fn guard_pairing(&mut self) {
-        let Err(problem) = check_pairing(&self.messages) else {
+        let Err(problem) = check_pairing(self.conversation.messages()) else {
             return;
         };
         debug_assert!(false, "history about to be sent is invalid: {problem:?}");
-        let notes = repair(&mut self.messages);
+        let (notes, result) = self.conversation.repair();
+        self.journaled(result);
         tracing::error!(?problem, ?notes, "repaired an invalid history before a model call");
-        self.journal(Record::Repair {
-            messages: self.messages.clone(),
-            notes: notes.clone(),
-        });
-        let sizes = Sizes::of(&self.messages, self.settings.compaction.estimate);
-        let messages = std::mem::take(&mut self.messages);
-        self.set_history(messages, sizes);
         for note in notes {
             self.emit(AgentEvent::Notice {
                 message: format!("mended the history before sending it: {note}"),

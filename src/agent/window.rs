@@ -1,0 +1,68 @@
+//! The model's window as the server tells it: asked again while the server has not
+//! answered, journaled when it is news, and the limit following it.
+
+use super::Agent;
+use crate::protocol::{AgentEvent, Window, WindowSource};
+use crate::session::Record;
+
+impl Agent {
+    /// A limit decision changed: the pipeline uses the new limit from the next call.
+    pub(super) fn apply_limit(&mut self, note: Option<String>) {
+        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        if let Some(message) = note {
+            self.emit(AgentEvent::Notice { message });
+        }
+    }
+
+    /// Ask a server that did not answer at the start again: once it does, its window
+    /// and model replace the configured ones, said in a notice and in the session
+    /// line.
+    pub(super) async fn discover_again(&mut self) {
+        if !self.rediscover {
+            return;
+        }
+        let facts = self.provider.discover().await;
+        self.rediscover = facts.unreachable;
+        if facts.model.is_some() || facts.window.is_some() {
+            self.record_served();
+        }
+        let Some(window) = facts.window else { return };
+        self.learn_window(window, "the server answers now");
+    }
+
+    /// Journal what the server said it serves, when that is news to the journal.
+    pub(super) fn record_served(&mut self) {
+        let window = self.ledger.window();
+        let window_tokens = matches!(window.source, WindowSource::Server { .. }).then_some(window.tokens);
+        let served = (self.provider.model().to_string(), window_tokens);
+        if self.served_recorded.as_ref() == Some(&served) {
+            return;
+        }
+        self.note(Record::Served {
+            model: served.0.clone(),
+            window_tokens: served.1,
+        });
+        self.served_recorded = Some(served);
+    }
+
+    /// The server told the window (`how`): the limit follows it, and the user is told.
+    pub(super) fn learn_window(&mut self, window: Window, how: &str) {
+        if window.tokens == self.ledger.window().tokens {
+            return;
+        }
+        let note = self.ledger.set_window(window.clone());
+        self.apply_limit(note);
+        self.record_served();
+        self.emit(AgentEvent::Notice {
+            message: format!(
+                "{how}: its window is {} tokens ({}), model {}; the limit is now {} chars",
+                window.tokens,
+                window.source,
+                self.provider.model(),
+                crate::compact::short_count(self.ledger.limit().chars)
+            ),
+        });
+        self.announce_session();
+        self.emit_context();
+    }
+}
