@@ -1,7 +1,6 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::io::{self, IsTerminal, Write};
-use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -68,9 +67,6 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             // stderr carries JSON events here: the limit's note is not one of them.
             let _ = launch::resolve_offline_limit(&mut config);
             let workspace = workspace_dir(&cli.run)?;
-            // Receipts (on stderr, or on stdout for a dry run) can be megabytes.
-            commands::compact::widen_pipe(io::stdout().as_fd());
-            commands::compact::widen_pipe(io::stderr().as_fd());
             let input = commands::compact::input_or_newest(args.input.as_deref(), &workspace)?;
             if args.dry_run {
                 commands::compact::dry_run(
@@ -95,7 +91,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
                 &mut model
             };
-            let prepared = commands::compact::run(
+            commands::compact::run(
                 &input,
                 args.request.as_deref(),
                 &config.compaction,
@@ -104,9 +100,6 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 &mut io::stdout().lock(),
                 &mut io::stderr().lock(),
             )?;
-            // The process ends here: freeing a long history piece by piece would only
-            // delay the exit.
-            std::mem::forget(prepared);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Undo(args)) => {

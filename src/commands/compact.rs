@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::preview::{Preview, preview};
-use crate::compact::{CompactConfig, Prepared, ReceiptItem, StageEvent, Summariser, prepare};
+use crate::compact::{CompactConfig, Prepared, StageEvent, Summariser, prepare};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -92,32 +92,6 @@ pub fn newest_request(messages: &[Message]) -> String {
         .unwrap_or_default()
 }
 
-/// What a pipe on stdout or stderr is widened to (Linux's unprivileged maximum).
-#[cfg(target_os = "linux")]
-const PIPE_BYTES: libc::c_int = 1 << 20;
-
-/// Widen `output` when it is a pipe narrower than `PIPE_BYTES`: a long history's
-/// receipt is megabytes, and through the usual 64 KB the writer waited on the reader
-/// for each (10k messages: 2 MB of receipts took 5.6 ms to write, 2.4 through 1 MB).
-/// Anything else, or a refusal, is left as it was.
-pub fn widen_pipe(output: std::os::fd::BorrowedFd<'_>) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let fd = output.as_raw_fd();
-        // SAFETY: both calls only read and set the pipe's size; `fd` is open while
-        // borrowed. On anything but a pipe they fail and change nothing.
-        unsafe {
-            let size = libc::fcntl(fd, libc::F_GETPIPE_SZ);
-            if (0..PIPE_BYTES).contains(&size) {
-                libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = output;
-}
-
 /// Bytes gathered before each write to stdout or stderr.
 const OUTPUT_BUFFER: usize = 1 << 16;
 
@@ -134,7 +108,7 @@ pub fn run(
     let messages = load_history(input)?;
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
-    let mut prepared = prepare(messages, &request, config, &store, summariser);
+    let prepared = prepare(messages, &request, config, &store, summariser);
     // Buffered: serde writes a token at a time, and stderr is unbuffered (a receipt
     // of a large history was hundreds of thousands of tiny writes).
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
@@ -142,7 +116,7 @@ pub fn run(
     writeln!(out)?;
     out.flush()?;
     let mut err = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stderr);
-    for event in &mut prepared.events {
+    for event in &prepared.events {
         write_event(&mut err, event)?;
     }
     err.flush()?;
@@ -161,96 +135,25 @@ pub fn dry_run(
     config.validate().map_err(CompactCommandError::Config)?;
     let messages = load_history(input)?;
     let request = request.map_or_else(|| newest_request(&messages), str::to_string);
-    let mut events = preview(&messages, &request, config, workspace, &Preview::Prepare);
+    let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
-    for event in &mut events {
+    for event in &events {
         write_event(&mut out, event)?;
     }
     out.flush()?;
     Ok(events)
 }
 
-/// Receipts of at least twice this many items are serialised on every core, in runs
-/// of about this many.
-const ITEMS_PER_RUN: usize = 1_000;
-
-/// `event` as one JSON line. A receipt is shallow, our own: serialised without the
-/// growing stack, whose check at every token slowed down its megabytes. A long one's
-/// items are serialised side by side and written where one stand-in item was (10k
-/// messages: 2 MB of receipt took 1.7 ms on one core). `event` is as it was after.
-fn write_event(out: &mut impl Write, event: &mut StageEvent) -> std::io::Result<()> {
-    let runs = event.items.len() / ITEMS_PER_RUN;
-    let spliced = if runs < 2 { None } else { head_around_items(event)? };
-    let Some((head, items_at)) = spliced else {
-        serde_json::to_writer(&mut *out, event)?;
-        return writeln!(out);
-    };
-    let items = &event.items;
-    let serialised = crate::parallel::map(runs, 1, |run| {
-        let run = &items[run * items.len() / runs..(run + 1) * items.len() / runs];
-        let mut text = Vec::with_capacity(run.len() * 256);
-        for (at, item) in run.iter().enumerate() {
-            if at > 0 {
-                text.push(b',');
-            }
-            serde_json::to_writer(&mut text, item)?;
-        }
-        Ok::<_, serde_json::Error>(text)
-    });
-    out.write_all(&head[..items_at.start])?;
-    for (at, run) in serialised.into_iter().enumerate() {
-        if at > 0 {
-            out.write_all(b",")?;
-        }
-        out.write_all(&run?)?;
-    }
-    out.write_all(&head[items_at.end..])?;
+/// `event` as one JSON line.
+fn write_event(out: &mut impl Write, event: &StageEvent) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, event)?;
     writeln!(out)
-}
-
-/// `event` serialised with one stand-in item for its items, and where that item is in
-/// the text; `None` should it not be found there. `event` is as it was after.
-fn head_around_items(event: &mut StageEvent) -> std::io::Result<Option<(Vec<u8>, std::ops::Range<usize>)>> {
-    let stand_in = ReceiptItem {
-        // No real item has it: positions start at 1.
-        position: 0,
-        role: crate::message::Role::User,
-        what: String::new(),
-        chars_before: 0,
-        chars_after: 0,
-        saved: None,
-        tool_use_id: None,
-        was: None,
-    };
-    let stand_in_text = serde_json::to_vec(&stand_in)?;
-    let items = std::mem::replace(&mut event.items, vec![stand_in]);
-    let head = serde_json::to_vec(event);
-    event.items = items;
-    let head = head?;
-    Ok(memchr::memmem::find(&head, &stand_in_text).map(|at| (head, at..at + stand_in_text.len())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compact::markers::archive_marker;
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_pipe_for_the_output_is_widened_and_a_file_left_alone() {
-        use std::os::fd::{AsFd, AsRawFd};
-        let pipe_size = |fd: std::os::fd::BorrowedFd<'_>| {
-            // SAFETY: reads the size of an open descriptor.
-            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) }
-        };
-        let (_reader, writer) = std::io::pipe().unwrap();
-        assert!(pipe_size(writer.as_fd()) < PIPE_BYTES);
-        widen_pipe(writer.as_fd());
-        assert_eq!(pipe_size(writer.as_fd()), PIPE_BYTES);
-        let file = tempfile::tempfile().unwrap();
-        widen_pipe(file.as_fd());
-        assert_eq!(pipe_size(file.as_fd()), -1, "not a pipe");
-    }
 
     /// What `simulate` reads, `compact` reads too: a transcript as its messages, and a
     /// journal as the history it holds now (after its compactions), not every message
@@ -298,44 +201,6 @@ mod tests {
         assert!(matches!(load_history(&empty), Err(CompactCommandError::Empty(_))));
     }
     use crate::compact::markers::compacted_text;
-
-    /// A long receipt, serialised in runs side by side, is the bytes of one
-    /// serialisation; so is a short one, and the event is left as it was.
-    #[test]
-    fn an_event_line_is_its_json_however_long_its_receipt() {
-        for len in [0, 3, 2 * ITEMS_PER_RUN - 1, 2 * ITEMS_PER_RUN, 5 * ITEMS_PER_RUN + 7] {
-            let mut event = StageEvent::start(
-                crate::compact::Stage::SnipCompact,
-                len + 10,
-                99_000,
-                "a \"test\"".into(),
-            );
-            event.items = (0..len)
-                .map(|at| ReceiptItem {
-                    position: at + 1,
-                    role: if at % 2 == 0 {
-                        crate::message::Role::User
-                    } else {
-                        crate::message::Role::Assistant
-                    },
-                    what: format!("line {at}: \"quoted\" ✓\n"),
-                    chars_before: at * 7,
-                    chars_after: 0,
-                    saved: (at % 3 == 0).then(|| ".transcripts/t.jsonl".to_string()),
-                    tool_use_id: (at % 5 == 0).then(|| format!("toolu_{at}")),
-                    was: None,
-                })
-                .collect();
-            event.summary = Some("after the items".into());
-            let before = event.clone();
-            let mut line = Vec::new();
-            write_event(&mut line, &mut event).unwrap();
-            let mut expected = serde_json::to_vec(&before).unwrap();
-            expected.push(b'\n');
-            assert!(line == expected, "{len} items");
-            assert_eq!(event, before);
-        }
-    }
 
     #[test]
     fn the_newest_request_skips_markers_and_unwraps_compacted_messages() {

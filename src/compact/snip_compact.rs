@@ -24,14 +24,8 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
         config.snip_max_messages
     );
     let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total(), trigger);
-    // Described while the transcript is written and made durable: on a long history
-    // both take a while, and the writing waits on the disk.
-    let (written, mut items) = std::thread::scope(|scope| {
-        let writing = scope.spawn(|| ctx.store.write_transcript(Stage::SnipCompact.name(), messages));
-        let items = receipt::left(messages, sizes, head..start, ctx.config.describe_input);
-        let written = writing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (written, items)
-    });
+    let written = ctx.store.write_transcript(Stage::SnipCompact.name(), messages);
+    let mut items = receipt::left(messages, sizes, head..start, ctx.config.describe_input);
     match written {
         Ok(transcript) => {
             let archived = start - head;
@@ -39,8 +33,7 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
             event.items = items;
             let marker = Message::user_text(archive_marker(archived, &transcript.path));
             sizes.splice(head..start, std::slice::from_ref(&marker));
-            // Freed off the path of the call: a long history's middle takes a while.
-            drop_aside(replace_middle(messages, head..start, marker));
+            replace_middle(messages, head..start, marker);
             event.replaced = archived;
             event.archived(transcript);
         }
@@ -67,23 +60,6 @@ fn replace_middle(messages: &mut Vec<Message>, middle: std::ops::Range<usize>, m
     kept.extend(tail);
     std::mem::replace(messages, kept)
 }
-
-/// Drop `messages` on a thread of its own (at once when none can be started): their
-/// memory goes back while the pipeline goes on.
-fn drop_aside(messages: Vec<Message>) {
-    if messages.len() < DROP_ASIDE_FROM {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("drop-archived".into())
-        .stack_size(crate::json::WORKER_STACK_BYTES)
-        .spawn(move || drop(messages));
-    // Not started: dropped here when the error (holding nothing) goes.
-    let _ = spawned;
-}
-
-/// Fewer archived messages than this are dropped in place: a thread costs more.
-const DROP_ASIDE_FROM: usize = 1_000;
 
 #[cfg(test)]
 mod tests {

@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
-mod raw;
+mod lazy;
 mod read;
 mod sketch;
 
-pub use raw::{RawText, Shape};
+pub(crate) use lazy::raw::RawText;
 pub use sketch::{Sketch, SketchBlock, SketchContent};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -359,7 +359,7 @@ impl Message {
     fn parts(&self) -> &Parts {
         match &self.body {
             Body::Parsed(parts) => parts,
-            Body::Raw { text, parts } => parts.get_or_init(|| read::parts_of(text)),
+            Body::Raw { text, parts } => parts.get_or_init(|| lazy::parts_of(text)),
         }
     }
 
@@ -375,7 +375,7 @@ impl Message {
     /// which would no longer be the message, is let go.
     pub fn content_mut(&mut self) -> &mut Content {
         if let Body::Raw { text, parts } = &mut self.body {
-            let parts = parts.take().unwrap_or_else(|| read::parts_of(text));
+            let parts = parts.take().unwrap_or_else(|| lazy::parts_of(text));
             self.body = Body::Parsed(parts);
         }
         match &mut self.body {
@@ -385,8 +385,10 @@ impl Message {
     }
 
     /// The message's JSON as it was read, with its shape, when it is still exactly
-    /// that: the same bytes as serialising it would give, without the work.
-    pub fn raw(&self) -> Option<&RawText> {
+    /// that: the same bytes as serialising it would give, without the work. Only the
+    /// lazy reader makes such a message (see `lazy`); read by the estimate's count,
+    /// the transcript writer and message equality.
+    pub(crate) fn raw(&self) -> Option<&RawText> {
         match &self.body {
             Body::Raw { text, .. } => Some(text),
             Body::Parsed(_) => None,
@@ -453,7 +455,7 @@ impl Message {
 /// Parse a JSON array of messages, with the position of a bad element in the error.
 /// Messages are kept in their text until something reads them (see `message::raw`).
 pub fn parse_history(json: impl Into<Vec<u8>>) -> Result<Vec<Message>, serde_json::Error> {
-    read::read_history(json.into())
+    lazy::read_history(json.into())
 }
 
 #[cfg(test)]

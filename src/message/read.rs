@@ -11,11 +11,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use std::ops::Range;
-use std::sync::Arc;
-
-use super::raw::{self, RawText};
-use super::{Body, Content, ContentBlock, Extra, Message, Parts, Role, ToolResultContent};
+use super::{Content, ContentBlock, Extra, Message, Role, ToolResultContent};
 
 /// Keys read without allocating: the modelled ones and the usual extra.
 const KNOWN_KEYS: [&str; 10] = [
@@ -461,82 +457,10 @@ fn text_or_blocks(value: Value) -> Result<Content, String> {
     }
 }
 
-/// A JSON array of messages. Each message whose text is exactly how it serialises, and
-/// has what parsing requires, has its syntax checked and is kept as that text; any
-/// other is parsed. A long history is read on every core.
-pub(super) fn read_history(json: Vec<u8>) -> Result<Vec<Message>, serde_json::Error> {
-    let Some(spans) = raw::elements(&json) else {
-        return crate::json::from_slice(&json);
-    };
-    let source = Arc::new(json);
-    let unread = std::sync::atomic::AtomicBool::new(false);
-    let read = crate::parallel::map_with(
-        spans.len(),
-        MESSAGES_PER_THREAD,
-        raw::Scratch::default,
-        |scratch, at| {
-            read_one(&source, &spans[at], scratch).unwrap_or_else(|| {
-                unread.store(true, std::sync::atomic::Ordering::Relaxed);
-                // A stand-in, never seen: the whole list is dropped below. Results that
-                // need no unwrapping from an `Option` are not moved once more.
-                Message::user_text(String::new())
-            })
-        },
-    );
-    if unread.into_inner() {
-        // Read whole, so that the error says where in the whole text.
-        return crate::json::from_slice(&source);
-    }
-    Ok(read)
-}
-
-/// Fewer messages than this a thread are read on one.
-const MESSAGES_PER_THREAD: usize = 1_000;
-
-/// The message at `span` of `source`; `None` when it is not valid, for the caller to
-/// find out why.
-fn read_one(source: &Arc<Vec<u8>>, span: &Range<usize>, scratch: &mut raw::Scratch) -> Option<Message> {
-    // Checked a vector at a time: a history is mostly ASCII with a few wider
-    // characters, which the standard check takes a character at a time.
-    let text = simdutf8::basic::from_utf8(source.get(span.clone())?).ok()?;
-    match raw::keep(text, scratch) {
-        Some(kept) => Some(Message::unparsed(kept.role, RawText::new(source, text, kept.shape)?)),
-        None => crate::json::from_str(text).ok(),
-    }
-}
-
-/// The parts of a message kept as text.
-pub(super) fn parts_of(text: &RawText) -> Parts {
-    read_checked(text.as_str(), text.shape().depth)
-}
-
-/// The text of a message kept as `text` with every block's `content` cut to `""`,
-/// into `short`: what a description reads (see [`super::sketch`]).
-pub(super) fn without_contents(text: &RawText, short: &mut String) {
-    let whole = text.as_str();
-    short.clear();
-    let mut from = 0;
-    for content in &text.shape().contents {
-        short.push_str(whole.get(from..content.start).unwrap_or_default());
-        short.push_str("\"\"");
-        from = content.end;
-    }
-    short.push_str(whole.get(from..).unwrap_or_default());
-}
-
-/// The parts of a message that [`raw::keep`] checked, nesting `depth` deep.
-fn read_checked(text: &str, depth: usize) -> Parts {
-    match crate::json::from_str_of_depth::<Message>(text, depth).map(|message| message.body) {
-        Ok(Body::Parsed(parts)) => parts,
-        // A message is kept as text only once its syntax was checked and the scan found
-        // what parsing requires (see `raw::keep`).
-        Ok(Body::Raw { .. }) | Err(_) => unreachable!("a message kept as text was checked when it was read"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
     use serde_json::Value;
 
     use proptest::test_runner::TestCaseError;

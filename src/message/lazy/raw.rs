@@ -12,11 +12,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::Role;
+use crate::message::Role;
 
 /// One message's span of the text it was read from.
 #[derive(Clone, Debug)]
-pub struct RawText {
+pub(crate) struct RawText {
     source: Arc<Vec<u8>>,
     span: Range<usize>,
     shape: Shape,
@@ -34,37 +34,37 @@ impl RawText {
         })
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // SAFETY: `new` took exactly these bytes of `source` as a `&str`, so they are
         // UTF-8, and `source` is shared read-only, never changed.
         unsafe { std::str::from_utf8_unchecked(&self.source[self.span.clone()]) }
     }
 
-    pub fn shape(&self) -> &Shape {
+    pub(crate) fn shape(&self) -> &Shape {
         &self.shape
     }
 }
 
 /// What counting needs of a message's compact JSON text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// Characters of the text.
-    pub chars: usize,
+    pub(crate) chars: usize,
     /// Commas and colons between elements and members (Python's layout puts a space
     /// after each).
-    pub separators: usize,
+    pub(crate) separators: usize,
     /// Byte ranges of the numbers in the text (Python prints some differently).
-    pub numbers: Vec<Range<usize>>,
+    pub(crate) numbers: Vec<Range<usize>>,
     /// Byte ranges of the blocks' `content` values (what tool results hold), which a
     /// one-line description of the message does not read.
-    pub contents: Vec<Range<usize>>,
+    pub(crate) contents: Vec<Range<usize>>,
     /// How deep its objects and arrays nest (the message itself is 1).
-    pub depth: usize,
+    pub(crate) depth: usize,
 }
 
 impl Shape {
     /// The numbers' text in `text`, the text this shape was taken of.
-    pub fn numbers<'a>(&'a self, text: &'a str) -> impl Iterator<Item = &'a str> {
+    pub(crate) fn numbers<'a>(&'a self, text: &'a str) -> impl Iterator<Item = &'a str> {
         self.numbers.iter().filter_map(|range| text.get(range.clone()))
     }
 }
@@ -111,27 +111,6 @@ pub(super) struct Kept {
 /// why). Strings are skipped a quote at a time, so this reads a long history at about
 /// the speed of memory; what the elements hold is for the caller to check.
 pub(super) fn elements(bytes: &[u8]) -> Option<Vec<Range<usize>>> {
-    let guess = if bytes.len() >= SPLIT_FROM {
-        // Where a message of ours begins, as serde_json writes a history: the rest is
-        // split on another thread from there, if the first half ends just there. (This
-        // starts the pool's threads too, which are then up when the messages are read.)
-        let half = bytes.len() / 2;
-        memchr::memmem::find(&bytes[half..], b",{\"role\":\"").map(|at| half + at + 1)
-    } else {
-        None
-    };
-    elements_meeting_at(bytes, guess)
-}
-
-/// Texts from this size on are split into elements on two threads.
-const SPLIT_FROM: usize = 1 << 20;
-
-/// [`elements`], the part from `guess` on (a guess at where an element starts) split
-/// on another thread meanwhile. Whether it was one is known when the first part gets
-/// there: an element starts exactly at `guess`, or the first part went past it and on
-/// to the end, and the other thread's work is dropped. Either way the elements are
-/// those a split from the start alone finds.
-fn elements_meeting_at(bytes: &[u8], guess: Option<usize>) -> Option<Vec<Range<usize>>> {
     let mut at = skip_whitespace(bytes, 0);
     if bytes.get(at) != Some(&b'[') {
         return None;
@@ -140,47 +119,19 @@ fn elements_meeting_at(bytes: &[u8], guess: Option<usize>) -> Option<Vec<Range<u
     if bytes.get(at) == Some(&b']') {
         return (skip_whitespace(bytes, at + 1) == bytes.len()).then_some(Vec::new());
     }
-    let Some(guess) = guess.filter(|guess| *guess > at) else {
-        return elements_from(bytes, at, None).map(|(found, _)| found);
-    };
-    let (first, rest) = crate::parallel::join(
-        || elements_from(bytes, at, Some(guess)),
-        || elements_from(bytes, guess, None),
-    );
-    match first? {
-        (mut found, Reached::Stop) => {
-            found.extend(rest?.0);
-            Some(found)
-        }
-        (found, Reached::End) => Some(found),
-    }
+    elements_from(bytes, at)
 }
 
-/// Where [`elements_from`] stopped.
-#[derive(Debug, PartialEq)]
-enum Reached {
-    /// The array's end, with nothing after it.
-    End,
-    /// An element starting at the stop it was given.
-    Stop,
-}
-
-/// The elements from `at`, where one starts, to the array's end; or, given `stop`, to
-/// the element that starts exactly there (one that starts past it does not stop it).
-fn elements_from(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Option<(Vec<Range<usize>>, Reached)> {
+/// The elements from `at`, where one starts, to the array's end.
+fn elements_from(bytes: &[u8], mut at: usize) -> Option<Vec<Range<usize>>> {
     let mut found = Vec::new();
     loop {
-        if stop == Some(at) {
-            return Some((found, Reached::Stop));
-        }
         let end = value_end(bytes, at)?;
         found.push(at..end);
         at = skip_whitespace(bytes, end);
         match bytes.get(at) {
             Some(b',') => at = skip_whitespace(bytes, at + 1),
-            Some(b']') => {
-                return (skip_whitespace(bytes, at + 1) == bytes.len()).then_some((found, Reached::End));
-            }
+            Some(b']') => return (skip_whitespace(bytes, at + 1) == bytes.len()).then_some(found),
             _ => return None,
         }
     }
@@ -526,41 +477,6 @@ mod tests {
         for broken in ["", "{}", "[", "[{},", "[{} {}]", "[{}]x", r#"["a]"#, "[}", "[{]]]"] {
             assert!(elements(broken.as_bytes()).is_none(), "{broken}");
         }
-    }
-
-    /// Split from any guessed place, right or wrong (inside a string, inside a nested
-    /// message, on a separator, past the end), an array has the elements a split from
-    /// its start alone finds, and a broken one is refused alike.
-    #[test]
-    fn an_array_split_from_a_guess_has_the_elements_of_one_split() {
-        let texts = [
-            r#"[{"role":"user","content":"a ,{\"role\":\"x\""},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":[{"role":"user"},{"role":"x"}]}]} , 7,"]",{}]"#,
-            r#" [ {"a":"]\"\\"} ,[1, 2],"x"
-, 7 ] "#,
-            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"}]"#,
-            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"}] x"#,
-            r#"[{"role":"user","content":"x"},{"role":"user","content":"y"},]"#,
-            r#"[{"role":"user","content":"x"},{"role":"user","content":"y""#,
-            "[]",
-            "[1]",
-        ];
-        for text in texts {
-            let whole = elements_meeting_at(text.as_bytes(), None);
-            for guess in 0..=text.len() + 1 {
-                assert_eq!(
-                    elements_meeting_at(text.as_bytes(), Some(guess)),
-                    whole,
-                    "{text} from {guess}"
-                );
-            }
-        }
-        let long: Vec<String> = (0..40_000)
-            .map(|n| format!(r#"{{"role":"user","content":"{n} ,{{\"role\":\"user\""}}"#))
-            .collect();
-        let long = format!("[{}]", long.join(","));
-        assert!(long.len() >= SPLIT_FROM);
-        assert_eq!(elements(long.as_bytes()), elements_meeting_at(long.as_bytes(), None));
-        assert_eq!(elements(long.as_bytes()).map(|found| found.len()), Some(40_000));
     }
 
     #[test]
