@@ -71,6 +71,17 @@ impl Default for ProviderSettings {
     }
 }
 
+/// `ui.theme`: which palette the app draws with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThemeChoice {
+    /// Ask the terminal for its background (OSC 11) and pick the palette made for it.
+    #[default]
+    Auto,
+    Dark,
+    Light,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct UiSettings {
@@ -81,7 +92,7 @@ pub struct UiSettings {
     /// Delay between streamed words of the offline demo model, in milliseconds.
     pub demo_word_delay_ms: u64,
     /// `auto` (ask the terminal for its background), `dark` or `light`.
-    pub theme: crate::tui::theme::ThemeChoice,
+    pub theme: ThemeChoice,
 }
 
 impl Default for UiSettings {
@@ -90,7 +101,7 @@ impl Default for UiSettings {
             mouse: true,
             hyperlinks: true,
             demo_word_delay_ms: 15,
-            theme: crate::tui::theme::ThemeChoice::Auto,
+            theme: ThemeChoice::Auto,
         }
     }
 }
@@ -562,7 +573,7 @@ max_bytes = 100
             mouse: false,
             hyperlinks: false,
             demo_word_delay_ms: 0,
-            theme: crate::tui::theme::ThemeChoice::Light,
+            theme: ThemeChoice::Light,
         };
         expected.instructions.files = vec!["RULES.md".into()];
         expected.instructions.max_bytes = 100;

@@ -83,7 +83,7 @@ async fn a_call_cut_off_by_max_tokens_keeps_the_complete_calls_and_asks_to_retry
     assert!(note.starts_with("[Cut off]"), "{note}");
     assert!(note.contains("write_file") && note.contains("smaller"), "{note}");
     assert_eq!(
-        scratchpad::commands::compact::newest_request(&sent),
+        scratchpad::compact::newest_request(&sent),
         "write big.txt",
         "the note is not taken for the request"
     );

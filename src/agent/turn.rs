@@ -16,7 +16,7 @@ const MAX_REACTIVE_ROUNDS: u32 = 2;
 impl Agent {
     /// The newest user prompt (tool results travel as user messages too).
     pub(super) fn active_request(&self) -> String {
-        crate::commands::compact::newest_request(self.conversation.messages())
+        crate::compact::newest_request(self.conversation.messages())
     }
 
     pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {

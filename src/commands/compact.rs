@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::compact::markers::{MessageKind, classify};
 use crate::compact::preview::{Preview, preview};
 use crate::compact::{CompactConfig, Prepared, StageEvent, Summariser, prepare};
 use crate::message::Message;
@@ -77,21 +76,6 @@ pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
     Ok(restored.messages)
 }
 
-/// The newest user prompt's text: what `prepare` keeps as the current request.
-/// Archive markers are not prompts; a `[Compacted]` message carries the request it
-/// was made for.
-pub fn newest_request(messages: &[Message]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|message| match classify(message) {
-            MessageKind::UserPrompt(text) => Some(text),
-            MessageKind::CompactedSummary { request: Some(request) } => Some(request),
-            _ => None,
-        })
-        .unwrap_or_default()
-}
-
 /// Bytes gathered before each write to stdout or stderr.
 const OUTPUT_BUFFER: usize = 1 << 16;
 
@@ -106,7 +90,7 @@ pub fn run(
 ) -> Result<Prepared, CompactCommandError> {
     config.validate().map_err(CompactCommandError::Config)?;
     let messages = load_history(input)?;
-    let request = request.map_or_else(|| newest_request(&messages), str::to_string);
+    let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
     let prepared = prepare(messages, &request, config, &store, summariser);
     // Buffered: serde writes a token at a time, and stderr is unbuffered (a receipt
@@ -134,7 +118,7 @@ pub fn dry_run(
 ) -> Result<Vec<StageEvent>, CompactCommandError> {
     config.validate().map_err(CompactCommandError::Config)?;
     let messages = load_history(input)?;
-    let request = request.map_or_else(|| newest_request(&messages), str::to_string);
+    let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
     for event in &events {
@@ -153,7 +137,6 @@ fn write_event(out: &mut impl Write, event: &StageEvent) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::markers::archive_marker;
 
     /// What `simulate` reads, `compact` reads too: a transcript as its messages, and a
     /// journal as the history it holds now (after its compactions), not every message
@@ -199,24 +182,5 @@ mod tests {
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();
         assert!(matches!(load_history(&empty), Err(CompactCommandError::Empty(_))));
-    }
-    use crate::compact::markers::compacted_text;
-
-    #[test]
-    fn the_newest_request_skips_markers_and_unwraps_compacted_messages() {
-        let history = vec![
-            Message::user_text("first"),
-            Message::assistant_text("ok"),
-            Message::user_text(archive_marker(3, ".transcripts/t.jsonl")),
-        ];
-        assert_eq!(newest_request(&history), "first");
-        let compacted = vec![Message::user_text(compacted_text(
-            Some("the real\nrequest"),
-            "s",
-            "p",
-            4,
-        ))];
-        assert_eq!(newest_request(&compacted), "the real\nrequest");
-        assert_eq!(newest_request(&[]), "");
     }
 }

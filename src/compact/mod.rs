@@ -37,7 +37,7 @@ pub use archive::{Archive, MemoryArchive};
 pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
-pub use prepare::{Prepared, prepare, prepare_recoverable, prepare_sized};
+pub use prepare::{Prepared, newest_request, prepare, prepare_recoverable, prepare_sized};
 pub use reactive_compact::reactive_compact;
 
 /// Every threshold of the pipeline, in characters of the serialised history.

@@ -3,6 +3,7 @@
 use super::Archive;
 use super::compact_history::compact_history;
 use super::estimate::Sizes;
+use super::markers::{MessageKind, classify};
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::snip_compact::snip_compact;
 use super::tool_result_budget::tool_result_budget;
@@ -79,5 +80,43 @@ pub fn prepare_recoverable(
         messages,
         sizes,
         events,
+    }
+}
+/// The newest user prompt's text: what `prepare` keeps as the current request.
+/// Archive markers are not prompts; a `[Compacted]` message carries the request it
+/// was made for.
+pub fn newest_request(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|message| match classify(message) {
+            MessageKind::UserPrompt(text) => Some(text),
+            MessageKind::CompactedSummary { request: Some(request) } => Some(request),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::markers::{archive_marker, compacted_text};
+
+    #[test]
+    fn the_newest_request_skips_markers_and_unwraps_compacted_messages() {
+        let history = vec![
+            Message::user_text("first"),
+            Message::assistant_text("ok"),
+            Message::user_text(archive_marker(3, ".transcripts/t.jsonl")),
+        ];
+        assert_eq!(newest_request(&history), "first");
+        let compacted = vec![Message::user_text(compacted_text(
+            Some("the real\nrequest"),
+            "s",
+            "p",
+            4,
+        ))];
+        assert_eq!(newest_request(&compacted), "the real\nrequest");
+        assert_eq!(newest_request(&[]), "");
     }
 }

@@ -241,7 +241,7 @@ mod tests {
             MessageKind::CompactedSummary { request: None },
             "the summary refers to the kept request"
         );
-        assert_eq!(crate::commands::compact::newest_request(&history), current);
+        assert_eq!(crate::compact::newest_request(&history), current);
     }
 
     #[test]

@@ -15,18 +15,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use ratatui::style::Color;
-use serde::{Deserialize, Serialize};
 
-/// `ui.theme`: which palette the app draws with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ThemeChoice {
-    /// Ask the terminal for its background (OSC 11) and pick the palette made for it.
-    #[default]
-    Auto,
-    Dark,
-    Light,
-}
+use crate::config::ThemeChoice;
 
 /// One colour per role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
