@@ -2,12 +2,13 @@
 
 use crate::accounting::fixed_chars;
 use crate::compact::CompactConfig;
-use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
+use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result};
 use crate::compact::receipt::describe_result;
 use crate::compact::render::{piece, role_name};
 use crate::message::{Content, ContentBlock, Message};
 use crate::protocol::{InstructionRow, McpServerRow};
 use crate::provider::ToolSpec;
+use crate::text::prefix_chars;
 
 pub use crate::protocol::{Category, ContextBreakdown, Item};
 
@@ -171,7 +172,7 @@ fn text_category(kind: &MessageKind) -> Category {
 }
 
 fn one_line(text: &str) -> String {
-    let flat = crate::compact::markers::flatten_whitespace(text);
+    let flat = crate::text::flatten_whitespace(text);
     prefix_chars(&flat, 80).to_string()
 }
 

@@ -146,7 +146,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 eprintln!("scratchpad needs a terminal; use -p REQUEST for headless");
                 return Ok(ExitCode::from(2));
             }
-            scratchpad::tools::bash::adopt_orphans();
+            scratchpad::process::children::adopt_orphans();
             let _guard = logging::init()?;
             // `--resume` without an id: in the app, a new session opens on the picker;
             // headless, the newest session is continued.

@@ -114,7 +114,7 @@ impl Agent {
             .and_then(|kept| self.store.sync().map(|()| kept));
         match saved {
             Ok(kept) => {
-                let preview = crate::compact::markers::prefix_chars(&output.text, cap);
+                let preview = crate::text::prefix_chars(&output.text, cap);
                 ToolOutput {
                     text: crate::compact::markers::persisted_output(&kept.path, chars, preview),
                     is_error: output.is_error,

@@ -46,7 +46,7 @@ pub fn row(summary: &SessionSummary) -> String {
         parts.push(format!("open in pid {pid}"));
     }
     let request = summary.first_request.as_deref().unwrap_or("(no request yet)");
-    let request = crate::compact::markers::one_line(request, 100);
+    let request = crate::text::one_line(request, 100);
     format!(
         "{}  {}  {}",
         summary.id,

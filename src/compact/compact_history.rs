@@ -7,12 +7,13 @@
 use super::Archive;
 use super::background::{self, ReadySummary, Standing};
 use super::estimate::Sizes;
-use super::markers::{MessageKind, classify, compacted_text, prefix_chars};
+use super::markers::{MessageKind, classify, compacted_text};
 use super::{
     CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss, receipt,
     short_count,
 };
 use crate::message::Message;
+use crate::text::prefix_chars;
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
 Write a factual summary with these sections: Goal; Decisions made; Files read, created or changed (with paths); \

@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use super::markers::one_line;
 use super::markers::{MessageKind, classify};
 use super::{Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Role};
+use crate::text::one_line;
 
 pub struct ExtractiveSummariser;
 

@@ -12,9 +12,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::markers::{MessageKind, ResultKind, classify, classify_result, prefix_chars};
+use super::markers::{MessageKind, ResultKind, classify, classify_result};
 use crate::message::{ContentBlock, Message};
 use crate::store::ARCHIVE_FOLDERS;
+use crate::text::prefix_chars;
 
 /// The most items a report lists; the rest are counted.
 pub const REPORT_LIMIT: usize = 40;

@@ -8,13 +8,12 @@
 use super::Archive;
 use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
-use super::markers::{
-    Saved, cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output, prefix_chars,
-};
+use super::markers::{Saved, cleared_reference, ensure_saved, is_cleared, parse_persisted_output, persisted_output};
 use super::pairing::blocks_mut;
 use super::receipt::{Shrunk, describe_result, was_before};
 use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::text::prefix_chars;
 
 /// (message index, block index) of every tool result in `messages[..end]`, oldest first.
 fn tool_result_positions(messages: &[Message], end: usize) -> Vec<(usize, usize)> {

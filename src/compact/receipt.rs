@@ -4,8 +4,9 @@
 
 use super::ReceiptItem;
 use super::estimate::Sizes;
-use super::markers::{MessageKind, classify_sketch, flatten_whitespace, one_line, prefix_chars};
+use super::markers::{MessageKind, classify_sketch};
 use crate::message::{ContentBlock, Message, Role, Sketch, SketchBlock, SketchContent};
+use crate::text::{flatten_whitespace, one_line, prefix_chars};
 
 /// How a receipt names a tool call's input in one line. The tools know which field
 /// says what a call is about; the core does not, so whoever owns the tools hands one

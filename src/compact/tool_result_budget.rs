@@ -5,11 +5,12 @@
 
 use super::durable::{Replaced, settle};
 use super::estimate::Sizes;
-use super::markers::{ResultKind, classify_result, ensure_saved, persisted_output, prefix_chars};
+use super::markers::{ResultKind, classify_result, ensure_saved, persisted_output};
 use super::pairing::blocks_mut;
 use super::receipt::{Shrunk, describe_result};
 use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::text::prefix_chars;
 
 pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;

@@ -29,7 +29,7 @@ use tokio::io::AsyncBufReadExt;
 pub use config::McpServerConfig;
 
 use crate::provider::ToolSpec;
-use crate::tools::ToolOutput;
+use crate::tool_output::ToolOutput;
 
 /// The longest tool description or server instructions the model reads, as Claude
 /// Code caps them; the rest is cut and the cut counted.
@@ -111,7 +111,7 @@ struct Server {
     restarted: AtomicBool,
     /// The variables of scratchpad's environment commands never see (`hide_env`): a
     /// server does not see them either, but for those its `env` names.
-    hidden: crate::tools::HiddenEnv,
+    hidden: crate::process::environment::HiddenEnv,
 }
 
 /// The configured servers and their state, shared by the tools and the screen.
@@ -122,7 +122,7 @@ pub struct McpHub {
     /// list (and its cost) before the next call.
     revision: Arc<tokio::sync::watch::Sender<u64>>,
     /// What every server's environment leaves out, as commands' does.
-    hidden: crate::tools::HiddenEnv,
+    hidden: crate::process::environment::HiddenEnv,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -153,11 +153,11 @@ fn capped(text: &str, cap: usize) -> (String, usize) {
 impl McpHub {
     /// No servers.
     pub fn empty() -> Arc<Self> {
-        Self::hiding(crate::tools::HiddenEnv::ours_only())
+        Self::hiding(crate::process::environment::HiddenEnv::ours_only())
     }
 
     /// A hub with no server yet whose servers never see the variables `hidden` hides.
-    fn hiding(hidden: crate::tools::HiddenEnv) -> Arc<Self> {
+    fn hiding(hidden: crate::process::environment::HiddenEnv) -> Arc<Self> {
         Arc::new(McpHub {
             servers: std::sync::RwLock::new(Vec::new()),
             revision: Arc::new(tokio::sync::watch::Sender::new(0)),
@@ -172,7 +172,7 @@ impl McpHub {
         configs: &BTreeMap<String, McpServerConfig>,
         workspace: &Path,
         lookup: impl Fn(&str) -> Option<String>,
-        hidden: crate::tools::HiddenEnv,
+        hidden: crate::process::environment::HiddenEnv,
     ) -> Arc<Self> {
         let hub = Self::hiding(hidden);
         hub.add(configs, workspace, lookup);
@@ -426,7 +426,7 @@ impl Drop for McpHub {
 
 impl Server {
     /// A server not started yet, with no variables expanded.
-    fn new(name: &str, config: McpServerConfig, cwd: PathBuf, hidden: crate::tools::HiddenEnv) -> Self {
+    fn new(name: &str, config: McpServerConfig, cwd: PathBuf, hidden: crate::process::environment::HiddenEnv) -> Self {
         Server {
             name: name.to_string(),
             config,
@@ -528,7 +528,7 @@ impl Server {
             .spawn()
             .map_err(|error| format!("cannot start `{}`: {error}", self.config.command))?;
         if let Some(pid) = transport.id().and_then(|pid| i32::try_from(pid).ok()) {
-            crate::tools::bash::keep_child(pid);
+            crate::process::children::keep_child(pid);
             *lock(&self.group) = Some(pid);
         }
         if let Some(stderr) = stderr {
@@ -586,7 +586,7 @@ impl Server {
     /// Kill the server's process group.
     fn stop(&self) {
         if let Some(pgid) = lock(&self.group).take() {
-            crate::tools::bash::release_child(pgid);
+            crate::process::children::release_child(pgid);
             // SAFETY: killpg only sends a signal; a stale group id fails harmlessly.
             unsafe {
                 libc::killpg(pgid, libc::SIGKILL);
@@ -711,7 +711,7 @@ mod tests {
             configs,
             Path::new(env!("CARGO_MANIFEST_DIR")),
             |name| (name == "FIXTURE_SECRET").then(|| "from the user".to_string()),
-            crate::tools::HiddenEnv::ours_only(),
+            crate::process::environment::HiddenEnv::ours_only(),
         );
         hub.wait_started().await;
         hub

@@ -179,7 +179,7 @@ impl ProjectServers {
     /// Start these servers in `hub` (the file is trusted); a line for each name
     /// `config.toml` has already, whose server is kept.
     pub fn start_in(&self, hub: &super::McpHub, workspace: &Path) -> Vec<String> {
-        hub.add(&self.servers, workspace, crate::tools::user_variable)
+        hub.add(&self.servers, workspace, crate::process::environment::user_variable)
             .into_iter()
             .map(|name| format!("{PROJECT_FILE}: `{name}` is also in config.toml, which wins"))
             .collect()

@@ -4,7 +4,7 @@
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use crate::tools::ToolOutput;
+use crate::tool_output::ToolOutput;
 
 /// The model's view of `result`.
 pub fn to_output(result: &CallToolResult) -> ToolOutput {

@@ -215,7 +215,7 @@ fn shorten(body: &str) -> String {
     if body.is_empty() {
         return "(empty body)".to_string();
     }
-    crate::compact::markers::prefix_chars(body, 300).to_string()
+    crate::text::prefix_chars(body, 300).to_string()
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ impl Tally {
 
     /// `text` cut to what a tally keeps.
     pub fn cut(text: &str) -> String {
-        let kept = crate::compact::markers::prefix_chars(text, TALLY_TEXT_CHARS);
+        let kept = crate::text::prefix_chars(text, TALLY_TEXT_CHARS);
         if kept.len() < text.len() {
             format!("{kept}…")
         } else {

@@ -25,9 +25,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::process::environment::{ALWAYS_HIDDEN_ENV, DEFAULT_HIDDEN_ENV, HiddenEnv, user_variable, withhold};
 use crate::provider::ToolSpec;
+pub use crate::tool_output::ToolOutput;
 use bash::Shell;
-use globset::{GlobSet, GlobSetBuilder};
 use permissions::PermissionConfig;
 use sandbox::{Sandbox, SandboxConfig, SandboxState};
 use workspace::{Resolved, Workspace};
@@ -163,80 +164,6 @@ pub struct ToolsConfig {
     pub sandbox: SandboxConfig,
 }
 
-/// The secrets scratchpad itself reads; always hidden from commands.
-pub const ALWAYS_HIDDEN_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
-
-/// The variables hidden by default, after the Codex CLI's convention: any name with
-/// one of these words, cloud credentials, database URLs, and the sockets of the
-/// user's ssh-agent and tmux (a way out of the sandbox).
-pub const DEFAULT_HIDDEN_ENV: &[&str] = &[
-    "*KEY*",
-    "*SECRET*",
-    "*TOKEN*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*CREDENTIAL*",
-    "*DSN*",
-    "AWS_*",
-    "DATABASE_URL",
-    "SSH_AUTH_SOCK",
-    "TMUX",
-];
-
-/// The hidden variables taken out of scratchpad's own environment at start (so that
-/// not even `/proc/<pid>/environ` shows them), kept for `pass_env`.
-static WITHHELD: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
-
-/// Keep the variables taken out of the environment (once, at start).
-pub fn withhold(variables: Vec<(String, String)>) {
-    let _ = WITHHELD.set(variables);
-}
-
-/// The user's variable `name`, also when it was withheld from commands (an MCP
-/// server's `env` may name a token on purpose).
-pub fn user_variable(name: &str) -> Option<String> {
-    std::env::var(name).ok().or_else(|| {
-        WITHHELD
-            .get()?
-            .iter()
-            .find(|(withheld, _)| withheld == name)
-            .map(|(_, value)| value.clone())
-    })
-}
-
-/// Which variables of scratchpad's environment commands never see.
-#[derive(Clone, Debug)]
-pub struct HiddenEnv {
-    hide: GlobSet,
-    pass: GlobSet,
-}
-
-impl HiddenEnv {
-    /// Whether commands must not see `name`: our own keys always, the rest when
-    /// `hide_env` matches and `pass_env` does not.
-    pub fn hides(&self, name: &str) -> bool {
-        ALWAYS_HIDDEN_ENV.contains(&name) || (self.hide.is_match(name) && !self.pass.is_match(name))
-    }
-
-    /// The withheld variables a command gets all the same: those `pass_env` names.
-    pub fn passed(&self) -> impl Iterator<Item = &'static (String, String)> {
-        let pass = self.pass.clone();
-        WITHHELD
-            .get()
-            .into_iter()
-            .flatten()
-            .filter(move |(name, _)| !ALWAYS_HIDDEN_ENV.contains(&name.as_str()) && pass.is_match(name))
-    }
-
-    /// Only our own keys: should a bad pattern get past validation.
-    pub(crate) fn ours_only() -> Self {
-        HiddenEnv {
-            hide: GlobSet::empty(),
-            pass: GlobSet::empty(),
-        }
-    }
-}
-
 impl ToolsConfig {
     /// `hide_env` and `pass_env` as one matcher; a bad pattern is named, with the key
     /// it is under.
@@ -246,29 +173,10 @@ impl ToolsConfig {
         // (each compiling took about 0.2 ms of every start).
         static DEFAULT: std::sync::OnceLock<Result<HiddenEnv, (&'static str, String)>> = std::sync::OnceLock::new();
         if self.pass_env.is_empty() && self.hide_env.iter().eq(DEFAULT_HIDDEN_ENV) {
-            return DEFAULT.get_or_init(|| compile_hidden_env(&self.hide_env, &[])).clone();
+            return DEFAULT.get_or_init(|| HiddenEnv::compile(&self.hide_env, &[])).clone();
         }
-        compile_hidden_env(&self.hide_env, &self.pass_env)
+        HiddenEnv::compile(&self.hide_env, &self.pass_env)
     }
-}
-
-fn compile_hidden_env(hide_env: &[String], pass_env: &[String]) -> Result<HiddenEnv, (&'static str, String)> {
-    Ok(HiddenEnv {
-        hide: env_matcher("hide_env", hide_env)?,
-        pass: env_matcher("pass_env", pass_env)?,
-    })
-}
-
-fn env_matcher(key: &'static str, patterns: &[String]) -> Result<GlobSet, (&'static str, String)> {
-    let mut builder = GlobSetBuilder::new();
-    for pattern in patterns {
-        let glob = globset::GlobBuilder::new(pattern)
-            .case_insensitive(true)
-            .build()
-            .map_err(|error| (key, format!("{key} pattern `{pattern}`: {error}")))?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|error| (key, format!("{key}: {error}")))
 }
 
 impl Default for ToolsConfig {
@@ -281,28 +189,6 @@ impl Default for ToolsConfig {
             pass_env: Vec::new(),
             permissions: PermissionConfig::default(),
             sandbox: SandboxConfig::default(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolOutput {
-    pub text: String,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput {
-            text: text.into(),
-            is_error: false,
-        }
-    }
-
-    pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput {
-            text: text.into(),
-            is_error: true,
         }
     }
 }
@@ -600,8 +486,8 @@ pub fn input_summary(name: &str, input: &Value) -> String {
         .and_then(|tool| input.get(tool.summary_field))
         .and_then(Value::as_str)
         .map_or_else(|| input.to_string(), str::to_string);
-    let flat = crate::compact::markers::flatten_whitespace(&text);
-    crate::compact::markers::prefix_chars(&flat, 120).to_string()
+    let flat = crate::text::flatten_whitespace(&text);
+    crate::text::prefix_chars(&flat, 120).to_string()
 }
 
 #[cfg(test)]
@@ -620,7 +506,7 @@ mod tests {
     #[test]
     fn the_usual_hidden_variables_are_compiled_once_and_others_apart() {
         let usual = ToolsConfig::default();
-        let fresh = compile_hidden_env(&usual.hide_env, &[]).unwrap();
+        let fresh = HiddenEnv::compile(&usual.hide_env, &[]).unwrap();
         for name in [
             "ANTHROPIC_API_KEY",
             "GITHUB_TOKEN",

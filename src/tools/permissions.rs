@@ -42,7 +42,7 @@ fn ask(question: impl Into<String>, destructive: bool) -> Verdict {
 
 /// Judge a shell command run in `workspace`.
 pub fn judge_command(command: &str, config: &PermissionConfig, workspace: &Path) -> Verdict {
-    let flat = crate::compact::markers::flatten_whitespace(command);
+    let flat = crate::text::flatten_whitespace(command);
     for pattern in &config.deny {
         if !pattern.is_empty() && flat.contains(pattern.as_str()) {
             return Verdict::Deny(format!("matches the configured deny pattern `{pattern}`"));

@@ -227,5 +227,5 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
 
 /// `text` on one line in at most `width` columns, safe to draw.
 fn one_line(text: &str, width: usize) -> String {
-    super::ellipsized(&crate::compact::markers::flatten_whitespace(&screen_safe(text)), width)
+    super::ellipsized(&crate::text::flatten_whitespace(&screen_safe(text)), width)
 }

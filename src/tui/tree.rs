@@ -276,7 +276,7 @@ impl TreeView {
             Row::Node { session, node, depth } => match &branches[*session].nodes[*node] {
                 Node::Request { position, text } => (
                     *depth,
-                    format!("{position:>3} › {}", crate::compact::markers::flatten_whitespace(text)),
+                    format!("{position:>3} › {}", crate::text::flatten_whitespace(text)),
                     Style::default().fg(palette.text),
                 ),
                 Node::Stage {

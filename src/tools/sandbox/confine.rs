@@ -104,7 +104,7 @@ impl MountPlan {
         // Read where scratchpad keeps them: these variables were taken out of its own
         // environment at start (commands never get them), but the sockets they name
         // are still there to cover.
-        let variable = crate::tools::user_variable;
+        let variable = crate::process::environment::user_variable;
         let runtime: Vec<PathBuf> = variable("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
             .into_iter()

@@ -139,9 +139,7 @@ impl OutputPreview {
             head: output
                 .lines()
                 .take(OUTPUT_PREVIEW_LINES)
-                .map(|line| {
-                    screen_safe(crate::compact::markers::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned()
-                })
+                .map(|line| screen_safe(crate::text::prefix_chars(line, OUTPUT_PREVIEW_LINE_CHARS)).into_owned())
                 .collect(),
             lines: output.lines().count(),
             chars: output.chars().count(),
