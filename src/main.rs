@@ -67,7 +67,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             // stderr carries JSON events here: the limit's note is not one of them.
             let _ = launch::resolve_offline_limit(&mut config);
             let workspace = workspace_dir(&cli.run)?;
-            let input = commands::compact::input_or_newest(args.input.as_deref(), &workspace)?;
+            let input = commands::input::input_or_newest(args.input.as_deref(), &workspace)?;
             if args.dry_run {
                 commands::compact::dry_run(
                     &input,

@@ -10,70 +10,12 @@ use crate::compact::{CompactConfig, Prepared, StageEvent, Summariser, prepare};
 use crate::message::Message;
 use crate::store::Store;
 
-#[derive(Debug, thiserror::Error)]
-pub enum CompactCommandError {
-    #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error(transparent)]
-    Journal(#[from] crate::session::SessionError),
-    #[error("{path} is not a JSON array of messages: {source}")]
-    Parse { path: String, source: serde_json::Error },
-    #[error("{path}, line {line}: neither a journal record nor a message: {source}")]
-    Line {
-        path: String,
-        line: usize,
-        source: serde_json::Error,
-    },
-    #[error(
-        "{path} ends in a line cut short ({bytes} bytes with no newline, not a whole message or record); \
-         a journal torn by a crash is read by `scratchpad --continue`, which sets the line aside"
-    )]
-    Torn { path: String, bytes: usize },
-    #[error("{0} holds no messages: give a JSON array of messages, a transcript or a session journal")]
-    Empty(String),
-    #[error(
-        "no --input given, and {0} has no session to read: pass --input FILE (a JSON array of messages, \
-         a transcript or a session journal)"
-    )]
-    NoInput(String),
-    #[error("invalid compaction settings: {0}")]
-    Config(String),
-    #[error("cannot write the output: {0}")]
-    Output(#[from] std::io::Error),
-}
+use super::input::CommandError;
+use super::input::{FromJournal, read_messages};
 
-/// The history `compact` reads: `--input`, or else the workspace's newest session.
-pub fn input_or_newest(input: Option<&Path>, workspace: &Path) -> Result<std::path::PathBuf, CompactCommandError> {
-    match input {
-        Some(path) => Ok(path.to_path_buf()),
-        None => crate::session::find(workspace, None)
-            .map_err(|_| CompactCommandError::NoInput(workspace.display().to_string())),
-    }
-}
-
-/// The history to compact: a JSON array of messages, a transcript (JSONL of messages,
-/// as `.transcripts/` holds) or a session journal, whose history is the one resuming
-/// it would give (appends, compactions and undos replayed, then mended).
-pub fn load_history(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
-    let text = crate::session::read_journal(path)?;
-    if text.starts_with(b'[') {
-        return crate::message::parse_history(text.into_bytes()).map_err(|source| CompactCommandError::Parse {
-            path: path.display().to_string(),
-            source,
-        });
-    }
-    let journal = text
-        .lines()
-        .next()
-        .is_some_and(|(_, line)| crate::json::from_slice::<crate::session::Record>(line).is_ok());
-    if !journal {
-        return crate::commands::simulate::load_recording(path);
-    }
-    let restored = crate::session::restore(path)?;
-    if restored.messages.is_empty() {
-        return Err(CompactCommandError::Empty(path.display().to_string()));
-    }
-    Ok(restored.messages)
+/// The history a journal holds now, or the messages of any other input.
+fn read_messages_now(path: &Path) -> Result<Vec<Message>, CommandError> {
+    read_messages(path, FromJournal::History)
 }
 
 /// Bytes gathered before each write to stdout or stderr.
@@ -87,9 +29,9 @@ pub fn run(
     summariser: &mut dyn Summariser,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
-) -> Result<Prepared, CompactCommandError> {
-    config.validate().map_err(CompactCommandError::Config)?;
-    let messages = load_history(input)?;
+) -> Result<Prepared, CommandError> {
+    config.validate().map_err(CommandError::Config)?;
+    let messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
     let prepared = prepare(messages, &request, config, &store, summariser);
@@ -115,9 +57,9 @@ pub fn dry_run(
     config: &CompactConfig,
     workspace: &Path,
     stdout: &mut dyn Write,
-) -> Result<Vec<StageEvent>, CompactCommandError> {
-    config.validate().map_err(CompactCommandError::Config)?;
-    let messages = load_history(input)?;
+) -> Result<Vec<StageEvent>, CommandError> {
+    config.validate().map_err(CommandError::Config)?;
+    let messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
@@ -152,7 +94,7 @@ mod tests {
             .map(|m| format!("{}\n", serde_json::to_string(m).unwrap()))
             .collect();
         std::fs::write(&transcript, lines).unwrap();
-        assert_eq!(load_history(&transcript).unwrap(), messages);
+        assert_eq!(read_messages_now(&transcript).unwrap(), messages);
 
         let mut journal = Journal::create(dir.path(), "demo", "m").unwrap();
         for message in &messages {
@@ -175,12 +117,12 @@ mod tests {
             .unwrap();
         journal.sync().unwrap();
         assert_eq!(
-            load_history(journal.path()).unwrap(),
+            read_messages_now(journal.path()).unwrap(),
             vec![compacted[0].clone(), Message::assistant_text("c")]
         );
 
         let empty = dir.path().join("empty.jsonl");
         std::fs::write(&empty, "").unwrap();
-        assert!(matches!(load_history(&empty), Err(CompactCommandError::Empty(_))));
+        assert!(matches!(read_messages_now(&empty), Err(CommandError::Empty(_))));
     }
 }

@@ -4,18 +4,16 @@
 //! SVG timeline. Files the pipeline writes go to a temporary folder, not the workspace.
 
 use std::io::Write;
-use std::path::Path;
 
 use serde::Serialize;
 
-use super::compact::CompactCommandError;
+use super::input::{CommandError, FromJournal, read_messages};
 use crate::cli::SimulateArgs;
 use crate::compact::markers::{MessageKind, classify};
 use crate::compact::{Archive, MemoryArchive};
 use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
 use crate::message::{Message, Role};
 use crate::protocol::CallPoint;
-use crate::session::{Record, read_journal};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SimStep {
@@ -26,58 +24,6 @@ pub struct SimStep {
     pub after: usize,
     pub messages_after: usize,
     pub stages: Vec<(Stage, usize)>,
-}
-
-/// Read a JSON array of messages, a transcript (JSONL of messages) or a session
-/// journal (JSONL of records; the appended messages are replayed). A last line without
-/// its newline counts only if it is whole; one cut short is an error, as is a file with
-/// no messages: a replay of part of a recording would report steps that never were.
-pub fn load_recording(path: &Path) -> Result<Vec<Message>, CompactCommandError> {
-    let text = read_journal(path)?;
-    let name = || path.display().to_string();
-    if text.starts_with(b'[') {
-        return crate::message::parse_history(text.into_bytes())
-            .map_err(|source| CompactCommandError::Parse { path: name(), source });
-    }
-    let mut messages = Vec::new();
-    let mut take = |bytes: &[u8]| -> Result<(), serde_json::Error> {
-        if let Ok(record) = crate::json::from_slice::<Record>(bytes) {
-            if let Record::Append { message } = record {
-                messages.push(message);
-            }
-            return Ok(());
-        }
-        messages.push(crate::json::from_slice(bytes)?);
-        Ok(())
-    };
-    for (line, bytes) in text.lines() {
-        take(bytes).map_err(|source| CompactCommandError::Line {
-            path: name(),
-            line,
-            source,
-        })?;
-    }
-    if let Some(torn) = text.torn().filter(|tail| !tail.iter().all(u8::is_ascii_whitespace)) {
-        take(torn).map_err(|source| {
-            if crate::json::from_slice::<serde::de::IgnoredAny>(torn).is_ok() {
-                // Whole JSON, just not a message: the same error as any other line.
-                CompactCommandError::Line {
-                    path: name(),
-                    line: text.torn_line_number(),
-                    source,
-                }
-            } else {
-                CompactCommandError::Torn {
-                    path: name(),
-                    bytes: torn.len(),
-                }
-            }
-        })?;
-    }
-    if messages.is_empty() {
-        return Err(CompactCommandError::Empty(name()));
-    }
-    Ok(messages)
 }
 
 pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archive) -> Vec<SimStep> {
@@ -152,13 +98,9 @@ pub fn table(steps: &[SimStep], config: &CompactConfig) -> String {
     out
 }
 
-pub fn run(
-    args: &SimulateArgs,
-    config: &CompactConfig,
-    out: &mut dyn Write,
-) -> Result<Vec<SimStep>, CompactCommandError> {
-    config.validate().map_err(CompactCommandError::Config)?;
-    let recorded = load_recording(&args.file)?;
+pub fn run(args: &SimulateArgs, config: &CompactConfig, out: &mut dyn Write) -> Result<Vec<SimStep>, CommandError> {
+    config.validate().map_err(CommandError::Config)?;
+    let recorded = read_messages(&args.file, FromJournal::EveryMessage)?;
     // Kept in memory: a simulation writes nothing.
     let store = MemoryArchive::new();
     let steps = simulate(&recorded, config, &store);
