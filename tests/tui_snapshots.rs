@@ -1594,9 +1594,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let archive = scratchpad::compact::MemoryArchive::new();
     let event = scratchpad::compact::force_compact(
         &mut history,
-        "fix the parser",
-        None,
-        "the user (/compact)",
+        scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
         &CompactConfig::default(),
         &archive,
         &mut Forgetful,

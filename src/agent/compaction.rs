@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::accounting::Extent;
+use crate::compact::compact_history::Asked;
 
 impl Agent {
     /// What a summary request may take of the window: its reply and its history text.
@@ -208,16 +209,12 @@ impl Agent {
         self.poll_background();
         let ready = self.take_ready_summary();
         self.on_history(move |messages, sizes, config, store, summariser| {
-            let event = crate::compact::compact_history::force_compact_swapping(
-                messages,
-                &request,
-                focus.as_deref(),
-                requested_by,
-                config,
-                store,
-                summariser,
-                ready.as_ref(),
-            );
+            let asked = Asked {
+                focus: focus.as_deref(),
+                ready: ready.as_ref(),
+                ..Asked::by(requested_by, &request)
+            };
+            let event = crate::compact::compact_history::force_compact(messages, asked, config, store, summariser);
             *sizes = Sizes::of(messages, config.estimate);
             vec![event]
         })

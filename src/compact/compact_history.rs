@@ -179,42 +179,46 @@ fn swap_in(
     event
 }
 
-/// Compaction asked for by the model (`compact` tool) or the user (`/compact focus`),
-/// whatever the estimate.
-pub fn force_compact(
-    messages: &mut Vec<Message>,
-    active_request: &str,
-    focus: Option<&str>,
-    requested_by: &str,
-    config: &CompactConfig,
-    store: &dyn Archive,
-    summariser: &mut dyn Summariser,
-) -> StageEvent {
-    force_compact_swapping(
-        messages,
-        active_request,
-        focus,
-        requested_by,
-        config,
-        store,
-        summariser,
-        None,
-    )
+/// A compaction asked for outside the automatic pipeline: by the model (`compact`
+/// tool) or the user (`/compact focus`), whatever the estimate.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    pub active_request: &'a str,
+    /// What the summary is to dwell on.
+    pub focus: Option<&'a str>,
+    /// Who asked, as the receipt says it.
+    pub by: &'a str,
+    /// A summary prepared in the background: swapped in when it stands and no focus
+    /// asks for a summary written to it.
+    pub ready: Option<&'a ReadySummary>,
 }
 
-/// [`force_compact`], swapping in a summary prepared in the background when one is
-/// ready and stands, and no focus asks for a summary written to it.
-#[allow(clippy::too_many_arguments)]
-pub fn force_compact_swapping(
+impl<'a> Asked<'a> {
+    /// Asked by `by` for `active_request`, with no focus and nothing prepared.
+    pub fn by(by: &'a str, active_request: &'a str) -> Self {
+        Asked {
+            active_request,
+            focus: None,
+            by,
+            ready: None,
+        }
+    }
+}
+
+/// The history summarised as `asked`, whatever the estimate.
+pub fn force_compact(
     messages: &mut Vec<Message>,
-    active_request: &str,
-    focus: Option<&str>,
-    requested_by: &str,
+    asked: Asked<'_>,
     config: &CompactConfig,
     store: &dyn Archive,
     summariser: &mut dyn Summariser,
-    ready: Option<&ReadySummary>,
 ) -> StageEvent {
+    let Asked {
+        active_request,
+        focus,
+        by: requested_by,
+        ready,
+    } = asked;
     let mut sizes = Sizes::of(messages, config.estimate);
     let ctx = Context { config, store };
     let started = std::time::Instant::now();
@@ -612,23 +616,17 @@ mod tests {
             }
         }
         let mut history = big_history(10);
-        let event = force_compact(
-            &mut history,
-            "and add tests",
-            Some(" the lexer "),
-            "the user",
-            &CompactConfig::default(),
-            &store,
-            &mut Check,
-        );
+        let asked = Asked {
+            focus: Some(" the lexer "),
+            ..Asked::by("the user", "and add tests")
+        };
+        let event = force_compact(&mut history, asked, &CompactConfig::default(), &store, &mut Check);
         assert_eq!(history.len(), 1);
         assert_eq!(event.replaced, 3);
         let mut again = big_history(10);
         force_compact(
             &mut again,
-            "r",
-            None,
-            "the user",
+            Asked::by("the user", "r"),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::Message;
 pub use archive::{Archive, MemoryArchive};
 
-pub use compact_history::{SUMMARY_INSTRUCTIONS, force_compact};
+pub use compact_history::{Asked, SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
 pub use prepare::{Prepared, newest_request, prepare, prepare_recoverable, prepare_sized};

@@ -2,7 +2,7 @@
 //! The recoverable stages run exactly as they would (reading the workspace, writing
 //! nothing); the summary stage shows which messages it would summarise and their size.
 
-use super::{CompactConfig, StageEvent, Summariser, SummaryError, SummaryRequest, force_compact, prepare};
+use super::{Asked, CompactConfig, StageEvent, Summariser, SummaryError, SummaryRequest, force_compact, prepare};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -39,15 +39,11 @@ pub fn preview(
         Preview::Prepare => prepare(messages.to_vec(), active_request, config, &store, &mut NoSummary).events,
         Preview::Compact { focus } => {
             let mut copy = messages.to_vec();
-            vec![force_compact(
-                &mut copy,
-                active_request,
-                focus.as_deref(),
-                "the user (a preview)",
-                config,
-                &store,
-                &mut NoSummary,
-            )]
+            let asked = Asked {
+                focus: focus.as_deref(),
+                ..Asked::by("the user (a preview)", active_request)
+            };
+            vec![force_compact(&mut copy, asked, config, &store, &mut NoSummary)]
         }
     };
     for event in &mut events {

@@ -241,9 +241,7 @@ mod tests {
         let mut messages = original.clone();
         let event = crate::compact::compact_history::force_compact(
             &mut messages,
-            "read",
-            None,
-            "the user (/compact)",
+            crate::compact::compact_history::Asked::by("the user (/compact)", "read"),
             &config,
             &store,
             &mut ExtractiveSummariser,
