@@ -25,7 +25,18 @@ pub fn matches(recorded: &str, bytes: &[u8]) -> bool {
         return blake3::Hash::from_hex(hex).is_ok_and(|hash| hash == blake3::hash(bytes));
     }
     let sha256 = recorded.len() == 64 && recorded.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
-    sha256 && recorded == hex(&sha2::Sha256::digest(bytes))
+    sha256 && recorded == sha256_hex(bytes)
+}
+
+/// SHA-256 of `bytes`. For what must stay comparable with what was written before
+/// (a workspace's key, a trust record, a file read before an edit), never the archive.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// [`sha256`] as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&sha256(bytes))
 }
 
 fn named(hash: blake3::Hash) -> String {

@@ -115,7 +115,8 @@ fn process_secret() -> &'static [u8; 32] {
         // SAFETY: getrandom writes at most `secret.len()` bytes into the buffer.
         let got = unsafe { libc::getrandom(secret.as_mut_ptr().cast(), secret.len(), 0) };
         if usize::try_from(got).ok() != Some(secret.len()) {
-            let fallback = Sha256::digest(format!("{:?} {}", std::time::SystemTime::now(), std::process::id()));
+            let fallback =
+                crate::digest::sha256(format!("{:?} {}", std::time::SystemTime::now(), std::process::id()).as_bytes());
             secret.copy_from_slice(&fallback);
         }
         secret

@@ -53,6 +53,20 @@ impl Scale {
         (value as f64).min(self.top)
     }
 
+    /// The estimate at each call as a saw-tooth: at call `i` (from 1) the line runs
+    /// from the estimate before that call's compaction down to the estimate sent, so a
+    /// compaction is a vertical drop.
+    pub(crate) fn saw_tooth(&self, points: &[CallPoint]) -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                let x = (i + 1) as f64;
+                [(x, self.clip(p.before())), (x, self.clip(p.estimate))]
+            })
+            .collect()
+    }
+
     /// What the axis says of the clipped calls, if any.
     pub(crate) fn clipped_note(&self) -> Option<String> {
         (self.clipped > 0).then(|| {
@@ -123,15 +137,7 @@ fn draw(out: &mut String, points: &[CallPoint], config: &CompactConfig) -> Resul
         ))?;
         entries.push((label, Swatch::Line(colour, 1)));
     }
-    // The saw-tooth: at call i from the estimate before prepare down to the one sent.
-    let saw: Vec<(f64, f64)> = points
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            let x = (i + 1) as f64;
-            [(x, scale.clip(p.before())), (x, scale.clip(p.estimate))]
-        })
-        .collect();
+    let saw = scale.saw_tooth(points);
     chart.draw_series(LineSeries::new(saw, BLACK.stroke_width(2)))?;
     entries.push(("estimate (before → after prepare)".into(), Swatch::Line(BLACK, 2)));
     for stage in Stage::all() {

@@ -9,7 +9,6 @@
 //! summary read is kept there) does not void it, while any other change does.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::estimate::Sizes;
 use super::markers::{MessageKind, ResultKind, classify, classify_result, compacted_text};
@@ -76,8 +75,7 @@ pub fn percent_of_limit(sizes: &Sizes, config: &CompactConfig) -> usize {
 }
 
 fn sha256_of(value: &impl Serialize) -> String {
-    let bytes = crate::json::to_vec(value).unwrap_or_default();
-    format!("{:x}", Sha256::digest(bytes))
+    crate::digest::sha256_hex(&crate::json::to_vec(value).unwrap_or_default())
 }
 
 /// The message with every tool result's content emptied.

@@ -119,7 +119,6 @@ const MAX_CODE_BYTES: u64 = 16 << 20;
 /// only once trusted again. Where no such file is named it is the text's own SHA-256,
 /// as trust was recorded before code files counted.
 fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, workspace: &Path) -> String {
-    use sha2::Digest;
     let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
     let mut code: Vec<u8> = Vec::new();
     for (name, config) in servers {
@@ -132,17 +131,17 @@ fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, worksp
             }
             // A file that cannot be read counts as one that changed.
             match std::fs::read(&path) {
-                Ok(contents) => code.extend(sha2::Sha256::digest(&contents)),
+                Ok(contents) => code.extend(crate::digest::sha256(&contents)),
                 Err(_) => code.extend(b"\0unreadable"),
             }
         }
     }
     if code.is_empty() {
-        return sha256_hex(text);
+        return crate::digest::sha256_hex(text);
     }
     let mut whole = text.to_vec();
     whole.extend(code);
-    sha256_hex(&whole)
+    crate::digest::sha256_hex(&whole)
 }
 
 fn records(data_root: &Path) -> BTreeMap<String, String> {
@@ -150,14 +149,6 @@ fn records(data_root: &Path) -> BTreeMap<String, String> {
         .ok()
         .and_then(|bytes| crate::json::from_slice(&bytes).ok())
         .unwrap_or_default()
-}
-
-/// How a trust record names what it trusts: a SHA-256 as hex. Not the archive's
-/// digest ([`crate::digest`]): a record is compared as written, and the users' earlier
-/// decisions to trust a file are recorded this way.
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
 /// Whether the user trusted the `.mcp.json` of hash `sha256` in `workspace`.
@@ -220,7 +211,7 @@ mod tests {
         assert_eq!(project.servers["web"].headers["X-Key"], "${KEY}");
         assert_eq!(project.servers["files"].args, ["-y", "srv"]);
         assert!(!project.servers["files"].trusted, "calls still ask");
-        assert_eq!(project.sha256, sha256_hex(text.as_bytes()));
+        assert_eq!(project.sha256, crate::digest::sha256_hex(text.as_bytes()));
         assert_eq!(project.problems.len(), 2, "{:?}", project.problems);
         assert!(untrusted_line(&project).contains("`files` (npx)"));
     }

@@ -25,10 +25,9 @@ pub fn sessions_dir(workspace: &Path) -> PathBuf {
 
 /// [`sessions_dir`] under a given data folder.
 pub fn sessions_dir_under(data_root: &Path, workspace: &Path) -> PathBuf {
-    use sha2::Digest;
     use std::os::unix::ffi::OsStrExt;
     let real = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
-    let hash = sha2::Sha256::digest(real.as_os_str().as_bytes());
+    let hash = crate::digest::sha256(real.as_os_str().as_bytes());
     let hex: String = hash[..6].iter().map(|byte| format!("{byte:02x}")).collect();
     let name = real
         .file_name()

@@ -44,12 +44,11 @@ pub struct Stamp {
 
 impl Stamp {
     pub fn of(file: &File, bytes: &[u8]) -> io::Result<Self> {
-        use sha2::Digest;
         let metadata = file.metadata()?;
         Ok(Stamp {
             len: metadata.len(),
             modified: metadata.modified().ok(),
-            hash: sha2::Sha256::digest(bytes).into(),
+            hash: crate::digest::sha256(bytes),
         })
     }
 }

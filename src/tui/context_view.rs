@@ -557,19 +557,11 @@ fn render_table(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown,
     frame.render_widget(table, area);
 }
 
-/// The estimate at each call as a saw-tooth: at call `i` the line runs from the
-/// estimate before that call's compaction down to the estimate sent, so a compaction is
-/// a vertical drop.
+/// The estimate at each call as a saw-tooth (see `Scale::saw_tooth`), with the calls
+/// after a compaction and what a compaction cost in cache marked.
 pub fn render_timeline(frame: &mut Frame<'_>, area: Rect, timeline: &[CallPoint], lines: Thresholds) {
     let scale = crate::timeline::Scale::of(timeline, lines.limit);
-    let points: Vec<(f64, f64)> = timeline
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            let x = (i + 1) as f64;
-            [(x, scale.clip(p.before())), (x, scale.clip(p.estimate))]
-        })
-        .collect();
+    let points = scale.saw_tooth(timeline);
     let marks: Vec<(f64, f64)> = timeline
         .iter()
         .enumerate()
