@@ -14,6 +14,7 @@ pub mod hyperlinks;
 pub mod input;
 pub mod keymap;
 pub mod markdown;
+pub mod marker;
 pub mod modal;
 pub mod paste;
 pub mod picker;

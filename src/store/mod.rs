@@ -8,7 +8,6 @@
 //! a file that is missing or half written, and a stage that saves 90 results pays for
 //! one round of flushes instead of 90. Files are private to the user (mode 0600).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -16,6 +15,13 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::message::Message;
+
+mod own_folders;
+mod transcript;
+
+use own_folders::refuse_links;
+pub use own_folders::{create_own_folder, create_private_dir, safe_file_stem, write_json_whole};
+use transcript::write_jsonl_hashed;
 
 pub const TRANSCRIPTS_DIR: &str = ".transcripts";
 pub const TOOL_RESULTS_DIR: &str = ".task_outputs/tool-results";
@@ -376,163 +382,6 @@ pub enum UnverifiedFile {
     Changed(String),
 }
 
-/// Bytes gathered into one batch before it goes to the threads that hash and write it.
-const TRANSCRIPT_CHUNK: usize = 1 << 20;
-
-/// Pieces in one batch: each becomes one buffer of a vectored write, and the kernel
-/// takes at most 1,024 of those a call.
-const PIECES_PER_BATCH: usize = 1_000;
-
-/// Messages as JSON lines, as transcripts hold them, into `out`, and the digest of
-/// every byte ([`crate::digest`]). A message kept as its text goes out as that text,
-/// read where it lies; a parsed one is serialised. Gathering, hashing and writing each
-/// take a while on a long history, so they run on three threads, a batch apart. When
-/// `out` is the file `disk`, each batch is put on its way to disk once written.
-fn write_jsonl_hashed<W: Write + Send>(
-    out: W,
-    disk: Option<std::os::fd::BorrowedFd<'_>>,
-    messages: &[Message],
-) -> io::Result<String> {
-    let (batches, to_hash) = std::sync::mpsc::sync_channel::<Batch<'_>>(2);
-    let (hashed, to_write) = std::sync::mpsc::sync_channel::<Batch<'_>>(2);
-    std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> io::Result<()> {
-            let mut out = out;
-            let mut written = 0;
-            for batch in to_write {
-                let mut slices: Vec<io::IoSlice<'_>> =
-                    batch.pieces.iter().map(|piece| io::IoSlice::new(piece)).collect();
-                write_all_vectored(&mut out, &mut slices)?;
-                if let Some(file) = disk {
-                    start_writeback(file, written, batch.bytes);
-                }
-                written += batch.bytes;
-            }
-            out.flush()
-        });
-        let hasher = scope.spawn(move || -> String {
-            let mut hasher = crate::digest::Hasher::default();
-            for batch in to_hash {
-                for piece in &batch.pieces {
-                    hasher.update(piece);
-                }
-                // The writer stopped on an error, which it reports.
-                if hashed.send(batch).is_err() {
-                    break;
-                }
-            }
-            hasher.finish()
-        });
-        let gathered = gather_jsonl(messages, &batches);
-        drop(batches);
-        let digest = hasher
-            .join()
-            .map_err(|_| io::Error::other("the transcript hasher panicked"))?;
-        // A failed write ends the writer's loop, so a send fails too: the write's own
-        // error is the one that says what went wrong.
-        writer
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the transcript writer panicked")))?;
-        gathered.map(|()| digest)
-    })
-}
-
-/// A run of a transcript's bytes, in order, each piece one buffer of a vectored
-/// write: borrowed, the text of a message kept as text (or a newline) where it lies;
-/// owned, parsed messages in a row, serialised, each with its newline.
-#[derive(Default)]
-struct Batch<'a> {
-    pieces: Vec<Cow<'a, [u8]>>,
-    bytes: usize,
-}
-
-impl<'a> Batch<'a> {
-    fn push_borrowed(&mut self, bytes: &'a [u8]) {
-        self.bytes += bytes.len();
-        self.pieces.push(Cow::Borrowed(bytes));
-    }
-
-    /// Serialise `message` and a newline onto the batch's last piece when that is one
-    /// of serialised messages, else onto a new one.
-    fn push_serialised(&mut self, message: &Message) -> io::Result<()> {
-        if !matches!(self.pieces.last(), Some(Cow::Owned(_))) {
-            self.pieces.push(Cow::Owned(Vec::new()));
-        }
-        let Some(Cow::Owned(owned)) = self.pieces.last_mut() else {
-            unreachable!("an owned piece was just made last");
-        };
-        let before = owned.len();
-        crate::json::to_writer(&mut *owned, message)?;
-        owned.push(b'\n');
-        self.bytes += owned.len() - before;
-        Ok(())
-    }
-
-    fn is_full(&self) -> bool {
-        self.bytes >= TRANSCRIPT_CHUNK || self.pieces.len() + 2 > PIECES_PER_BATCH
-    }
-}
-
-/// `messages` as JSON lines, a batch at a time, to `batches`.
-fn gather_jsonl<'a>(messages: &'a [Message], batches: &std::sync::mpsc::SyncSender<Batch<'a>>) -> io::Result<()> {
-    let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the transcript writer stopped");
-    let mut batch = Batch::default();
-    for message in messages {
-        match message.raw() {
-            Some(text) => {
-                batch.push_borrowed(text.as_str().as_bytes());
-                batch.push_borrowed(b"\n");
-            }
-            None => batch.push_serialised(message)?,
-        }
-        if batch.is_full() {
-            batches.send(std::mem::take(&mut batch)).map_err(|_| stopped())?;
-        }
-    }
-    if batch.bytes > 0 {
-        batches.send(batch).map_err(|_| stopped())?;
-    }
-    Ok(())
-}
-
-/// Every byte of `slices` into `out`, in as few calls as it takes.
-fn write_all_vectored(out: &mut impl Write, mut slices: &mut [io::IoSlice<'_>]) -> io::Result<()> {
-    while !slices.is_empty() {
-        match out.write_vectored(slices) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "failed to write the whole transcript",
-                ));
-            }
-            Ok(written) => io::IoSlice::advance_slices(&mut slices, written),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(())
-}
-
-/// Ask the kernel to start putting `len` bytes at `offset` of `file` on disk now, so
-/// that the sync making a transcript durable finds most of it there already (after
-/// the write of a 46 MB transcript, its sync took 26 ms). Only a hint: the sync is
-/// what makes it durable, so a refusal changes nothing.
-fn start_writeback(file: std::os::fd::BorrowedFd<'_>, offset: usize, len: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (libc::off64_t::try_from(offset), libc::off64_t::try_from(len)) else {
-            return;
-        };
-        // SAFETY: the call only reads its arguments; `file` is open while borrowed.
-        unsafe {
-            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (file, offset, len);
-}
-
 /// From this many files on, one flush of the whole filesystem is much cheaper than a
 /// flush per file (measured here: 770 files of 10 KB, 11-24 ms against 175-206 ms). It
 /// also flushes other programs' pending writes on that disk, which a small batch is
@@ -562,94 +411,6 @@ fn sync_filesystem(folder: &Path) -> io::Result<()> {
 
 static TEMP_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Create `workspace/relative` (private); when that starts a folder of
-/// [`OWN_FOLDERS`] that has no `.gitignore` yet, give it one of `*`, so a git checkout
-/// never shows our journals and archives as untracked files.
-pub fn create_own_folder(workspace: &Path, relative: &str) -> io::Result<PathBuf> {
-    let dir = workspace.join(relative);
-    refuse_links(workspace, relative)?;
-    create_private_dir(&dir)?;
-    if let Some(top) = Path::new(relative).components().next()
-        && OWN_FOLDERS
-            .iter()
-            .any(|own| Path::new(own) == Path::new(top.as_os_str()))
-    {
-        let ignore = workspace.join(top.as_os_str()).join(".gitignore");
-        match OpenOptions::new().write(true).create_new(true).open(&ignore) {
-            Ok(mut file) => file.write_all(b"*\n")?,
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(dir)
-}
-
-/// Our folders are never followed through a link: one swapped in (by a command, before
-/// the sandbox made them read-only) would make us write elsewhere.
-fn refuse_links(workspace: &Path, relative: &str) -> io::Result<()> {
-    let mut path = workspace.to_path_buf();
-    for part in Path::new(relative).components() {
-        path.push(part);
-        match fs::symlink_metadata(&path) {
-            Ok(metadata) if metadata.file_type().is_symlink() => {
-                return Err(io::Error::other(format!(
-                    "{} is a link, not scratchpad's folder; nothing is written through it (move it away)",
-                    path.strip_prefix(workspace).unwrap_or(&path).display()
-                )));
-            }
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(())
-}
-
-/// Keep `value` as JSON at `path`, whole or not at all: written aside in the same
-/// folder (made private when it is new), flushed, then renamed into place. For the
-/// small records scratchpad keeps beside its data (labels, trust, approvals).
-pub fn write_json_whole(path: &Path, value: &impl serde::Serialize) -> io::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    create_private_dir(folder)?;
-    let text = crate::json::to_vec(value).map_err(io::Error::other)?;
-    let mut temp = tempfile::Builder::new().prefix(".new-").tempfile_in(folder)?;
-    temp.write_all(&text)?;
-    temp.as_file().sync_all()?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
-}
-
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
-/// A tool_use id made safe as a file name: anything but ASCII letters, digits, `-`
-/// and `_` becomes `_`, and the length is bounded.
-pub fn safe_file_stem(id: &str) -> String {
-    let mut stem: String = id
-        .chars()
-        .take(96)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if stem.is_empty() {
-        stem.push_str("unnamed");
-    }
-    stem
-}
-
 /// `transcript_snip_compact_20261202-163748_0004711-0003.jsonl`: stage, UTC time,
 /// process and a per-process counter, so names are unique and sort by time. Fixed
 /// widths keep the length (and so the estimate of a marker naming it) stable.
@@ -668,6 +429,7 @@ pub(crate) fn unique_transcript_name(stage: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transcript::TRANSCRIPT_CHUNK;
 
     #[test]
     fn transcript_is_jsonl_with_a_unique_name() {
