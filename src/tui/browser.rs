@@ -2,8 +2,6 @@
 //! first, and a viewer that renders a transcript's messages (roles, tool calls,
 //! results) rather than raw JSON, with search (`/`, `n`, `N`) and jump back (`b`).
 
-use std::path::{Path, PathBuf};
-
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -14,13 +12,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState}
 use super::hyperlinks::Hyperlink;
 use super::keymap::{self, Action, View};
 use super::theme;
-use crate::compact::Stage;
 use crate::compact::render::{Piece, pieces, role_name};
 use crate::message::{Message, Role};
-use crate::store::{TOOL_RESULTS_DIR, TRANSCRIPTS_DIR};
-
-/// Files larger than this are shown up to this size.
-const MAX_VIEW_BYTES: u64 = 8 * 1024 * 1024;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct FileEntry {
@@ -83,58 +76,6 @@ pub enum BrowserAction {
     Close,
     /// Read this file (relative to the workspace) for the viewer.
     Open(String),
-}
-
-fn origin_of(path: &str, written_by: &[(String, Stage)]) -> String {
-    if let Some((_, stage)) = written_by.iter().rev().find(|(p, _)| p == path) {
-        return stage.name().to_string();
-    }
-    if let Some(name) = path.strip_prefix(&format!("{TRANSCRIPTS_DIR}/transcript_")) {
-        return Stage::all()
-            .map(Stage::name)
-            .find(|stage| name.starts_with(stage))
-            .unwrap_or("transcript")
-            .to_string();
-    }
-    "tool result".into()
-}
-
-pub fn list_files(workspace: &Path, written_by: &[(String, Stage)]) -> Vec<FileEntry> {
-    let mut entries = Vec::new();
-    for dir in [TRANSCRIPTS_DIR, TOOL_RESULTS_DIR] {
-        let Ok(read) = std::fs::read_dir(workspace.join(dir)) else {
-            continue;
-        };
-        for entry in read.filter_map(Result::ok) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') {
-                continue; // temporary files still being written
-            }
-            let Ok(metadata) = entry.metadata() else { continue };
-            if !metadata.is_file() {
-                continue;
-            }
-            let modified = metadata.modified().map_or(0, crate::time::unix_of);
-            let path = format!("{dir}/{name}");
-            entries.push(FileEntry {
-                origin: origin_of(&path, written_by),
-                path,
-                size: metadata.len(),
-                modified,
-            });
-        }
-    }
-    entries.sort_by(|a, b| b.modified.cmp(&a.modified).then(b.path.cmp(&a.path)));
-    entries
-}
-
-fn read_capped(path: &Path) -> std::io::Result<(String, bool)> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let mut bytes = Vec::new();
-    file.take(MAX_VIEW_BYTES).read_to_end(&mut bytes)?;
-    Ok((String::from_utf8_lossy(&bytes).into_owned(), size > MAX_VIEW_BYTES))
 }
 
 /// What a line of the viewer is, for its colour: chosen where the file is read (off
@@ -234,21 +175,6 @@ pub fn transcript_lines(text: &str) -> Vec<(String, LineRole)> {
 
 /// A file of the workspace as the viewer shows it: a transcript's messages rendered,
 /// anything else as its lines (disk work: it runs off the UI thread).
-pub fn load_file(workspace: &Path, relative: &str) -> Result<Vec<(String, LineRole)>, String> {
-    let path: PathBuf = workspace.join(relative);
-    let (text, truncated) = read_capped(&path).map_err(|error| format!("cannot open {relative}: {error}"))?;
-    let text = crate::terminal_text::screen_safe(&text);
-    let mut lines = if relative.ends_with(".jsonl") {
-        transcript_lines(&text)
-    } else {
-        text.lines().map(|l| (l.to_string(), LineRole::Plain)).collect()
-    };
-    if truncated {
-        lines.push((format!("[… shown up to {MAX_VIEW_BYTES} bytes]"), LineRole::Note));
-    }
-    Ok(lines)
-}
-
 impl Viewer {
     pub fn from_lines(title: String, lines: Vec<(String, LineRole)>) -> Viewer {
         let plain = lines.iter().map(|(l, _)| l.to_lowercase()).collect();
