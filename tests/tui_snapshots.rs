@@ -1870,7 +1870,8 @@ fn opening_a_receipt_keeps_its_marker_in_view() {
 /// lines fall on rows of their own, and the legend has a row of its own.
 #[test]
 fn a_spike_in_the_timeline_is_clipped_and_said() {
-    use scratchpad::tui::context_view::{Thresholds, render_timeline};
+    use scratchpad::tui::context_timeline::render_timeline;
+    use scratchpad::tui::context_view::Thresholds;
     let call = |before: usize, estimate: usize| CallPoint {
         before: Some(before),
         estimate,

@@ -6,6 +6,8 @@ pub mod app;
 pub mod browser;
 pub mod chat;
 pub mod commands;
+pub mod context_table;
+pub mod context_timeline;
 pub mod context_view;
 pub mod disk;
 pub mod gauge;

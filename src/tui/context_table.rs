@@ -1,0 +1,176 @@
+//! What `/context` shows of the context now: a map with one cell per slice of the
+//! limit, coloured by category, and a table per category.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table};
+
+use super::context_view::category_colour;
+use super::theme;
+use crate::compact::short_count;
+use crate::context_map::{Category, ContextBreakdown};
+
+/// One cell per slice of the limit, in category order; free space is dim dots. The
+/// fixed part is outside the limit and has no cells.
+pub fn render_grid(frame: &mut Frame<'_>, area: Rect, breakdown: &ContextBreakdown) {
+    let columns = area.width.max(1) as usize;
+    let rows = area.height.max(1) as usize;
+    let cells = columns * rows;
+    let scale = breakdown.limit.max(breakdown.estimate).max(1) as f64 / cells as f64;
+    let mut symbols: Vec<Span<'static>> = Vec::with_capacity(cells);
+    let mut carried = 0.0;
+    for (category, chars) in breakdown.totals.iter().filter(|(category, _)| !category.is_fixed()) {
+        carried += *chars as f64 / scale;
+        let count = carried.floor() as usize;
+        carried -= count as f64;
+        let (symbol, style) = if *category == Category::Free {
+            ("·", Style::default().fg(theme::palette().muted))
+        } else {
+            ("█", Style::default().fg(category_colour(*category)))
+        };
+        for _ in 0..count {
+            symbols.push(Span::styled(symbol, style));
+        }
+    }
+    symbols.truncate(cells);
+    let lines: Vec<Line<'static>> = symbols.chunks(columns).map(|row| Line::from(row.to_vec())).collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The categories worth a row: those holding something, and the free space.
+pub(super) fn shown_categories(breakdown: &ContextBreakdown) -> impl Iterator<Item = &(Category, usize)> {
+    breakdown
+        .totals
+        .iter()
+        .filter(|(category, chars)| *chars > 0 || *category == Category::Free)
+}
+
+/// Characters and tokens per category. The message categories sum to the gauge's
+/// estimate (the total row), which is what the limit applies to; the fixed part is the
+/// gauge's `+N fixed`, outside the limit.
+pub(super) fn render_table(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    breakdown: &ContextBreakdown,
+    chars_per_token: Option<f64>,
+) {
+    let limit = breakdown.limit.max(1);
+    let tokens = |chars: usize| {
+        chars_per_token
+            .filter(|r| *r > 0.0)
+            .map(|ratio| short_count((chars as f64 / ratio) as usize))
+            .unwrap_or_else(|| "–".into())
+    };
+    let share = |chars: usize| format!("{:.1}%", chars as f64 * 100.0 / limit as f64);
+    // When the rows do not fit, the smallest message categories share one row, so
+    // the fixed part, the free space and the totals always show.
+    let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
+    // Three rows are the header and the totals; each instruction file and each MCP
+    // server has one.
+    let room = (area.height as usize)
+        .saturating_sub(3 + breakdown.instructions.len() + breakdown.mcp_servers.len())
+        .max(2);
+    let mut by_size: Vec<&(Category, usize)> = categories
+        .iter()
+        .filter(|(category, _)| category.counts_against_limit())
+        .collect();
+    by_size.sort_by_key(|(_, chars)| std::cmp::Reverse(*chars));
+    let mut merged: Vec<Category> = if categories.len() > room {
+        let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
+        by_size.iter().skip(keep).map(|(category, _)| *category).collect()
+    } else {
+        Vec::new()
+    };
+    // One category in a shared row saves no room: it keeps its own.
+    if merged.len() < 2 {
+        merged.clear();
+    }
+    let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String| {
+        Row::new(vec![
+            colour.map_or_else(
+                || Span::raw(" "),
+                |c| Span::styled("■", Style::default().fg(category_colour(c))),
+            ),
+            Span::raw(label),
+            Span::raw(short_count(chars)),
+            Span::raw(of_limit),
+            Span::raw(tokens(chars)),
+        ])
+    };
+    let mut rows: Vec<Row> = Vec::new();
+    for (category, chars) in &categories {
+        if merged.contains(category) {
+            continue;
+        }
+        if *category == Category::Free && !merged.is_empty() {
+            let sum: usize = categories
+                .iter()
+                .filter(|(c, _)| merged.contains(c))
+                .map(|(_, n)| n)
+                .sum();
+            let label = if merged.len() == by_size.len() {
+                format!("messages ({} categories)", merged.len())
+            } else {
+                format!("{} smaller categories", merged.len())
+            };
+            rows.push(row(None, label, sum, share(sum)));
+        }
+        let of_limit = if category.is_fixed() {
+            "outside".to_string()
+        } else {
+            share(*chars)
+        };
+        rows.push(row(Some(*category), category.label().to_string(), *chars, of_limit));
+        if *category == Category::ProjectInstructions {
+            for file in &breakdown.instructions {
+                let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });
+                rows.push(row(None, label, file.prompt_chars, String::new()));
+            }
+        }
+        if *category == Category::McpServers {
+            for server in &breakdown.mcp_servers {
+                let label = format!(
+                    "  {} ({} tool{})",
+                    server.name,
+                    server.tools,
+                    if server.tools == 1 { "" } else { "s" }
+                );
+                rows.push(row(None, label, server.chars, String::new()));
+            }
+        }
+    }
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    rows.push(
+        Row::new(vec![
+            Span::raw(""),
+            Span::raw("messages: the estimate (limited)"),
+            Span::raw(short_count(breakdown.estimate)),
+            Span::raw(share(breakdown.estimate)),
+            Span::raw(tokens(breakdown.estimate)),
+        ])
+        .style(bold),
+    );
+    rows.push(Row::new(vec![
+        Span::raw(""),
+        Span::raw("request: + fixed part"),
+        Span::raw(short_count(breakdown.estimate + breakdown.fixed)),
+        Span::raw(""),
+        Span::raw(tokens(breakdown.estimate + breakdown.fixed)),
+    ]));
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(1),
+            Constraint::Length(33),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(7),
+        ],
+    )
+    .header(
+        Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(theme::palette().soft)),
+    );
+    frame.render_widget(table, area);
+}
