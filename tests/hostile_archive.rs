@@ -372,12 +372,12 @@ fn undo_refuses_a_forged_saved_output_by_name_and_changes_nothing() {
     assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
 }
 
-/// Two `scratchpad undo` at once on a session with two stages: each undoes a
-/// different stage or is refused as the session is open, and the journal replays to
-/// a history that really was, before one or both stages.
+/// `scratchpad undo` on a session open elsewhere is refused, naming the holder, and
+/// changes nothing; once it is free, two undos in turn undo both stages, newest
+/// first, and the journal replays to the history as it was before either.
 #[test]
-fn two_undos_at_once_never_build_a_history_that_never_existed() {
-    let workspace = Workspace::sandboxed();
+fn an_undo_on_an_open_session_is_refused_and_undos_in_turn_restore_what_was() {
+    let workspace = Workspace::new();
     let journal = workspace.earlier_session(6, 2_000);
     let api = MockApi::start_in_thread(vec![
         prompt_too_long(),
@@ -405,44 +405,34 @@ fn two_undos_at_once_never_build_a_history_that_never_existed() {
     assert_eq!(ids.len(), 2, "two stages, each with its own id: {ids:?}");
     assert!(ids.iter().all(|id| !id.is_empty()) && ids[0] != ids[1]);
 
-    let undos: Vec<_> = (0..2)
-        .map(|_| {
-            workspace
-                .command(&api, &["undo"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outputs: Vec<_> = undos
-        .into_iter()
-        .map(|child| child.wait_with_output().unwrap())
-        .collect();
-    let succeeded = outputs.iter().filter(|output| output.status.success()).count();
-    for output in outputs.iter().filter(|output| !output.status.success()) {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("is open in another scratchpad"), "{stderr}");
-    }
-    assert!(succeeded >= 1);
+    // This process holds the session, as another scratchpad would.
+    let (held, _) = scratchpad::session::Journal::resume(&journal).unwrap();
+    let before = std::fs::read(&journal).unwrap();
+    let refused = workspace.run(&api, &["undo"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("is open in another scratchpad") && stderr.contains(&format!("pid {}", std::process::id())),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&journal).unwrap(), before, "nothing was written");
+    drop(held);
 
-    let restored = scratchpad::session::restore(&journal).unwrap();
-    assert!(restored.repairs.is_empty(), "{:?}", restored.repairs);
-    let texts: Vec<String> = restored.messages.iter().map(|m| m.text()).collect();
-    if succeeded == 2 {
-        assert!(
-            texts[0].starts_with("question 0"),
-            "both stages undone: the original history"
-        );
-        assert_eq!(texts.len(), 12 + 4, "the 12 earlier messages and both turns");
-    } else {
-        let expected: Vec<String> = after_first.iter().map(|m| m.text()).collect();
-        assert_eq!(
-            &texts[..expected.len()],
-            &expected[..],
-            "the history the second stage saw"
-        );
-    }
+    let undone = workspace.run(&api, &["undo"]);
+    assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
+    let once = scratchpad::session::restore(&journal).unwrap();
+    assert!(once.repairs.is_empty(), "{:?}", once.repairs);
+    let expected: Vec<String> = after_first.iter().map(|m| m.text()).collect();
+    let texts: Vec<String> = once.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(&texts[..expected.len()], &expected[..], "the history the second stage saw");
+
+    let undone = workspace.run(&api, &["undo"]);
+    assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
+    let twice = scratchpad::session::restore(&journal).unwrap();
+    assert!(twice.repairs.is_empty(), "{:?}", twice.repairs);
+    let texts: Vec<String> = twice.messages.iter().map(|m| m.text()).collect();
+    assert!(texts[0].starts_with("question 0"), "both stages undone: the original history");
+    assert_eq!(texts.len(), 12 + 4, "the 12 earlier messages and both turns");
 }
 
 /// The history of the `n`th turn request (0-based) the model got.
