@@ -76,6 +76,38 @@ fn an_mcp_tool_reaches_the_model_and_its_call_runs_with_yes() {
     }
 }
 
+/// The sweep that kills what a command left behind spares the MCP servers: a server
+/// answers with the same process id before and after a command whose orphan the
+/// sweep killed (started again, it would answer with another).
+#[test]
+fn the_sweep_after_a_command_spares_the_mcp_servers() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "");
+    let pid_call = |id: &'static str| (id, "mcp__fx__echo", json!({"text": "pid"}));
+    let api = MockApi::start_in_thread(vec![
+        tool_reply("Asking.", &[pid_call("toolu_p1")]),
+        tool_reply(
+            "Running.",
+            &[bash_call("toolu_b1", "setsid sleep 30 > /dev/null 2>&1 < /dev/null & echo started")],
+        ),
+        tool_reply("Asking again.", &[pid_call("toolu_p2")]),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Ask the server twice", "--yes"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let requests = api.turn_requests();
+    let answers: Vec<String> = [1, 3]
+        .into_iter()
+        .map(|at| tool_results(&messages_of(&requests[at])).last().cloned().unwrap_or_default())
+        .collect();
+    assert!(answers[0].starts_with("echo: ") && answers[0].len() > "echo: ".len(), "{answers:?}");
+    assert!(
+        tool_results(&messages_of(&requests[2])).last().is_some_and(|result| result.contains("started")),
+        "the command ran"
+    );
+    assert_eq!(answers[0], answers[1], "the same server answered both times");
+}
+
 /// Processes whose command line mentions `text`.
 fn processes_mentioning(text: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
