@@ -424,14 +424,21 @@ fn an_undo_on_an_open_session_is_refused_and_undos_in_turn_restore_what_was() {
     assert!(once.repairs.is_empty(), "{:?}", once.repairs);
     let expected: Vec<String> = after_first.iter().map(|m| m.text()).collect();
     let texts: Vec<String> = once.messages.iter().map(|m| m.text()).collect();
-    assert_eq!(&texts[..expected.len()], &expected[..], "the history the second stage saw");
+    assert_eq!(
+        &texts[..expected.len()],
+        &expected[..],
+        "the history the second stage saw"
+    );
 
     let undone = workspace.run(&api, &["undo"]);
     assert!(undone.status.success(), "{}", String::from_utf8_lossy(&undone.stderr));
     let twice = scratchpad::session::restore(&journal).unwrap();
     assert!(twice.repairs.is_empty(), "{:?}", twice.repairs);
     let texts: Vec<String> = twice.messages.iter().map(|m| m.text()).collect();
-    assert!(texts[0].starts_with("question 0"), "both stages undone: the original history");
+    assert!(
+        texts[0].starts_with("question 0"),
+        "both stages undone: the original history"
+    );
     assert_eq!(texts.len(), 12 + 4, "the 12 earlier messages and both turns");
 }
 

@@ -49,26 +49,29 @@ fn results_in_a_terminal(workspace: &Workspace, calls: &[(&str, &str, Value)]) -
     let mut child = pair.slave.spawn_command(command).unwrap();
     drop(pair.slave);
     let mut reader = pair.master.try_clone_reader().unwrap();
-    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = shown.clone();
-    std::thread::spawn(move || {
+    // Everything the terminal showed, read until the binary and everything it started
+    // closed it.
+    let reading = std::thread::spawn(move || {
+        let mut shown = Vec::new();
         let mut buffer = [0u8; 4096];
         while let Ok(n) = reader.read(&mut buffer) {
             if n == 0 {
                 break;
             }
-            sink.lock().unwrap().extend_from_slice(&buffer[..n]);
+            shown.extend_from_slice(&buffer[..n]);
         }
+        shown
     });
     let started = Instant::now();
     while child.try_wait().unwrap().is_none() {
         assert!(started.elapsed() < Duration::from_secs(60), "the binary hung");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(200));
+    drop(pair.master);
+    let shown = reading.join().unwrap();
     let turns = api.turn_requests();
     let results = tool_results(&messages_of(&turns[1]));
-    let shown = String::from_utf8_lossy(&shown.lock().unwrap()).into_owned();
+    let shown = String::from_utf8_lossy(&shown).into_owned();
     (results, shown)
 }
 

@@ -88,7 +88,10 @@ fn the_sweep_after_a_command_spares_the_mcp_servers() {
         tool_reply("Asking.", &[pid_call("toolu_p1")]),
         tool_reply(
             "Running.",
-            &[bash_call("toolu_b1", "setsid sleep 30 > /dev/null 2>&1 < /dev/null & echo started")],
+            &[bash_call(
+                "toolu_b1",
+                "setsid sleep 30 > /dev/null 2>&1 < /dev/null & echo started",
+            )],
         ),
         tool_reply("Asking again.", &[pid_call("toolu_p2")]),
         text_reply("done"),
@@ -98,11 +101,21 @@ fn the_sweep_after_a_command_spares_the_mcp_servers() {
     let requests = api.turn_requests();
     let answers: Vec<String> = [1, 3]
         .into_iter()
-        .map(|at| tool_results(&messages_of(&requests[at])).last().cloned().unwrap_or_default())
+        .map(|at| {
+            tool_results(&messages_of(&requests[at]))
+                .last()
+                .cloned()
+                .unwrap_or_default()
+        })
         .collect();
-    assert!(answers[0].starts_with("echo: ") && answers[0].len() > "echo: ".len(), "{answers:?}");
     assert!(
-        tool_results(&messages_of(&requests[2])).last().is_some_and(|result| result.contains("started")),
+        answers[0].starts_with("echo: ") && answers[0].len() > "echo: ".len(),
+        "{answers:?}"
+    );
+    assert!(
+        tool_results(&messages_of(&requests[2]))
+            .last()
+            .is_some_and(|result| result.contains("started")),
         "the command ran"
     );
     assert_eq!(answers[0], answers[1], "the same server answered both times");

@@ -111,4 +111,48 @@ mod tests {
         assert_eq!(programs.len(), 2);
         assert!(programs.iter().all(|program| !program.is_empty()));
     }
+
+    /// What `ioctl(request)` on `/dev/null` fails with in a child, with the filters
+    /// installed or not. On `/dev/null` the kernel itself answers ENOTTY, so an EPERM
+    /// can only be the filter's.
+    fn ioctl_errno(request: u64, filtered: bool) -> String {
+        use std::os::unix::process::CommandExt;
+        let script = format!(
+            "import fcntl, os\nfd = os.open('/dev/null', os.O_RDONLY)\ntry:\n    fcntl.ioctl(fd, {request}, b'x')\n    print('allowed')\nexcept OSError as error:\n    print(error.errno)"
+        );
+        let programs = filters().unwrap();
+        let mut child = std::process::Command::new("python3");
+        child.args(["-c", &script]);
+        if filtered {
+            // SAFETY: between fork and exec the closure only makes system calls on the
+            // programs compiled before the fork.
+            unsafe {
+                child.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    for program in &programs {
+                        seccompiler::apply_filter(program).map_err(|_| std::io::Error::last_os_error())?;
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let output = child.output().expect("python3 runs");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// The seccomp rule on its own, without the new session or any other layer: the
+    /// ioctls that push input into a terminal are refused; another ioctl is not.
+    #[test]
+    fn terminal_injection_is_refused_by_the_filter_alone() {
+        let enotty = libc::ENOTTY.to_string();
+        let eperm = libc::EPERM.to_string();
+        for request in TERMINAL_INJECTION {
+            assert_eq!(ioctl_errno(request, false), enotty, "{request:#x} unfiltered");
+            assert_eq!(ioctl_errno(request, true), eperm, "{request:#x} filtered");
+        }
+        let window_size = libc::TIOCGWINSZ as u64;
+        assert_eq!(ioctl_errno(window_size, true), enotty, "other ioctls pass the filter");
+    }
 }
