@@ -152,7 +152,7 @@ mod tests {
             assert_eq!(ioctl_errno(request, false), enotty, "{request:#x} unfiltered");
             assert_eq!(ioctl_errno(request, true), eperm, "{request:#x} filtered");
         }
-        let window_size = libc::TIOCGWINSZ as u64;
+        let window_size: u64 = libc::TIOCGWINSZ;
         assert_eq!(ioctl_errno(window_size, true), enotty, "other ioctls pass the filter");
     }
 }
