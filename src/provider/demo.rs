@@ -249,6 +249,11 @@ fn request_chars(request: &ModelRequest<'_>) -> usize {
 /// The demo's provider kind, as sessions and the status line name it.
 pub const DEMO_KIND: &str = "demo";
 
+/// Whether a session's provider `kind` is the offline demo model.
+pub fn is_demo(kind: &str) -> bool {
+    kind == DEMO_KIND
+}
+
 impl Provider for DemoProvider {
     fn kind(&self) -> &'static str {
         DEMO_KIND

@@ -254,7 +254,7 @@ impl AppState {
                 let first = self.session.window.is_none();
                 // The demo's small limit is the point of the demo: no hint to raise it.
                 if first
-                    && provider != crate::provider::demo::DEMO_KIND
+                    && !crate::provider::demo::is_demo(&provider)
                     && let Some(note) = &limit_note
                 {
                     self.push(ChatEntry::Notice(note.clone()));

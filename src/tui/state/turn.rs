@@ -71,6 +71,6 @@ pub struct SessionInfo {
 impl SessionInfo {
     /// Whether this session talks to the offline demo model.
     pub fn is_demo(&self) -> bool {
-        self.provider == crate::provider::demo::DEMO_KIND
+        crate::provider::demo::is_demo(&self.provider)
     }
 }
