@@ -31,36 +31,39 @@ fn stages(events: &[scratchpad::compact::StageEvent]) -> Vec<Stage> {
     events.iter().filter(|e| e.replaced > 0).map(|e| e.stage).collect()
 }
 
+/// `history` through `prepare`: the stages that changed it are `expected`, no call is
+/// split from its result, every result keeps its `is_error` text as it was (`flag`),
+/// and undoing the stages, newest first, gives back the history as it was, message
+/// for message.
+fn compacts_and_undoes(history: Vec<Message>, flag: &str, expected: &[Stage]) {
+    let archive = MemoryArchive::new();
+    let config = CompactConfig::default();
+    let prepared = prepare(history.clone(), "read everything", &config, &archive, &mut ExtractiveSummariser);
+    let fired = stages(&prepared.events);
+    assert_eq!(&fired[..expected.len()], expected, "{flag}");
+    assert_eq!(check_pairing(&prepared.messages), Ok(()), "{flag}");
+    let text = serde_json::to_string(&prepared.messages).unwrap();
+    assert!(text.contains(&format!("\"is_error\":{flag}")), "kept verbatim: {flag}");
+    let mut messages = prepared.messages;
+    for event in prepared.events.iter().rev().filter(|event| event.can_be_undone()) {
+        messages = scratchpad::compact::undo::undo(&messages, event, &archive, config.estimate)
+            .unwrap_or_else(|error| panic!("{flag}: undo {}: {error}", event.stage));
+    }
+    assert_eq!(messages, history, "{flag}: undone, the history is as it was");
+    let undone = serde_json::to_string(&messages).unwrap();
+    assert_eq!(undone, serde_json::to_string(&history).unwrap(), "{flag}: byte for byte");
+}
+
 #[test]
-fn results_with_a_null_or_string_is_error_are_snipped_in_pairs_cleared_and_persisted() {
+fn results_with_a_null_or_string_is_error_are_snipped_cleared_persisted_and_undone() {
     for flag in ["null", "\"true\""] {
         // Snip: 53 messages, never a call split from its result.
         let history = rounds_with_flag(26, 40, flag, false);
         assert_eq!(history.len(), 53);
-        let archive = MemoryArchive::new();
-        let prepared = prepare(
-            history,
-            "read everything",
-            &CompactConfig::default(),
-            &archive,
-            &mut ExtractiveSummariser,
-        );
-        assert_eq!(stages(&prepared.events), [Stage::SnipCompact], "{flag}");
-        assert_eq!(check_pairing(&prepared.messages), Ok(()), "{flag}");
-        let text = serde_json::to_string(&prepared.messages).unwrap();
-        assert!(text.contains(&format!("\"is_error\":{flag}")), "kept verbatim: {flag}");
+        compacts_and_undoes(history, flag, &[Stage::SnipCompact]);
 
         // Micro: six seen results of 15,000 chars are cleared recoverably, not summarised.
-        let history = rounds_with_flag(6, 15_000, flag, true);
-        let prepared = prepare(
-            history,
-            "read everything",
-            &CompactConfig::default(),
-            &MemoryArchive::new(),
-            &mut ExtractiveSummariser,
-        );
-        assert_eq!(stages(&prepared.events), [Stage::MicroCompact], "{flag}");
-        assert_eq!(check_pairing(&prepared.messages), Ok(()));
+        compacts_and_undoes(rounds_with_flag(6, 15_000, flag, true), flag, &[Stage::MicroCompact]);
 
         // Stage 1: the newest batch over 200,000 chars.
         let mut batch = rounds_with_flag(1, 10, flag, false);
@@ -80,15 +83,7 @@ fn results_with_a_null_or_string_is_error_are_snipped_in_pairs_cleared_and_persi
         }
         let tail = json!([{"role": "assistant", "content": calls}, {"role": "user", "content": results}]);
         batch.extend(parse_history(tail.to_string()).unwrap());
-        let prepared = prepare(
-            batch,
-            "read everything",
-            &CompactConfig::default(),
-            &MemoryArchive::new(),
-            &mut ExtractiveSummariser,
-        );
-        assert_eq!(stages(&prepared.events)[0], Stage::ToolResultBudget, "{flag}");
-        assert_eq!(check_pairing(&prepared.messages), Ok(()));
+        compacts_and_undoes(batch, flag, &[Stage::ToolResultBudget]);
     }
 }
 
