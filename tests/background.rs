@@ -177,42 +177,74 @@ async fn at_the_limit_the_turn_waits_for_the_running_summary_instead_of_asking_a
 }
 
 /// `/clear` while a summary is being written sets it aside: nothing of the old
-/// conversation is ever swapped into the new one.
+/// conversation is ever swapped into the new one, even once the new one reaches the
+/// limit itself. Each summary says which it is, so the one the new conversation gets
+/// can be told from those asked for before the clear.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_sets_a_running_summary_aside() {
-    let api = MockApi::start(common::report_answers(16)).await;
-    api.script_summaries((0..4).map(|_| common::slow_summary(2_000)).collect());
+    let api = MockApi::start(common::report_answers(40)).await;
+    // The first, asked for in the old conversation, is still being written at the
+    // clear; the rest come at once.
+    let numbered = |n: usize, millis: u64| {
+        let body = common::sse_text(&format!("Goal: write the report. Summary number {n}."));
+        Reply::Sse {
+            chunk: body.len().div_ceil(8),
+            body,
+            delay_ms: millis / 8,
+        }
+    };
+    api.script_summaries((0..8).map(|n| numbered(n, if n == 0 { 2_000 } else { 50 })).collect());
     let settings = common::report_settings(AskPolicy::Approve);
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
-    for turn in 0..13 {
-        let request = common::report_request(turn);
-        run_turn(&mut agent, request, &mut outcome).await;
+    let mut turn = 0;
+    while !outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Started { .. })) {
+        run_turn(&mut agent, common::report_request(turn), &mut outcome).await;
+        turn += 1;
+        assert!(turn < 16, "a summary started in the background: {outcome:#?}");
     }
-    assert!(
-        outcome
-            .background
-            .iter()
-            .any(|e| matches!(e, BackgroundEvent::Started { .. })),
-        "{outcome:#?}"
-    );
     agent.ops.send(Op::Clear).unwrap();
     let event = until(&mut agent.events, |e| matches!(e, AgentEvent::Background { .. })).await;
     assert!(
         matches!(&event, AgentEvent::Background { event: BackgroundEvent::Discarded { reason } } if reason.contains("/clear")),
         "{event:?}"
     );
+    // The new conversation, until it reaches the limit and stage 4 fires.
     let mut after = Outcome::default();
-    for turn in 0..3 {
-        run_turn(&mut agent, format!("New {turn}: short"), &mut after).await;
+    let mut new_turn = 0;
+    while !after.stages.iter().flatten().any(|stage| *stage == Stage::CompactHistory) {
+        run_turn(&mut agent, common::report_request(100 + new_turn), &mut after).await;
+        new_turn += 1;
+        assert!(new_turn < 24, "the new conversation reached the limit: {after:#?}");
     }
-    assert_eq!(after.swaps, 0);
     let last = api.turn_requests().last().cloned().unwrap();
+    let sent = messages_of(&last);
+    let summary = sent
+        .iter()
+        .find(|m| matches!(classify(m), MessageKind::CompactedSummary { .. }))
+        .map(|m| m.text())
+        .expect("the new conversation was summarised");
+    // The mock answers its n-th summary request with summary number n: the one the
+    // new conversation holds was asked for with the new conversation only.
+    let number: usize = summary
+        .split("Summary number ")
+        .nth(1)
+        .and_then(|rest| rest.split('.').next()?.parse().ok())
+        .expect("a numbered summary");
+    let requests = api.requests();
+    let asked = requests
+        .iter()
+        .filter(|request| request.is_summary())
+        .nth(number)
+        .expect("the request that summary answered");
+    let asked_text = asked.body.to_string();
     assert!(
-        messages_of(&last)
-            .iter()
-            .all(|m| !matches!(classify(m), MessageKind::CompactedSummary { .. })),
-        "nothing of the old conversation came back"
+        !asked_text.contains("Request 0:") && asked_text.contains("Request 100:"),
+        "summary {number} was made of the old conversation: {summary}"
+    );
+    assert!(
+        sent.iter().all(|m| !m.text().contains("Request 0:")),
+        "nothing of the old conversation's requests was sent"
     );
 }
 
