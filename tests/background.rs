@@ -59,6 +59,28 @@ async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
     outcome.stages.push(stages);
 }
 
+/// When the newest background event is a summary starting, wait for what becomes of
+/// it (ready, failed or set aside): the next turn then finds it settled, by event, not
+/// by a pause that a slow machine outlasts.
+async fn settle_background(agent: &mut Running, outcome: &mut Outcome) {
+    if matches!(outcome.background.last(), Some(BackgroundEvent::Started { .. })) {
+        let event = until(&mut agent.events, |event| {
+            matches!(
+                event,
+                AgentEvent::Background {
+                    event: BackgroundEvent::Ready { .. }
+                        | BackgroundEvent::Failed { .. }
+                        | BackgroundEvent::Discarded { .. }
+                }
+            )
+        })
+        .await;
+        if let AgentEvent::Background { event } = event {
+            outcome.background.push(event);
+        }
+    }
+}
+
 /// `turns` turns of about 800 characters each against a 12k limit (crossed twice in 40
 /// turns), the background at `percent` (0: off), each summary reply taking
 /// `summary_ms`, and `pause_ms` between turns (the user reading).
@@ -198,7 +220,11 @@ async fn clear_sets_a_running_summary_aside() {
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
     let mut turn = 0;
-    while !outcome.background.iter().any(|e| matches!(e, BackgroundEvent::Started { .. })) {
+    while !outcome
+        .background
+        .iter()
+        .any(|e| matches!(e, BackgroundEvent::Started { .. }))
+    {
         run_turn(&mut agent, common::report_request(turn), &mut outcome).await;
         turn += 1;
         assert!(turn < 16, "a summary started in the background: {outcome:#?}");
@@ -212,7 +238,12 @@ async fn clear_sets_a_running_summary_aside() {
     // The new conversation, until it reaches the limit and stage 4 fires.
     let mut after = Outcome::default();
     let mut new_turn = 0;
-    while !after.stages.iter().flatten().any(|stage| *stage == Stage::CompactHistory) {
+    while !after
+        .stages
+        .iter()
+        .flatten()
+        .any(|stage| *stage == Stage::CompactHistory)
+    {
         run_turn(&mut agent, common::report_request(100 + new_turn), &mut after).await;
         new_turn += 1;
         assert!(new_turn < 24, "the new conversation reached the limit: {after:#?}");
@@ -579,7 +610,7 @@ async fn the_summary_request_reads_the_cached_prefix() {
         if !outcome.swapped.is_empty() {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        settle_background(&mut agent, &mut outcome).await;
     }
     let swapped = outcome
         .swapped
@@ -590,6 +621,34 @@ async fn the_summary_request_reads_the_cached_prefix() {
         .iter()
         .find(|request| request.asks_after_conversation())
         .expect("the summary was asked for after the conversation");
+    // What the mock received: the summary request is the conversation's last call as
+    // it was sent (its system prompt and tools, its oldest messages), with the
+    // instruction after.
+    let at = requests
+        .iter()
+        .position(|request| std::ptr::eq(request, asked))
+        .unwrap();
+    let conversation = requests[..at]
+        .iter()
+        .rev()
+        .find(|request| !request.is_summary())
+        .expect("a call of the conversation before it");
+    assert_eq!(
+        asked.body["system"], conversation.body["system"],
+        "the same system prompt"
+    );
+    assert_eq!(asked.body["tools"], conversation.body["tools"], "the same tools");
+    let sent = conversation.body["messages"].as_array().unwrap();
+    let summarised = asked.body["messages"].as_array().unwrap();
+    // It covers the oldest messages: all but its last (which carries the
+    // instruction) are the conversation's first, as they were sent.
+    let covered = summarised.len() - 1;
+    assert!(covered >= 1 && covered <= sent.len(), "{covered} of {}", sent.len());
+    assert_eq!(
+        &summarised[..covered],
+        &sent[..covered],
+        "the conversation's messages, as they were sent"
+    );
     // The prefix: everything the request holds but the instruction at its end.
     let mut prefix = asked.body.clone();
     let messages = prefix["messages"].as_array_mut().unwrap();
@@ -663,6 +722,7 @@ async fn confirm_lossy_asks_before_the_swap() {
     let mut settings = common::report_settings(AskPolicy::Ask);
     settings.compaction.confirm_lossy = true;
     let mut agent = start_agent(&api, settings).await;
+    let mut started = false;
     for turn in 0..30 {
         let request = common::report_request(turn);
         agent.ops.send(Op::Submit { text: request }).unwrap();
@@ -671,11 +731,21 @@ async fn confirm_lossy_asks_before_the_swap() {
             match until(&mut agent.events, |e| {
                 matches!(
                     e,
-                    AgentEvent::LossyQuestion { .. } | AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. }
+                    AgentEvent::LossyQuestion { .. }
+                        | AgentEvent::Compaction { .. }
+                        | AgentEvent::TurnDone { .. }
+                        | AgentEvent::Background { .. }
                 )
             })
             .await
             {
+                AgentEvent::Background { event } => {
+                    if matches!(event, BackgroundEvent::Started { .. }) {
+                        started = true;
+                    } else if matches!(event, BackgroundEvent::Ready { .. }) {
+                        started = false;
+                    }
+                }
                 AgentEvent::LossyQuestion { request_id, .. } => {
                     asked = true;
                     agent
@@ -695,7 +765,19 @@ async fn confirm_lossy_asks_before_the_swap() {
                 _ => {}
             }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // A summary started during the turn is ready before the next one asks.
+        if started {
+            until(&mut agent.events, |e| {
+                matches!(
+                    e,
+                    AgentEvent::Background {
+                        event: BackgroundEvent::Ready { .. }
+                    }
+                )
+            })
+            .await;
+            started = false;
+        }
     }
     panic!("the limit was never reached");
 }

@@ -38,7 +38,13 @@ fn stages(events: &[scratchpad::compact::StageEvent]) -> Vec<Stage> {
 fn compacts_and_undoes(history: Vec<Message>, flag: &str, expected: &[Stage]) {
     let archive = MemoryArchive::new();
     let config = CompactConfig::default();
-    let prepared = prepare(history.clone(), "read everything", &config, &archive, &mut ExtractiveSummariser);
+    let prepared = prepare(
+        history.clone(),
+        "read everything",
+        &config,
+        &archive,
+        &mut ExtractiveSummariser,
+    );
     let fired = stages(&prepared.events);
     assert_eq!(&fired[..expected.len()], expected, "{flag}");
     assert_eq!(check_pairing(&prepared.messages), Ok(()), "{flag}");
@@ -51,7 +57,11 @@ fn compacts_and_undoes(history: Vec<Message>, flag: &str, expected: &[Stage]) {
     }
     assert_eq!(messages, history, "{flag}: undone, the history is as it was");
     let undone = serde_json::to_string(&messages).unwrap();
-    assert_eq!(undone, serde_json::to_string(&history).unwrap(), "{flag}: byte for byte");
+    assert_eq!(
+        undone,
+        serde_json::to_string(&history).unwrap(),
+        "{flag}: byte for byte"
+    );
 }
 
 #[test]
