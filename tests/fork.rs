@@ -383,3 +383,97 @@ fn fork_from_the_command_line_then_kill_during_its_first_turn_and_resume() {
     assert_eq!(resumed.last().map(Message::text).as_deref(), Some("and now?"));
     assert_eq!(sha256_of(&parent), parent_hash, "the parent was never written");
 }
+
+/// A journal the agent itself wrote (a scripted model, real tool calls, the pipeline
+/// as the agent runs it), forked before every stage it records: each fork holds the
+/// history that stage's receipt says it found (its message count and estimate), and
+/// the session ran stages to fork before (tool results persisted or cleared, the
+/// middle archived, the history summarised).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_written_journal_forks_before_every_stage_it_recorded() {
+    use scratchpad::agent::AskPolicy;
+    let mut script = Vec::new();
+    // Short turns first (many messages: the middle is archived), then long ones (much
+    // text: results persisted, the history summarised).
+    let size = |turn: usize| if turn < 5 { (60, 40, 2) } else { (2_500, 1_500, 60) };
+    for turn in 0..8 {
+        let (first, second) = (format!("t{turn}a"), format!("t{turn}b"));
+        let (a, b, answer) = size(turn);
+        script.push(common::tool_reply(
+            "Reading.",
+            &[
+                (
+                    first.as_str(),
+                    "bash",
+                    json!({"command": format!("head -c {a} /dev/zero | tr '\\0' a")}),
+                ),
+                (
+                    second.as_str(),
+                    "bash",
+                    json!({"command": format!("head -c {b} /dev/zero | tr '\\0' b")}),
+                ),
+            ],
+        ));
+        script.push(text_reply(&format!(
+            "Answer {turn}: {}",
+            "done and checked. ".repeat(answer)
+        )));
+    }
+    let api = MockApi::start(script).await;
+    let mut settings = common::agent_settings(AskPolicy::Approve);
+    settings.compaction = config();
+    let (mut agent, journal) = common::start_agent_journaled(&api, settings);
+    for turn in 0..8 {
+        let done = common::turn(&mut agent, &format!("Request {turn}: read both outputs")).await;
+        assert_eq!(
+            done.outcome,
+            scratchpad::protocol::TurnOutcome::Completed,
+            "{:?}",
+            done.errors
+        );
+    }
+    agent.ops.send(scratchpad::protocol::Op::Quit).unwrap();
+    agent.task.await.unwrap();
+
+    let restored = session::restore(&journal).unwrap();
+    let events: Vec<scratchpad::compact::StageEvent> = restored
+        .past
+        .iter()
+        .filter_map(|item| match item {
+            scratchpad::protocol::Past::Stage { event } if event.can_be_undone() => Some((**event).clone()),
+            _ => None,
+        })
+        .collect();
+    let stages: Vec<Stage> = events.iter().map(|event| event.stage).collect();
+    assert!(
+        stages.contains(&Stage::SnipCompact) && stages.contains(&Stage::CompactHistory),
+        "the session archived its middle and was summarised: {stages:?}"
+    );
+    let store = Store::new(agent.dir.path());
+    let estimate = config().estimate;
+    for event in &events {
+        let forked = session::fork(&journal, &ForkAt::Stage(event.id.clone()), &store, estimate)
+            .unwrap_or_else(|error| panic!("before {} {}: {error}", event.stage, event.id));
+        assert_eq!(
+            forked.messages.len(),
+            event.messages_before,
+            "before {} {}",
+            event.stage,
+            event.id
+        );
+        assert_eq!(
+            estimate.count(&forked.messages),
+            event.chars_before,
+            "before {} {}",
+            event.stage,
+            event.id
+        );
+        assert_eq!(
+            forked.origin.at,
+            ForkPoint::Stage {
+                id: event.id.clone(),
+                stage: event.stage
+            }
+        );
+    }
+}
