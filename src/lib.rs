@@ -10,6 +10,8 @@ mod config;
 pub mod context_map;
 pub mod digest;
 pub mod headless;
+/// Conversations built for tests and benchmarks: not in the shipped library.
+#[cfg(any(test, feature = "test-support"))]
 pub mod history;
 pub mod instructions;
 pub mod json;

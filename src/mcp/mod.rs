@@ -195,6 +195,7 @@ impl McpHub {
     /// A server already connected by the caller (one running in this process, over
     /// any transport): its tools are listed and offered like a started one's. It
     /// cannot be started again, so once it stops it is reported failed.
+    #[cfg(test)]
     pub async fn attach(&self, name: &str, config: McpServerConfig, client: Client) {
         let server = Server::new(name, config, PathBuf::new(), self.hidden.clone());
         // Nothing to start again.

@@ -111,6 +111,7 @@ impl Store {
 
     /// Skip the fsync before rename. Only for throwaway directories (benchmarks of the
     /// pure pipeline); a real session keeps the default.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn without_fsync(mut self) -> Self {
         self.durable = false;
         self

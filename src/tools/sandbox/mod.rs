@@ -424,6 +424,7 @@ impl Sandbox {
 
     /// Whether commands may write to `path` (it lies under a writable folder), by the
     /// rules this sandbox would apply.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn allows_writes_to(&self, path: &Path) -> bool {
         let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let path = canonical(path);

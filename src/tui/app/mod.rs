@@ -171,6 +171,7 @@ impl App {
     }
 
     /// Look for the workspace's sessions in `dir` instead of the data folder (tests).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn sessions_in(&mut self, dir: PathBuf) {
         let disk = std::mem::replace(&mut self.disk, Disk::inline(self.workspace.clone()));
         self.disk = disk.with_sessions_dir(dir);
