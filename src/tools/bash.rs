@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::permissions::{self, Verdict, judge_command};
-use super::sandbox::{GitState, Sandbox, SetAside, own_session};
+use super::sandbox::{GitState, Sandbox, SandboxError, SetAside, own_session};
 use super::{HiddenEnv, Job, Plan, Tool, ToolBox, ToolOutput, ToolsConfig};
 
 /// The longest timeout a call may ask for.
@@ -157,7 +157,7 @@ impl Shell {
         let workspace = self.cwd.clone();
         let set_aside = tokio::task::spawn_blocking(move || git_before.set_aside_new(&workspace))
             .await
-            .unwrap_or_else(|error| vec![Err(format!("cannot read the workspace's git state ({error})"))]);
+            .unwrap_or_else(|error| vec![Err(SandboxError::GitStateUnread(error.to_string()))]);
         if !set_aside.is_empty() {
             output.text.push_str(&self.set_aside_note(&set_aside));
         }
@@ -165,13 +165,13 @@ impl Shell {
     }
 
     /// What the model is told about git state its command made.
-    fn set_aside_note(&self, set_aside: &[Result<SetAside, String>]) -> String {
+    fn set_aside_note(&self, set_aside: &[Result<SetAside, SandboxError>]) -> String {
         let shown = |path: &std::path::Path| path.strip_prefix(&self.cwd).unwrap_or(path).display().to_string();
         let moves: Vec<String> = set_aside
             .iter()
             .map(|outcome| match outcome {
                 Ok(SetAside { made, now }) => format!("`{}` is now `{}`", shown(made), shown(now)),
-                Err(error) => error.clone(),
+                Err(error) => error.to_string(),
             })
             .collect();
         format!(

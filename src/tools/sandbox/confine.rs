@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use seccompiler::BpfProgram;
 
-use super::c_path;
+use super::{SandboxError, c_path};
 
 /// The Landlock ABI this kernel speaks; 0 or less when it has none.
 pub(super) fn landlock_abi() -> i64 {
@@ -62,18 +62,20 @@ pub(crate) struct MountPlan {
 /// A pipe whose write end only scratchpad holds, for as long as it runs: when it
 /// ends, however it ends (a SIGKILL included), the kernel closes that end and every
 /// command's reaper sees it. Both ends close on exec, so no command holds either.
-fn lifeline() -> Result<libc::c_int, String> {
-    static LIFELINE: OnceLock<Result<(OwnedFd, OwnedFd), String>> = OnceLock::new();
+fn lifeline() -> Result<libc::c_int, SandboxError> {
+    static LIFELINE: OnceLock<Result<(OwnedFd, OwnedFd), std::sync::Arc<io::Error>>> = OnceLock::new();
     let ends = LIFELINE.get_or_init(|| {
         let mut fds = [0; 2];
         // SAFETY: pipe2 writes two descriptors into the array, which we then own.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(format!("cannot make the reaper's pipe: {}", io::Error::last_os_error()));
+            return Err(std::sync::Arc::new(io::Error::last_os_error()));
         }
         // SAFETY: both descriptors were just opened and are owned by nothing else.
         Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
     });
-    ends.as_ref().map(|(read, _)| read.as_raw_fd()).map_err(Clone::clone)
+    ends.as_ref()
+        .map(|(read, _)| read.as_raw_fd())
+        .map_err(|error| SandboxError::Lifeline(error.clone()))
 }
 
 const TMP: &str = "/tmp";
@@ -85,16 +87,17 @@ impl MountPlan {
         read_only: &[PathBuf],
         hidden: &[PathBuf],
         network_namespace: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SandboxError> {
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).map_err(|error| error.to_string());
+        // Digits and spaces: never a NUL byte.
+        let line = |id: u32| CString::new(format!("{id} {id} 1\n")).unwrap_or_default();
         let relative = workspace.strip_prefix(TMP).ok();
         let rebind = match relative {
             Some(relative) if relative.as_os_str().is_empty() => None,
             Some(relative) => {
                 let place = private_tmp.join(relative);
-                std::fs::create_dir_all(&place).map_err(|error| format!("cannot prepare the private /tmp: {error}"))?;
+                std::fs::create_dir_all(&place).map_err(SandboxError::PrivateTmp)?;
                 Some((c_path(workspace)?, c_path(&place)?))
             }
             None => None,
@@ -154,11 +157,11 @@ impl MountPlan {
         let read_only = read_only
             .into_iter()
             .map(|place| Ok((c_path(place)?, mount_flags(place)?)))
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, SandboxError>>()?;
         Ok(MountPlan {
             network: network_namespace,
-            uid_map: line(uid)?,
-            gid_map: line(gid)?,
+            uid_map: line(uid),
+            gid_map: line(gid),
             private_tmp: covers_tmp.then(|| c_path(private_tmp)).transpose()?,
             rebind,
             cover_folders,
@@ -335,16 +338,15 @@ fn bound_sockets() -> Vec<PathBuf> {
 
 /// The flags of the mount holding `folder` that a bind inside a user namespace must
 /// keep (`statfs`'s `ST_*` bits, as `MS_*`).
-fn mount_flags(folder: &Path) -> Result<libc::c_ulong, String> {
+fn mount_flags(folder: &Path) -> Result<libc::c_ulong, SandboxError> {
     let path = c_path(folder)?;
     // SAFETY: statvfs writes into the zeroed struct; the path is NUL-terminated.
     let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
-        return Err(format!(
-            "cannot read the mount of {}: {}",
-            folder.display(),
-            io::Error::last_os_error()
-        ));
+        return Err(SandboxError::MountFlags {
+            path: folder.to_path_buf(),
+            source: io::Error::last_os_error(),
+        });
     }
     let have = stats.f_flag as libc::c_ulong;
     let pairs: [(libc::c_ulong, libc::c_ulong); 6] = [

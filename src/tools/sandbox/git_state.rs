@@ -13,6 +13,8 @@ use std::sync::Mutex;
 
 use ignore::{WalkBuilder, WalkState};
 
+use super::SandboxError;
+
 /// The name git looks for.
 const GIT: &str = ".git";
 
@@ -93,7 +95,7 @@ impl GitState {
     /// After a command (every process it started gone): rename each `.git` in
     /// `workspace` that was not in this state to a name git does not read. Those
     /// that cannot be moved are returned as errors, to be said.
-    pub fn set_aside_new(&self, workspace: &Path) -> Vec<Result<SetAside, String>> {
+    pub fn set_aside_new(&self, workspace: &Path) -> Vec<Result<SetAside, SandboxError>> {
         GitState::of(workspace)
             .entries
             .into_iter()
@@ -122,18 +124,18 @@ fn named_folder(entry: &Path) -> Option<PathBuf> {
 }
 
 /// Rename `made` beside itself, never over anything (`RENAME_NOREPLACE`).
-fn set_aside(made: &Path) -> Result<PathBuf, String> {
+fn set_aside(made: &Path) -> Result<PathBuf, SandboxError> {
     use std::os::unix::ffi::OsStrExt;
-    let source = std::ffi::CString::new(made.as_os_str().as_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", made.display()))?;
+    let source =
+        std::ffi::CString::new(made.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(made.to_path_buf()))?;
     for number in 1..=100 {
         let name = match number {
             1 => format!("{GIT}{SET_ASIDE_SUFFIX}"),
             n => format!("{GIT}{SET_ASIDE_SUFFIX}-{n}"),
         };
         let place = made.with_file_name(name);
-        let target = std::ffi::CString::new(place.as_os_str().as_bytes())
-            .map_err(|_| format!("{} contains a NUL byte", place.display()))?;
+        let target =
+            std::ffi::CString::new(place.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(place.clone()))?;
         // SAFETY: two NUL-terminated paths, relative to nothing (both are absolute).
         let renamed = unsafe {
             libc::renameat2(
@@ -149,13 +151,13 @@ fn set_aside(made: &Path) -> Result<PathBuf, String> {
         }
         let error = std::io::Error::last_os_error();
         if error.raw_os_error() != Some(libc::EEXIST) {
-            return Err(format!("cannot move {} aside: {error}", made.display()));
+            return Err(SandboxError::SetAside {
+                path: made.to_path_buf(),
+                source: error,
+            });
         }
     }
-    Err(format!(
-        "cannot move {} aside: every spare name is taken",
-        made.display()
-    ))
+    Err(SandboxError::NoSpareName(made.to_path_buf()))
 }
 
 #[cfg(test)]
@@ -187,13 +189,13 @@ mod tests {
         assert!(state.set_aside_new(root).is_empty(), "nothing new");
         std::fs::create_dir_all(root.join("deep/.git/hooks")).unwrap();
         std::fs::create_dir(root.join("deep/.git.refused")).unwrap();
-        let set = state.set_aside_new(root);
+        let set: Vec<SetAside> = state.set_aside_new(root).into_iter().collect::<Result<_, _>>().unwrap();
         assert_eq!(
             set,
-            vec![Ok(SetAside {
+            vec![SetAside {
                 made: root.join("deep/.git"),
                 now: root.join("deep/.git.refused-2"),
-            })]
+            }]
         );
         assert!(root.join("deep/.git.refused-2/hooks").is_dir(), "moved whole");
         assert!(!root.join("deep/.git").exists());

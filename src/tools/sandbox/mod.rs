@@ -31,6 +31,40 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use confine::{Confinement, own_session};
+
+/// Why a command could not be confined (it is then not run), or why a layer is
+/// missing on this machine.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot build the Landlock ruleset: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("the kernel does not support Landlock")]
+    NoLandlock,
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    #[error("{} contains a NUL byte", .0.display())]
+    NulInPath(PathBuf),
+    #[error("{} is not scratchpad's folder (a link or a file stands there); move it away", .0.display())]
+    NotOurFolder(PathBuf),
+    #[error("cannot create {}: {source}", .path.display())]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("cannot prepare the private /tmp: {0}")]
+    PrivateTmp(std::io::Error),
+    #[error("cannot read the mount of {}: {source}", .path.display())]
+    MountFlags { path: PathBuf, source: std::io::Error },
+    #[error("cannot make the reaper's pipe: {0}")]
+    Lifeline(std::sync::Arc<std::io::Error>),
+    #[error("a probe command failed ({0})")]
+    ProbeFailed(std::process::ExitStatus),
+    #[error("{0}")]
+    Probe(std::io::Error),
+    #[error("cannot move {} aside: {source}", .path.display())]
+    SetAside { path: PathBuf, source: std::io::Error },
+    #[error("cannot move {} aside: every spare name is taken", .0.display())]
+    NoSpareName(PathBuf),
+    #[error("cannot read the workspace's git state ({0})")]
+    GitStateUnread(String),
+}
 pub use git_state::{GitState, SetAside};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,7 +354,7 @@ impl Sandbox {
                     // Later probes (and commands) then run without them.
                     self.private_tmp = None;
                 }
-                self.missing.push((*layer, error));
+                self.missing.push((*layer, error.to_string()));
             }
         }
         if !self.has(Layer::Namespaces) && self.wants(Layer::NetworkNamespace) && self.has(Layer::NetworkNamespace) {
@@ -329,7 +363,7 @@ impl Sandbox {
         }
     }
 
-    fn probe(&self) -> Result<(), String> {
+    fn probe(&self) -> Result<(), SandboxError> {
         let confinement = self.confinement(&[])?;
         let mut probe = std::process::Command::new("true");
         probe
@@ -344,8 +378,8 @@ impl Sandbox {
         }
         match probe.status() {
             Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!("a probe command failed ({status})")),
-            Err(error) => Err(error.to_string()),
+            Ok(status) => Err(SandboxError::ProbeFailed(status)),
+            Err(error) => Err(SandboxError::Probe(error)),
         }
     }
 
@@ -383,7 +417,7 @@ impl Sandbox {
     /// when the sandbox does not confine. `read_only` is what this command finds
     /// read-only beside scratchpad's own folders (the workspace's git state, the MCP
     /// servers' code).
-    pub(crate) fn for_command(&self, read_only: &[PathBuf]) -> Result<Option<Confinement>, String> {
+    pub(crate) fn for_command(&self, read_only: &[PathBuf]) -> Result<Option<Confinement>, SandboxError> {
         if self.confines() {
             self.confinement(read_only).map(Some)
         } else {
@@ -391,7 +425,7 @@ impl Sandbox {
         }
     }
 
-    fn confinement(&self, read_only: &[PathBuf]) -> Result<Confinement, String> {
+    fn confinement(&self, read_only: &[PathBuf]) -> Result<Confinement, SandboxError> {
         let mut writable = self.writable();
         // There is a private /tmp exactly while the namespaces layer is in use.
         let namespaces = self.private_tmp.as_ref();
@@ -456,51 +490,39 @@ impl Sandbox {
         paths
     }
 
-    fn ruleset(&self, writable: Vec<PathBuf>) -> Result<OwnedFd, String> {
+    fn ruleset(&self, writable: Vec<PathBuf>) -> Result<OwnedFd, SandboxError> {
         use landlock::{ABI, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, path_beneath_rules};
         let abi = ABI::V6;
-        let describe = |error: landlock::RulesetError| format!("cannot build the Landlock ruleset: {error}");
         // Writable folders may hold files, folders, links, FIFOs and sockets, never
         // device nodes.
         let granted = AccessFs::from_write(abi) & !(AccessFs::MakeChar | AccessFs::MakeBlock);
-        let mut ruleset = Ruleset::default()
-            .handle_access(AccessFs::from_write(abi))
-            .map_err(describe)?;
+        let mut ruleset = Ruleset::default().handle_access(AccessFs::from_write(abi))?;
         if self.has(Layer::LandlockScopes) {
-            ruleset = ruleset
-                .scope(Scope::AbstractUnixSocket | Scope::Signal)
-                .map_err(describe)?;
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
         }
         if !self.config.network {
-            ruleset = ruleset
-                .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-                .map_err(describe)?;
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
         }
-        let created = ruleset
-            .create()
-            .map_err(describe)?
-            .add_rules(path_beneath_rules(writable, granted))
-            .map_err(describe)?;
-        Option::<OwnedFd>::from(created).ok_or_else(|| "the kernel does not support Landlock".to_string())
+        let created = ruleset.create()?.add_rules(path_beneath_rules(writable, granted))?;
+        Option::<OwnedFd>::from(created).ok_or(SandboxError::NoLandlock)
     }
 }
 
 /// A folder of ours exists, as a real folder, before a command runs: one the model
 /// made first, or swapped for a link, could hold what it planted.
-fn ensure_own_folder(folder: &Path) -> Result<(), String> {
+fn ensure_own_folder(folder: &Path) -> Result<(), SandboxError> {
     match std::fs::symlink_metadata(folder) {
         Ok(metadata) if metadata.is_dir() => Ok(()),
-        Ok(_) => Err(format!(
-            "{} is not scratchpad's folder (a link or a file stands there); move it away",
-            folder.display()
-        )),
-        Err(_) => crate::store::create_private_dir(folder)
-            .map_err(|error| format!("cannot create {}: {error}", folder.display())),
+        Ok(_) => Err(SandboxError::NotOurFolder(folder.to_path_buf())),
+        Err(_) => crate::store::create_private_dir(folder).map_err(|source| SandboxError::Create {
+            path: folder.to_path_buf(),
+            source,
+        }),
     }
 }
 
-fn c_path(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} contains a NUL byte", path.display()))
+fn c_path(path: &Path) -> Result<CString, SandboxError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| SandboxError::NulInPath(path.to_path_buf()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use super::SandboxError;
+
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
@@ -53,23 +55,24 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_request_key,
 ];
 
-fn arch() -> Result<TargetArch, String> {
+fn arch() -> Result<TargetArch, SandboxError> {
     std::env::consts::ARCH
         .try_into()
-        .map_err(|_| format!("seccomp: no filter for {}", std::env::consts::ARCH))
+        .map_err(|_| SandboxError::Seccomp(format!("no filter for {}", std::env::consts::ARCH)))
 }
 
-fn condition(arg: u8, operator: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
-    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, operator, value).map_err(|error| error.to_string())
+fn condition(arg: u8, operator: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, operator, value)
+        .map_err(|error| SandboxError::Seccomp(error.to_string()))
 }
 
-fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
-    SeccompRule::new(conditions).map_err(|error| error.to_string())
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
+    SeccompRule::new(conditions).map_err(|error| SandboxError::Seccomp(error.to_string()))
 }
 
 /// A rule per value: the call is refused when its argument `arg`, under `mask`,
 /// equals any of them.
-fn any_of(arg: u8, mask: u64, values: &[u64]) -> Result<Vec<SeccompRule>, String> {
+fn any_of(arg: u8, mask: u64, values: &[u64]) -> Result<Vec<SeccompRule>, SandboxError> {
     values
         .iter()
         .map(|value| rule(vec![condition(arg, SeccompCmpOp::MaskedEq(mask), *value)?]))
@@ -77,7 +80,7 @@ fn any_of(arg: u8, mask: u64, values: &[u64]) -> Result<Vec<SeccompRule>, String
 }
 
 /// The two programs to install, in order.
-pub(super) fn filters() -> Result<Vec<BpfProgram>, String> {
+pub(super) fn filters() -> Result<Vec<BpfProgram>, SandboxError> {
     let device_kinds = [libc::S_IFCHR as u64, libc::S_IFBLK as u64];
     let mut refused: BTreeMap<i64, Vec<SeccompRule>> = REFUSED.iter().map(|call| (*call, Vec::new())).collect();
     refused.insert(libc::SYS_ioctl, any_of(1, u64::from(u32::MAX), &TERMINAL_INJECTION)?);
@@ -90,12 +93,12 @@ pub(super) fn filters() -> Result<Vec<BpfProgram>, String> {
         .map(|flag| rule(vec![condition(0, SeccompCmpOp::MaskedEq(*flag), *flag)?]))
         .collect::<Result<Vec<_>, _>>()?;
     refused.insert(libc::SYS_clone, clone_rules);
-    let compile = |rules, errno: i32| -> Result<BpfProgram, String> {
+    let compile = |rules, errno: i32| -> Result<BpfProgram, SandboxError> {
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch()?)
-            .map_err(|error| format!("seccomp: {error}"))?;
+            .map_err(|error| SandboxError::Seccomp(error.to_string()))?;
         filter
             .try_into()
-            .map_err(|error: seccompiler::BackendError| format!("seccomp: {error}"))
+            .map_err(|error: seccompiler::BackendError| SandboxError::Seccomp(error.to_string()))
     };
     let clone3: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_clone3, Vec::new())].into();
     Ok(vec![compile(refused, libc::EPERM)?, compile(clone3, libc::ENOSYS)?])
