@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::McpError;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpServerConfig {
@@ -154,34 +156,40 @@ impl McpServerConfig {
 
     /// The server's environment values with `${NAME}` replaced by the user's variable
     /// `lookup` gives (an unknown one is an error naming it, never an empty value).
-    pub fn expanded_env(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+    pub fn expanded_env(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, McpError> {
         expanded("env", &self.env, lookup)
     }
 
     /// The headers for `url`, expanded as [`Self::expanded_env`] expands `env`.
-    pub fn expanded_headers(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+    pub fn expanded_headers(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, McpError> {
         expanded("headers", &self.headers, lookup)
     }
 }
 
 /// The values of `table` (`table_name` in errors) with `${NAME}` replaced.
 fn expanded(
-    table_name: &str,
+    table_name: &'static str,
     table: &BTreeMap<String, String>,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, McpError> {
     table
         .iter()
         .map(|(key, value)| {
-            let value = expand(value, &lookup)
-                .map_err(|name| format!("{table_name}.{key} names ${{{name}}}, which is not set"))?;
+            let value = expand(value, &lookup).map_err(|UnsetName(name)| McpError::UnsetVariable {
+                table: table_name,
+                key: key.clone(),
+                name,
+            })?;
             Ok((key.clone(), value))
         })
         .collect()
 }
 
-/// `text` with each `${NAME}` replaced; the name of the first unset one as the error.
-fn expand(text: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+/// The name of a variable a value names that is not set.
+struct UnsetName(String);
+
+/// `text` with each `${NAME}` replaced; the first unset one is the error.
+fn expand(text: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String, UnsetName> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -192,7 +200,7 @@ fn expand(text: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String
             return Ok(out);
         };
         let name = &after[..end];
-        out.push_str(&lookup(name).ok_or_else(|| name.to_string())?);
+        out.push_str(&lookup(name).ok_or_else(|| UnsetName(name.to_string()))?);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
@@ -218,7 +226,7 @@ mod tests {
         );
         config.env.insert("OTHER".into(), "${MISSING}".into());
         assert_eq!(
-            config.expanded_env(lookup).unwrap_err(),
+            config.expanded_env(lookup).unwrap_err().to_string(),
             "env.OTHER names ${MISSING}, which is not set"
         );
     }

@@ -29,6 +29,34 @@ use server::Server;
 use crate::provider::ToolSpec;
 use crate::tool_output::ToolOutput;
 
+/// Why a server could not be started, reached or listed: said on its status line and
+/// by `/mcp` (never with a secret in it).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum McpError {
+    #[error("{table}.{key} names ${{{name}}}, which is not set")]
+    UnsetVariable {
+        table: &'static str,
+        key: String,
+        name: String,
+    },
+    #[error("it ran in this process and cannot be started again")]
+    InProcess,
+    #[error("headers.{0} is not a header name")]
+    HeaderName(String),
+    #[error("headers.{0} has a value a header cannot carry")]
+    HeaderValue(String),
+    #[error("did not complete the MCP handshake at {url}: {reason}")]
+    HttpHandshake { url: String, reason: String },
+    #[error("cannot start `{command}`: {reason}")]
+    Spawn { command: String, reason: String },
+    #[error("did not complete the MCP handshake: {reason}{stderr}")]
+    Handshake { reason: String, stderr: String },
+    #[error("did not list its tools: {0}")]
+    ListTools(String),
+    #[error("did not start and list its tools within {0} s (startup_timeout_secs)")]
+    StartupTimeout(u64),
+}
+
 /// The longest tool description or server instructions the model reads, as Claude
 /// Code caps them; the rest is cut and the cut counted.
 pub const DESCRIPTION_CAP: usize = 2_048;
@@ -210,7 +238,7 @@ impl McpHub {
                 *server.client.lock().await = Some(client);
                 ServerState::Ready
             }
-            Err(reason) => ServerState::Failed(reason),
+            Err(reason) => ServerState::Failed(reason.to_string()),
         };
         self.revision.send_modify(|revision| *revision += 1);
     }

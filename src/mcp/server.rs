@@ -14,7 +14,8 @@ use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 
 use super::{
-    Client, DESCRIPTION_CAP, McpServerConfig, McpTool, STDERR_LINES, ServerState, ServerTool, capped, lock, result,
+    Client, DESCRIPTION_CAP, McpError, McpServerConfig, McpTool, STDERR_LINES, ServerState, ServerTool, capped, lock,
+    result,
 };
 use crate::tool_output::ToolOutput;
 
@@ -23,8 +24,8 @@ pub(super) struct Server {
     pub(super) name: String,
     pub(super) config: McpServerConfig,
     pub(super) cwd: PathBuf,
-    pub(super) env: Result<Vec<(String, String)>, String>,
-    pub(super) headers: Result<Vec<(String, String)>, String>,
+    pub(super) env: Result<Vec<(String, String)>, McpError>,
+    pub(super) headers: Result<Vec<(String, String)>, McpError>,
     pub(super) state: Mutex<ServerState>,
     pub(super) tools: Mutex<Vec<ServerTool>>,
     pub(super) instructions: Mutex<Option<(String, usize)>>,
@@ -69,10 +70,7 @@ impl Server {
         let timeout = Duration::from_secs(self.config.startup_timeout_secs);
         let outcome = match tokio::time::timeout(timeout, self.start()).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(format!(
-                "did not start and list its tools within {} s (startup_timeout_secs)",
-                timeout.as_secs()
-            )),
+            Err(_) => Err(McpError::StartupTimeout(timeout.as_secs())),
         };
         match outcome {
             Ok(client) => {
@@ -83,16 +81,16 @@ impl Server {
             Err(reason) => {
                 self.stop();
                 tracing::warn!(server = %self.name, %reason, "MCP server failed");
-                *lock(&self.state) = ServerState::Failed(reason);
+                *lock(&self.state) = ServerState::Failed(reason.to_string());
             }
         }
     }
 
-    pub(super) async fn start(&self) -> Result<Client, String> {
+    pub(super) async fn start(&self) -> Result<Client, McpError> {
         let client = match &self.config.url {
             Some(url) => self.reach(url).await?,
             None if self.config.command.is_empty() => {
-                return Err("it ran in this process and cannot be started again".into());
+                return Err(McpError::InProcess);
             }
             None => self.spawn().await?,
         };
@@ -102,7 +100,7 @@ impl Server {
 
     /// Reach a server over streamable HTTP, with its headers (a bearer
     /// `Authorization` as the transport's own).
-    pub(super) async fn reach(&self, url: &str) -> Result<Client, String> {
+    pub(super) async fn reach(&self, url: &str) -> Result<Client, McpError> {
         use rmcp::transport::StreamableHttpClientTransport;
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -115,20 +113,21 @@ impl Server {
                 continue;
             }
             let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("headers.{name} is not a header name"))?;
+                .map_err(|_| McpError::HeaderName(name.clone()))?;
             // The value is never quoted back: it may hold a secret.
-            let value = reqwest::header::HeaderValue::from_str(&value)
-                .map_err(|_| format!("headers.{name} has a value a header cannot carry"))?;
+            let value =
+                reqwest::header::HeaderValue::from_str(&value).map_err(|_| McpError::HeaderValue(name.clone()))?;
             custom.insert(header, value);
         }
         let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
-        ().serve(transport)
-            .await
-            .map_err(|error| format!("did not complete the MCP handshake at {url}: {error}"))
+        ().serve(transport).await.map_err(|error| McpError::HttpHandshake {
+            url: url.to_string(),
+            reason: error.to_string(),
+        })
     }
 
     /// Start the server as a child process in its own group, its stderr kept.
-    pub(super) async fn spawn(&self) -> Result<Client, String> {
+    pub(super) async fn spawn(&self) -> Result<Client, McpError> {
         let env = self.env.clone()?;
         let mut command = tokio::process::Command::new(&self.config.command);
         for (key, _) in std::env::vars_os() {
@@ -145,7 +144,10 @@ impl Server {
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .map_err(|error| format!("cannot start `{}`: {error}", self.config.command))?;
+            .map_err(|error| McpError::Spawn {
+                command: self.config.command.clone(),
+                reason: error.to_string(),
+            })?;
         if let Some(pid) = transport.id().and_then(|pid| i32::try_from(pid).ok()) {
             crate::process::children::keep_child(pid);
             *lock(&self.group) = Some(pid);
@@ -163,17 +165,18 @@ impl Server {
                 }
             });
         }
-        ().serve(transport)
-            .await
-            .map_err(|error| format!("did not complete the MCP handshake: {error}{}", self.stderr_hint()))
+        ().serve(transport).await.map_err(|error| McpError::Handshake {
+            reason: error.to_string(),
+            stderr: self.stderr_hint(),
+        })
     }
 
     /// Its tools and instructions, as the model will get them.
-    pub(super) async fn list_tools(&self, client: &Client) -> Result<(), String> {
+    pub(super) async fn list_tools(&self, client: &Client) -> Result<(), McpError> {
         let listed = client
             .list_all_tools()
             .await
-            .map_err(|error| format!("did not list its tools: {error}"))?;
+            .map_err(|error| McpError::ListTools(error.to_string()))?;
         *lock(&self.tools) = listed
             .into_iter()
             .map(|tool| {
