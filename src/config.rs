@@ -9,6 +9,7 @@ use crate::accounting::LimitChoice;
 use crate::compact::CompactConfig;
 use crate::instructions::InstructionsConfig;
 use crate::provider::RetryPolicy;
+use crate::setting::InvalidSetting;
 use crate::tools::ToolsConfig;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -208,11 +209,13 @@ impl Config {
         if auto {
             config.limit_choice = LimitChoice::Auto;
         }
-        config.validate().map_err(|(key, message)| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            line: line_of(text, key),
-            message,
-        })?;
+        config
+            .validate()
+            .map_err(|InvalidSetting { key, message }| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, key),
+                message,
+            })?;
         Ok(config)
     }
 
@@ -246,19 +249,11 @@ impl Config {
     }
 
     /// Check every value; the error names the key.
-    pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        self.compaction.validate().map_err(|message| {
-            let key = message.split_whitespace().next().unwrap_or("compaction");
-            let key = COMPACTION_KEYS
-                .iter()
-                .find(|k| **k == key)
-                .copied()
-                .unwrap_or("compaction");
-            (key, message)
-        })?;
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        self.compaction.validate()?;
         for (key, value, range) in self.numeric_settings() {
             if !range.contains(&value) {
-                return Err((
+                return Err(InvalidSetting::new(
                     key,
                     format!(
                         "{key} must be between {} and {}, got {value}",
@@ -273,7 +268,7 @@ impl Config {
             server.check(name)?;
         }
         if let Some(name) = self.instructions.files.iter().find(|name| !is_plain_file_name(name)) {
-            return Err((
+            return Err(InvalidSetting::new(
                 "files",
                 format!("instructions.files names files in each folder, not paths: {name:?}"),
             ));
@@ -342,25 +337,6 @@ impl Config {
 fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
 }
-
-const COMPACTION_KEYS: &[&str] = &[
-    "tool_result_budget_chars",
-    "persist_result_over_chars",
-    "persisted_preview_chars",
-    "snip_max_messages",
-    "snip_keep_head",
-    "context_char_limit",
-    "micro_target_percent",
-    "micro_keep_recent",
-    "micro_min_chars",
-    "fit_preview_chars",
-    "reactive_keep_messages",
-    "summary_input_chars",
-    "estimate",
-    "confirm_lossy",
-    "background_at_percent",
-    "compact_when_idle",
-];
 
 /// `text` with the `context_char_limit = "auto"` line's value replaced by the default.
 fn with_default_limit(text: &str) -> String {

@@ -59,7 +59,9 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
         config.provider.prompt_caching = false;
     }
     args.thresholds.apply(&mut config);
-    config.validate().map_err(|(_, message)| ConfigError::Value(message))?;
+    config
+        .validate()
+        .map_err(|invalid| ConfigError::Value(invalid.message))?;
     // Receipts name a call's input by the field its tool says a call is about.
     config.compaction.describe_input = crate::compact::receipt::InputDescriber(crate::tools::input_summary);
     Ok(config)

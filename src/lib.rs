@@ -24,6 +24,7 @@ pub mod process;
 pub mod protocol;
 pub mod provider;
 pub mod session;
+pub mod setting;
 mod signals;
 pub mod store;
 mod terminal_text;

@@ -34,7 +34,7 @@ pub enum CommandError {
     )]
     NoInput(String),
     #[error("invalid compaction settings: {0}")]
-    Config(String),
+    Config(crate::setting::InvalidSetting),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
 }

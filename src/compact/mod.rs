@@ -32,6 +32,7 @@ pub mod undo;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
+use crate::setting::InvalidSetting;
 pub use archive::{Archive, MemoryArchive};
 
 pub use compact_history::{Asked, SUMMARY_INSTRUCTIONS, force_compact};
@@ -130,44 +131,65 @@ pub const MIN_CONTEXT_CHAR_LIMIT: usize = 2_000;
 
 impl CompactConfig {
     /// Check the relations between fields; the message names the offending key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
         if self.context_char_limit < MIN_CONTEXT_CHAR_LIMIT {
-            return Err(format!(
-                "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
-                self.context_char_limit
+            return Err(InvalidSetting::new(
+                "context_char_limit",
+                format!(
+                    "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
+                    self.context_char_limit
+                ),
             ));
         }
         if self.background_at_percent > 100 {
-            return Err(format!(
-                "background_at_percent must be between 0 (off) and 100, got {}",
-                self.background_at_percent
+            return Err(InvalidSetting::new(
+                "background_at_percent",
+                format!(
+                    "background_at_percent must be between 0 (off) and 100, got {}",
+                    self.background_at_percent
+                ),
             ));
         }
         if !(1..=100).contains(&self.micro_target_percent) {
-            return Err(format!(
-                "micro_target_percent must be between 1 and 100, got {}",
-                self.micro_target_percent
+            return Err(InvalidSetting::new(
+                "micro_target_percent",
+                format!(
+                    "micro_target_percent must be between 1 and 100, got {}",
+                    self.micro_target_percent
+                ),
             ));
         }
         if self.snip_max_messages < self.snip_keep_head.saturating_add(2) {
-            return Err(format!(
-                "snip_max_messages ({}) must exceed snip_keep_head ({}) by at least 2",
-                self.snip_max_messages, self.snip_keep_head
+            return Err(InvalidSetting::new(
+                "snip_max_messages",
+                format!(
+                    "snip_max_messages ({}) must exceed snip_keep_head ({}) by at least 2",
+                    self.snip_max_messages, self.snip_keep_head
+                ),
             ));
         }
         if self.snip_keep_head == 0 {
-            return Err("snip_keep_head must be at least 1 (the first user message)".into());
+            return Err(InvalidSetting::new(
+                "snip_keep_head",
+                "snip_keep_head must be at least 1 (the first user message)",
+            ));
         }
         if self.persisted_preview_chars >= self.persist_result_over_chars {
-            return Err(format!(
-                "persisted_preview_chars ({}) must be smaller than persist_result_over_chars ({})",
-                self.persisted_preview_chars, self.persist_result_over_chars
+            return Err(InvalidSetting::new(
+                "persisted_preview_chars",
+                format!(
+                    "persisted_preview_chars ({}) must be smaller than persist_result_over_chars ({})",
+                    self.persisted_preview_chars, self.persist_result_over_chars
+                ),
             ));
         }
         if self.summary_input_chars < 1_000 {
-            return Err(format!(
-                "summary_input_chars must be at least 1000, got {}",
-                self.summary_input_chars
+            return Err(InvalidSetting::new(
+                "summary_input_chars",
+                format!(
+                    "summary_input_chars must be at least 1000, got {}",
+                    self.summary_input_chars
+                ),
             ));
         }
         Ok(())

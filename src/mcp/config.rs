@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::McpError;
+use crate::setting::InvalidSetting;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -104,16 +105,16 @@ impl McpServerConfig {
     }
 
     /// What is wrong with the settings of server `name`, with the key to point at.
-    pub fn check(&self, name: &str) -> Result<(), (&'static str, String)> {
+    pub fn check(&self, name: &str) -> Result<(), InvalidSetting> {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err((
+            return Err(InvalidSetting::new(
                 "mcp_servers",
                 format!("mcp_servers.{name:?}: a server's name takes letters, digits, `_` and `-` only"),
             ));
         }
         match (self.command.trim().is_empty(), &self.url) {
             (true, None) => {
-                return Err((
+                return Err(InvalidSetting::new(
                     "command",
                     format!(
                         "mcp_servers.{name}: neither a `command` serving MCP on stdio nor the `url` of a \
@@ -122,13 +123,13 @@ impl McpServerConfig {
                 ));
             }
             (false, Some(_)) => {
-                return Err((
+                return Err(InvalidSetting::new(
                     "url",
                     format!("mcp_servers.{name}: both a `command` and a `url`; a server is one or the other"),
                 ));
             }
             (true, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                return Err((
+                return Err(InvalidSetting::new(
                     "url",
                     format!("mcp_servers.{name}.url must be http:// or https://, got {url:?}"),
                 ));
@@ -141,7 +142,7 @@ impl McpServerConfig {
             ("max_result_chars", self.max_result_chars as u64, MAX_RESULT_RANGE),
         ] {
             if !range.contains(&value) {
-                return Err((
+                return Err(InvalidSetting::new(
                     key,
                     format!(
                         "mcp_servers.{name}.{key} must be between {} and {}, got {value}",
@@ -244,10 +245,10 @@ mod tests {
         assert!(config.offers("echo") && !config.offers("add") && !config.offers("other"));
         assert!(config.trusts("echo") && !config.trusts("add"));
         assert!(config.check("ok-name_1").is_ok());
-        assert_eq!(config.check("bad name").unwrap_err().0, "mcp_servers");
+        assert_eq!(config.check("bad name").unwrap_err().key, "mcp_servers");
         config.tool_timeout_secs = 0;
-        assert_eq!(config.check("s").unwrap_err().0, "tool_timeout_secs");
+        assert_eq!(config.check("s").unwrap_err().key, "tool_timeout_secs");
         config.command.clear();
-        assert_eq!(config.check("s").unwrap_err().0, "command");
+        assert_eq!(config.check("s").unwrap_err().key, "command");
     }
 }

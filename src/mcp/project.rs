@@ -99,7 +99,7 @@ pub fn read(workspace: &Path) -> Result<Option<ProjectServers>, String> {
             Ok(()) => {
                 servers.insert(name, config);
             }
-            Err((_, reason)) => problems.push(format!("{PROJECT_FILE}: {reason}: left out")),
+            Err(invalid) => problems.push(format!("{PROJECT_FILE}: {invalid}: left out")),
         }
     }
     let sha256 = trusted_hash(&bytes, &servers, workspace);

@@ -4,6 +4,8 @@
 
 use globset::{GlobSet, GlobSetBuilder};
 
+use crate::setting::InvalidSetting;
+
 /// The secrets scratchpad itself reads; always hidden from commands.
 pub const ALWAYS_HIDDEN_ENV: &[&str] = &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"];
 
@@ -81,7 +83,7 @@ impl HiddenEnv {
 impl HiddenEnv {
     /// `hide_env` and `pass_env` compiled; a bad pattern is named, with the key it is
     /// under.
-    pub fn compile(hide_env: &[String], pass_env: &[String]) -> Result<HiddenEnv, (&'static str, String)> {
+    pub fn compile(hide_env: &[String], pass_env: &[String]) -> Result<HiddenEnv, InvalidSetting> {
         Ok(HiddenEnv {
             hide: env_matcher("hide_env", hide_env)?,
             pass: env_matcher("pass_env", pass_env)?,
@@ -89,14 +91,16 @@ impl HiddenEnv {
     }
 }
 
-fn env_matcher(key: &'static str, patterns: &[String]) -> Result<GlobSet, (&'static str, String)> {
+fn env_matcher(key: &'static str, patterns: &[String]) -> Result<GlobSet, InvalidSetting> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = globset::GlobBuilder::new(pattern)
             .case_insensitive(true)
             .build()
-            .map_err(|error| (key, format!("{key} pattern `{pattern}`: {error}")))?;
+            .map_err(|error| InvalidSetting::new(key, format!("{key} pattern `{pattern}`: {error}")))?;
         builder.add(glob);
     }
-    builder.build().map_err(|error| (key, format!("{key}: {error}")))
+    builder
+        .build()
+        .map_err(|error| InvalidSetting::new(key, format!("{key}: {error}")))
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 pub use crate::process::environment::{ALWAYS_HIDDEN_ENV, DEFAULT_HIDDEN_ENV, HiddenEnv, user_variable, withhold};
 use crate::provider::ToolSpec;
+use crate::setting::InvalidSetting;
 pub use crate::tool_output::ToolOutput;
 use bash::Shell;
 use permissions::PermissionConfig;
@@ -167,11 +168,11 @@ pub struct ToolsConfig {
 impl ToolsConfig {
     /// `hide_env` and `pass_env` as one matcher; a bad pattern is named, with the key
     /// it is under.
-    pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, (&'static str, String)> {
+    pub fn hidden_env_matcher(&self) -> Result<HiddenEnv, InvalidSetting> {
         // The usual patterns are compiled once: they are needed at start, to take the
         // secrets out of scratchpad's own environment, and again to check the settings
         // (each compiling took about 0.2 ms of every start).
-        static DEFAULT: std::sync::OnceLock<Result<HiddenEnv, (&'static str, String)>> = std::sync::OnceLock::new();
+        static DEFAULT: std::sync::OnceLock<Result<HiddenEnv, InvalidSetting>> = std::sync::OnceLock::new();
         if self.pass_env.is_empty() && self.hide_env.iter().eq(DEFAULT_HIDDEN_ENV) {
             return DEFAULT.get_or_init(|| HiddenEnv::compile(&self.hide_env, &[])).clone();
         }
