@@ -170,7 +170,9 @@ proptest! {
     /// there, restored unchanged, and the parent's journal keeps its hash.
     #[test]
     fn a_fork_holds_the_history_the_parent_had_at_its_point(
-        turns in proptest::collection::vec(proptest::collection::vec(100usize..3_500, 0..4), 2..9),
+        // At least four turns of results over 1,500 chars each: more than the 6,000
+        // limit, so every session has stages to fork before.
+        turns in proptest::collection::vec(proptest::collection::vec(1_500usize..3_500, 1..4), 4..9),
         answer_chars in 0usize..2_500,
     ) {
         let workspace = tempfile::tempdir().unwrap();
@@ -200,6 +202,7 @@ proptest! {
             prop_assert_eq!(&forked.messages, expected, "before {} {}", stage, id);
             prop_assert_eq!(&forked.origin.at, &ForkPoint::Stage { id: id.clone(), stage: *stage });
         }
+        prop_assert!(!recorded.receipts.is_empty(), "the session ran stages to fork before");
         for (id, messages_before, chars_before) in &recorded.receipts {
             let forked = session::fork(&recorded.journal, &ForkAt::Stage(id.clone()), &store, config.estimate).unwrap();
             prop_assert_eq!(forked.messages.len(), *messages_before);

@@ -57,9 +57,10 @@ const RULES: &[(&str, Rule, &str)] = &[
     ),
     (
         "process",
-        Rule::Only(&[]),
-        "the processes' registry and environment are a leaf",
+        Rule::Only(&["setting"]),
+        "the processes' registry and environment name only the leaf that says a setting is invalid",
     ),
+    ("setting.rs", Rule::Only(&[]), "an invalid setting is a leaf"),
     ("text.rs", Rule::Only(&[]), "plain-text helpers are a leaf"),
     ("tool_output.rs", Rule::Only(&[]), "what a tool gives back is a leaf"),
 ];
