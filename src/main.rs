@@ -158,17 +158,17 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let mut launched = launch::launch(&run, &env)?;
             launched.pick_session = pick_session;
             let runtime = scratchpad::json::runtime()?;
-            match cli.print {
+            let code = match cli.print {
                 Some(request) => {
                     let jsonl = cli.events.is_some();
                     let outcome = runtime
                         .block_on(headless::run(launched, request, jsonl, cli.yes))
                         .wrap_err("headless run")?;
-                    Ok(if outcome == TurnOutcome::Completed {
+                    if outcome == TurnOutcome::Completed {
                         ExitCode::SUCCESS
                     } else {
                         ExitCode::FAILURE
-                    })
+                    }
                 }
                 None => {
                     let session = runtime.block_on(tui::run(launched))?;
@@ -180,9 +180,14 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                         // The terminal may be gone (its window closed): nothing to tell then.
                         let _ = writeln!(io::stdout(), "session {session} · to pick it up again: {command}");
                     }
-                    Ok(ExitCode::SUCCESS)
+                    ExitCode::SUCCESS
                 }
-            }
+            };
+            // The MCP servers stop with the runtime; what they left running (a daemon
+            // of their own, handed to us as orphans) goes with them.
+            drop(runtime);
+            scratchpad::process::children::sweep_orphans();
+            Ok(code)
         }
     }
 }

@@ -121,6 +121,48 @@ fn the_sweep_after_a_command_spares_the_mcp_servers() {
     assert_eq!(answers[0], answers[1], "the same server answered both times");
 }
 
+/// A daemon an MCP server left running (in a session of its own, out of the server's
+/// process group) does not outlive scratchpad: handed to it as an orphan once the
+/// server stops, it is swept at exit.
+#[test]
+fn a_daemon_an_mcp_server_left_does_not_outlive_scratchpad() {
+    let workspace = Workspace::new();
+    configure_fixture(&workspace, "");
+    let token = 30_000 + std::process::id() % 10_000;
+    let daemon = format!("sleep {token}");
+    let api = MockApi::start_in_thread(vec![
+        tool_reply(
+            "Starting.",
+            &[("toolu_o1", "mcp__fx__echo", json!({"text": format!("orphan {token}")}))],
+        ),
+        text_reply("done"),
+    ]);
+    let output = workspace.run(&api, &["-p", "Leave a daemon", "--yes"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let exact = |command: &str| {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| {
+                let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                (String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command).then_some(pid)
+            })
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut left = exact(&daemon);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = exact(&daemon);
+    }
+    for pid in &left {
+        // SAFETY: signalling a process this test caused.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "the server's daemon outlived scratchpad: {left:?}");
+}
+
 /// Processes whose command line mentions `text`.
 fn processes_mentioning(text: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")

@@ -39,7 +39,7 @@ pub fn release_child(pid: i32) {
 /// (init of its PID namespace) exits only once the orphans of its namespace that
 /// were handed to us are reaped, so every child is killed and then collected as it
 /// can be.
-pub(crate) fn sweep_orphans() {
+pub fn sweep_orphans() {
     if !ADOPTS_ORPHANS.load(Ordering::Relaxed) {
         return;
     }
