@@ -208,13 +208,7 @@ fn with_yes_the_sandbox_still_contains_writes_and_detached_processes_die() {
     assert!(results[3].contains("started"), "{}", results[3]);
     assert_eq!(results[4], "read\n", "reads stay allowed");
     assert!(files_under(canary.path()).is_empty(), "the canary stays empty");
-    let survivors: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
-        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
-        .filter(|cmdline| cmdline.trim() == format!("sleep {token}"))
-        .collect();
+    let survivors = common::processes_running(&format!("sleep {token}"));
     assert!(
         survivors.is_empty(),
         "a setsid daemon outlived its command: {survivors:?}"

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{MockApi, Workspace, bash_call, messages_of, results_of, text_reply, tool_reply, tool_results};
+use common::{
+    MockApi, Workspace, bash_call, messages_of, processes_running, results_of, text_reply, tool_reply, tool_results,
+};
 use scratchpad::tools::sandbox::{Sandbox, SandboxConfig, SandboxState};
 use serde_json::{Value, json};
 
@@ -439,19 +441,6 @@ fn a_daemon_socket_elsewhere_is_out_of_reach() {
         "the workspace's own socket stays usable: {}",
         results[1]
     );
-}
-
-/// The pids of processes whose command line is exactly `command`.
-fn processes_running(command: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            (String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command).then_some(pid)
-        })
-        .collect()
 }
 
 /// scratchpad killed outright (SIGKILL, no chance to clean up) takes every process a

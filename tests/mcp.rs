@@ -139,22 +139,11 @@ fn a_daemon_an_mcp_server_left_does_not_outlive_scratchpad() {
     ]);
     let output = workspace.run(&api, &["-p", "Leave a daemon", "--yes"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let exact = |command: &str| {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| {
-                let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
-                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-                (String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command).then_some(pid)
-            })
-            .collect::<Vec<_>>()
-    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    let mut left = exact(&daemon);
+    let mut left = processes_running(&daemon);
     while !left.is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        left = exact(&daemon);
+        left = processes_running(&daemon);
     }
     for pid in &left {
         // SAFETY: signalling a process this test caused.

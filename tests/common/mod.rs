@@ -1196,3 +1196,16 @@ pub fn without_cache_control(value: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// The pids of processes whose command line is exactly `command`.
+pub fn processes_running(command: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (String::from_utf8_lossy(&cmdline).replace('\0', " ").trim() == command).then_some(pid)
+        })
+        .collect()
+}

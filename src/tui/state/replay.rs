@@ -74,12 +74,7 @@ impl AppState {
     /// A resumed session as it happened: its messages, markers and tool calls in
     /// order, and its timeline.
     pub(super) fn replay(&mut self, past: Vec<Past>, in_context: usize) {
-        self.chat.clear();
-        self.revisions.clear();
-        self.tools.clear();
-        self.turns = 0;
-        self.timeline.clear();
-        self.undoable.clear();
+        self.start_afresh();
         let mut messages = 0;
         for item in past {
             match item {
@@ -117,12 +112,7 @@ impl AppState {
     /// afresh (`/clear`) or resumed from its messages alone. The timeline and the
     /// markers that undo could act on belong to what came before.
     pub(super) fn load_history(&mut self, messages: &[Message]) {
-        self.chat.clear();
-        self.revisions.clear();
-        self.tools.clear();
-        self.turns = 0;
-        self.timeline.clear();
-        self.undoable.clear();
+        self.start_afresh();
         for message in messages {
             self.show_message(message);
         }
@@ -132,5 +122,16 @@ impl AppState {
                 crate::compact::counted(messages.len(), "message", "messages")
             )));
         }
+    }
+
+    /// Nothing shown yet: the chat, the tool calls, the turns, the timeline and the
+    /// markers undo could act on, all gone.
+    fn start_afresh(&mut self) {
+        self.chat.clear();
+        self.revisions.clear();
+        self.tools.clear();
+        self.turns = 0;
+        self.timeline.clear();
+        self.undoable.clear();
     }
 }
