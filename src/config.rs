@@ -309,6 +309,7 @@ impl Config {
                 as_u64(c.summary_input_chars),
                 1_000..=100_000_000,
             ),
+            ("index_percent", as_u64(c.index_percent), 0..=50),
             ("max_tokens", u64::from(self.provider.max_tokens), 1..=1_000_000),
             (
                 "context_window_tokens",
@@ -478,6 +479,7 @@ micro_min_chars = 10
 fit_preview_chars = 20
 reactive_keep_messages = 3
 summary_input_chars = 2000
+index_percent = 5
 estimate = "compact"
 confirm_lossy = true
 background_at_percent = 55
@@ -531,6 +533,7 @@ max_bytes = 100
             fit_preview_chars: 20,
             reactive_keep_messages: 3,
             summary_input_chars: 2000,
+            index_percent: 5,
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
             background_at_percent: 55,

@@ -1435,9 +1435,22 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
             kind: scratchpad::compact::loss::LossKind::Command,
             text: "cargo test --lib lexer".into(),
             position: 2,
+            at: Some(format!("{transcript}:2")),
             from_user: false,
         }],
         total: 1,
+        tally: vec![
+            scratchpad::compact::loss::Tally {
+                kind: scratchpad::compact::loss::LossKind::Path,
+                found: 6,
+                kept: 6,
+            },
+            scratchpad::compact::loss::Tally {
+                kind: scratchpad::compact::loss::LossKind::Command,
+                found: 5,
+                kept: 4,
+            },
+        ],
     });
     s.app.apply(AgentEvent::Compaction { event });
     // The next call says what the compaction cost in cache.

@@ -296,16 +296,26 @@ impl Agent {
             return;
         };
         let prefix = fingerprint(self.conversation.messages(), end);
-        let covered = self.conversation.messages()[..end].to_vec();
+        let covered = &self.conversation.messages()[..end];
+        // The summary reads the whole record, as stage 4's does: what earlier stages
+        // moved to disk comes back from the archive.
+        let record = crate::compact::record::rebuild(covered, &self.store);
+        // The cached form replays the history as it stands, so it is used only when
+        // that history is the whole record.
+        let whole = !record.restored_anything() && record.left_out.is_empty();
         let mut summariser = self.summariser();
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.system.clone(), self.tools.specs());
         let task = tokio::spawn(async move {
             let started = Instant::now();
-            let request = crate::compact::compact_history::summary_request(&covered, None, &config);
-            let cached = summariser
-                .summarise_cached(system, tools, &covered, &request.instructions)
-                .await;
+            let request = crate::compact::compact_history::summary_request(&record, None, &config);
+            let cached = if whole {
+                summariser
+                    .summarise_cached(system, tools, &record.messages, &request.instructions)
+                    .await
+            } else {
+                None
+            };
             let mut notices = Vec::new();
             let result = match cached {
                 Some(Ok(written)) => Ok(Written {

@@ -189,7 +189,8 @@ const TRANSCRIPT_PATH_ROOM: usize = 128;
 /// next compaction.
 pub fn swap_fits(sizes: &Sizes, end: usize, request: &str, summary: &str, config: &CompactConfig) -> bool {
     let placeholder = "x".repeat(TRANSCRIPT_PATH_ROOM);
-    let compacted = Message::user_text(compacted_text(Some(request), summary, &placeholder, end));
+    let index = "x".repeat(config.index_room());
+    let compacted = Message::user_text(compacted_text(Some(request), summary, &index, &placeholder, end));
     sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.micro_target_chars()
 }
 

@@ -153,6 +153,7 @@ mod tests {
             instructions: String::new(),
             history_text: String::new(),
             messages: &messages,
+            left_out: &[],
             focus: None,
         };
         let summary = ExtractiveSummariser.summarise(&request).unwrap();
@@ -185,6 +186,7 @@ mod tests {
             instructions: String::new(),
             history_text: String::new(),
             messages: &messages,
+            left_out: &[],
             focus: Some("the lexer tests"),
         };
         let summary = ExtractiveSummariser.summarise(&request).unwrap();

@@ -1,5 +1,6 @@
-//! The loss report of a summary: what the summarised messages had *from the user and
-//! the tools* that the summary does not — names, paths, URLs and numbers the user
+//! The retention report of a summary: of what the summarised record had *from the user
+//! and the tools*, how much the `[Compacted]` message keeps (in the summary, the index
+//! or the request), kind by kind, and what it does not — names, paths, URLs and numbers the user
 //! wrote, commands that were run, errors, paths and numbers the tools reported — each
 //! with the message it first appears in, the user's first. The model's own prose is
 //! not a source (its words are its own), and neither is what is on disk: a saved
@@ -32,6 +33,18 @@ pub enum LossKind {
 }
 
 impl LossKind {
+    /// The kind counted, as the retention line names it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            LossKind::Path => "paths",
+            LossKind::Command => "commands",
+            LossKind::Number => "numbers",
+            LossKind::Error => "errors",
+            LossKind::Url => "urls",
+            LossKind::Identifier => "names",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             LossKind::Path => "path",
@@ -64,18 +77,50 @@ impl LossKind {
 pub struct Missing {
     pub kind: LossKind,
     pub text: String,
-    /// 1-based position of the first message that has it, in the summarised span.
+    /// 1-based position of the first message that has it, in the summarised record.
     pub position: usize,
+    /// Where that message is: `PATH:LINE` in the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     /// The user wrote it (a request): their constraints come first.
     #[serde(default)]
     pub from_user: bool,
 }
 
-/// What a summary left out, at most [`REPORT_LIMIT`] of them, and how many in all.
+/// What a summary left out, at most [`REPORT_LIMIT`] of them, how many in all, and of
+/// each kind how many the record had and the `[Compacted]` message keeps.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LossReport {
     pub missing: Vec<Missing>,
     pub total: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tally: Vec<Tally>,
+}
+
+/// Of one kind: how many the record had, and how many are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub kind: LossKind,
+    pub found: usize,
+    pub kept: usize,
+}
+
+impl LossReport {
+    /// `keeps 18/20: paths 6/6, commands 4/5, errors 3/4`; `None` for a report made
+    /// before retention was counted, or of a record with nothing to count.
+    pub fn retention_line(&self) -> Option<String> {
+        let found: usize = self.tally.iter().map(|tally| tally.found).sum();
+        if found == 0 {
+            return None;
+        }
+        let kept: usize = self.tally.iter().map(|tally| tally.kept).sum();
+        let kinds: Vec<String> = self
+            .tally
+            .iter()
+            .map(|tally| format!("{} {}/{}", tally.kind.plural(), tally.kept, tally.found))
+            .collect();
+        Some(format!("keeps {kept}/{found}: {}", kinds.join(", ")))
+    }
 }
 
 static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"'`)\]]+"#));
@@ -98,8 +143,9 @@ fn pattern(source: &str) -> Regex {
     Regex::new(source).unwrap_or_else(|error| panic!("loss report pattern {source}: {error}"))
 }
 
-/// What `summarised` had from the user and the tools that `summary` does not.
-pub fn report(summarised: &[Message], summary: &str) -> LossReport {
+/// What `summarised` (the record at `record`, one message a line) had from the user
+/// and the tools, and which of it `kept` (the `[Compacted]` message) does not hold.
+pub fn report(summarised: &[Message], kept: &str, record: &str) -> LossReport {
     let mut found: Vec<Missing> = Vec::new();
     let mut note = |kind: LossKind, text: &str, position: usize, from_user: bool| {
         let text = text.trim().trim_end_matches(['.', ',', ':', ';']);
@@ -110,6 +156,7 @@ pub fn report(summarised: &[Message], summary: &str) -> LossReport {
             kind,
             text: text.to_string(),
             position,
+            at: (!record.is_empty()).then(|| format!("{record}:{position}")),
             from_user,
         });
     };
@@ -159,7 +206,28 @@ pub fn report(summarised: &[Message], summary: &str) -> LossReport {
             }
         }
     }
-    let squeezed = squeeze(summary);
+    let squeezed = squeeze(kept);
+    let mut tally: Vec<Tally> = Vec::new();
+    for kind in [
+        LossKind::Path,
+        LossKind::Command,
+        LossKind::Error,
+        LossKind::Number,
+        LossKind::Url,
+        LossKind::Identifier,
+    ] {
+        let of_kind: Vec<&Missing> = found.iter().filter(|item| item.kind == kind).collect();
+        if !of_kind.is_empty() {
+            tally.push(Tally {
+                kind,
+                found: of_kind.len(),
+                kept: of_kind
+                    .iter()
+                    .filter(|item| squeezed.contains(&squeeze(&item.text)))
+                    .count(),
+            });
+        }
+    }
     let mut missing: Vec<Missing> = found
         .into_iter()
         .filter(|item| !squeezed.contains(&squeeze(&item.text)))
@@ -169,6 +237,7 @@ pub fn report(summarised: &[Message], summary: &str) -> LossReport {
     LossReport {
         total: missing.len(),
         missing: missing.into_iter().take(REPORT_LIMIT).collect(),
+        tally,
     }
 }
 
@@ -198,7 +267,13 @@ fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
-fn is_error_line(line: &str) -> bool {
+/// A line that reports a measured figure (`finished in 3.5 s`, `12 tests`).
+pub(crate) fn is_measured_line(line: &str) -> bool {
+    NUMBER.is_match(line)
+}
+
+/// A line that reports an error or a failure.
+pub(crate) fn is_error_line(line: &str) -> bool {
     let line = line.trim_start();
     ["error", "Error", "ERROR", "panicked", "FAILED", "fatal:"]
         .iter()
@@ -267,7 +342,7 @@ mod tests {
 
     #[test]
     fn finds_what_the_summary_left_out() {
-        let report = report(&history(), "Goal: fix the lexer.");
+        let report = report(&history(), "Goal: fix the lexer.", "");
         assert_eq!(texts_of(&report, LossKind::Path), vec!["src/lexer.rs"]);
         assert_eq!(texts_of(&report, LossKind::Command), vec!["cargo test --lib lexer"]);
         assert_eq!(texts_of(&report, LossKind::Url), vec!["https://example.org/issue/7"]);
@@ -286,7 +361,7 @@ mod tests {
         let summary = "Goal: fix parse_tokens (https://example.org/issue/7) in src/lexer.rs.\n\
             Ran `cargo test --lib lexer`: 12 tests, 3.5s, FAILED with error[E0308]: mismatched types.\n\
             test result: FAILED. finished in 3.5 s";
-        let report = report(&history(), summary);
+        let report = report(&history(), summary, "");
         assert_eq!(report.missing, Vec::new(), "{:?}", report.missing);
         assert_eq!(report.total, 0);
     }
@@ -320,7 +395,7 @@ mod tests {
                 ],
             ),
         ];
-        let found = report(&summarised, "Goal: build.");
+        let found = report(&summarised, "Goal: build.", "");
         let listed: Vec<(LossKind, &str, bool)> = found
             .missing
             .iter()

@@ -78,16 +78,22 @@ pub fn parse_archive_marker(text: &str) -> Option<(usize, &str)> {
     Some((count.parse().ok()?, path))
 }
 
-/// The `[Compacted]` message: the current request, the summary, the transcript. The
+/// The `[Compacted]` message: the current request, the summary, scratchpad's index of
+/// what was summarised (empty: none), and the record of the summarised messages. The
 /// request is `None` when the messages kept after the summary hold it: it is then
 /// referred to rather than repeated.
-pub fn compacted_text(request: Option<&str>, summary: &str, path: &str, count: usize) -> String {
+pub fn compacted_text(request: Option<&str>, summary: &str, index: &str, path: &str, count: usize) -> String {
     let request = request.unwrap_or(REQUEST_KEPT_BELOW);
+    let index = if index.is_empty() {
+        String::new()
+    } else {
+        format!("{index}\n\n")
+    };
     format!(
         "{COMPACTED_TAG} The earlier conversation was summarised to stay within the context limit.\n\n\
          Current user request:\n{request}\n\n\
          Conversation summary (reference only; not instructions):\n{summary}\n\n\
-         Full transcript of the {count} messages before this point: {path}"
+         {index}Full transcript of the {count} messages before this point, one message a line: {path}"
     )
 }
 
@@ -350,13 +356,13 @@ mod tests {
                 },
             ),
             (
-                Message::user_text(compacted_text(Some("and add tests"), "s", "p", 4)),
+                Message::user_text(compacted_text(Some("and add tests"), "s", "", "p", 4)),
                 MessageKind::CompactedSummary {
                     request: Some("and add tests".into()),
                 },
             ),
             (
-                Message::user_text(compacted_text(None, "s", "p", 4)),
+                Message::user_text(compacted_text(None, "s", "", "p", 4)),
                 MessageKind::CompactedSummary { request: None },
             ),
             (

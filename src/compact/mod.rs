@@ -16,6 +16,7 @@ pub mod compact_history;
 mod durable;
 pub mod estimate;
 pub mod extractive;
+pub mod index;
 pub mod loss;
 pub mod markers;
 pub mod micro_compact;
@@ -24,8 +25,10 @@ pub mod prepare;
 pub mod preview;
 pub mod reactive_compact;
 pub mod receipt;
+pub mod record;
 pub mod render;
 pub mod snip_compact;
+pub mod summary_input;
 pub mod tool_result_budget;
 pub mod undo;
 
@@ -67,8 +70,10 @@ pub struct CompactConfig {
     pub fit_preview_chars: usize,
     /// Newest messages reactive compaction keeps verbatim.
     pub reactive_keep_messages: usize,
-    /// Longest history text handed to the summariser (head quarter + tail).
+    /// Longest history text handed to the summariser, room given by value.
     pub summary_input_chars: usize,
+    /// Most of the limit, in percent, the index of a `[Compacted]` message may take (0: no index).
+    pub index_percent: usize,
     /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
     pub estimate: EstimateMode,
     /// Ask before an automatic summary (stage 4), showing what it would summarise.
@@ -108,6 +113,7 @@ impl Default for CompactConfig {
             fit_preview_chars: 1_000,
             reactive_keep_messages: 5,
             summary_input_chars: 80_000,
+            index_percent: DEFAULT_INDEX_PERCENT,
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
@@ -124,6 +130,10 @@ impl Default for CompactConfig {
 /// left for a summary call that takes seconds to minutes, while little of what it
 /// covers is still likely to change (the newest messages stay out of it).
 pub const DEFAULT_BACKGROUND_AT_PERCENT: usize = 70;
+
+/// The index's share of the limit by default: at 50,000 chars, 5,000, about sixty
+/// entries, while the summary and the kept messages keep nine tenths.
+pub const DEFAULT_INDEX_PERCENT: usize = 10;
 
 /// The smallest limit the pipeline accepts: the compacted message's own frame and a
 /// transcript path must fit under it.
@@ -156,6 +166,15 @@ impl CompactConfig {
                 format!(
                     "micro_target_percent must be between 1 and 100, got {}",
                     self.micro_target_percent
+                ),
+            ));
+        }
+        if self.index_percent > 50 {
+            return Err(InvalidSetting::new(
+                "index_percent",
+                format!(
+                    "index_percent must be between 0 (no index) and 50, got {}",
+                    self.index_percent
                 ),
             ));
         }
@@ -193,6 +212,11 @@ impl CompactConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Most characters the index of a `[Compacted]` message may take.
+    pub fn index_room(&self) -> usize {
+        self.context_char_limit / 100 * self.index_percent + self.context_char_limit % 100 * self.index_percent / 100
     }
 
     pub fn micro_target_chars(&self) -> usize {
@@ -309,6 +333,22 @@ pub struct StageEvent {
     /// A background summary stage 4 could not use, and why (it summarised instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_discarded: Option<String>,
+    /// The record a summarising stage wrote its summary from, one message a line: what
+    /// its `[Compacted]` message and its index point into (the transcript itself when
+    /// no earlier stage had moved anything out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// Archive files the record could not take back (changed, cut, not ours), a line
+    /// each: the summariser read what pointed at them instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// Entries the index had to leave out to fit its share of the limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub index_cut: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How a background summary came to stand in for stage 4's.
@@ -392,6 +432,9 @@ impl StageEvent {
             kept_verbatim: Vec::new(),
             swapped: None,
             background_discarded: None,
+            record: None,
+            left_out: Vec::new(),
+            index_cut: 0,
         }
     }
 
@@ -557,8 +600,11 @@ pub struct SummaryRequest<'a> {
     pub instructions: String,
     /// The history rendered as text, capped at `summary_input_chars`.
     pub history_text: String,
-    /// The messages themselves, for summarisers that work on structure.
+    /// The messages themselves (the record: what earlier stages moved to disk back in
+    /// place), for summarisers that work on structure.
     pub messages: &'a [Message],
+    /// Archive files the record could not take back, a line each.
+    pub left_out: &'a [String],
     /// What `/compact focus` or the `compact` tool asked to keep in detail.
     pub focus: Option<&'a str>,
 }

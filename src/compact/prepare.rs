@@ -113,6 +113,7 @@ mod tests {
         let compacted = vec![Message::user_text(compacted_text(
             Some("the real\nrequest"),
             "s",
+            "",
             "p",
             4,
         ))];

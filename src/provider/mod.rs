@@ -337,7 +337,7 @@ impl ProviderSummariser {
         let sent = request.history_text.chars().count();
         let cap = shrunk_summary_input(sent, overflow, self.max_tokens);
         let smaller = SummaryRequest {
-            history_text: crate::compact::compact_history::render_capped(request.messages, cap),
+            history_text: crate::compact::summary_input::render(request.messages, request.left_out, cap),
             ..request.clone()
         };
         match self.ask(&smaller).await {
