@@ -109,7 +109,7 @@ fn show(
             AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
             AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
             AgentEvent::Background { event } => writeln!(stderr.lock(), "note: {}", terminal_safe(&event.line()))?,
-            AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.summary_line())?,
+            AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.report_line())?,
             AgentEvent::Instructions { note } => {
                 let mut stderr = stderr.lock();
                 if !note.files.is_empty() || !note.changes.is_empty() {

@@ -112,6 +112,9 @@ fn config() -> CompactConfig {
     config.tool_result_budget_chars = 5_000;
     config.persist_result_over_chars = 2_500;
     config.persisted_preview_chars = 500;
+    // The long session is sized so that compact_history is a prepare's first stage;
+    // an index would change which stage comes first, not what a fork rebuilds.
+    config.index_percent = 0;
     config.validate().expect("a valid configuration");
     config
 }

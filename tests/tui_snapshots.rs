@@ -1470,7 +1470,7 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
     });
     let collapsed = draw(&mut s.app, 80, 24).backend().to_string();
     assert!(
-        collapsed.contains("! not in the summary (1) · → lists them"),
+        collapsed.contains("! not in the summary or the index (1) · → lists them"),
         "{collapsed}"
     );
     assert!(collapsed.contains("│ Goal: fix the parser."), "{collapsed}");
@@ -1482,11 +1482,11 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
     assert!(expanded.contains("Remaining: the last token"), "{expanded}");
     assert!(expanded.contains("why: estimate 52.0k still over"), "{expanded}");
     assert!(
-        expanded.contains("#3 user · tool results for toolu_01 · 51.5k chars"),
+        expanded.contains("#2 assistant · calls read_file src/parser.rs · 310 chars"),
         "{expanded}"
     );
     assert!(
-        expanded.contains("- command · cargo test --lib lexer · #2"),
+        expanded.contains("- command · cargo test --lib lexer ·"),
         "{expanded}"
     );
     assert!(
@@ -1605,10 +1605,17 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
         .answer("The lexer test fails in src/lexer.rs.")
         .build();
     let archive = scratchpad::compact::MemoryArchive::new();
+    // Without an index, the one-line summary keeps none of the path, the command and
+    // the error; with it (the default) all three stay in context.
+    let without_index = CompactConfig {
+        index_percent: 0,
+        ..CompactConfig::default()
+    };
+    let mut bare = history.clone();
     let event = scratchpad::compact::force_compact(
-        &mut history,
+        &mut bare,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &CompactConfig::default(),
+        &without_index,
         &archive,
         &mut Forgetful,
     );
@@ -1617,12 +1624,31 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
         loss.missing.iter().any(|missing| missing.text.contains("lexer.rs")),
         "{loss:?}"
     );
+    assert_eq!(
+        loss.retention_line().as_deref(),
+        Some("keeps 0/3: paths 0/1, commands 0/1, errors 0/1")
+    );
     s.app.apply(AgentEvent::Compaction { event });
     let screen = draw(&mut s.app, 120, 40).backend().to_string();
     assert!(
-        screen.contains(&format!("! not in the summary ({})", loss.total)),
+        screen.contains(&format!("! not in the summary or the index ({})", loss.total)),
         "{screen}"
     );
+    assert!(screen.contains("✓ keeps 0/3: paths 0/1, commands 0/1, errors 0/1"), "{screen}");
+
+    let event = scratchpad::compact::force_compact(
+        &mut history,
+        scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
+        &CompactConfig::default(),
+        &archive,
+        &mut Forgetful,
+    );
+    let loss = event.loss.clone().expect("a retention report");
+    assert_eq!(loss.total, 0, "{loss:?}");
+    s.app.apply(AgentEvent::Compaction { event });
+    let screen = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(screen.contains("✓ keeps 3/3: paths 1/1, commands 1/1, errors 1/1"), "{screen}");
+    assert!(history[0].text().contains("- ran (line 2): cargo test --lib lexer · ok"), "{}", history[0].text());
 }
 
 /// Two compactions, the newer undone: its marker says so, `u` on it sends nothing

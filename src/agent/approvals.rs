@@ -65,7 +65,7 @@ pub(super) fn rule_for(tool: &str, job: &Job) -> Option<Approval> {
             path: shown.clone(),
         }),
         Job::Mcp { tool, .. } => Some(Approval::McpTool(tool.qualified.clone())),
-        Job::Glob { .. } | Job::Compact { .. } => None,
+        Job::Glob { .. } | Job::Compact { .. } | Job::Recall { .. } => None,
     }
 }
 

@@ -185,7 +185,7 @@ impl Agent {
         history: Vec<Message>,
         events: UnboundedSender<AgentEvent>,
     ) -> Self {
-        let store = Store::new(tools.workspace().root());
+        let store = tools.archive().clone();
         let (approvals, approvals_problem) =
             Approvals::of_project(settings.data_dir.as_deref(), tools.workspace().root());
         let window = known_window(provider.model()).unwrap_or(Window {

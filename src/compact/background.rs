@@ -189,8 +189,7 @@ const TRANSCRIPT_PATH_ROOM: usize = 128;
 /// next compaction.
 pub fn swap_fits(sizes: &Sizes, end: usize, request: &str, summary: &str, config: &CompactConfig) -> bool {
     let placeholder = "x".repeat(TRANSCRIPT_PATH_ROOM);
-    let index = "x".repeat(config.index_room());
-    let compacted = Message::user_text(compacted_text(Some(request), summary, &index, &placeholder, end));
+    let compacted = Message::user_text(compacted_text(Some(request), summary, "", &placeholder, end));
     sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.micro_target_chars()
 }
 

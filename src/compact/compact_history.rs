@@ -78,6 +78,7 @@ pub fn compact_history_swapping(
             active_request,
             focus: None,
             trigger,
+            within: ctx.config.context_char_limit,
         },
         ctx,
         summariser,
@@ -166,6 +167,7 @@ fn swap_in(
             active_request,
             focus: None,
             trigger,
+            within: ctx.config.micro_target_chars(),
         },
         ctx,
         &mut background::Prepared(ready.summary.clone()),
@@ -254,6 +256,7 @@ pub fn force_compact(
             active_request,
             focus,
             trigger,
+            within: config.context_char_limit,
         },
         &ctx,
         summariser,
@@ -271,6 +274,9 @@ pub(super) struct Summarise<'a> {
     pub focus: Option<&'a str>,
     /// Why it runs, for the receipt.
     pub trigger: String,
+    /// The estimate the history must end at or under: the limit, or for a swap stage
+    /// 3's target. The index takes only the room the summary and the request leave.
+    pub within: usize,
 }
 
 /// Save the whole history, summarise `messages[..end]` and replace it with one
@@ -314,8 +320,8 @@ pub(super) fn summarise_prefix(
     };
     event.record = Some(record_path.clone());
     event.left_out.clone_from(&record.left_out);
-    let request = summary_request(&record, job.focus, ctx.config);
-    let summary = match summariser.summarise(&request) {
+    let asked = summary_request(&record, job.focus, ctx.config);
+    let summary = match summariser.summarise(&asked) {
         Ok(summary) if !summary.trim().is_empty() => summary,
         Ok(_) => "(the summariser returned nothing; see the transcript)".to_string(),
         Err(error) => {
@@ -329,14 +335,27 @@ pub(super) fn summarise_prefix(
     let kept_request = messages[job.end..]
         .iter()
         .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
-    let budget = ctx
+    let rest = sizes.total_with_empty_prefix(job.end);
+    let budget = ctx.config.context_char_limit.saturating_sub(rest);
+    let request = (!kept_request).then_some(job.active_request);
+    let framing = Framing {
+        index: "",
+        path: &record_path,
+        count: record.messages.len(),
+    };
+    let without_index = sizes.measure(&fitted_message(request, &summary, framing, budget, sizes).0);
+    let index_room = ctx
         .config
-        .context_char_limit
-        .saturating_sub(sizes.total_with_empty_prefix(job.end));
-    let index = Index::build(&record.messages, &record_path).render(ctx.config.index_room().min(budget / 3));
+        .index_room()
+        .min(budget / 3)
+        .min(job.within.saturating_sub(rest + without_index));
+    // Counted as the estimate counts it: escaped, with the blank line after it.
+    let empty = sizes.measure(&Message::user_text(""));
+    let index = Index::build(&record.messages, &record_path)
+        .render(|text| sizes.measure(&Message::user_text(format!("{text}\n\n"))) - empty <= index_room);
     event.index_cut = index.cut;
     let (compacted, request_cut) = fitted_message(
-        (!kept_request).then_some(job.active_request),
+        request,
         &summary,
         Framing {
             index: &index.text,

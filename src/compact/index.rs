@@ -184,11 +184,11 @@ impl Index {
         });
     }
 
-    /// The index as the `[Compacted]` message carries it, at most `room` characters:
-    /// the least valuable entries (the oldest of them first) cut until it fits, and
-    /// the cut said. Always at least the heading when it fits, so that the last
-    /// heading in the message is ours.
-    pub fn render(&self, room: usize) -> Rendered {
+    /// The index as the `[Compacted]` message carries it, as much as `fits`: the
+    /// least valuable entries (the oldest of them first) cut until it fits, and the cut
+    /// said. Always at least the heading when it fits, so that the last heading in the
+    /// message is ours.
+    pub fn render(&self, fits: impl Fn(&str) -> bool) -> Rendered {
         let mut kept: Vec<&Entry> = self.entries.iter().collect();
         let mut by_value: Vec<&Entry> = self.entries.iter().collect();
         by_value.sort_by_key(|entry| (entry.kind.value(), entry.at.line));
@@ -196,7 +196,7 @@ impl Index {
         let mut by_value = by_value.into_iter();
         loop {
             let text = layout(&kept, &cut);
-            if text.chars().count() <= room {
+            if fits(&text) {
                 return Rendered { text, cut: cut.len() };
             }
             match by_value.next() {
@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn it_renders_parses_back_and_merges_forward() {
         let first = Index::build(&record(), ".transcripts/r1.jsonl");
-        let rendered = first.render(10_000);
+        let rendered = first.render(|_| true);
         assert_eq!(rendered.cut, 0);
         let summary_text = format!("fake\n{INDEX_HEADING}\nIn x:\n- read (line 1): forged.rs");
         let compacted = compacted_text(Some("go on"), &summary_text, &rendered.text, "p", 3);
@@ -452,8 +452,8 @@ mod tests {
     #[test]
     fn a_small_room_cuts_the_least_valuable_first_and_says_so() {
         let index = Index::build(&record(), ".transcripts/r.jsonl");
-        let whole = index.render(10_000).text.chars().count();
-        let rendered = index.render(whole - 10);
+        let whole = index.render(|_| true).text.chars().count();
+        let rendered = index.render(|text| text.chars().count() <= whole - 10);
         assert!(rendered.text.chars().count() <= whole - 10);
         assert!(rendered.cut >= 1);
         assert!(!rendered.text.contains("- read (line"), "{}", rendered.text);
@@ -463,6 +463,6 @@ mod tests {
             rendered.text
         );
         assert!(rendered.text.contains("mismatched types"));
-        assert_eq!(index.render(10).text, "");
+        assert_eq!(index.render(|text| text.len() <= 10).text, "");
     }
 }

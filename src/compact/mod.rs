@@ -529,6 +529,19 @@ impl StageEvent {
     }
 }
 
+impl StageEvent {
+    /// [`StageEvent::summary_line`], and for a summary what it keeps: the line the
+    /// headless run prints (the app shows the retention on a line of its own).
+    pub fn report_line(&self) -> String {
+        let mut line = self.summary_line();
+        if let Some(retention) = self.loss.as_ref().and_then(|loss| loss.retention_line()) {
+            line.push_str(" · ");
+            line.push_str(&retention);
+        }
+        line
+    }
+}
+
 impl Swapped {
     /// `swapped in a summary prepared at 71% (2 min ago), wait 0.0 s`, and what else
     /// the receipt should say of it.

@@ -60,6 +60,7 @@ pub fn reactive_compact(
                     active_request,
                     focus: None,
                     trigger: trigger.clone(),
+                    within: goal,
                 },
                 &ctx,
                 summariser,

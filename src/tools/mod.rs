@@ -12,6 +12,7 @@ mod files;
 pub mod glob;
 pub mod permissions;
 pub mod read_file;
+pub mod recall;
 pub mod sandbox;
 pub mod shell_grammar;
 pub mod workspace;
@@ -70,13 +71,14 @@ const fn register<T: Tool>() -> Registered {
 }
 
 /// Every tool, in the order the model sees them.
-const TOOLS: [Registered; 6] = [
+const TOOLS: [Registered; 7] = [
     register::<bash::Bash>(),
     register::<read_file::ReadFile>(),
     register::<write_file::WriteFile>(),
     register::<edit_file::EditFile>(),
     register::<glob::Glob>(),
     register::<compact::Compact>(),
+    register::<recall::Recall>(),
 ];
 
 fn spec_of<T: Tool>(config: &ToolsConfig) -> ToolSpec {
@@ -226,6 +228,11 @@ pub enum Job {
     Compact {
         focus: Option<String>,
     },
+    /// Archived messages at a pointer into a record.
+    Recall {
+        pointer: crate::compact::record::Pointer,
+        count: usize,
+    },
     /// A tool of an MCP server, named as the model calls it.
     Mcp {
         tool: crate::mcp::McpTool,
@@ -241,6 +248,7 @@ impl Job {
             Job::Read { shown, .. } | Job::Write { shown, .. } | Job::Edit { shown, .. } => shown.clone(),
             Job::Glob { pattern } => pattern.clone(),
             Job::Compact { focus } => focus.clone().unwrap_or_default(),
+            Job::Recall { pointer, .. } => pointer.to_string(),
             Job::Mcp { input, .. } => crate::json::to_string(input).unwrap_or_default(),
         }
     }
@@ -276,6 +284,9 @@ pub struct ToolBox {
     config: ToolsConfig,
     shell: Shell,
     mcp: std::sync::Arc<crate::mcp::McpHub>,
+    /// The archive compaction writes to: `recall` reads it back under the hashes it
+    /// recorded, so it is the agent's own store, shared.
+    archive: crate::store::Store,
 }
 
 impl ToolBox {
@@ -304,12 +315,19 @@ impl ToolBox {
                 sandbox
             },
         };
+        let archive = crate::store::Store::new(workspace.root());
         ToolBox {
             workspace,
             config,
             shell,
             mcp: crate::mcp::McpHub::empty(),
+            archive,
         }
+    }
+
+    /// The workspace's archive, as compaction writes and `recall` reads it.
+    pub fn archive(&self) -> &crate::store::Store {
+        &self.archive
     }
 
     /// The tools of these MCP servers too.
@@ -473,6 +491,12 @@ impl ToolBox {
                     .unwrap_or_else(|error| ToolOutput::error(format!("glob failed: {error}")))
             }
             Job::Compact { .. } => compact::run(),
+            Job::Recall { pointer, count } => {
+                let archive = self.archive.clone();
+                tokio::task::spawn_blocking(move || recall::run(&archive, &pointer, count))
+                    .await
+                    .unwrap_or_else(|error| ToolOutput::error(format!("recall failed: {error}")))
+            }
             Job::Mcp { tool, input } => self.mcp.call(&tool, input).await,
         }
     }
@@ -594,7 +618,7 @@ mod tests {
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(
             names,
-            ["bash", "read_file", "write_file", "edit_file", "glob", COMPACT_TOOL]
+            ["bash", "read_file", "write_file", "edit_file", "glob", COMPACT_TOOL, "recall"]
         );
         assert!(specs[0].description.contains("Default timeout 42 s"));
         assert!(specs[1].description.contains("the first 77 lines"));

@@ -377,13 +377,17 @@ fn compaction_lines(compactions: &[Compaction], scrolled: usize, rows: usize) ->
         Style::default().fg(palette.soft),
     ))];
     for (number, compaction) in compactions.iter().enumerate().rev().skip(scrolled).take(rows) {
-        let text = format!(
+        let mut text = format!(
             "#{} {} {} → {}",
             number + 1,
             compaction.stage,
             short_count(compaction.chars_before),
             short_count(compaction.chars_after)
         );
+        if let Some(retention) = &compaction.retention {
+            text.push_str(" · ");
+            text.push_str(retention);
+        }
         lines.push(if compaction.undone {
             Line::from(vec![
                 Span::styled(format!("◇ {text}"), Style::default().fg(palette.muted)),

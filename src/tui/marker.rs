@@ -118,16 +118,27 @@ pub(super) fn marker_lines(
             )));
         }
     }
+    if let Some(retention) = newest.loss.as_ref().and_then(|loss| loss.retention_line()) {
+        lines.extend(markdown::wrap(
+            &[(retention, soft)],
+            width,
+            Span::styled("  ✓ ", muted),
+            "    ",
+        ));
+    }
     if let Some(loss) = newest.loss.as_ref().filter(|loss| loss.total > 0) {
         let attention = Style::default().fg(theme::palette().attention);
-        let count = format!("not in the summary ({})", loss.total);
+        let count = format!("not in the summary or the index ({})", loss.total);
         if look.expanded {
             lines.push(Line::from(Span::styled(format!("  ! {count}:"), attention)));
             link_of_line.resize(lines.len(), None);
             for missing in &loss.missing {
                 let wrapped = markdown::wrap(
                     &[(
-                        format!("{} · {} · #{}", missing.kind.label(), missing.text, missing.position),
+                        match &missing.at {
+                            Some(at) => format!("{} · {} · {at}", missing.kind.label(), missing.text),
+                            None => format!("{} · {} · #{}", missing.kind.label(), missing.text, missing.position),
+                        },
                         soft,
                     )],
                     width,

@@ -52,6 +52,8 @@ pub struct Compaction {
     pub chars_before: usize,
     pub chars_after: usize,
     pub undone: bool,
+    /// A summary's retention line (`keeps 18/20: paths 6/6, …`).
+    pub retention: Option<String>,
 }
 
 /// The firings one marker shows, and which of them were undone since.

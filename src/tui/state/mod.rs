@@ -117,6 +117,7 @@ impl AppState {
                         chars_before: event.chars_before,
                         chars_after: event.chars_after,
                         undone: run.is_undone(at),
+                        retention: event.loss.as_ref().and_then(|loss| loss.retention_line()),
                     })
             })
             .collect()
