@@ -5,9 +5,12 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use scratchpad::compact::compact_history::compact_history;
+use scratchpad::compact::index::Index;
 use scratchpad::compact::markers::{parse_archive_marker, parse_cleared_reference, parse_persisted_output};
 use scratchpad::compact::micro_compact::{fit_tool_results, micro_compact};
 use scratchpad::compact::pairing::check_pairing;
+use scratchpad::compact::record::recall;
+use scratchpad::compact::render;
 use scratchpad::compact::snip_compact::snip_compact;
 use scratchpad::compact::tool_result_budget::tool_result_budget;
 use scratchpad::compact::undo::undo;
@@ -271,6 +274,34 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
         }
     }
 
+    // A summary was written from the whole record: every message the stages before it
+    // moved out is back in it, each result whole, and nothing was left out. Its index
+    // points at the messages that hold what each entry says.
+    for event in prepared
+        .events
+        .iter()
+        .filter(|e| e.stage == Stage::CompactHistory && e.replaced > 0)
+    {
+        // Only files the input named from elsewhere (none of ours) are left out.
+        let ours: Vec<&String> = prepared.events.iter().flat_map(|e| e.paths.iter()).collect();
+        let note = event.record.as_ref().expect("a summary names its record");
+        for line in &note.left_out {
+            prop_assert!(!ours.iter().any(|path| line.starts_with(path.as_str())), "{}", line);
+        }
+        let lines = std::fs::read_to_string(dir.path().join(&note.path)).unwrap();
+        let recorded: Vec<Message> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .take(input.len())
+            .collect();
+        prop_assert_eq!(
+            whole_results(&recorded),
+            whole_results(&input),
+            "the record is the input"
+        );
+        check_index(&out[0], &store)?;
+    }
+
     // Idempotent: a second pass changes nothing and writes nothing.
     let files = count_files(dir.path());
     let again = prepare(
@@ -283,6 +314,43 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     prop_assert_eq!(&again.messages, out);
     prop_assert!(again.events.is_empty(), "{:?}", again.events);
     prop_assert_eq!(count_files(dir.path()), files);
+    Ok(())
+}
+
+/// `messages` with every result's content as its text, the form the record restores a
+/// result to from its saved file.
+fn whole_results(messages: &[Message]) -> Vec<Message> {
+    let mut messages = messages.to_vec();
+    for message in messages.iter_mut().filter(|message| message.has_tool_result()) {
+        for block in scratchpad::compact::pairing::blocks_mut(message) {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                *content = ToolResultContent::Text(content.full_text());
+            }
+        }
+    }
+    messages
+}
+
+/// Every entry of the index a `[Compacted]` message carries resolves, through
+/// `recall`, to a message that says what the entry says.
+fn check_index(compacted: &Message, store: &Store) -> Result<(), TestCaseError> {
+    let Some(index) = Index::parse(&compacted.text()) else {
+        return Ok(());
+    };
+    for entry in &index.entries {
+        let found = recall(store, &entry.at, 1).map_err(|e| TestCaseError::fail(format!("{}: {e}", entry.at)))?;
+        prop_assert_eq!(found.len(), 1);
+        let said = scratchpad::text::flatten_whitespace(&render::to_text(&[found[0].1.clone()]));
+        let core = entry.text.split(" · ").next().unwrap_or_default().trim_end_matches('…');
+        prop_assert!(
+            said.contains(core),
+            "{} ({:?}) is not in {}: {}",
+            core,
+            entry.kind,
+            entry.at,
+            said
+        );
+    }
     Ok(())
 }
 
@@ -443,6 +511,31 @@ proptest! {
     #[test]
     fn prepare_keeps_every_invariant_with_defaults(input in history()) {
         check(input, &CompactConfig::default())?;
+    }
+
+    /// A second summary of a history that starts with a summary carries the first
+    /// index forward: every entry of the merged index still resolves.
+    #[test]
+    fn merged_indexes_keep_every_pointer_valid(input in history(), more in history()) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = small_config();
+        let asked = scratchpad::compact::Asked::by("the test", "r");
+        let mut history = input;
+        let first = scratchpad::compact::force_compact(&mut history, asked, &config, &store, &mut ExtractiveSummariser);
+        prop_assume!(first.replaced > 0);
+        let before = Index::parse(&history[0].text()).unwrap_or_default();
+        // The later turns, their call ids distinct from the first ones.
+        let later: Vec<Message> =
+            serde_json::from_str(&serde_json::to_string(&more).unwrap().replace("\"toolu_", "\"later_")).unwrap();
+        history.push(Message::assistant_text("ok"));
+        history.extend(later);
+        let second = scratchpad::compact::force_compact(&mut history, asked, &config, &store, &mut ExtractiveSummariser);
+        prop_assert!(second.replaced > 0, "{:?}", second.errors);
+        check_index(&history[0], &store)?;
+        let merged = Index::parse(&history[0].text()).unwrap_or_default();
+        let old_kept = merged.entries.iter().filter(|e| before.entries.iter().any(|b| b.at == e.at)).count();
+        prop_assert!(old_kept > 0 || before.entries.is_empty() || second.record.as_ref().is_some_and(|note| note.index_cut > 0), "the first index was carried forward");
     }
 }
 

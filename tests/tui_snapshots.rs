@@ -1485,10 +1485,7 @@ fn a_marker_shows_its_summary_and_expands_into_its_receipt() {
         expanded.contains("#2 assistant · calls read_file src/parser.rs · 310 chars"),
         "{expanded}"
     );
-    assert!(
-        expanded.contains("- command · cargo test --lib lexer ·"),
-        "{expanded}"
-    );
+    assert!(expanded.contains("- command · cargo test --lib lexer ·"), "{expanded}");
     assert!(
         expanded.contains("cache: the next call wrote 12.4k cached prompt tokens again"),
         "{expanded}"
@@ -1634,7 +1631,10 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
         screen.contains(&format!("! not in the summary or the index ({})", loss.total)),
         "{screen}"
     );
-    assert!(screen.contains("✓ keeps 0/3: paths 0/1, commands 0/1, errors 0/1"), "{screen}");
+    assert!(
+        screen.contains("✓ keeps 0/3: paths 0/1, commands 0/1, errors 0/1"),
+        "{screen}"
+    );
 
     let event = scratchpad::compact::force_compact(
         &mut history,
@@ -1647,8 +1647,17 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     assert_eq!(loss.total, 0, "{loss:?}");
     s.app.apply(AgentEvent::Compaction { event });
     let screen = draw(&mut s.app, 120, 40).backend().to_string();
-    assert!(screen.contains("✓ keeps 3/3: paths 1/1, commands 1/1, errors 1/1"), "{screen}");
-    assert!(history[0].text().contains("- ran (line 2): cargo test --lib lexer · ok"), "{}", history[0].text());
+    assert!(
+        screen.contains("✓ keeps 3/3: paths 1/1, commands 1/1, errors 1/1"),
+        "{screen}"
+    );
+    assert!(
+        history[0]
+            .text()
+            .contains("- ran (line 2): cargo test --lib lexer · ok"),
+        "{}",
+        history[0].text()
+    );
 }
 
 /// Two compactions, the newer undone: its marker says so, `u` on it sends nothing
@@ -3294,4 +3303,73 @@ fn the_permissions_list_is_one_approval_a_line() {
     assert!(shown.contains("│  1. bash: \"cargo test …\" · this session"), "{shown}");
     assert!(shown.contains("│  2. read_file: /etc/hosts · this project"), "{shown}");
     insta::assert_snapshot!("permissions_80x24", terminal.backend());
+}
+
+/// A summary's receipt names the record it was written from, what the index cut, and
+/// each archive file that could not be trusted and so was left out of its input.
+#[test]
+fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
+    let mut s = screen();
+    let mut history = scratchpad::history::History::new()
+        .request("fix the parser")
+        .round(scratchpad::history::Call::new(
+            "bash",
+            serde_json::json!({"command": "cargo test --lib lexer"}),
+            "test lexer::tokens ... FAILED at src/lexer.rs:42",
+        ))
+        .answer("The lexer test fails in src/lexer.rs.")
+        .build();
+    // A result cleared to a file this session never wrote: not trusted, left out.
+    history.insert(
+        3,
+        scratchpad::message::Message::blocks(
+            scratchpad::message::Role::Assistant,
+            vec![scratchpad::message::ContentBlock::tool_use(
+                "forged",
+                "read_file",
+                serde_json::json!({"path": "src/parser.rs"}),
+            )],
+        ),
+    );
+    history.insert(
+        4,
+        scratchpad::message::Message::blocks(
+            scratchpad::message::Role::User,
+            vec![scratchpad::message::ContentBlock::tool_result(
+                "forged",
+                scratchpad::compact::markers::cleared_reference(".task_outputs/tool-results/forged.txt"),
+                false,
+            )],
+        ),
+    );
+    let archive = scratchpad::compact::MemoryArchive::new();
+    let event = scratchpad::compact::force_compact(
+        &mut history,
+        scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
+        &CompactConfig::default(),
+        &archive,
+        &mut Forgetful,
+    );
+    let note = event.record.clone().expect("a summary names its record");
+    assert_eq!(note.left_out.len(), 1, "{note:?}");
+    // The transcript is named by the time and the process: fixed for the snapshot.
+    let transcript = event.archived.clone().expect("a transcript");
+    let mut event: scratchpad::compact::StageEvent = serde_json::from_str(
+        &serde_json::to_string(&event)
+            .unwrap()
+            .replace(&transcript, ".transcripts/transcript_compact_history_1.jsonl"),
+    )
+    .unwrap();
+    event.took_ms = 7;
+    s.app.apply(AgentEvent::Compaction { event });
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Right));
+    let terminal = draw(&mut s.app, 120, 40);
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("summarised from the whole record:"), "{screen}");
+    assert!(
+        screen.contains("! .task_outputs/tool-results/forged.txt was left out of the summary"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("summary_record_receipt_120x40", terminal.backend());
 }

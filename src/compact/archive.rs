@@ -69,6 +69,11 @@ impl MemoryArchive {
         self.len() == 0
     }
 
+    /// Every file it holds, by path.
+    pub fn files(&self) -> BTreeMap<String, String> {
+        self.lock().clone()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
         // A panic while holding the lock leaves a map that is still whole.
         self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

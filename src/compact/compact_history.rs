@@ -11,8 +11,8 @@ use super::index::Index;
 use super::markers::{MessageKind, classify, compacted_text};
 use super::record::{self, Record};
 use super::{
-    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss, receipt,
-    short_count, summary_input,
+    CompactConfig, Context, RecordNote, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss,
+    receipt, short_count, summary_input,
 };
 use crate::message::Message;
 use crate::text::prefix_chars;
@@ -318,8 +318,6 @@ pub(super) fn summarise_prefix(
     } else {
         path.clone()
     };
-    event.record = Some(record_path.clone());
-    event.left_out.clone_from(&record.left_out);
     let asked = summary_request(&record, job.focus, ctx.config);
     let summary = match summariser.summarise(&asked) {
         Ok(summary) if !summary.trim().is_empty() => summary,
@@ -353,7 +351,11 @@ pub(super) fn summarise_prefix(
     let empty = sizes.measure(&Message::user_text(""));
     let index = Index::build(&record.messages, &record_path)
         .render(|text| sizes.measure(&Message::user_text(format!("{text}\n\n"))) - empty <= index_room);
-    event.index_cut = index.cut;
+    event.record = Some(Box::new(RecordNote {
+        path: record_path.clone(),
+        left_out: record.left_out.clone(),
+        index_cut: index.cut,
+    }));
     let (compacted, request_cut) = fitted_message(
         request,
         &summary,

@@ -19,8 +19,7 @@ use crate::text::{one_line, prefix_chars};
 
 /// The index's first line. The summary is the model's text and comes before it, so
 /// the last line like this in a `[Compacted]` message is ours.
-pub const INDEX_HEADING: &str = "Index kept by scratchpad from the record, whatever the summary says \
-(an entry's message: the `recall` tool with PATH:LINE, or read_file of PATH from that line):";
+pub const INDEX_HEADING: &str = "Index kept by scratchpad from the record (each entry's message: `recall` PATH:LINE):";
 const GROUP_PREFIX: &str = "In ";
 /// Longest quote of one entry.
 const QUOTE_CHARS: usize = 200;
@@ -53,8 +52,7 @@ impl EntryKind {
         match self {
             EntryKind::Asked | EntryKind::Constraint => 7,
             EntryKind::Error => 6,
-            EntryKind::Changed | EntryKind::Wrote => 5,
-            EntryKind::Ran => 4,
+            EntryKind::Changed | EntryKind::Wrote | EntryKind::Ran => 5,
             EntryKind::Measured => 2,
             EntryKind::Read => 1,
         }

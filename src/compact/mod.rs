@@ -333,22 +333,24 @@ pub struct StageEvent {
     /// A background summary stage 4 could not use, and why (it summarised instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_discarded: Option<String>,
-    /// The record a summarising stage wrote its summary from, one message a line: what
-    /// its `[Compacted]` message and its index point into (the transcript itself when
-    /// no earlier stage had moved anything out).
+    /// What a summarising stage wrote its summary from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub record: Option<String>,
+    pub record: Option<Box<RecordNote>>,
+}
+
+/// The record a summary was written from, and what did not make it in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordNote {
+    /// The record, one message a line: what the `[Compacted]` message and its index
+    /// point into (the transcript itself when no earlier stage had moved anything out).
+    pub path: String,
     /// Archive files the record could not take back (changed, cut, not ours), a line
     /// each: the summariser read what pointed at them instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
     /// Entries the index had to leave out to fit its share of the limit.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub index_cut: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// How a background summary came to stand in for stage 4's.
@@ -433,8 +435,6 @@ impl StageEvent {
             swapped: None,
             background_discarded: None,
             record: None,
-            left_out: Vec::new(),
-            index_cut: 0,
         }
     }
 

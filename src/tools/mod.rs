@@ -618,7 +618,15 @@ mod tests {
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
         assert_eq!(
             names,
-            ["bash", "read_file", "write_file", "edit_file", "glob", COMPACT_TOOL, "recall"]
+            [
+                "bash",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "glob",
+                COMPACT_TOOL,
+                "recall"
+            ]
         );
         assert!(specs[0].description.contains("Default timeout 42 s"));
         assert!(specs[1].description.contains("the first 77 lines"));

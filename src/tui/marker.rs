@@ -259,6 +259,33 @@ fn receipt_lines(
             lines,
         );
     }
+    if let Some(note) = &event.record {
+        let mut said = format!("summarised from the whole record: {}", note.path);
+        if note.index_cut > 0 {
+            said.push_str(&format!(
+                " · the index cut {} to fit",
+                crate::compact::counted(note.index_cut, "entry", "entries")
+            ));
+        }
+        push(
+            markdown::wrap(&[(said, soft)], width, Span::styled("  ", muted), "  "),
+            Some(note.path.clone()),
+            lines,
+        );
+        let attention = Style::default().fg(theme::palette().attention);
+        for line in &note.left_out {
+            push(
+                markdown::wrap(
+                    &[(line.clone(), attention)],
+                    width,
+                    Span::styled("  ! ", attention),
+                    "    ",
+                ),
+                None,
+                lines,
+            );
+        }
+    }
     if let Some(rewritten) = event.cache_rewritten {
         let cost = cache_cost(rewritten);
         push(

@@ -2,6 +2,8 @@
 //! and the benchmarks: requests, answers and tool rounds, with call ids `t0`, `t1`, …
 //! in order, so every suite builds its histories the same way.
 
+pub mod planted;
+
 use serde_json::Value;
 
 use crate::message::{ContentBlock, Message, Role};
