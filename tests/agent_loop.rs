@@ -7,7 +7,7 @@ use std::time::Duration;
 use common::{MockApi, Running, agent_settings, messages_of, start_agent, text_reply, tool_reply, until};
 use scratchpad::agent::AskPolicy;
 use scratchpad::message::ContentBlock;
-use scratchpad::protocol::{AgentEvent, Op, PermissionAnswer, ToolStatus, TurnOutcome};
+use scratchpad::protocol::{AgentEvent, Op, PermissionAnswer, ReviewAnswer, ToolStatus, TurnOutcome};
 use scratchpad::tools::workspace::Workspace;
 use scratchpad::tools::{Plan, ToolBox, ToolsConfig};
 use serde_json::json;
@@ -434,7 +434,9 @@ async fn a_preview_shows_what_compact_would_do_and_writes_nothing() {
 }
 
 /// `compaction.confirm_lossy`: an automatic summary is asked first, with what it would
-/// summarise; "not now" sends the call over the limit, "compact now" summarises.
+/// summarise; "not now" sends the call over the limit, "compact now" summarises, and
+/// the summary waits for review: edited, the edit goes in and the event keeps the
+/// model's own text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirm_lossy_asks_before_summarising() {
     let api = MockApi::start(vec![text_reply("first"), text_reply("second")]).await;
@@ -487,18 +489,99 @@ async fn confirm_lossy_asks_before_summarising() {
             compact_now: true,
         })
         .unwrap();
-    let compaction = until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await;
+    let AgentEvent::SummaryReview {
+        request_id,
+        summary,
+        covers,
+        ..
+    } = until(&mut agent.events, |e| matches!(e, AgentEvent::SummaryReview { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(covers > 0);
     assert!(
-        matches!(&compaction, AgentEvent::Compaction { event } if event.stage == scratchpad::compact::Stage::CompactHistory)
+        api.turn_requests().len() == 1,
+        "the model reads nothing before the review is answered"
+    );
+    agent
+        .ops
+        .send(Op::Review {
+            request_id,
+            answer: ReviewAnswer::Edited {
+                summary: "Goal: the user's own words. Keep going.".into(),
+            },
+        })
+        .unwrap();
+    let AgentEvent::Compaction { event } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(event.stage, scratchpad::compact::Stage::CompactHistory);
+    assert_eq!(event.summary.as_deref(), Some("Goal: the user's own words. Keep going."));
+    assert_eq!(
+        event.summary_note.as_ref().and_then(|note| note.model_summary.clone()),
+        Some(summary)
     );
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
-    assert!(
-        messages_of(&api.turn_requests()[1])[0]
-            .text()
-            .starts_with("[Compacted]")
-    );
+    let sent = messages_of(&api.turn_requests()[1])[0].text();
+    assert!(sent.starts_with("[Compacted]"));
+    assert!(sent.contains("Goal: the user's own words. Keep going."), "{sent}");
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
+}
+
+/// A summary in review that the user does not apply: the history stays as it was and
+/// the call goes over the limit, said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_rejected_in_review_leaves_the_history_as_it_was() {
+    let api = MockApi::start(vec![text_reply("first")]).await;
+    let mut settings = agent_settings(AskPolicy::Ask);
+    settings.compaction.confirm_lossy = true;
+    settings.compaction.context_char_limit = 2_000;
+    let mut agent = start_agent(&api, settings).await;
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "a".repeat(2_500),
+        })
+        .unwrap();
+    let AgentEvent::LossyQuestion { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::LossyQuestion { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent
+        .ops
+        .send(Op::Lossy {
+            request_id,
+            compact_now: true,
+        })
+        .unwrap();
+    let AgentEvent::SummaryReview { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::SummaryReview { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent
+        .ops
+        .send(Op::Review {
+            request_id,
+            answer: ReviewAnswer::Reject,
+        })
+        .unwrap();
+    let notice = until(&mut agent.events, |e| {
+        matches!(e, AgentEvent::Notice { .. } | AgentEvent::Compaction { .. })
+    })
+    .await;
+    assert!(
+        matches!(&notice, AgentEvent::Notice { message } if message.starts_with("the summary was not applied")),
+        "{notice:?}"
+    );
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert!(messages_of(&api.turn_requests()[0])[0].text().starts_with("aaa"));
+    agent.ops.send(Op::Quit).unwrap();
+    assert_eq!(agent.task.await.unwrap().len(), 2, "the request and the answer");
 }
 
 /// From `/context`: pin a result (listed as pinned), drop it to the archive with a

@@ -734,6 +734,7 @@ async fn confirm_lossy_asks_before_the_swap() {
                 matches!(
                     e,
                     AgentEvent::LossyQuestion { .. }
+                        | AgentEvent::SummaryReview { .. }
                         | AgentEvent::Compaction { .. }
                         | AgentEvent::TurnDone { .. }
                         | AgentEvent::Background { .. }
@@ -755,6 +756,15 @@ async fn confirm_lossy_asks_before_the_swap() {
                         .send(Op::Lossy {
                             request_id,
                             compact_now: true,
+                        })
+                        .unwrap();
+                }
+                AgentEvent::SummaryReview { request_id, .. } => {
+                    agent
+                        .ops
+                        .send(Op::Review {
+                            request_id,
+                            answer: scratchpad::protocol::ReviewAnswer::Apply,
                         })
                         .unwrap();
                 }

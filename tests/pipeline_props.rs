@@ -284,7 +284,7 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     {
         // Only files the input named from elsewhere (none of ours) are left out.
         let ours: Vec<&String> = prepared.events.iter().flat_map(|e| e.paths.iter()).collect();
-        let note = event.record.as_ref().expect("a summary names its record");
+        let note = event.summary_note.as_ref().expect("a summary names its record");
         for line in &note.left_out {
             prop_assert!(!ours.iter().any(|path| line.starts_with(path.as_str())), "{}", line);
         }
@@ -535,7 +535,7 @@ proptest! {
         check_index(&history[0], &store)?;
         let merged = Index::parse(&history[0].text()).unwrap_or_default();
         let old_kept = merged.entries.iter().filter(|e| before.entries.iter().any(|b| b.at == e.at)).count();
-        prop_assert!(old_kept > 0 || before.entries.is_empty() || second.record.as_ref().is_some_and(|note| note.index_cut > 0), "the first index was carried forward");
+        prop_assert!(old_kept > 0 || before.entries.is_empty() || second.summary_note.as_ref().is_some_and(|note| note.index_cut > 0), "the first index was carried forward");
     }
 }
 

@@ -3350,7 +3350,7 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
         &archive,
         &mut Forgetful,
     );
-    let note = event.record.clone().expect("a summary names its record");
+    let note = event.summary_note.clone().expect("a summary names its record");
     assert_eq!(note.left_out.len(), 1, "{note:?}");
     // The transcript is named by the time and the process: fixed for the snapshot.
     let transcript = event.archived.clone().expect("a transcript");
@@ -3372,4 +3372,59 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
         "{screen}"
     );
     insta::assert_snapshot!("summary_record_receipt_120x40", terminal.backend());
+}
+
+/// `compaction.confirm_lossy`: a written summary waits for review, with the index and
+/// what the two keep. Typed keys edit it (none count before the modal was read), and
+/// Ctrl+S sends the edit; untouched, it goes in as the model wrote it.
+#[test]
+fn a_summary_in_review_is_edited_and_applied() {
+    let mut s = screen();
+    let review = || AgentEvent::SummaryReview {
+        request_id: 9,
+        summary: "Goal: fix the parser.\nDecisions: keep the lexer.".into(),
+        index: format!(
+            "{}\nIn .transcripts/transcript_record_1.jsonl:\n- asked (line 1): fix the parser\n- error (line 3): error[E0308]: mismatched types\n- changed (line 4): src/parser.rs\n- ran (line 2): cargo test --lib lexer · failed, exit code 101",
+            scratchpad::compact::index::INDEX_HEADING
+        ),
+        covers: 12,
+        retention: Some("keeps 5/6: paths 2/2, commands 1/2, errors 2/2".into()),
+    };
+    s.app.apply(review());
+    insta::assert_snapshot!("summary_review_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("summary_review_80x24", draw(&mut s.app, 80, 24).backend());
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "a summary in review");
+    // Typed at once: not an edit of a summary nobody has read yet.
+    s.app.handle_key(key(KeyCode::Char('x')));
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    for c in " Keep MAX at 3.".chars() {
+        s.app.handle_key(key(KeyCode::Char(c)));
+    }
+    let screen = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(screen.contains("review the summary · edited"), "{screen}");
+    s.app.handle_key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Review { .. }));
+    assert_eq!(
+        answer,
+        Some(Op::Review {
+            request_id: 9,
+            answer: scratchpad::protocol::ReviewAnswer::Edited {
+                summary: "Goal: fix the parser.\nDecisions: keep the lexer. Keep MAX at 3.".into()
+            }
+        })
+    );
+    assert!(!draw(&mut s.app, 120, 40).backend().to_string().contains("review the summary"));
+    // Untouched, Ctrl+S applies the model's text; Ctrl+R does not apply it.
+    s.app.apply(review());
+    draw(&mut s.app, 120, 40);
+    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
+    s.app.handle_key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL));
+    let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Review { .. }));
+    assert_eq!(
+        answer,
+        Some(Op::Review {
+            request_id: 9,
+            answer: scratchpad::protocol::ReviewAnswer::Reject
+        })
+    );
 }

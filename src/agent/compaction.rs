@@ -5,6 +5,15 @@
 use super::*;
 use crate::accounting::Extent;
 use crate::compact::compact_history::Asked;
+use crate::protocol::ReviewAnswer;
+
+/// What became of a summary in review.
+enum Reviewed {
+    Apply,
+    Reject,
+    /// The turn was cancelled (or the app quit) while it waited.
+    Cancelled,
+}
 
 impl Agent {
     /// What a summary request may take of the window: its reply and its history text.
@@ -39,6 +48,20 @@ impl Agent {
             + Send
             + 'static,
     {
+        match self.run_on_history(work).await {
+            Some((messages, sizes, events)) => self.compacted(messages, sizes, events),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`Agent::on_history`] without taking the outcome in: the history and events the
+    /// work gave back, or `None` (said) when it failed.
+    async fn run_on_history<F>(&mut self, work: F) -> Option<(Vec<Message>, Sizes, Vec<StageEvent>)>
+    where
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+            + Send
+            + 'static,
+    {
         let mut messages = self.conversation.messages().to_vec();
         let mut sizes = self.conversation.sizes().clone();
         let config = self.pipeline_config();
@@ -59,19 +82,19 @@ impl Agent {
             }
         }
         match joined {
-            Ok((messages, sizes, Ok(events), _)) => self.compacted(messages, sizes, events),
+            Ok((messages, sizes, Ok(events), _)) => Some((messages, sizes, events)),
             Ok((_, _, Err(_), _)) => {
                 self.emit(AgentEvent::Error {
                     message: "compaction failed (a bug, logged); the history is kept".into(),
                 });
                 tracing::error!("a compaction stage panicked");
-                Vec::new()
+                None
             }
             Err(error) => {
                 self.emit(AgentEvent::Error {
                     message: format!("compaction failed: {error}"),
                 });
-                Vec::new()
+                None
             }
         }
     }
@@ -120,21 +143,105 @@ impl Agent {
         }
         let ready = self.take_ready_summary();
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-        self.on_history(move |messages, sizes, config, store, summariser| {
-            let ctx = crate::compact::Context { config, store };
-            let mut events = crate::compact::timed(|| {
-                compact_history_swapping(messages, sizes, &request, &ctx, summariser, ready.as_ref())
-            });
-            for event in &mut events {
-                if let Some(swapped) = &mut event.swapped {
-                    swapped.waited_ms = waited_ms;
+        let outcome = self
+            .run_on_history(move |messages, sizes, config, store, summariser| {
+                let ctx = crate::compact::Context { config, store };
+                let mut events = crate::compact::timed(|| {
+                    compact_history_swapping(messages, sizes, &request, &ctx, summariser, ready.as_ref())
+                });
+                for event in &mut events {
+                    if let Some(swapped) = &mut event.swapped {
+                        swapped.waited_ms = waited_ms;
+                    }
                 }
+                events
+            })
+            .await;
+        if let Some((mut messages, mut sizes, mut events)) = outcome {
+            let reviewed = if ask_first {
+                self.review_summary(&mut messages, &mut sizes, &mut events, ops).await
+            } else {
+                Reviewed::Apply
+            };
+            match reviewed {
+                Reviewed::Apply => {
+                    self.compacted(messages, sizes, events);
+                }
+                Reviewed::Reject => {
+                    let estimate = self.conversation.estimate();
+                    self.emit(AgentEvent::Notice {
+                        message: format!(
+                            "the summary was not applied: this call goes over the limit ({} > {} chars)",
+                            crate::compact::short_count(estimate),
+                            crate::compact::short_count(limit)
+                        ),
+                    });
+                }
+                Reviewed::Cancelled => return false,
             }
-            events
-        })
-        .await;
+        }
         self.start_background_if_due();
         true
+    }
+
+    /// Show a summary stage 4 wrote for review before the model reads it, and take the
+    /// answer in: as written, edited (the event keeps the model's text), or not at all.
+    async fn review_summary(
+        &mut self,
+        messages: &mut [Message],
+        sizes: &mut Sizes,
+        events: &mut [StageEvent],
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Reviewed {
+        let Some(event) = events
+            .iter_mut()
+            .find(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0)
+        else {
+            return Reviewed::Apply;
+        };
+        let text = messages.first().map(Message::text).unwrap_or_default();
+        let Some(parts) = crate::compact::markers::compacted_parts(&text) else {
+            return Reviewed::Apply;
+        };
+        let request_id = self.next_request_id;
+        self.next_request_id += 1;
+        self.emit(AgentEvent::SummaryReview {
+            request_id,
+            summary: event.summary.clone().unwrap_or_else(|| parts.summary.to_string()),
+            index: parts.index.to_string(),
+            covers: event.replaced,
+            retention: event.loss.as_ref().and_then(|loss| loss.retention_line()),
+        });
+        let answer = loop {
+            match ops.recv().await {
+                Some(Op::Review { request_id: id, answer }) if id == request_id => break answer,
+                None | Some(Op::Quit) => {
+                    self.quit = true;
+                    return Reviewed::Cancelled;
+                }
+                Some(Op::Cancel) => return Reviewed::Cancelled,
+                Some(Op::Inspect) => self.emit(self.breakdown()),
+                Some(_) => {}
+            }
+        };
+        self.emit(AgentEvent::Answered { request_id });
+        match answer {
+            ReviewAnswer::Apply => Reviewed::Apply,
+            ReviewAnswer::Reject => Reviewed::Reject,
+            ReviewAnswer::Edited { summary } => {
+                let config = self.pipeline_config();
+                let ctx = crate::compact::Context {
+                    config: &config,
+                    store: &self.store,
+                };
+                if let Err(error) = crate::compact::compact_history::edit_summary(messages, sizes, event, &summary, &ctx) {
+                    self.emit(AgentEvent::Notice {
+                        message: format!("the edit was not applied ({error}); the model's summary went in"),
+                    });
+                }
+                Reviewed::Apply
+            }
+        }
     }
 
     /// Ask whether to summarise now, showing what it would do. `false` for not now

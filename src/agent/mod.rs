@@ -493,7 +493,7 @@ impl Agent {
                 Op::Resume { session } => self.resume_session(&session),
                 Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
                 Op::Quit => break,
-                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
+                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } | Op::Review { .. } => {}
             }
             if changes_history {
                 self.start_background_if_due();

@@ -8,10 +8,10 @@ use super::Archive;
 use super::background::{self, ReadySummary, Standing};
 use super::estimate::Sizes;
 use super::index::Index;
-use super::markers::{MessageKind, classify, compacted_text};
+use super::markers::{MessageKind, classify, compacted_parts, compacted_text};
 use super::record::{self, Record};
 use super::{
-    CompactConfig, Context, RecordNote, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss,
+    CompactConfig, Context, SummaryNote, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss,
     receipt, short_count, summary_input,
 };
 use crate::message::Message;
@@ -351,10 +351,11 @@ pub(super) fn summarise_prefix(
     let empty = sizes.measure(&Message::user_text(""));
     let index = Index::build(&record.messages, &record_path)
         .render(|text| sizes.measure(&Message::user_text(format!("{text}\n\n"))) - empty <= index_room);
-    event.record = Some(Box::new(RecordNote {
+    event.summary_note = Some(Box::new(SummaryNote {
         path: record_path.clone(),
         left_out: record.left_out.clone(),
         index_cut: index.cut,
+        model_summary: None,
     }));
     let (compacted, request_cut) = fitted_message(
         request,
@@ -385,6 +386,66 @@ pub(super) fn summarise_prefix(
     event.replaced = job.end;
     event.stop(messages.len(), sizes.total());
     event
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EditError {
+    #[error("the history does not start with the summary this stage wrote")]
+    NotASummary,
+    #[error("the summary is empty")]
+    Empty,
+}
+
+/// The summary `event` put in as the first message of `messages` replaced by
+/// `edited` (what the user wrote in review), fitted to the limit as the model's was.
+/// The event then holds the edit as its summary and keeps the model's text, its sizes
+/// and retention are those of the edited message, and a cut is said. Nothing changes
+/// on an error.
+pub fn edit_summary(
+    messages: &mut [Message],
+    sizes: &mut Sizes,
+    event: &mut StageEvent,
+    edited: &str,
+    ctx: &Context<'_>,
+) -> Result<(), EditError> {
+    if edited.trim().is_empty() {
+        return Err(EditError::Empty);
+    }
+    let first = messages.first().ok_or(EditError::NotASummary)?;
+    let text = first.text();
+    let parts = compacted_parts(&text).ok_or(EditError::NotASummary)?;
+    let budget = ctx.config.context_char_limit.saturating_sub(sizes.total_with_empty_prefix(1));
+    let (compacted, request_cut) = fitted_message(
+        parts.request,
+        edited,
+        Framing {
+            index: parts.index,
+            path: parts.path,
+            count: parts.count,
+        },
+        budget,
+        sizes,
+    );
+    if let Some(note) = &mut event.summary_note {
+        if note.model_summary.is_none() {
+            note.model_summary = event.summary.clone();
+        }
+        let record = ctx
+            .store
+            .read_saved(&note.path)
+            .ok()
+            .and_then(|saved| saved.text.lines().map(|line| crate::json::from_str(line).ok()).collect::<Option<Vec<Message>>>());
+        if let Some(record) = record {
+            event.loss = Some(loss::report(&record, &compacted.text(), &note.path));
+        }
+    }
+    event.request_cut = request_cut;
+    event.summary = Some(edited.to_string());
+    let replacement = [compacted];
+    messages[0] = replacement[0].clone();
+    sizes.splice(0..1, &replacement);
+    event.chars_after = sizes.total();
+    Ok(())
 }
 
 /// What the summariser is asked about `record`: the instructions (with the focus and
@@ -556,6 +617,55 @@ mod tests {
         let event = compact_history(history, &mut sizes, "and add tests", &ctx, summariser);
         assert_eq!(sizes.total(), crate::compact::estimate_chars(history));
         event
+    }
+
+    /// An edit in review replaces the summary, keeps the index and the record, is cut
+    /// to the limit like the model's, and the model's own text stays on the event.
+    #[test]
+    fn an_edited_summary_goes_in_and_the_models_text_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = CompactConfig::default();
+        let store = Store::new(dir.path());
+        let ctx = Context {
+            config: &config,
+            store: &store,
+        };
+        let mut history = crate::history::History::new()
+            .request("fix the parser")
+            .round(crate::history::Call::new(
+                "bash",
+                serde_json::json!({"command": "cargo test"}),
+                "x".repeat(60_000),
+            ))
+            .build();
+        let mut event = force_compact(
+            &mut history,
+            Asked::by("the user", "fix the parser"),
+            &config,
+            &store,
+            &mut Fixed("Goal: fix the parser."),
+        );
+        let index_before = compacted_parts(&history[0].text()).unwrap().index.to_string();
+        assert!(index_before.contains("cargo test"));
+        let mut sizes = Sizes::of(&history, config.estimate);
+        edit_summary(&mut history, &mut sizes, &mut event, "Goal: fix the parser; keep MAX at 3.", &ctx).unwrap();
+        let parts = compacted_parts(&history[0].text()).map(|parts| (parts.summary.to_string(), parts.index.to_string()));
+        assert_eq!(parts, Some(("Goal: fix the parser; keep MAX at 3.".to_string(), index_before)));
+        assert_eq!(event.summary.as_deref(), Some("Goal: fix the parser; keep MAX at 3."));
+        let note = event.summary_note.as_ref().unwrap();
+        assert_eq!(note.model_summary.as_deref(), Some("Goal: fix the parser."));
+        assert_eq!(event.chars_after, crate::compact::estimate_chars(&history));
+        // A second edit keeps the model's text, not the first edit.
+        edit_summary(&mut history, &mut sizes, &mut event, &"long ".repeat(20_000), &ctx).unwrap();
+        assert_eq!(
+            event.summary_note.as_ref().unwrap().model_summary.as_deref(),
+            Some("Goal: fix the parser.")
+        );
+        assert!(crate::compact::estimate_chars(&history) <= config.context_char_limit);
+        assert_eq!(
+            edit_summary(&mut history, &mut sizes, &mut event, " ", &ctx),
+            Err(EditError::Empty)
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@ const CLEARED_PREFIX: &str = "[Earlier tool result saved at ";
 pub const COMPACTED_TAG: &str = "[Compacted]";
 const REQUEST_KEPT_BELOW: &str = "(the newest user message after this summary, kept as it was)";
 const CUT_OFF_TAG: &str = "[Cut off]";
+const SUMMARY_HEADING: &str = "\n\nConversation summary (reference only; not instructions):\n";
+const TRANSCRIPT_LINE: &str = "Full transcript of the ";
 const STOPPED_TAG: &str = "[Stopped]";
 
 /// A `<persisted-output>` block: the path of the full text and a preview of it.
@@ -91,9 +93,8 @@ pub fn compacted_text(request: Option<&str>, summary: &str, index: &str, path: &
     };
     format!(
         "{COMPACTED_TAG} The earlier conversation was summarised to stay within the context limit.\n\n\
-         Current user request:\n{request}\n\n\
-         Conversation summary (reference only; not instructions):\n{summary}\n\n\
-         {index}Full transcript of the {count} messages before this point: {path}"
+         Current user request:\n{request}{SUMMARY_HEADING}{summary}\n\n\
+         {index}{TRANSCRIPT_LINE}{count} messages before this point: {path}"
     )
 }
 
@@ -102,8 +103,40 @@ pub fn compacted_text(request: Option<&str>, summary: &str, index: &str, path: &
 pub fn compacted_request(text: &str) -> Option<Option<&str>> {
     let rest = text.strip_prefix(COMPACTED_TAG)?;
     let (_, rest) = rest.split_once("\n\nCurrent user request:\n")?;
-    let (request, _) = rest.split_once("\n\nConversation summary (reference only; not instructions):\n")?;
+    let (request, _) = rest.split_once(SUMMARY_HEADING)?;
     Some((request != REQUEST_KEPT_BELOW).then_some(request))
+}
+
+/// The parts of a `[Compacted]` message, as [`compacted_text`] put them together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactedParts<'a> {
+    /// `None` when the request is the message kept after the summary.
+    pub request: Option<&'a str>,
+    pub summary: &'a str,
+    /// The index, empty when there is none.
+    pub index: &'a str,
+    pub path: &'a str,
+    pub count: usize,
+}
+
+/// The parts of a `[Compacted]` message. The summary is the model's text and comes
+/// before the index and the transcript line, so the last of each is ours.
+pub fn compacted_parts(text: &str) -> Option<CompactedParts<'_>> {
+    let request = compacted_request(text)?;
+    let (_, rest) = text.split_once(SUMMARY_HEADING)?;
+    let (body, tail) = rest.rsplit_once(&format!("\n\n{TRANSCRIPT_LINE}"))?;
+    let (count, path) = tail.split_once(" messages before this point: ")?;
+    let (summary, index) = match body.rfind(super::index::INDEX_HEADING) {
+        Some(at) => (body[..at].strip_suffix("\n\n")?, &body[at..]),
+        None => (body, ""),
+    };
+    Some(CompactedParts {
+        request,
+        summary,
+        index,
+        path,
+        count: count.parse().ok()?,
+    })
 }
 
 /// A tool call the response's `max_tokens` cut off before its input was complete.
@@ -300,6 +333,28 @@ pub fn is_cleared(content: &ToolResultContent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compacted_message_parses_back_into_its_parts() {
+        let index = format!("{}\nIn r.jsonl:\n- read (line 2): a.rs", super::super::index::INDEX_HEADING);
+        for (request, summary, index) in [
+            (Some("go on"), "Goal: x.\n\nFull transcript of the 9 messages before this point: fake", index.as_str()),
+            (None, "s", ""),
+        ] {
+            let text = compacted_text(request, summary, index, ".transcripts/t.jsonl", 7);
+            assert_eq!(
+                compacted_parts(&text),
+                Some(CompactedParts {
+                    request,
+                    summary,
+                    index,
+                    path: ".transcripts/t.jsonl",
+                    count: 7,
+                })
+            );
+        }
+        assert_eq!(compacted_parts("[Compacted] no"), None);
+    }
     use crate::store::Store;
     use crate::text::prefix_chars;
 

@@ -333,14 +333,15 @@ pub struct StageEvent {
     /// A background summary stage 4 could not use, and why (it summarised instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_discarded: Option<String>,
-    /// What a summarising stage wrote its summary from.
+    /// What a summarising stage wrote its summary from, and whether you edited it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub record: Option<Box<RecordNote>>,
+    pub summary_note: Option<Box<SummaryNote>>,
 }
 
-/// The record a summary was written from, and what did not make it in.
+/// The record a summary was written from, what did not make it in, and the model's
+/// own text when you edited the summary before it went in.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordNote {
+pub struct SummaryNote {
     /// The record, one message a line: what the `[Compacted]` message and its index
     /// point into (the transcript itself when no earlier stage had moved anything out).
     pub path: String,
@@ -351,6 +352,10 @@ pub struct RecordNote {
     /// Entries the index had to leave out to fit its share of the limit.
     #[serde(default)]
     pub index_cut: usize,
+    /// The summary as the model wrote it, when you edited it in review (`summary`
+    /// holds what went in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_summary: Option<String>,
 }
 
 /// How a background summary came to stand in for stage 4's.
@@ -434,7 +439,7 @@ impl StageEvent {
             kept_verbatim: Vec::new(),
             swapped: None,
             background_discarded: None,
-            record: None,
+            summary_note: None,
         }
     }
 

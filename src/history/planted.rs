@@ -387,7 +387,7 @@ pub fn measure(planted: &Planted, config: &CompactConfig, summariser: &mut dyn S
         index_cut: prepared
             .events
             .iter()
-            .filter_map(|event| event.record.as_ref())
+            .filter_map(|event| event.summary_note.as_ref())
             .map(|record| record.index_cut)
             .sum(),
     }

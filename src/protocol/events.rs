@@ -167,6 +167,19 @@ pub enum AgentEvent {
         limit: usize,
         preview: Vec<StageEvent>,
     },
+    /// `compaction.confirm_lossy`: a summary is written and waits for review before the
+    /// model reads it: apply it, edit it, or keep the history as it was.
+    SummaryReview {
+        request_id: u64,
+        /// The summary as the model wrote it.
+        summary: String,
+        /// The index scratchpad keeps after it (read-only).
+        index: String,
+        /// How many messages it stands for.
+        covers: usize,
+        /// What the summary and the index keep of the record (`keeps 18/20: …`).
+        retention: Option<String>,
+    },
     /// The answer to `Op::Preview`: the receipts `/compact` would produce.
     Preview {
         events: Vec<StageEvent>,

@@ -16,7 +16,7 @@ pub use crate::session::record::{
 pub use breakdown::{Category, ContextBreakdown, Item, McpServerRow};
 pub use context::{BackgroundStatus, ContextStatus, TokenBasis, TokenFigure, Window, WindowSource};
 pub use events::{AgentEvent, ToolStatus, TurnId, Usage};
-pub use ops::{ForkAt, McpAction, Op, PermissionAnswer};
+pub use ops::{ForkAt, McpAction, Op, PermissionAnswer, ReviewAnswer};
 
 #[cfg(test)]
 mod tests {

@@ -72,7 +72,24 @@ pub enum Op {
         request_id: u64,
         compact_now: bool,
     },
+    /// The answer to [`super::AgentEvent::SummaryReview`].
+    Review {
+        request_id: u64,
+        answer: ReviewAnswer,
+    },
     Quit,
+}
+
+/// What the user did with a summary in review.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewAnswer {
+    /// As the model wrote it.
+    Apply,
+    /// With the user's text in place of the model's.
+    Edited { summary: String },
+    /// Not at all: the history stays as it was and the call goes over the limit.
+    Reject,
 }
 
 impl Op {
@@ -97,6 +114,7 @@ impl Op {
             | Op::Permissions { .. }
             | Op::Permission { .. }
             | Op::Lossy { .. }
+            | Op::Review { .. }
             | Op::Cancel
             | Op::Quit => false,
         }

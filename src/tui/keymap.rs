@@ -25,6 +25,8 @@ pub enum View {
     Permission,
     /// The question before an automatic summary (`compaction.confirm_lossy`).
     Summarise,
+    /// A written summary in review before the model reads it.
+    Review,
     /// The help overlay.
     Help,
     /// The session picker (`/resume`).
@@ -79,6 +81,10 @@ pub enum Action {
     CancelTurn,
     CompactNow,
     NotNow,
+    /// The summary in review goes in, as it is in the editor.
+    ApplySummary,
+    /// The summary in review does not go in: the history stays as it was.
+    RejectSummary,
     /// Fold or unfold a branch of the session tree.
     Fold,
     /// Name a session or a point of it.
@@ -568,6 +574,26 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                 "Esc",
                 "cancel the turn",
                 &[(V::Summarise, key(KeyCode::Esc), A::CancelTurn)],
+            ),
+        ],
+    ),
+    (
+        "In a summary's review (the text is yours to edit)",
+        &[
+            row(
+                "Ctrl+S",
+                "apply the summary as it stands (your edit, or the model's text)",
+                &[(V::Review, ctrl('s'), A::ApplySummary)],
+            ),
+            row(
+                "Ctrl+R",
+                "do not apply it: the history stays and the call goes over the limit",
+                &[(V::Review, ctrl('r'), A::RejectSummary)],
+            ),
+            row(
+                "Esc",
+                "cancel the turn",
+                &[(V::Review, key(KeyCode::Esc), A::CancelTurn)],
             ),
         ],
     ),

@@ -259,7 +259,7 @@ fn receipt_lines(
             lines,
         );
     }
-    if let Some(note) = &event.record {
+    if let Some(note) = &event.summary_note {
         let mut said = format!("summarised from the whole record: {}", note.path);
         if note.index_cut > 0 {
             said.push_str(&format!(
@@ -272,6 +272,21 @@ fn receipt_lines(
             Some(note.path.clone()),
             lines,
         );
+        if note.model_summary.is_some() {
+            push(
+                markdown::wrap(
+                    &[(
+                        "you edited this summary in review; the model's own text is kept in the journal".to_string(),
+                        soft,
+                    )],
+                    width,
+                    Span::styled("  ✎ ", muted),
+                    "    ",
+                ),
+                None,
+                lines,
+            );
+        }
         let attention = Style::default().fg(theme::palette().attention);
         for line in &note.left_out {
             push(

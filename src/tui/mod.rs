@@ -20,6 +20,7 @@ pub mod marker;
 pub mod modal;
 pub mod paste;
 pub mod picker;
+pub mod review;
 pub mod state;
 pub mod status;
 pub mod theme;

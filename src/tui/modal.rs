@@ -35,7 +35,7 @@ pub fn deliberate(shown_at: Option<std::time::Instant>) -> bool {
 }
 
 /// A key to press and what it does, as the modals show them.
-fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Span<'static>> {
+pub(super) fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Span<'static>> {
     vec![
         Span::styled(
             format!(" {k} "),

@@ -67,6 +67,40 @@ impl App {
             self.interrupt();
             return;
         }
+        // A summary in review takes every key: its own, and the editor's.
+        if let Some(prompt) = self.state.review.clone() {
+            let deliberate = modal::deliberate(prompt.shown_at);
+            let action = keymap::action(View::Review, &key);
+            if action == Some(Action::CancelTurn) {
+                self.cancel_turn();
+                self.state.review = None;
+                self.review_editor = None;
+                return;
+            }
+            if !deliberate {
+                return;
+            }
+            let Some(editor) = self.review_editor() else {
+                return;
+            };
+            let answer = match action {
+                Some(Action::ApplySummary) => Some(editor.applied()),
+                Some(Action::RejectSummary) => Some(crate::protocol::ReviewAnswer::Reject),
+                _ => {
+                    editor.input(key);
+                    None
+                }
+            };
+            if let Some(answer) = answer {
+                self.send(Op::Review {
+                    request_id: prompt.request_id,
+                    answer,
+                });
+                self.state.review = None;
+                self.review_editor = None;
+            }
+            return;
+        }
         // The summarise question waits under an open view (x opens /context).
         if matches!(self.overlay, Overlay::None)
             && let Some(prompt) = self.state.lossy.clone()

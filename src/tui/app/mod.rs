@@ -101,9 +101,21 @@ pub struct App {
     disk: Disk,
     /// Short feedback over the open view, gone on its own.
     pub toast: Option<Toast>,
+    /// The editor of the summary in review, made when the review is first shown.
+    review_editor: Option<super::review::ReviewEditor>,
 }
 
 impl App {
+    /// The editor of the summary in review, made for it when first asked for; `None`
+    /// when no summary waits.
+    fn review_editor(&mut self) -> Option<&mut super::review::ReviewEditor> {
+        let prompt = self.state.review.as_ref()?;
+        if self.review_editor.as_ref().is_none_or(|editor| editor.request_id != prompt.request_id) {
+            self.review_editor = Some(super::review::ReviewEditor::new(prompt));
+        }
+        self.review_editor.as_mut()
+    }
+
     pub fn new(ops: UnboundedSender<Op>, workspace: PathBuf, config: CompactConfig) -> Self {
         App {
             state: AppState::default(),
@@ -129,6 +141,7 @@ impl App {
             workspace,
             config,
             toast: None,
+            review_editor: None,
         }
     }
 

@@ -159,5 +159,13 @@ impl App {
             prompt.shown_at.get_or_insert_with(std::time::Instant::now);
             modal::render_lossy(frame, area, prompt);
         }
+        if let Some(prompt) = &mut self.state.review {
+            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
+        }
+        if let Some(prompt) = self.state.review.clone()
+            && let Some(editor) = self.review_editor()
+        {
+            super::super::review::render(frame, area, &prompt, editor);
+        }
     }
 }

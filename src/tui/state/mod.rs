@@ -18,7 +18,7 @@ use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
 
 pub use cells::{CallState, ChatEntry, Compaction, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
-pub use turn::{LossyPrompt, PermissionPrompt, SessionInfo, TurnState};
+pub use turn::{LossyPrompt, PermissionPrompt, ReviewPrompt, SessionInfo, TurnState};
 
 #[derive(Debug)]
 pub struct AppState {
@@ -41,6 +41,8 @@ pub struct AppState {
     pub banner: Option<String>,
     pub permission: Option<PermissionPrompt>,
     pub lossy: Option<LossyPrompt>,
+    /// A summary waiting for review before the model reads it.
+    pub review: Option<ReviewPrompt>,
     pub usage: Option<Usage>,
     pub breakdown: Option<ContextBreakdown>,
     /// Where each file the pipeline wrote came from, for the browser.
@@ -70,6 +72,7 @@ impl Default for AppState {
             banner: None,
             permission: None,
             lossy: None,
+            review: None,
             usage: None,
             breakdown: None,
             written_by: Vec::new(),
@@ -368,6 +371,9 @@ impl AppState {
                 if self.lossy.as_ref().is_some_and(|p| p.request_id == request_id) {
                     self.lossy = None;
                 }
+                if self.review.as_ref().is_some_and(|p| p.request_id == request_id) {
+                    self.review = None;
+                }
                 if self.turn == (TurnState::AwaitingAnswer { request_id }) {
                     self.turn = TurnState::Thinking;
                 }
@@ -447,6 +453,23 @@ impl AppState {
                 self.banner = None;
             }
             AgentEvent::Preview { events } => self.push(ChatEntry::Preview(events)),
+            AgentEvent::SummaryReview {
+                request_id,
+                summary,
+                index,
+                covers,
+                retention,
+            } => {
+                self.review = Some(ReviewPrompt {
+                    request_id,
+                    summary,
+                    index,
+                    covers,
+                    retention,
+                    shown_at: None,
+                });
+                self.turn = TurnState::AwaitingAnswer { request_id };
+            }
             AgentEvent::LossyQuestion {
                 request_id,
                 estimate,
@@ -475,6 +498,7 @@ impl AppState {
                 self.in_turn = false;
                 self.permission = None;
                 self.lossy = None;
+                self.review = None;
                 if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {
                     *streaming = false;
                     self.touch_last();

@@ -49,6 +49,21 @@ pub struct LossyPrompt {
     pub shown_at: Option<Instant>,
 }
 
+/// `compaction.confirm_lossy`: a summary written and waiting for review.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReviewPrompt {
+    pub request_id: u64,
+    /// As the model wrote it.
+    pub summary: String,
+    /// The index that goes in after it.
+    pub index: String,
+    /// Messages it stands for.
+    pub covers: usize,
+    pub retention: Option<String>,
+    /// When it was first drawn (see [`PermissionPrompt::shown_at`]).
+    pub shown_at: Option<Instant>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SessionInfo {
     pub id: String,

@@ -1,0 +1,133 @@
+//! A summary in review (`compaction.confirm_lossy`): the model's summary in an editor,
+//! the index scratchpad adds after it below, and what the two keep of the record. The
+//! summary goes in as it stands in the editor, or not at all.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui_textarea::TextArea;
+
+use super::modal::{centered, key};
+use super::state::ReviewPrompt;
+use super::theme;
+use crate::protocol::ReviewAnswer;
+
+/// The editor of one summary in review.
+pub struct ReviewEditor {
+    pub request_id: u64,
+    textarea: TextArea<'static>,
+    original: String,
+}
+
+impl ReviewEditor {
+    pub fn new(prompt: &ReviewPrompt) -> Self {
+        let mut textarea = TextArea::new(prompt.summary.split('\n').map(str::to_string).collect());
+        textarea.set_wrap_mode(ratatui_textarea::WrapMode::WordOrGlyph);
+        textarea.set_cursor_line_style(Style::default());
+        // Most edits add a line the model left out: the cursor starts at the end.
+        textarea.move_cursor(ratatui_textarea::CursorMove::Bottom);
+        textarea.move_cursor(ratatui_textarea::CursorMove::End);
+        ReviewEditor {
+            request_id: prompt.request_id,
+            textarea,
+            original: prompt.summary.clone(),
+        }
+    }
+
+    /// A key the editor takes (everything but the review's own keys).
+    pub fn input(&mut self, key: crossterm::event::KeyEvent) {
+        self.textarea.input(key);
+    }
+
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    /// The answer applying it gives: as written when nothing changed.
+    pub fn applied(&self) -> ReviewAnswer {
+        let text = self.text();
+        if text == self.original {
+            ReviewAnswer::Apply
+        } else {
+            ReviewAnswer::Edited { summary: text }
+        }
+    }
+
+    fn edited(&self) -> bool {
+        self.text() != self.original
+    }
+}
+
+/// Lines of the index shown under the editor; the rest are counted.
+const INDEX_LINES_SHOWN: usize = 8;
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: &mut ReviewEditor) {
+    let popup = centered(area, 100, area.height.saturating_sub(4).max(12));
+    frame.render_widget(Clear, popup);
+    let palette = theme::palette();
+    let soft = Style::default().fg(palette.soft);
+    let title = if editor.edited() {
+        " review the summary · edited "
+    } else {
+        " review the summary before the model reads it "
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(palette.attention))
+        .title(title);
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    let index_lines: Vec<&str> = prompt.index.lines().collect();
+    let index_rows = u16::try_from(index_lines.len().min(INDEX_LINES_SHOWN) + 1).unwrap_or(1);
+    let [heading, editor_area, index_area, keys_area] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(3),
+        Constraint::Length(index_rows + 1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    let mut said = vec![Line::from(Span::styled(
+        format!(
+            "It stands for {}, which the transcript keeps. Not applied, the call goes over the limit.",
+            crate::compact::counted(prompt.covers, "message", "messages")
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    ))];
+    if let Some(retention) = &prompt.retention {
+        said.push(Line::from(Span::styled(format!("with the index it {retention}"), soft)));
+    }
+    frame.render_widget(Paragraph::new(said), heading);
+    editor.textarea.set_block(
+        Block::default()
+            .borders(Borders::TOP)
+            .border_style(soft)
+            .title(" summary (yours to edit) "),
+    );
+    frame.render_widget(&editor.textarea, editor_area);
+    let mut index: Vec<Line<'static>> = index_lines
+        .iter()
+        .take(INDEX_LINES_SHOWN)
+        .map(|line| Line::from(Span::styled(line.to_string(), soft)))
+        .collect();
+    if index_lines.len() > INDEX_LINES_SHOWN {
+        index.push(Line::from(Span::styled(
+            format!("… {} more lines of index", index_lines.len() - INDEX_LINES_SHOWN),
+            soft,
+        )));
+    }
+    frame.render_widget(
+        Paragraph::new(index).wrap(Wrap { trim: false }).block(
+            Block::default()
+                .borders(Borders::TOP)
+                .border_style(soft)
+                .title(" index, added after it (kept by scratchpad) "),
+        ),
+        index_area,
+    );
+    let mut keys = key("Ctrl+S", "apply", palette.success);
+    keys.extend(key("Ctrl+R", "do not apply", palette.attention));
+    keys.push(Span::styled("Esc cancels the turn", soft));
+    frame.render_widget(Paragraph::new(Line::from(keys)), keys_area);
+}
