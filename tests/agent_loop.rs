@@ -518,7 +518,10 @@ async fn confirm_lossy_asks_before_summarising() {
         unreachable!("until returns only what it waited for")
     };
     assert_eq!(event.stage, scratchpad::compact::Stage::CompactHistory);
-    assert_eq!(event.summary.as_deref(), Some("Goal: the user's own words. Keep going."));
+    assert_eq!(
+        event.summary.as_deref(),
+        Some("Goal: the user's own words. Keep going.")
+    );
     assert_eq!(
         event.summary_note.as_ref().and_then(|note| note.model_summary.clone()),
         Some(summary)

@@ -824,3 +824,76 @@ fn the_demo_starts_a_summary_only_when_it_is_likely_used() {
         "{started} summaries started for {swapped} swapped in"
     );
 }
+
+/// `/summary`: a summary ready in the background is shown for review before it goes
+/// in; the user's edit is what the swap at the limit puts in, and the event keeps the
+/// model's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_summary_edited_in_review_is_the_one_swapped_in() {
+    let api = MockApi::start(common::report_answers(30)).await;
+    api.script_summaries(vec![common::slow_summary(100)]);
+    let settings = common::report_settings(AskPolicy::Approve);
+    let mut agent = start_agent(&api, settings).await;
+    let mut outcome = Outcome::default();
+    turns_until_a_summary_starts(&mut agent, &mut outcome).await;
+    settle_background(&mut agent, &mut outcome).await;
+    assert!(
+        matches!(outcome.background.last(), Some(BackgroundEvent::Ready { .. })),
+        "{:?}",
+        outcome.background
+    );
+    agent.ops.send(Op::ReviewReady).unwrap();
+    let AgentEvent::SummaryReview {
+        request_id,
+        summary,
+        index,
+        covers,
+        ..
+    } = until(&mut agent.events, |e| matches!(e, AgentEvent::SummaryReview { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert!(covers > 0 && !summary.is_empty());
+    assert!(index.starts_with(scratchpad::compact::index::INDEX_HEADING), "{index}");
+    let edited = format!("{summary}\nThe user adds: keep the report format.");
+    agent
+        .ops
+        .send(Op::Review {
+            request_id,
+            answer: scratchpad::protocol::ReviewAnswer::Edited {
+                summary: edited.clone(),
+            },
+        })
+        .unwrap();
+    for turn in 100..130 {
+        agent
+            .ops
+            .send(Op::Submit {
+                text: common::report_request(turn),
+            })
+            .unwrap();
+        loop {
+            match until(&mut agent.events, |e| {
+                matches!(e, AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. })
+            })
+            .await
+            {
+                AgentEvent::Compaction { event } if event.stage == Stage::CompactHistory => {
+                    assert!(event.swapped.is_some(), "{}", event.summary_line());
+                    assert_eq!(event.summary.as_deref(), Some(edited.as_str()));
+                    assert_eq!(
+                        event.summary_note.as_ref().and_then(|note| note.model_summary.clone()),
+                        Some(summary)
+                    );
+                    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+                    let sent = messages_of(api.turn_requests().last().unwrap());
+                    assert!(sent[0].text().contains("The user adds: keep the report format."));
+                    return;
+                }
+                AgentEvent::TurnDone { .. } => break,
+                _ => {}
+            }
+        }
+    }
+    panic!("the limit was never reached");
+}

@@ -2950,7 +2950,7 @@ fn a_background_summary_on_the_gauge_and_in_the_chat() {
         }),
     ));
     let terminal = draw(&mut s.app, 120, 40);
-    assert!(text_of(&terminal).contains("summary ready (from 71%)"));
+    assert!(text_of(&terminal).contains("summary ready (from 71%; /summary reviews it)"));
     assert_readable_in_both_themes(&mut s.app, 120, 40, "background summary");
     let AgentEvent::Compaction { mut event } =
         stage(Stage::CompactHistory, 26, 51_200, 9_800, &[".transcripts/t.jsonl"])
@@ -3402,7 +3402,8 @@ fn a_summary_in_review_is_edited_and_applied() {
     }
     let screen = draw(&mut s.app, 120, 40).backend().to_string();
     assert!(screen.contains("review the summary · edited"), "{screen}");
-    s.app.handle_key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
     let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Review { .. }));
     assert_eq!(
         answer,
@@ -3413,12 +3414,18 @@ fn a_summary_in_review_is_edited_and_applied() {
             }
         })
     );
-    assert!(!draw(&mut s.app, 120, 40).backend().to_string().contains("review the summary"));
+    assert!(
+        !draw(&mut s.app, 120, 40)
+            .backend()
+            .to_string()
+            .contains("review the summary")
+    );
     // Untouched, Ctrl+S applies the model's text; Ctrl+R does not apply it.
     s.app.apply(review());
     draw(&mut s.app, 120, 40);
     std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
-    s.app.handle_key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL));
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL));
     let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Review { .. }));
     assert_eq!(
         answer,

@@ -229,6 +229,7 @@ impl Agent {
                 self.background = Background::Ready(ReadySummary {
                     prefix: running.prefix.clone(),
                     summary: written.summary,
+                    model_summary: None,
                     started_at_percent: running.started_at_percent,
                     started_unix: running.started_unix,
                     took_ms,
@@ -242,6 +243,76 @@ impl Agent {
                     retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
                 };
                 self.background_event(BackgroundEvent::Failed { error });
+            }
+        }
+    }
+
+    /// `/summary`: the summary prepared in the background, shown for review (and to
+    /// edit) before it goes in; said plainly when none is ready.
+    pub(super) fn review_ready(&mut self) {
+        self.poll_background();
+        let Background::Ready(ready) = &self.background else {
+            let message = match self.background {
+                Background::Running(_) => "the background summary is still being written; /summary shows it once ready",
+                _ => "no summary is prepared in the background now",
+            };
+            self.emit(AgentEvent::Notice {
+                message: message.to_string(),
+            });
+            return;
+        };
+        let end = ready.prefix.end.min(self.conversation.messages().len());
+        let record = crate::compact::record::rebuild(&self.conversation.messages()[..end], &self.store);
+        let index = crate::compact::index::Index::build(&record.messages, "the record (written when it goes in)")
+            .render(|text| text.chars().count() <= self.settings.compaction.index_room())
+            .text;
+        let request_id = self.next_request_id;
+        self.next_request_id += 1;
+        self.reviewing_ready = Some(request_id);
+        self.emit(AgentEvent::SummaryReview {
+            request_id,
+            summary: ready.summary.clone(),
+            index,
+            covers: end,
+            retention: None,
+        });
+    }
+
+    /// The answer to a `/summary` review: kept, kept with the user's edit (the model's
+    /// text kept with it), or set aside until the history has grown.
+    pub(super) fn reviewed_ready(&mut self, request_id: u64, answer: crate::protocol::ReviewAnswer) {
+        if self.reviewing_ready != Some(request_id) {
+            return;
+        }
+        self.reviewing_ready = None;
+        self.emit(AgentEvent::Answered { request_id });
+        let Background::Ready(ready) = &mut self.background else {
+            self.emit(AgentEvent::Notice {
+                message: "the background summary was set aside meanwhile; nothing to apply the review to".into(),
+            });
+            return;
+        };
+        match answer {
+            crate::protocol::ReviewAnswer::Apply => {}
+            crate::protocol::ReviewAnswer::Edited { summary } if !summary.trim().is_empty() => {
+                if ready.model_summary.is_none() {
+                    ready.model_summary = Some(std::mem::replace(&mut ready.summary, summary));
+                } else {
+                    ready.summary = summary;
+                }
+                self.emit(AgentEvent::Notice {
+                    message: "your edit of the background summary goes in at the limit".into(),
+                });
+            }
+            crate::protocol::ReviewAnswer::Edited { .. } => self.emit(AgentEvent::Notice {
+                message: "an empty summary is not applied; the summary stays as the model wrote it".into(),
+            }),
+            crate::protocol::ReviewAnswer::Reject => {
+                self.discard_background("you set it aside in review");
+                // Not started again at once for the same messages: after the history grew.
+                self.background = Background::Failed {
+                    retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
+                };
             }
         }
     }

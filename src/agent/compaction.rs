@@ -234,7 +234,9 @@ impl Agent {
                     config: &config,
                     store: &self.store,
                 };
-                if let Err(error) = crate::compact::compact_history::edit_summary(messages, sizes, event, &summary, &ctx) {
+                if let Err(error) =
+                    crate::compact::compact_history::edit_summary(messages, sizes, event, &summary, &ctx)
+                {
                     self.emit(AgentEvent::Notice {
                         message: format!("the edit was not applied ({error}); the model's summary went in"),
                     });

@@ -113,6 +113,8 @@ pub struct Agent {
     events: UnboundedSender<AgentEvent>,
     approvals: Approvals,
     next_request_id: u64,
+    /// The `/summary` review waiting for its answer, by request id.
+    reviewing_ready: Option<u64>,
     /// The running (or last) turn: its events carry it.
     turn: TurnId,
     quit: bool,
@@ -220,6 +222,7 @@ impl Agent {
             events,
             approvals,
             next_request_id: 1,
+            reviewing_ready: None,
             turn: TurnId::default(),
             quit: false,
             notices: approvals_problem.into_iter().collect(),
@@ -492,8 +495,10 @@ impl Agent {
                 Op::Preview { focus } => self.preview_compact(focus).await,
                 Op::Resume { session } => self.resume_session(&session),
                 Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
+                Op::ReviewReady => self.review_ready(),
+                Op::Review { request_id, answer } => self.reviewed_ready(request_id, answer),
                 Op::Quit => break,
-                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } | Op::Review { .. } => {}
+                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
             }
             if changes_history {
                 self.start_background_if_due();

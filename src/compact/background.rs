@@ -39,6 +39,8 @@ pub struct Prefix {
 pub struct ReadySummary {
     pub prefix: Prefix,
     pub summary: String,
+    /// The model's text, when the user edited `summary` in review (`/summary`).
+    pub model_summary: Option<String>,
     /// The estimate's share of the limit when the summary started.
     pub started_at_percent: usize,
     /// When it started (Unix seconds).

@@ -11,7 +11,7 @@ use super::index::Index;
 use super::markers::{MessageKind, classify, compacted_parts, compacted_text};
 use super::record::{self, Record};
 use super::{
-    CompactConfig, Context, SummaryNote, RequestCut, Stage, StageEvent, Summariser, SummaryRequest, Swapped, loss,
+    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryNote, SummaryRequest, Swapped, loss,
     receipt, short_count, summary_input,
 };
 use crate::message::Message;
@@ -172,6 +172,9 @@ fn swap_in(
         ctx,
         &mut background::Prepared(ready.summary.clone()),
     );
+    if let (Some(note), Some(model)) = (&mut event.summary_note, &ready.model_summary) {
+        note.model_summary = Some(model.clone());
+    }
     let now = crate::time::unix_now();
     event.swapped = Some(Box::new(Swapped {
         prepared_at_percent: ready.started_at_percent,
@@ -414,7 +417,10 @@ pub fn edit_summary(
     let first = messages.first().ok_or(EditError::NotASummary)?;
     let text = first.text();
     let parts = compacted_parts(&text).ok_or(EditError::NotASummary)?;
-    let budget = ctx.config.context_char_limit.saturating_sub(sizes.total_with_empty_prefix(1));
+    let budget = ctx
+        .config
+        .context_char_limit
+        .saturating_sub(sizes.total_with_empty_prefix(1));
     let (compacted, request_cut) = fitted_message(
         parts.request,
         edited,
@@ -430,11 +436,13 @@ pub fn edit_summary(
         if note.model_summary.is_none() {
             note.model_summary = event.summary.clone();
         }
-        let record = ctx
-            .store
-            .read_saved(&note.path)
-            .ok()
-            .and_then(|saved| saved.text.lines().map(|line| crate::json::from_str(line).ok()).collect::<Option<Vec<Message>>>());
+        let record = ctx.store.read_saved(&note.path).ok().and_then(|saved| {
+            saved
+                .text
+                .lines()
+                .map(|line| crate::json::from_str(line).ok())
+                .collect::<Option<Vec<Message>>>()
+        });
         if let Some(record) = record {
             event.loss = Some(loss::report(&record, &compacted.text(), &note.path));
         }
@@ -648,9 +656,20 @@ mod tests {
         let index_before = compacted_parts(&history[0].text()).unwrap().index.to_string();
         assert!(index_before.contains("cargo test"));
         let mut sizes = Sizes::of(&history, config.estimate);
-        edit_summary(&mut history, &mut sizes, &mut event, "Goal: fix the parser; keep MAX at 3.", &ctx).unwrap();
-        let parts = compacted_parts(&history[0].text()).map(|parts| (parts.summary.to_string(), parts.index.to_string()));
-        assert_eq!(parts, Some(("Goal: fix the parser; keep MAX at 3.".to_string(), index_before)));
+        edit_summary(
+            &mut history,
+            &mut sizes,
+            &mut event,
+            "Goal: fix the parser; keep MAX at 3.",
+            &ctx,
+        )
+        .unwrap();
+        let parts =
+            compacted_parts(&history[0].text()).map(|parts| (parts.summary.to_string(), parts.index.to_string()));
+        assert_eq!(
+            parts,
+            Some(("Goal: fix the parser; keep MAX at 3.".to_string(), index_before))
+        );
         assert_eq!(event.summary.as_deref(), Some("Goal: fix the parser; keep MAX at 3."));
         let note = event.summary_note.as_ref().unwrap();
         assert_eq!(note.model_summary.as_deref(), Some("Goal: fix the parser."));

@@ -336,9 +336,16 @@ mod tests {
 
     #[test]
     fn a_compacted_message_parses_back_into_its_parts() {
-        let index = format!("{}\nIn r.jsonl:\n- read (line 2): a.rs", super::super::index::INDEX_HEADING);
+        let index = format!(
+            "{}\nIn r.jsonl:\n- read (line 2): a.rs",
+            super::super::index::INDEX_HEADING
+        );
         for (request, summary, index) in [
-            (Some("go on"), "Goal: x.\n\nFull transcript of the 9 messages before this point: fake", index.as_str()),
+            (
+                Some("go on"),
+                "Goal: x.\n\nFull transcript of the 9 messages before this point: fake",
+                index.as_str(),
+            ),
             (None, "s", ""),
         ] {
             let text = compacted_text(request, summary, index, ".transcripts/t.jsonl", 7);

@@ -72,6 +72,8 @@ pub enum Op {
         request_id: u64,
         compact_now: bool,
     },
+    /// `/summary`: show the summary prepared in the background for review.
+    ReviewReady,
     /// The answer to [`super::AgentEvent::SummaryReview`].
     Review {
         request_id: u64,
@@ -115,6 +117,7 @@ impl Op {
             | Op::Permission { .. }
             | Op::Lossy { .. }
             | Op::Review { .. }
+            | Op::ReviewReady
             | Op::Cancel
             | Op::Quit => false,
         }

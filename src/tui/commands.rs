@@ -7,6 +7,8 @@ pub enum SlashCommand {
     Compact,
     #[strum(to_string = "/undo")]
     Undo,
+    #[strum(to_string = "/summary")]
+    Summary,
     #[strum(to_string = "/context")]
     Context,
     #[strum(to_string = "/transcripts")]
@@ -58,6 +60,7 @@ impl SlashCommand {
                 "summarise the history now, keeping the focus in detail; --preview shows what it would do"
             }
             SlashCommand::Undo => "put the history back as it was before the newest compaction stage",
+            SlashCommand::Summary => "review (and edit) the summary prepared in the background before it goes in",
             SlashCommand::Context => "what the context holds, and the timeline",
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
@@ -80,6 +83,7 @@ impl SlashCommand {
         !matches!(
             self,
             SlashCommand::Compact
+                | SlashCommand::Summary
                 | SlashCommand::Undo
                 | SlashCommand::Clear
                 | SlashCommand::Resume

@@ -130,7 +130,10 @@ fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
     if let Some(background) = status.background.filter(|_| shown.background) {
         let (text, colour) = if background.ready {
             (
-                format!(" · summary ready (from {}%)", background.started_at_percent),
+                format!(
+                    " · summary ready (from {}%; /summary reviews it)",
+                    background.started_at_percent
+                ),
                 theme::palette().success,
             )
         } else {

@@ -82,7 +82,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     let index_lines: Vec<&str> = prompt.index.lines().collect();
     let index_rows = u16::try_from(index_lines.len().min(INDEX_LINES_SHOWN) + 1).unwrap_or(1);
     let [heading, editor_area, index_area, keys_area] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(3),
         Constraint::Min(3),
         Constraint::Length(index_rows + 1),
         Constraint::Length(1),
@@ -90,7 +90,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     .areas(inner);
     let mut said = vec![Line::from(Span::styled(
         format!(
-            "It stands for {}, which the transcript keeps. Not applied, the call goes over the limit.",
+            "It stands for {} (the transcript keeps them).",
             crate::compact::counted(prompt.covers, "message", "messages")
         ),
         Style::default().add_modifier(Modifier::BOLD),
@@ -98,7 +98,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     if let Some(retention) = &prompt.retention {
         said.push(Line::from(Span::styled(format!("with the index it {retention}"), soft)));
     }
-    frame.render_widget(Paragraph::new(said), heading);
+    said.push(Line::from(Span::styled(
+        "not applied, the history stays as it was and this call goes over the limit",
+        soft,
+    )));
+    frame.render_widget(Paragraph::new(said).wrap(Wrap { trim: false }), heading);
     editor.textarea.set_block(
         Block::default()
             .borders(Borders::TOP)

@@ -503,6 +503,7 @@ impl App {
                 }),
             },
             SlashCommand::Context => self.open_context(),
+            SlashCommand::Summary => self.send(Op::ReviewReady),
             SlashCommand::Transcripts => {
                 self.context_return = None;
                 self.browse(Browser::new());

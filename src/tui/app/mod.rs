@@ -110,7 +110,11 @@ impl App {
     /// when no summary waits.
     fn review_editor(&mut self) -> Option<&mut super::review::ReviewEditor> {
         let prompt = self.state.review.as_ref()?;
-        if self.review_editor.as_ref().is_none_or(|editor| editor.request_id != prompt.request_id) {
+        if self
+            .review_editor
+            .as_ref()
+            .is_none_or(|editor| editor.request_id != prompt.request_id)
+        {
             self.review_editor = Some(super::review::ReviewEditor::new(prompt));
         }
         self.review_editor.as_mut()
