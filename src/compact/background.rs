@@ -257,6 +257,7 @@ mod tests {
         ReadySummary {
             prefix: fingerprint(history, end),
             summary: "Goal: the task. Done: rounds 1 to 9 listed the files.".into(),
+            model_summary: None,
             started_at_percent: 71,
             started_unix: crate::time::unix_now() - 120,
             took_ms: 5_000,
