@@ -3397,9 +3397,12 @@ fn a_summary_in_review_is_edited_and_applied() {
     // Typed at once: not an edit of a summary nobody has read yet.
     s.app.handle_key(key(KeyCode::Char('x')));
     std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
-    for c in " Keep MAX at 3.".chars() {
+    for c in " Keep MAX".chars() {
         s.app.handle_key(key(KeyCode::Char(c)));
     }
+    // A paste goes where typing goes, not to the prompt under the review.
+    s.app.handle_event(crossterm::event::Event::Paste(" at 3.".into()));
+    assert!(s.app.input.text().is_empty());
     let screen = draw(&mut s.app, 120, 40).backend().to_string();
     assert!(screen.contains("review the summary · edited"), "{screen}");
     s.app

@@ -21,6 +21,8 @@ impl Summariser for ExtractiveSummariser {
             .iter()
             .filter_map(|m| match classify(m) {
                 MessageKind::UserPrompt(text) => Some(text),
+                // A record that starts with an earlier summary carries its request on.
+                MessageKind::CompactedSummary { request } => request,
                 _ => None,
             })
             .map(|text| one_line(&text, 200))
@@ -105,6 +107,31 @@ fn push_list(out: &mut String, title: &str, items: &[String]) {
 mod tests {
     use super::*;
     use crate::message::{Message, ToolResultContent};
+
+    /// A record that starts with an earlier summary keeps that summary's request as
+    /// the goal, instead of finding none.
+    #[test]
+    fn the_goal_of_an_earlier_summary_is_carried_on() {
+        let messages = vec![
+            Message::user_text(crate::compact::markers::compacted_text(
+                Some("fix the lexer"),
+                "s",
+                "",
+                ".transcripts/t.jsonl",
+                3,
+            )),
+            Message::assistant_text("reading on"),
+        ];
+        let request = SummaryRequest {
+            instructions: String::new(),
+            history_text: String::new(),
+            messages: &messages,
+            left_out: &[],
+            focus: None,
+        };
+        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        assert!(summary.contains("Goal: fix the lexer"), "{summary}");
+    }
 
     #[test]
     fn extracts_goal_files_commands_and_errors() {

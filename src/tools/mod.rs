@@ -522,7 +522,8 @@ mod tests {
     fn value_of_type(schema: &Value) -> Value {
         match schema["type"].as_str() {
             Some("integer") => Value::from(1),
-            _ => Value::from("a.txt"),
+            // A path, a command, a pattern and a recall pointer (PATH:LINE) alike.
+            _ => Value::from("a.txt:1"),
         }
     }
 

@@ -41,6 +41,11 @@ impl ReviewEditor {
         self.textarea.input(key);
     }
 
+    /// Pasted text, at the cursor.
+    pub fn paste(&mut self, text: &str) {
+        self.textarea.insert_str(text);
+    }
+
     pub fn text(&self) -> String {
         self.textarea.lines().join("\n")
     }

@@ -6,6 +6,12 @@ impl App {
     pub fn handle_event(&mut self, event: Event) {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(key),
+            // A summary in review takes a paste, as it takes typed keys.
+            Event::Paste(text) if self.state.review.is_some() => {
+                if let Some(editor) = self.review_editor() {
+                    editor.paste(&text);
+                }
+            }
             // Text goes to the prompt, and so does the focus: Enter then sends it, as
             // it would after typed letters, instead of acting on the pane.
             Event::Paste(text) if self.takes_paste() => {
