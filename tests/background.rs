@@ -834,6 +834,12 @@ async fn a_ready_summary_edited_in_review_is_the_one_swapped_in() {
     api.script_summaries(vec![common::slow_summary(100)]);
     let settings = common::report_settings(AskPolicy::Approve);
     let mut agent = start_agent(&api, settings).await;
+    agent.ops.send(Op::ReviewReady).unwrap();
+    let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
+    assert!(
+        matches!(&notice, AgentEvent::Notice { message } if message.starts_with("no summary is prepared")),
+        "{notice:?}"
+    );
     let mut outcome = Outcome::default();
     turns_until_a_summary_starts(&mut agent, &mut outcome).await;
     settle_background(&mut agent, &mut outcome).await;

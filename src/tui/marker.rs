@@ -135,10 +135,12 @@ pub(super) fn marker_lines(
             for missing in &loss.missing {
                 let wrapped = markdown::wrap(
                     &[(
-                        match &missing.at {
-                            Some(at) => format!("{} · {} · {at}", missing.kind.label(), missing.text),
-                            None => format!("{} · {} · #{}", missing.kind.label(), missing.text, missing.position),
-                        },
+                        format!(
+                            "{} · {} · {}",
+                            missing.kind.label(),
+                            missing.text,
+                            where_missing(missing, newest.summary_note.as_deref())
+                        ),
                         soft,
                     )],
                     width,
@@ -368,4 +370,13 @@ fn receipt_lines(
             lines,
         );
     }
+}
+/// Where a fact a summary left out is: its line in the record the marker links
+/// (`record line 12`), else its pointer, else its position among the summarised.
+fn where_missing(missing: &crate::compact::loss::Missing, note: Option<&crate::compact::SummaryNote>) -> String {
+    let Some(at) = &missing.at else {
+        return format!("#{}", missing.position);
+    };
+    note.and_then(|note| at.strip_prefix(note.path.as_str())?.strip_prefix(':'))
+        .map_or_else(|| at.clone(), |line| format!("record line {line}"))
 }
