@@ -1,9 +1,11 @@
 //! What the summariser reads: the record as text within `summary_input_chars`, room
 //! given by value rather than by position. First whole: what the user and the model
-//! wrote, every tool call (name and input), and every failed result. Then the lines of
-//! the other results that say what happened (errors, exit codes, measured numbers).
-//! Then the rest of those results, each trimmed head-and-tail to an equal share. Every
-//! stage that summarises, in the foreground or the background, reads this.
+//! wrote, every tool call (name and input), and the lines of every failed result that
+//! say what went wrong (errors, exit codes). Then the rest of the failed results, and
+//! the lines of the other results that say what happened (errors, measured figures).
+//! Then the rest of those results. What does not fit is trimmed head-and-tail, the
+//! longest first. Every stage that summarises, in the foreground or the background,
+//! reads this.
 
 use super::loss::{is_error_line, is_measured_line};
 use super::render::{Piece, pieces, role_name};
@@ -13,9 +15,9 @@ use crate::text::prefix_chars;
 /// How valuable a part is: lower tiers get room first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Tier {
-    /// Requests, the model's text, calls, failed results.
+    /// Requests, the model's text, calls, and what went wrong in a failed result.
     Said,
-    /// The lines of a result that say what happened.
+    /// The rest of a failed result, and the lines of the others that say what happened.
     Outcome,
     /// The rest of a result.
     Body,
@@ -27,6 +29,9 @@ struct Part {
     /// Text written before the part whatever room it gets (a label).
     label: &'static str,
     text: String,
+    /// For a result: the tier of its lines that say what happened, and those lines,
+    /// shown after it when it is trimmed.
+    outcome: Option<(Tier, String)>,
 }
 
 /// `left_out` lines first (what could not be trusted), then `messages` as text, at
@@ -77,10 +82,10 @@ fn layout(messages: &[Message]) -> Vec<Item> {
                     items.push(part(Tier::Said, "[tool call] ", format!("{name} {input}")));
                 }
                 Piece::Result { text, error: true, .. } => {
-                    items.push(part(Tier::Said, "[tool error] ", text.into_owned()))
+                    items.push(result(Tier::Outcome, Tier::Said, "[tool error] ", text.into_owned()));
                 }
                 Piece::Result { text, error: false, .. } => {
-                    items.push(part(Tier::Body, "[tool result] ", text.into_owned()));
+                    items.push(result(Tier::Body, Tier::Outcome, "[tool result] ", text.into_owned()));
                 }
                 Piece::Unknown(kind) => items.push(part(Tier::Said, "", format!("[{kind} block]"))),
             }
@@ -90,7 +95,23 @@ fn layout(messages: &[Message]) -> Vec<Item> {
 }
 
 fn part(tier: Tier, label: &'static str, text: String) -> Item {
-    Item::Part(Part { tier, label, text })
+    Item::Part(Part {
+        tier,
+        label,
+        text,
+        outcome: None,
+    })
+}
+
+/// A tool result: its text at `tier`, its lines that say what happened at `outcome`.
+fn result(tier: Tier, outcome: Tier, label: &'static str, text: String) -> Item {
+    let lines = outcome_lines(&text);
+    Item::Part(Part {
+        tier,
+        label,
+        outcome: (!lines.is_empty()).then_some((outcome, lines)),
+        text,
+    })
 }
 
 /// The lines of a result that say what happened.
@@ -140,29 +161,24 @@ fn allot(layout: &[Item], budget: usize) -> Allotted {
     let mut left = budget.saturating_sub(fixed);
     let mut parts = vec![0; layout.len()];
     let mut outcomes = vec![0; layout.len()];
-    let outcome_texts: Vec<String> = layout
-        .iter()
-        .map(|item| match item {
-            Item::Part(part) if part.tier == Tier::Body => outcome_lines(&part.text),
-            _ => String::new(),
-        })
-        .collect();
     for tier in [Tier::Said, Tier::Outcome, Tier::Body] {
-        let wanted: Vec<(usize, usize)> = layout
-            .iter()
-            .enumerate()
-            .filter_map(|(at, item)| match (item, tier) {
-                (Item::Part(part), Tier::Outcome) if part.tier == Tier::Body => {
-                    Some((at, outcome_texts[at].chars().count()))
-                }
-                (Item::Part(part), _) if part.tier == tier => Some((at, part.text.chars().count())),
-                _ => None,
-            })
-            .collect();
-        let lengths: Vec<usize> = wanted.iter().map(|(_, length)| *length).collect();
+        // (index in the layout, whether it is the outcome lines, length)
+        let mut wanted: Vec<(usize, bool, usize)> = Vec::new();
+        for (at, item) in layout.iter().enumerate() {
+            let Item::Part(part) = item else { continue };
+            if part.tier == tier {
+                wanted.push((at, false, part.text.chars().count()));
+            }
+            if let Some((outcome_tier, lines)) = &part.outcome
+                && *outcome_tier == tier
+            {
+                wanted.push((at, true, lines.chars().count()));
+            }
+        }
+        let lengths: Vec<usize> = wanted.iter().map(|(_, _, length)| *length).collect();
         let shares = water_fill(&lengths, left);
-        for ((at, _), share) in wanted.iter().zip(&shares) {
-            if tier == Tier::Outcome {
+        for ((at, outcome, _), share) in wanted.iter().zip(&shares) {
+            if *outcome {
                 outcomes[*at] = *share;
             } else {
                 parts[*at] = *share;
@@ -211,10 +227,9 @@ fn assemble(layout: &[Item], allotted: Option<&Allotted>) -> String {
                 } else {
                     out.push_str(&head_and_tail(&part.text, length, room));
                     let outcome_room = allotted.map_or(0, |allotted| allotted.outcomes[at]);
-                    let outcomes = outcome_lines(&part.text);
-                    if outcome_room > 0 && !outcomes.is_empty() {
+                    if let Some((_, lines)) = part.outcome.as_ref().filter(|_| outcome_room > 0) {
                         out.push_str("\n[lines of it that say what happened:]\n");
-                        out.push_str(prefix_chars(&outcomes, outcome_room));
+                        out.push_str(prefix_chars(lines, outcome_room));
                     }
                 }
                 out.push('\n');
@@ -285,11 +300,16 @@ mod tests {
                 "noise\n".repeat(800),
                 "more noise\n".repeat(400)
             );
-            let failed = n == 7;
-            let text = if failed {
-                format!("error[E0308]: mismatched types in round {n}\n[exit code 101]")
-            } else {
-                body
+            let failed = n == 7 || n == 9;
+            let text = match n {
+                7 => format!("error[E0308]: mismatched types in round {n}\n[exit code 101]"),
+                // A long failed build: its error line is in the middle.
+                9 => format!(
+                    "{}error[E0599]: no method named `peek9` found\n{}[exit code 101]",
+                    "   Compiling lexer\n".repeat(900),
+                    "   Compiling parser\n".repeat(900)
+                ),
+                _ => body,
             };
             messages.push(Message::blocks(
                 Role::User,
@@ -309,11 +329,12 @@ mod tests {
         for n in 0..20 {
             assert!(text.contains(&format!("Decision {n}: read the next file.")), "{n}");
             assert!(text.contains(&format!("cargo test part{n}")), "{n}");
-            if n != 7 {
+            if n != 7 && n != 9 {
                 assert!(text.contains(&format!("finished in {n}.5s")), "{n}");
             }
         }
         assert!(text.contains("error[E0308]: mismatched types in round 7\n[exit code 101]"));
+        assert!(text.contains("error[E0599]: no method named `peek9` found"));
         assert!(text.contains("chars left out"));
     }
 
