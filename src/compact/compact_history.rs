@@ -358,6 +358,7 @@ pub(super) fn summarise_prefix(
         path: record_path.clone(),
         left_out: record.left_out.clone(),
         index_cut: index.cut,
+        index: index.text.clone(),
         model_summary: None,
     }));
     let (compacted, request_cut) = fitted_message(

@@ -352,6 +352,10 @@ pub struct SummaryNote {
     /// Entries the index had to leave out to fit its share of the limit.
     #[serde(default)]
     pub index_cut: usize,
+    /// The index the `[Compacted]` message carries after the summary, as it went in
+    /// (empty: none fitted).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub index: String,
     /// The summary as the model wrote it, when you edited it in review (`summary`
     /// holds what went in).
     #[serde(default, skip_serializing_if = "Option::is_none")]

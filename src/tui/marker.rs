@@ -19,6 +19,8 @@ pub fn marker_style() -> Style {
 
 /// Summary lines shown under a collapsed marker.
 const SUMMARY_PREVIEW_LINES: usize = 3;
+/// Lines of a summary's index an expanded marker shows.
+const INDEX_LINES_SHOWN: usize = 12;
 /// Receipt items shown under an expanded marker; the rest are counted.
 const RECEIPT_ITEMS_SHOWN: usize = 40;
 
@@ -113,6 +115,41 @@ pub(super) fn marker_lines(
                 format!(
                     "  │ … {} (→ shows the whole summary)",
                     crate::compact::counted(summary_lines.len() - shown, "more line", "more lines")
+                ),
+                muted,
+            )));
+        }
+    }
+    if look.expanded
+        && let Some(note) = &newest.summary_note
+        && !note.index.is_empty()
+    {
+        // The heading is for the model; the user reads the entries.
+        let entries: Vec<&str> = note.index.lines().skip(1).collect();
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  index kept by scratchpad ({}):",
+                crate::compact::counted(
+                    entries.iter().filter(|line| line.starts_with("- ")).count(),
+                    "entry",
+                    "entries"
+                )
+            ),
+            soft,
+        )));
+        for entry in entries.iter().take(INDEX_LINES_SHOWN) {
+            lines.extend(markdown::wrap(
+                &[(entry.to_string(), soft)],
+                width,
+                Span::styled("  ┆ ", muted),
+                "  ┆   ",
+            ));
+        }
+        if entries.len() > INDEX_LINES_SHOWN {
+            lines.push(Line::from(Span::styled(
+                format!(
+                    "  ┆ … {} more lines (in the [Compacted] message)",
+                    entries.len() - INDEX_LINES_SHOWN
                 ),
                 muted,
             )));
