@@ -1021,3 +1021,53 @@ fn the_journal_records_the_served_model_once_the_server_answers() {
     assert_eq!(records[1]["model"], "smol-135m");
     assert_eq!(records[1]["window_tokens"], 2048);
 }
+
+/// Every compaction event says what it freed and, from the second on, how soon after
+/// the one before it came: turns, model calls, seconds and the estimate that one left.
+#[test]
+fn the_demos_compaction_events_say_what_they_freed_and_how_soon_they_came() {
+    let workspace = common::demo_workspace();
+    let home = tempfile::tempdir().unwrap();
+    let output = common::demo_run(
+        workspace.path(),
+        home.path(),
+        &["-p", "survey this workspace", "--events", "jsonl"],
+    );
+    let compactions: Vec<serde_json::Value> = common::events(&output)
+        .into_iter()
+        .filter(|e| e["type"] == "compaction" && e["event"]["replaced"].as_u64() > Some(0))
+        .map(|e| e["event"].clone())
+        .collect();
+    assert!(compactions.len() >= 3, "{compactions:?}");
+    for event in &compactions {
+        let freed = event["freed"]["chars"].as_i64().expect("freed");
+        let before = event["chars_before"].as_i64().unwrap();
+        let after = event["chars_after"].as_i64().unwrap();
+        assert_eq!(freed, before - after, "{event}");
+        assert!(event["freed"]["tokens"].is_i64());
+    }
+    // The stages of the session's first compacting run have no compaction before them;
+    // every later one has.
+    let first_run = compactions
+        .iter()
+        .take_while(|event| event["since_previous"].is_null())
+        .count();
+    assert!(first_run >= 1 && first_run < compactions.len(), "{compactions:?}");
+    let since: Vec<&Value> = compactions[first_run..]
+        .iter()
+        .map(|event| &event["since_previous"])
+        .collect();
+    for since in &since {
+        assert!(since["turns"].is_u64() && since["secs"].is_u64(), "{since}");
+        assert!(since["estimate_after_previous"].as_u64() > Some(0), "{since}");
+    }
+    assert!(
+        since.iter().any(|since| since["model_calls"].as_u64() > Some(0)),
+        "{since:?}"
+    );
+    // Without events, each stage's line on stderr says it in words.
+    let plain = common::demo_run(workspace.path(), home.path(), &["-p", "survey this workspace"]);
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    assert!(stderr.contains("· freed "), "{stderr}");
+    assert!(stderr.contains("; the last one was "), "{stderr}");
+}

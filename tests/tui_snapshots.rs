@@ -3438,3 +3438,72 @@ fn a_summary_in_review_is_edited_and_applied() {
         })
     );
 }
+
+/// Whether compaction pays off: each marker says what it freed and how soon the one
+/// before it was, and `/context` sums it up in a health line (count, mean freed,
+/// median turns apart, the summaries' sizes and their trend).
+#[test]
+fn compaction_health_on_the_markers_and_in_context() {
+    let mut s = screen();
+    let summary_of = |chars: usize| Some("Goal: keep going.\n".repeat(chars / 18));
+    for (at, (before, after, turns, summary)) in [
+        (40_000, 28_000, None, None),
+        (51_000, 11_000, Some(4), summary_of(1_200)),
+        (30_000, 25_000, Some(3), None),
+        (50_200, 13_500, Some(2), summary_of(1_900)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let stage_kind = if summary.is_some() {
+            Stage::CompactHistory
+        } else {
+            Stage::MicroCompact
+        };
+        let AgentEvent::Compaction { mut event } = stage(stage_kind, 3, before, after, &[]) else {
+            unreachable!("stage builds a compaction event")
+        };
+        event.id = format!("stage-{at}");
+        event.summary = summary;
+        event.freed = Some(Box::new(scratchpad::compact::Freed {
+            chars: i64::try_from(before - after).unwrap(),
+            tokens: i64::try_from((before - after) / 4).unwrap(),
+        }));
+        event.since_previous = turns.map(|turns| {
+            Box::new(scratchpad::compact::SincePrevious {
+                turns,
+                model_calls: turns * 3,
+                secs: 60,
+                estimate_after_previous: 12_000,
+            })
+        });
+        s.app.apply(AgentEvent::Compaction { event });
+        s.app.apply(AgentEvent::Notice {
+            message: format!("turn {at} went on"),
+        });
+    }
+    let chat = draw(&mut s.app, 120, 40).backend().to_string();
+    assert!(chat.contains("freed 12.0k"), "{chat}");
+    assert!(chat.contains("36.7k; the last one was 2 turns ago"), "{chat}");
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            "sys",
+            &[],
+            &[],
+            &[],
+            &[Message::user_text("x".repeat(500))],
+            &CompactConfig::default(),
+        ),
+    });
+    let terminal = draw(&mut s.app, 120, 40);
+    let view = terminal.backend().to_string();
+    assert!(
+        view.contains(
+            "health: 4 compactions · mean freed 23.4k · median 3 turns apart · summaries 1.2k → 1.9k (growing)"
+        ),
+        "{view}"
+    );
+    insta::assert_snapshot!("context_health_120x40", terminal.backend());
+}

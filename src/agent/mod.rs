@@ -115,6 +115,10 @@ pub struct Agent {
     next_request_id: u64,
     /// The `/summary` review waiting for its answer, by request id.
     reviewing_ready: Option<u64>,
+    /// Model calls made in this run of the session.
+    model_calls: usize,
+    /// Where the session stood at the newest compaction that changed the history.
+    last_compaction: Option<LastCompaction>,
     /// The running (or last) turn: its events carry it.
     turn: TurnId,
     quit: bool,
@@ -178,6 +182,16 @@ async fn unless_interrupted<T>(
     }
 }
 
+/// Where the session stood at a compaction, for the next one to say how soon the
+/// context came back.
+#[derive(Clone, Copy, Debug)]
+struct LastCompaction {
+    turns: usize,
+    model_calls: usize,
+    unix: u64,
+    estimate_after: usize,
+}
+
 impl Agent {
     pub fn new(
         provider: Arc<dyn Provider>,
@@ -223,6 +237,8 @@ impl Agent {
             approvals,
             next_request_id: 1,
             reviewing_ready: None,
+            model_calls: 0,
+            last_compaction: None,
             turn: TurnId::default(),
             quit: false,
             notices: approvals_problem.into_iter().collect(),
@@ -319,7 +335,8 @@ impl Agent {
 
     /// The history after a pipeline run, and what its stages did (given back with
     /// their ids).
-    fn compacted(&mut self, messages: Vec<Message>, sizes: Sizes, events: Vec<StageEvent>) -> Vec<StageEvent> {
+    fn compacted(&mut self, messages: Vec<Message>, sizes: Sizes, mut events: Vec<StageEvent>) -> Vec<StageEvent> {
+        self.weigh(&mut events);
         let before = self.extent();
         let (events, result) = self.conversation.compacted(messages, sizes, events);
         self.journaled(result);
@@ -338,6 +355,38 @@ impl Agent {
         }
         self.emit_context();
         events
+    }
+
+    /// What each stage that changed the history freed, and how soon after the previous
+    /// compaction it came (the stages of one run share that previous one).
+    fn weigh(&mut self, events: &mut [StageEvent]) {
+        let ratio = self.ledger.chars_per_token();
+        let now = crate::time::unix_now();
+        let since = self.last_compaction.map(|last| crate::compact::SincePrevious {
+            turns: self.tally.turns.saturating_sub(last.turns),
+            model_calls: self.model_calls.saturating_sub(last.model_calls),
+            secs: now.saturating_sub(last.unix),
+            estimate_after_previous: last.estimate_after,
+        });
+        let mut changed = None;
+        for event in events.iter_mut().filter(|event| event.replaced > 0) {
+            let chars = i64::try_from(event.chars_before).unwrap_or(i64::MAX)
+                - i64::try_from(event.chars_after).unwrap_or(i64::MAX);
+            event.freed = Some(Box::new(crate::compact::Freed {
+                chars,
+                tokens: (chars as f64 / ratio).round() as i64,
+            }));
+            event.since_previous = since.map(Box::new);
+            changed = Some(event.chars_after);
+        }
+        if let Some(estimate_after) = changed {
+            self.last_compaction = Some(LastCompaction {
+                turns: self.tally.turns,
+                model_calls: self.model_calls,
+                unix: now,
+                estimate_after,
+            });
+        }
     }
 
     pub(super) fn emit_context(&self) {

@@ -326,6 +326,7 @@ impl Agent {
                 );
                 (point.background_started, point.background_ready) = std::mem::take(&mut self.background_marks);
                 self.note(Record::Call(point.clone()));
+                self.model_calls += 1;
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {
                     point,

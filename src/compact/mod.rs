@@ -333,9 +333,47 @@ pub struct StageEvent {
     /// A background summary stage 4 could not use, and why (it summarised instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_discarded: Option<String>,
+    /// What the stage freed: its estimate before less after (negative when it grew).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed: Option<Box<Freed>>,
+    /// How soon the context came back: since the previous compaction that changed the
+    /// history (none for the session's first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_previous: Option<Box<SincePrevious>>,
     /// What a summarising stage wrote its summary from, and whether you edited it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_note: Option<Box<SummaryNote>>,
+}
+
+/// What a compaction freed, in characters of the estimate and in tokens at the
+/// session's measured characters per token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Freed {
+    pub chars: i64,
+    pub tokens: i64,
+}
+
+/// The time between a compaction and the one before it, in what the session did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SincePrevious {
+    pub turns: usize,
+    pub model_calls: usize,
+    pub secs: u64,
+    /// The estimate the previous compaction left, which this one started from.
+    pub estimate_after_previous: usize,
+}
+
+impl SincePrevious {
+    /// `the last one was 4 turns ago`, or `… in this turn, 3 calls ago`.
+    pub fn describe(&self) -> String {
+        match self.turns {
+            0 => format!(
+                "the last one was in this turn, {} ago",
+                counted(self.model_calls, "model call", "model calls")
+            ),
+            turns => format!("the last one was {} ago", counted(turns, "turn", "turns")),
+        }
+    }
 }
 
 /// The record a summary was written from, what did not make it in, and the model's
@@ -444,6 +482,8 @@ impl StageEvent {
             swapped: None,
             background_discarded: None,
             summary_note: None,
+            freed: None,
+            since_previous: None,
         }
     }
 
@@ -515,6 +555,17 @@ impl StageEvent {
             short_count(self.chars_before),
             short_count(self.chars_after)
         );
+        if let Some(freed) = &self.freed {
+            let amount = if freed.chars >= 0 {
+                format!("freed {}", short_count(freed.chars.unsigned_abs() as usize))
+            } else {
+                format!("grew by {}", short_count(freed.chars.unsigned_abs() as usize))
+            };
+            match &self.since_previous {
+                Some(since) => line.push_str(&format!(" · {amount}; {}", since.describe())),
+                None => line.push_str(&format!(" · {amount}")),
+            }
+        }
         if let Some(cut) = self.request_cut {
             line.push_str(&format!(
                 " · your request was cut to {} of {} chars (whole in the transcript)",

@@ -267,11 +267,14 @@ impl ContextView {
         };
         let table_rows = shown_categories(breakdown).count() as u16 + 3;
         // A small screen keeps the numbers rather than the list of compactions: a
-        // heading and up to COMPACTION_ROWS of them from 17 rows, their heading alone
-        // below that.
+        // heading and up to COMPACTION_ROWS of them from 17 rows, none below that;
+        // the health line from HEALTH_FROM_ROWS.
+        let health = (inner.height >= HEALTH_FROM_ROWS)
+            .then(|| health_line(compactions))
+            .flatten();
         let compactions_height = match (compactions.len(), inner.height) {
             (0, _) | (_, 0..=16) => 0,
-            (count, _) => 1 + count.min(COMPACTION_ROWS) as u16,
+            (count, _) => 1 + u16::from(health.is_some()) + count.min(COMPACTION_ROWS) as u16,
         };
         let [top, items_area, compactions_area, chart_area] = Layout::vertical([
             Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3 + compactions_height))),
@@ -294,7 +297,7 @@ impl ContextView {
                 .compactions_scrolled
                 .min(compactions.len().saturating_sub(COMPACTION_ROWS));
             frame.render_widget(
-                Paragraph::new(compaction_lines(compactions, scrolled, COMPACTION_ROWS)),
+                Paragraph::new(compaction_lines(compactions, health, scrolled, COMPACTION_ROWS)),
                 compactions_area,
             );
         }
@@ -360,10 +363,76 @@ impl ContextView {
 /// Compactions the list of them shows at once; PgUp and PgDn scroll by as many.
 const COMPACTION_ROWS: usize = 5;
 
+/// Rows the view needs inside its border before it spends one on the health line.
+const HEALTH_FROM_ROWS: u16 = 30;
+
+/// Whether compaction pays off, in one line: how many changed the history, what they
+/// freed on average, how many turns apart they came (the median), and whether the
+/// summaries grow. `None` before any.
+pub fn health_line(compactions: &[Compaction]) -> Option<String> {
+    let standing: Vec<&Compaction> = compactions.iter().filter(|compaction| !compaction.undone).collect();
+    if standing.is_empty() {
+        return None;
+    }
+    let mut line = format!(
+        "health: {}",
+        crate::compact::counted(standing.len(), "compaction", "compactions")
+    );
+    let freed: Vec<i64> = standing.iter().filter_map(|compaction| compaction.freed).collect();
+    if !freed.is_empty() {
+        let mean = freed.iter().sum::<i64>() / i64::try_from(freed.len()).unwrap_or(1);
+        let said = short_count(mean.unsigned_abs() as usize);
+        line.push_str(&if mean >= 0 {
+            format!(" · mean freed {said}")
+        } else {
+            format!(" · mean grew {said}")
+        });
+    }
+    let mut apart: Vec<usize> = standing
+        .iter()
+        .filter_map(|compaction| compaction.turns_since_previous)
+        .collect();
+    if !apart.is_empty() {
+        apart.sort_unstable();
+        line.push_str(&format!(
+            " · median {} apart",
+            crate::compact::counted(apart[apart.len() / 2], "turn", "turns")
+        ));
+    }
+    let summaries: Vec<usize> = standing
+        .iter()
+        .filter_map(|compaction| compaction.summary_chars)
+        .collect();
+    if summaries.len() >= 2 {
+        let shown: Vec<String> = summaries
+            .iter()
+            .rev()
+            .take(4)
+            .rev()
+            .map(|chars| short_count(*chars))
+            .collect();
+        let (first, last) = (summaries[0], summaries[summaries.len() - 1]);
+        let trend = if last > first + first / 10 {
+            "growing"
+        } else if last + last / 10 < first {
+            "shrinking"
+        } else {
+            "steady"
+        };
+        line.push_str(&format!(" · summaries {} ({trend})", shown.join(" → ")));
+    }
+    Some(line)
+}
+
 /// The session's compactions, newest first, `rows` of them from the `scrolled`-th:
 /// a heading that says which, then a line each (`#12 ◆ micro_compact 52.0k → 38.0k`),
 /// the undone ones dim with a hollow mark.
-fn compaction_lines(compactions: &[Compaction], scrolled: usize, rows: usize) -> Vec<Line<'static>> {
+fn compaction_lines(
+    compactions: &[Compaction],
+    health: Option<String>,
+    scrolled: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
     let palette = theme::palette();
     let count = compactions.len();
     let shown = count.saturating_sub(scrolled).min(rows);
@@ -376,6 +445,9 @@ fn compaction_lines(compactions: &[Compaction], scrolled: usize, rows: usize) ->
         format!("compactions, newest first{more}"),
         Style::default().fg(palette.soft),
     ))];
+    if let Some(health) = health {
+        lines.push(Line::from(Span::styled(health, Style::default().fg(palette.soft))));
+    }
     for (number, compaction) in compactions.iter().enumerate().rev().skip(scrolled).take(rows) {
         let mut text = format!(
             "#{} {} {} → {}",

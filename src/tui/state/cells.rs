@@ -54,6 +54,12 @@ pub struct Compaction {
     pub undone: bool,
     /// A summary's retention line (`keeps 18/20: paths 6/6, …`).
     pub retention: Option<String>,
+    /// Characters it freed (negative: grew).
+    pub freed: Option<i64>,
+    /// Turns since the compaction before it.
+    pub turns_since_previous: Option<usize>,
+    /// A summarising stage's summary, in characters.
+    pub summary_chars: Option<usize>,
 }
 
 /// The firings one marker shows, and which of them were undone since.

@@ -121,6 +121,9 @@ impl AppState {
                         chars_after: event.chars_after,
                         undone: run.is_undone(at),
                         retention: event.loss.as_ref().and_then(|loss| loss.retention_line()),
+                        freed: event.freed.as_ref().map(|freed| freed.chars),
+                        turns_since_previous: event.since_previous.as_ref().map(|since| since.turns),
+                        summary_chars: event.summary.as_ref().map(|summary| summary.chars().count()),
                     })
             })
             .collect()
