@@ -310,6 +310,8 @@ impl Config {
                 1_000..=100_000_000,
             ),
             ("index_percent", as_u64(c.index_percent), 0..=50),
+            ("loop_guard", as_u64(c.loop_guard), 0..=100),
+            ("summary_floor_chars", as_u64(c.summary_floor_chars), 0..=CHARS),
             ("max_tokens", u64::from(self.provider.max_tokens), 1..=1_000_000),
             (
                 "context_window_tokens",
@@ -480,6 +482,8 @@ fit_preview_chars = 20
 reactive_keep_messages = 3
 summary_input_chars = 2000
 index_percent = 5
+loop_guard = 4
+summary_floor_chars = 300
 estimate = "compact"
 confirm_lossy = true
 background_at_percent = 55
@@ -534,6 +538,8 @@ max_bytes = 100
             reactive_keep_messages: 3,
             summary_input_chars: 2000,
             index_percent: 5,
+            loop_guard: 4,
+            summary_floor_chars: 300,
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
             background_at_percent: 55,

@@ -1071,3 +1071,35 @@ fn the_demos_compaction_events_say_what_they_freed_and_how_soon_they_came() {
     assert!(stderr.contains("· freed "), "{stderr}");
     assert!(stderr.contains("; the last one was "), "{stderr}");
 }
+
+/// The loop guard: every reply's own text nearly fills the limit, so each step needs a
+/// summary and none holds for a step. After the first summary and three that did not
+/// hold, scratchpad stops compacting on its own: `-p` exits non-zero with one line
+/// saying why, what takes the room and what to do; no more summaries are asked for.
+#[test]
+fn the_loop_guard_stops_summaries_that_do_not_hold_and_says_why() {
+    let workspace = Workspace::new();
+    let filler = "The parser keeps the cursor one step ahead of the token it pushes. ".repeat(40);
+    let replies: Vec<Reply> = (0..20)
+        .map(|n| {
+            let id = format!("toolu_{n:02}");
+            tool_reply(
+                &format!("{filler} Step {n}."),
+                &[(id.as_str(), "bash", json!({"command": "echo ok"}))],
+            )
+        })
+        .collect();
+    let api = MockApi::start_in_thread(replies);
+    let output = workspace.run(&api, &["-p", "Keep going", "--yes", "--limit", "4000"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let stopped: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("compaction stopped: 3 summaries in a row"))
+        .collect();
+    assert_eq!(stopped.len(), 1, "{stderr}");
+    assert!(stopped[0].contains("What takes the room"), "{}", stopped[0]);
+    assert!(stopped[0].contains("What you can do"), "{}", stopped[0]);
+    let summaries = api.requests().iter().filter(|request| request.is_summary()).count();
+    assert_eq!(summaries, 4, "the first held; three did not; then none: {stderr}");
+}

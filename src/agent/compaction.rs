@@ -7,6 +7,32 @@ use crate::accounting::Extent;
 use crate::compact::compact_history::Asked;
 use crate::protocol::ReviewAnswer;
 
+/// Whether a model call may go ahead after the pipeline.
+pub(super) enum Readied {
+    Go,
+    /// The user cancelled the turn (or quit) while it waited.
+    Cancelled,
+    /// The loop guard stopped compacting: why, and what to do.
+    Stopped(String),
+}
+
+/// The loop guard's count: summaries in a row that did not hold, those in the turn
+/// running, and why it stopped compacting, once it has.
+#[derive(Debug, Default)]
+pub(super) struct LoopGuard {
+    strikes: usize,
+    summaries_this_turn: usize,
+    stopped: Option<String>,
+}
+
+impl LoopGuard {
+    /// A new request: the user is there to read why it stopped, so it tries again.
+    pub(super) fn new_turn(&mut self) {
+        self.summaries_this_turn = 0;
+        self.stopped = None;
+    }
+}
+
 /// What became of a summary in review.
 enum Reviewed {
     Apply,
@@ -102,8 +128,78 @@ impl Agent {
     /// The pipeline before a model call: the recoverable stages, then, still over the
     /// limit, stage 4 (asked first with `compaction.confirm_lossy`), which swaps in a
     /// summary prepared in the background when one stands, waiting for it if it is
-    /// still being written. `false` when the user cancelled the turn during the wait.
-    pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> bool {
+    /// still being written; unless the loop guard stopped compacting, which ends the
+    /// turn with why.
+    pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Readied {
+        if let Some(why) = self.guard.stopped.clone()
+            && self.conversation.estimate() > self.settings.compaction.context_char_limit
+        {
+            return Readied::Stopped(why);
+        }
+        if !self.prepare_and_compact(request, ops).await {
+            return Readied::Cancelled;
+        }
+        match self.guard.stopped.clone() {
+            Some(why) => Readied::Stopped(why),
+            None => Readied::Go,
+        }
+    }
+
+    /// A summary ran (stage 4 or reactive): it did not hold when the history is still
+    /// over the limit after it, or when one already ran in this turn. Enough in a row
+    /// and the guard stops compacting on its own, saying why.
+    pub(super) fn summary_ran(&mut self) {
+        let limit = self.settings.compaction.context_char_limit;
+        let held = self.conversation.estimate() <= limit && self.guard.summaries_this_turn == 0;
+        self.guard.summaries_this_turn += 1;
+        if held {
+            self.guard.strikes = 0;
+            return;
+        }
+        self.guard.strikes += 1;
+        let most = self.settings.compaction.loop_guard;
+        if most > 0 && self.guard.strikes >= most && self.guard.stopped.is_none() {
+            let why = self.loop_report(most);
+            tracing::warn!(%why, "the loop guard stopped automatic compaction");
+            self.guard.stopped = Some(why);
+        }
+    }
+
+    /// Why compaction stopped, in one line: what takes the room and what to do.
+    fn loop_report(&self, most: usize) -> String {
+        let AgentEvent::Breakdown { breakdown } = self.breakdown() else {
+            return format!("compaction stopped after {most} summaries in a row did not hold");
+        };
+        let biggest: Vec<String> = breakdown
+            .largest
+            .iter()
+            .filter(|item| item.message > 0)
+            .take(3)
+            .map(|item| {
+                format!(
+                    "#{} {} {}",
+                    item.message,
+                    item.role,
+                    crate::compact::short_count(item.chars)
+                )
+            })
+            .collect();
+        format!(
+            "compaction stopped: {most} summaries in a row did not keep the history under the limit ({} chars) \
+             or came back within one turn. What takes the room: the fixed part (system prompt and tools) {}; \
+             the biggest messages {}. What you can do: pin less or drop an item (/context, p or d), raise \
+             compaction.context_char_limit, or start a fork from a summary (/tree); a new request tries again.",
+            crate::compact::short_count(breakdown.limit),
+            crate::compact::short_count(breakdown.fixed),
+            if biggest.is_empty() {
+                "(none)".to_string()
+            } else {
+                biggest.join(", ")
+            }
+        )
+    }
+
+    async fn prepare_and_compact(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> bool {
         let request = request.to_string();
         let ask_first = self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask;
         self.poll_background();
@@ -165,7 +261,13 @@ impl Agent {
             };
             match reviewed {
                 Reviewed::Apply => {
-                    self.compacted(messages, sizes, events);
+                    let summarised = self
+                        .compacted(messages, sizes, events)
+                        .iter()
+                        .any(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0);
+                    if summarised {
+                        self.summary_ran();
+                    }
                 }
                 Reviewed::Reject => {
                     let estimate = self.conversation.estimate();

@@ -119,6 +119,8 @@ pub struct Agent {
     model_calls: usize,
     /// Where the session stood at the newest compaction that changed the history.
     last_compaction: Option<LastCompaction>,
+    /// Summaries in a row that did not hold, and whether compacting stopped.
+    guard: compaction::LoopGuard,
     /// The running (or last) turn: its events carry it.
     turn: TurnId,
     quit: bool,
@@ -239,6 +241,7 @@ impl Agent {
             reviewing_ready: None,
             model_calls: 0,
             last_compaction: None,
+            guard: compaction::LoopGuard::default(),
             turn: TurnId::default(),
             quit: false,
             notices: approvals_problem.into_iter().collect(),

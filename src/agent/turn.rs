@@ -30,6 +30,7 @@ impl Agent {
         self.close_unanswered("scratchpad stopped before it was answered");
         self.append(Message::user_text(request.clone()));
         self.tally.turns += 1;
+        self.guard.new_turn();
         let outcome = match self.steps(&request, ops).await {
             Ended::Completed => TurnOutcome::Completed,
             Ended::Cancelled => {
@@ -133,8 +134,10 @@ impl Agent {
                 return Ended::Cancelled;
             }
             self.refresh_instructions();
-            if !self.prepare_history(request, ops).await {
-                return Ended::Cancelled;
+            match self.prepare_history(request, ops).await {
+                compaction::Readied::Go => {}
+                compaction::Readied::Cancelled => return Ended::Cancelled,
+                compaction::Readied::Stopped(why) => return Ended::Failed(why),
             }
             let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
@@ -254,6 +257,12 @@ impl Agent {
                 events
             })
             .await;
+        if events
+            .iter()
+            .any(|event| event.stage == crate::compact::Stage::ReactiveCompact && event.replaced > 0)
+        {
+            self.summary_ran();
+        }
         events.iter().any(|event| event.replaced > 0)
     }
 

@@ -250,6 +250,27 @@ pub fn force_compact(
         None => {}
     }
     let end = messages.len();
+    // What the summary could free at best: all it replaces, less its frame with no
+    // summary at all. A summary that cannot free the floor would only cost a call
+    // (and could make the context larger).
+    let frame = sizes.measure(&Message::user_text(compacted_text(
+        Some(active_request),
+        "",
+        "",
+        ".transcripts/transcript_compact_history_00000000-000000_0000000-0000.jsonl",
+        end,
+    )));
+    let at_best = sizes.total().saturating_sub(sizes.total_with_empty_prefix(end) + frame);
+    if at_best < config.summary_floor_chars {
+        let mut skipped = StageEvent::start(Stage::CompactHistory, messages.len(), sizes.total(), trigger);
+        skipped.errors.push(format!(
+            "skipped: a summary of {} could free at most {} chars, under the {}-char floor (summary_floor_chars); nothing was changed",
+            super::counted(end, "message", "messages"),
+            at_best,
+            config.summary_floor_chars
+        ));
+        return skipped;
+    }
     let mut event = summarise_prefix(
         messages,
         &mut sizes,
@@ -778,7 +799,7 @@ mod tests {
                 Ok("ok".into())
             }
         }
-        let mut history = big_history(10);
+        let mut history = big_history(2_000);
         let asked = Asked {
             focus: Some(" the lexer "),
             ..Asked::by("the user", "and add tests")
@@ -786,7 +807,7 @@ mod tests {
         let event = force_compact(&mut history, asked, &CompactConfig::default(), &store, &mut Check);
         assert_eq!(history.len(), 1);
         assert_eq!(event.replaced, 3);
-        let mut again = big_history(10);
+        let mut again = big_history(2_000);
         force_compact(
             &mut again,
             Asked::by("the user", "r"),
@@ -795,5 +816,30 @@ mod tests {
             &mut ExtractiveSummariser,
         );
         assert!(again[0].text().contains("fix the parser"));
+    }
+
+    /// A summary asked for that could not free the floor is not run: it would only
+    /// cost a call and make the context larger.
+    #[test]
+    fn a_summary_that_could_free_too_little_is_skipped_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let original = big_history(10);
+        let mut history = original.clone();
+        let event = force_compact(
+            &mut history,
+            Asked::by("the user", "and add tests"),
+            &CompactConfig::default(),
+            &store,
+            &mut Failing,
+        );
+        assert_eq!(history, original);
+        assert_eq!(event.replaced, 0);
+        assert!(
+            event.errors[0].starts_with("skipped: a summary of 3 messages could free at most"),
+            "{:?}",
+            event.errors
+        );
+        assert!(!dir.path().join(".transcripts").exists(), "nothing written");
     }
 }

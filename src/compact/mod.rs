@@ -74,6 +74,13 @@ pub struct CompactConfig {
     pub summary_input_chars: usize,
     /// Most of the limit, in percent, the index of a `[Compacted]` message may take (0: no index).
     pub index_percent: usize,
+    /// Summaries in a row that did not hold (the history still over the limit after
+    /// one, or a second one in the same turn) before scratchpad stops compacting on its
+    /// own and says why (0: never stops).
+    pub loop_guard: usize,
+    /// A summary asked for (`/compact`, the `compact` tool) that could free at most
+    /// this many characters is skipped and said, instead of run.
+    pub summary_floor_chars: usize,
     /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
     pub estimate: EstimateMode,
     /// Ask before an automatic summary (stage 4), showing what it would summarise.
@@ -114,6 +121,8 @@ impl Default for CompactConfig {
             reactive_keep_messages: 5,
             summary_input_chars: 80_000,
             index_percent: DEFAULT_INDEX_PERCENT,
+            loop_guard: 3,
+            summary_floor_chars: 500,
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
