@@ -3464,6 +3464,16 @@ fn compaction_health_on_the_markers_and_in_context() {
             unreachable!("stage builds a compaction event")
         };
         event.id = format!("stage-{at}");
+        if at == 3 {
+            // The newest summary folded the one before it, and grew past a fifth of an
+            // 8,000-char limit.
+            event.summary_note = Some(Box::new(scratchpad::compact::SummaryNote {
+                path: ".transcripts/transcript_record_3.jsonl".into(),
+                previous_summary_chars: Some(1_188),
+                summary_percent_of_limit: 23,
+                ..Default::default()
+            }));
+        }
         event.summary = summary;
         event.freed = Some(Box::new(scratchpad::compact::Freed {
             chars: i64::try_from(before - after).unwrap(),
@@ -3485,6 +3495,11 @@ fn compaction_health_on_the_markers_and_in_context() {
     let chat = draw(&mut s.app, 120, 40).backend().to_string();
     assert!(chat.contains("freed 12.0k"), "{chat}");
     assert!(chat.contains("36.7k; the last one was 2 turns ago"), "{chat}");
+    assert!(
+        chat.contains("summary 1.2k → 1.9k chars (grew); it takes 23% of the limit"),
+        "{chat}"
+    );
+    insta::assert_snapshot!("compaction_health_markers_120x40", draw(&mut s.app, 120, 40).backend());
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {

@@ -403,6 +403,13 @@ pub struct SummaryNote {
     /// (empty: none fitted).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub index: String,
+    /// The summary of the earlier `[Compacted]` message this one folded in, in
+    /// characters, to see whether summaries grow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_summary_chars: Option<usize>,
+    /// The summary's share of the limit, in percent.
+    #[serde(default)]
+    pub summary_percent_of_limit: usize,
     /// The summary as the model wrote it, when you edited it in review (`summary`
     /// holds what went in).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -155,6 +155,25 @@ pub(super) fn marker_lines(
             )));
         }
     }
+    if let (Some(note), Some(summary)) = (&newest.summary_note, &newest.summary)
+        && let Some(previous) = note.previous_summary_chars
+    {
+        let chars = summary.chars().count();
+        let share = note.summary_percent_of_limit;
+        let trend = if chars > previous { "grew" } else { "did not grow" };
+        let mut said = format!(
+            "summary {} → {} chars ({trend})",
+            short_count(previous),
+            short_count(chars)
+        );
+        let style = if chars > previous && share > crate::compact::compact_history::SUMMARY_GROWTH_PERCENT {
+            said.push_str(&format!("; it takes {share}% of the limit"));
+            Style::default().fg(theme::palette().attention)
+        } else {
+            soft
+        };
+        lines.extend(markdown::wrap(&[(said, style)], width, Span::styled("  ", muted), "  "));
+    }
     if let Some(retention) = newest.loss.as_ref().and_then(|loss| loss.retention_line()) {
         lines.extend(markdown::wrap(
             &[(retention, soft)],
