@@ -132,6 +132,10 @@ pub struct CompactArgs {
     /// asking no model.
     #[arg(long)]
     pub dry_run: bool,
+    /// Summarise everything before message N (1-based, as the session shows messages)
+    /// and keep N and what follows verbatim, whatever the limit.
+    #[arg(long, value_name = "N", conflicts_with = "dry_run")]
+    pub keep_from: Option<usize>,
 }
 
 #[derive(Debug, Args)]

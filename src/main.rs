@@ -91,9 +91,13 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
                 &mut model
             };
+            let until = args
+                .keep_from
+                .map_or(commands::compact::Until::Pipeline, commands::compact::Until::KeepFrom);
             commands::compact::run(
                 &input,
                 args.request.as_deref(),
+                until,
                 &config.compaction,
                 &workspace,
                 summariser,

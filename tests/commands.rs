@@ -302,3 +302,46 @@ fn compact_without_input_reads_the_newest_session_or_says_what_to_pass() {
         .expect("a receipt of the newest session's history");
     assert!(first["stage"].is_string(), "{first}");
 }
+
+/// `compact --keep-from N`: everything before message N is summarised whatever the
+/// limit, N and what follows are kept as they were; a point between a call and its
+/// result is refused with the nearest points that are not.
+#[test]
+fn compact_keep_from_summarises_up_to_the_chosen_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let original: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
+    let output = scratchpad(
+        &["compact", "--input", FIXTURE, "--summary-stub", "--keep-from", "40"],
+        dir.path(),
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let kept: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(kept.len(), 1 + original.len() - 39);
+    assert!(kept[0]["content"].as_str().unwrap().starts_with("[Compacted]"));
+    assert_eq!(kept[1..], original[39..], "message 40 on, as they were");
+    let event: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&output.stderr).lines().next().unwrap()).unwrap();
+    assert_eq!(event["stage"], "compact_history");
+    assert_eq!(event["replaced"], 39);
+    assert!(
+        event["trigger"]
+            .as_str()
+            .unwrap()
+            .contains("summarise up to message 40"),
+        "{event}"
+    );
+
+    let refused = scratchpad(
+        &["compact", "--input", FIXTURE, "--summary-stub", "--keep-from", "3"],
+        dir.path(),
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "keeping from message 3 would split tool results from their calls; the nearest points that do not: 2 or 4"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one plain line: {stderr}");
+}

@@ -513,6 +513,48 @@ proptest! {
         check(input, &CompactConfig::default())?;
     }
 
+    /// `--keep-from`: everything before the point is summarised, the point and what
+    /// follows are kept byte for byte, pairs stay whole, the estimate and the receipt
+    /// are right and undo gives the history back; a point that would split a call
+    /// from its result is refused with the nearest points that would not.
+    #[test]
+    fn summarising_up_to_a_point_keeps_the_tail_byte_for_byte(input in history(), pick in 0.0f64..1.0) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let config = small_config();
+        prop_assume!(input.len() >= 3);
+        let keep_from = 2 + ((input.len() - 2) as f64 * pick) as usize;
+        let mut history = input.clone();
+        let asked = scratchpad::compact::Asked::by("the test", "r");
+        match scratchpad::compact::compact_history::summarise_up_to(&mut history, keep_from, asked, &config, &store, &mut ExtractiveSummariser) {
+            Ok(event) => {
+                let tail = &input[keep_from - 1..];
+                prop_assert_eq!(history.len(), 1 + tail.len());
+                prop_assert_eq!(serde_json::to_string(&history[1..]).unwrap(), serde_json::to_string(tail).unwrap());
+                prop_assert_eq!(check_pairing(&history), Ok(()));
+                prop_assert_eq!(event.replaced, keep_from - 1);
+                prop_assert_eq!(event.chars_after, estimate_chars(&history));
+                prop_assert_eq!(event.chars_before, estimate_chars(&input));
+                let positions: Vec<usize> = event.items.iter().map(|item| item.position).collect();
+                prop_assert_eq!(positions, (1..keep_from).collect::<Vec<_>>());
+                let undone = undo(&history, &event, &store, config.estimate).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert_eq!(serde_json::to_string(&undone).unwrap(), serde_json::to_string(&input).unwrap());
+            }
+            Err(scratchpad::compact::compact_history::KeepFromError::SplitsAPair { nearest, .. }) => {
+                prop_assert_eq!(&history, &input, "nothing changed");
+                prop_assert!(input[keep_from - 1].has_tool_result());
+                for point in &nearest {
+                    prop_assert!(!input[point - 1].has_tool_result(), "{} is a valid point", point);
+                }
+                let between = |a: usize, b: usize| (a.min(b) + 1..a.max(b)).any(|p| p >= 2 && !input[p - 1].has_tool_result());
+                for point in &nearest {
+                    prop_assert!(!between(*point, keep_from), "no valid point nearer than {}", point);
+                }
+            }
+            Err(other) => return Err(TestCaseError::fail(other.to_string())),
+        }
+    }
+
     /// A second summary of a history that starts with a summary carries the first
     /// index forward: every entry of the merged index still resolves.
     #[test]

@@ -21,9 +21,19 @@ fn read_messages_now(path: &Path) -> Result<Vec<Message>, CommandError> {
 /// Bytes gathered before each write to stdout or stderr.
 const OUTPUT_BUFFER: usize = 1 << 16;
 
+/// Where `compact` ends the summary: where the pipeline decides, or before the message
+/// the user chose (`--keep-from N`, 1-based), whatever the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    Pipeline,
+    KeepFrom(usize),
+}
+
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     input: &Path,
     request: Option<&str>,
+    until: Until,
     config: &CompactConfig,
     workspace: &Path,
     summariser: &mut dyn Summariser,
@@ -31,10 +41,29 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<Prepared, CommandError> {
     config.validate().map_err(CommandError::Config)?;
-    let messages = read_messages_now(input)?;
+    let mut messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
-    let prepared = prepare(messages, &request, config, &store, summariser);
+    let prepared = match until {
+        Until::Pipeline => prepare(messages, &request, config, &store, summariser),
+        Until::KeepFrom(keep_from) => {
+            let asked = crate::compact::Asked::by("the command line (--keep-from)", &request);
+            let event = crate::compact::compact_history::summarise_up_to(
+                &mut messages,
+                keep_from,
+                asked,
+                config,
+                &store,
+                summariser,
+            )
+            .map_err(CommandError::KeepFrom)?;
+            Prepared {
+                sizes: crate::compact::Sizes::of(&messages, config.estimate),
+                messages,
+                events: vec![event],
+            }
+        }
+    };
     // Buffered: serde writes a token at a time, and stderr is unbuffered (a receipt
     // of a large history was hundreds of thousands of tiny writes).
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);

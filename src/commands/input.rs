@@ -35,6 +35,8 @@ pub enum CommandError {
     NoInput(String),
     #[error("invalid compaction settings: {0}")]
     Config(crate::setting::InvalidSetting),
+    #[error("--keep-from: {0}")]
+    KeepFrom(crate::compact::compact_history::KeepFromError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
 }

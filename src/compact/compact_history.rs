@@ -309,6 +309,81 @@ pub fn force_compact(
     event
 }
 
+/// A point to summarise up to that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KeepFromError {
+    #[error("message {asked} is not in the history (it has {len} messages; keep from 2 to {len})")]
+    OutOfRange { asked: usize, len: usize },
+    #[error(
+        "keeping from message {asked} would split tool results from their calls; the nearest points that do not: {}",
+        nearest.iter().map(ToString::to_string).collect::<Vec<_>>().join(" or ")
+    )]
+    SplitsAPair { asked: usize, nearest: Vec<usize> },
+}
+
+/// Whether the history may be cut before `messages[at]`: the kept part must not start
+/// with results whose calls would be summarised away.
+fn cut_keeps_pairs(messages: &[Message], at: usize) -> bool {
+    messages.get(at).is_none_or(|message| !message.has_tool_result())
+}
+
+/// Summarise everything before message `keep_from` (1-based, as the session shows
+/// messages) and keep it and everything after it verbatim, whatever the estimate: the
+/// user chose where the summary ends. Refused, naming the nearest points that work,
+/// where it would split a call from its result.
+pub fn summarise_up_to(
+    messages: &mut Vec<Message>,
+    keep_from: usize,
+    asked: Asked<'_>,
+    config: &CompactConfig,
+    store: &dyn Archive,
+    summariser: &mut dyn Summariser,
+) -> Result<StageEvent, KeepFromError> {
+    let len = messages.len();
+    if keep_from < 2 || keep_from > len {
+        return Err(KeepFromError::OutOfRange { asked: keep_from, len });
+    }
+    let at = keep_from - 1;
+    if !cut_keeps_pairs(messages, at) {
+        let before = (1..at).rev().find(|&point| cut_keeps_pairs(messages, point));
+        let after = (at + 1..len).find(|&point| cut_keeps_pairs(messages, point));
+        return Err(KeepFromError::SplitsAPair {
+            asked: keep_from,
+            nearest: before.into_iter().chain(after).map(|point| point + 1).collect(),
+        });
+    }
+    let mut sizes = Sizes::of(messages, config.estimate);
+    // The kept messages may alone be over the limit (the user chose them): the summary
+    // then still gets the room the history has now, not none.
+    let roomy = CompactConfig {
+        context_char_limit: config.context_char_limit.max(sizes.total()),
+        ..config.clone()
+    };
+    let within = roomy.context_char_limit;
+    let ctx = Context { config: &roomy, store };
+    let started = std::time::Instant::now();
+    let mut event = summarise_prefix(
+        messages,
+        &mut sizes,
+        Summarise {
+            stage: Stage::CompactHistory,
+            end: at,
+            active_request: asked.active_request,
+            focus: asked.focus,
+            trigger: format!(
+                "asked for by {}: summarise up to message {keep_from}, keep it and the {} after it",
+                asked.by,
+                len - keep_from
+            ),
+            within,
+        },
+        &ctx,
+        summariser,
+    );
+    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(event)
+}
+
 pub(super) struct Summarise<'a> {
     pub stage: Stage,
     /// `messages[..end]` is summarised, `messages[end..]` kept verbatim.
