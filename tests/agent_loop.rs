@@ -411,7 +411,8 @@ async fn undoing_a_stage_by_id_never_undoes_another() {
 /// `/compact --preview`: the receipt of what `/compact` would do; nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preview_shows_what_compact_would_do_and_writes_nothing() {
-    let api = MockApi::start(vec![text_reply("An answer.")]).await;
+    // An answer long enough that summarising it would free more than the floor.
+    let api = MockApi::start(vec![text_reply(&"An answer in many words. ".repeat(60))]).await;
     let mut agent = start(&api, AskPolicy::Refuse).await;
     agent.ops.send(Op::Submit { text: "explain".into() }).unwrap();
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;

@@ -1604,9 +1604,14 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let archive = scratchpad::compact::MemoryArchive::new();
     // Without an index, the one-line summary keeps none of the path, the command and
     // the error; with it (the default) all three stay in context.
+    // The history is tiny: the floor a summary must be able to free is off here.
+    let with_index = CompactConfig {
+        summary_floor_chars: 0,
+        ..CompactConfig::default()
+    };
     let without_index = CompactConfig {
         index_percent: 0,
-        ..CompactConfig::default()
+        ..with_index.clone()
     };
     let mut bare = history.clone();
     let event = scratchpad::compact::force_compact(
@@ -1639,7 +1644,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let event = scratchpad::compact::force_compact(
         &mut history,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &CompactConfig::default(),
+        &with_index,
         &archive,
         &mut Forgetful,
     );
@@ -3343,10 +3348,14 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
         ),
     );
     let archive = scratchpad::compact::MemoryArchive::new();
+    let tiny = CompactConfig {
+        summary_floor_chars: 0,
+        ..CompactConfig::default()
+    };
     let event = scratchpad::compact::force_compact(
         &mut history,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &CompactConfig::default(),
+        &tiny,
         &archive,
         &mut Forgetful,
     );

@@ -16,19 +16,19 @@ pub(super) enum Readied {
     Stopped(String),
 }
 
-/// The loop guard's count: summaries in a row that did not hold, those in the turn
-/// running, and why it stopped compacting, once it has.
+/// The loop guard's count: summaries in a row that did not hold, the model calls made
+/// when the turn's newest summary ran, and why it stopped compacting, once it has.
 #[derive(Debug, Default)]
 pub(super) struct LoopGuard {
     strikes: usize,
-    summaries_this_turn: usize,
+    calls_at_last_summary: Option<usize>,
     stopped: Option<String>,
 }
 
 impl LoopGuard {
     /// A new request: the user is there to read why it stopped, so it tries again.
     pub(super) fn new_turn(&mut self) {
-        self.summaries_this_turn = 0;
+        self.calls_at_last_summary = None;
         self.stopped = None;
     }
 }
@@ -145,13 +145,21 @@ impl Agent {
         }
     }
 
-    /// A summary ran (stage 4 or reactive): it did not hold when the history is still
-    /// over the limit after it, or when one already ran in this turn. Enough in a row
-    /// and the guard stops compacting on its own, saying why.
-    pub(super) fn summary_ran(&mut self) {
+    /// A summary ran: it did not hold when the context refilled since the turn's
+    /// previous one (a model call came between; rounds of one recovery, with no call
+    /// between, are one effort), or when stage 4 (`reactive` false) left the history
+    /// still over the limit (reactive compaction aims at the server's size, not the
+    /// limit, and is bounded on its own). Enough in a row and the guard stops
+    /// compacting on its own, saying why.
+    pub(super) fn summary_ran(&mut self, reactive: bool) {
         let limit = self.settings.compaction.context_char_limit;
-        let held = self.conversation.estimate() <= limit && self.guard.summaries_this_turn == 0;
-        self.guard.summaries_this_turn += 1;
+        let refilled = self
+            .guard
+            .calls_at_last_summary
+            .is_some_and(|calls| self.model_calls > calls);
+        let over = !reactive && self.conversation.estimate() > limit;
+        let held = !over && !refilled;
+        self.guard.calls_at_last_summary = Some(self.model_calls);
         if held {
             self.guard.strikes = 0;
             return;
@@ -186,7 +194,7 @@ impl Agent {
             .collect();
         format!(
             "compaction stopped: {most} summaries in a row did not keep the history under the limit ({} chars) \
-             or came back within one turn. What takes the room: the fixed part (system prompt and tools) {}; \
+             or it filled again within the turn. What takes the room: the fixed part (system prompt and tools) {}; \
              the biggest messages {}. What you can do: pin less or drop an item (/context, p or d), raise \
              compaction.context_char_limit, or start a fork from a summary (/tree); a new request tries again.",
             crate::compact::short_count(breakdown.limit),
@@ -266,7 +274,7 @@ impl Agent {
                         .iter()
                         .any(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0);
                     if summarised {
-                        self.summary_ran();
+                        self.summary_ran(false);
                     }
                 }
                 Reviewed::Reject => {

@@ -261,7 +261,7 @@ impl Agent {
             .iter()
             .any(|event| event.stage == crate::compact::Stage::ReactiveCompact && event.replaced > 0)
         {
-            self.summary_ran();
+            self.summary_ran(true);
         }
         events.iter().any(|event| event.replaced > 0)
     }

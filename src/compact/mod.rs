@@ -75,8 +75,8 @@ pub struct CompactConfig {
     /// Most of the limit, in percent, the index of a `[Compacted]` message may take (0: no index).
     pub index_percent: usize,
     /// Summaries in a row that did not hold (the history still over the limit after
-    /// one, or a second one in the same turn) before scratchpad stops compacting on its
-    /// own and says why (0: never stops).
+    /// one, or the context filled again within the turn) before scratchpad stops
+    /// compacting on its own and says why (0: never stops).
     pub loop_guard: usize,
     /// A summary asked for (`/compact`, the `compact` tool) that could free at most
     /// this many characters is skipped and said, instead of run.
