@@ -762,3 +762,58 @@ async fn a_denial_with_words_reaches_the_model() {
         "{results:?}"
     );
 }
+
+/// From `/tree`: summarise everything before a chosen request and keep it and what
+/// follows verbatim; the next call reads the summary, then that request as it was. A
+/// request no longer in the history is refused, saying what to do instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
+    let long = "A long answer about the lexer and its tokens. ".repeat(40);
+    let api = MockApi::start(vec![
+        text_reply(&long),
+        text_reply(&long),
+        text_reply(&long),
+        text_reply("after the summary"),
+    ])
+    .await;
+    let mut agent = start(&api, AskPolicy::Refuse).await;
+    for request in ["first question", "second question", "third question"] {
+        agent.ops.send(Op::Submit { text: request.into() }).unwrap();
+        until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    }
+    agent
+        .ops
+        .send(Op::SummariseUpTo {
+            request: "second question".into(),
+            later_same: 0,
+        })
+        .unwrap();
+    let AgentEvent::Compaction { event } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    assert_eq!(event.replaced, 2, "the first request and its answer");
+    assert!(event.trigger.contains("summarise up to message 3"), "{}", event.trigger);
+    agent.ops.send(Op::Submit { text: "go on".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    let sent = messages_of(api.turn_requests().last().unwrap());
+    assert!(sent[0].text().starts_with("[Compacted]"));
+    assert_eq!(sent[1].text(), "second question");
+    assert_eq!(sent[2].text(), long);
+
+    agent
+        .ops
+        .send(Op::SummariseUpTo {
+            request: "first question".into(),
+            later_same: 0,
+        })
+        .unwrap();
+    let error = until(&mut agent.events, |e| matches!(e, AgentEvent::Error { .. })).await;
+    assert!(
+        matches!(&error, AgentEvent::Error { message } if message.contains("fork before it instead")),
+        "{error:?}"
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

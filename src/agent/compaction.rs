@@ -5,6 +5,7 @@
 use super::*;
 use crate::accounting::Extent;
 use crate::compact::compact_history::Asked;
+use crate::compact::markers::{MessageKind, classify};
 use crate::protocol::ReviewAnswer;
 
 /// Whether a model call may go ahead after the pipeline.
@@ -400,6 +401,60 @@ impl Agent {
                 Some(Op::Inspect) => self.emit(self.breakdown()),
                 Some(_) => {}
             }
+        }
+    }
+
+    /// Summarise everything before a request of the history (the `later_same`-th
+    /// from the end among those with its text) and keep it and what follows verbatim.
+    pub(super) async fn summarise_up_to(&mut self, request: &str, later_same: usize) {
+        let found = self
+            .conversation
+            .messages()
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, message)| classify(message) == MessageKind::UserPrompt(request.to_string()))
+            .nth(later_same)
+            .map(|(at, _)| at);
+        let Some(at) = found else {
+            self.emit(AgentEvent::Error {
+                message: "that request is no longer in the history as it was (a summary holds it now): fork before it instead (Enter in /tree)".into(),
+            });
+            return;
+        };
+        self.discard_background("the history was summarised up to a point you chose");
+        self.emit(AgentEvent::Compacting);
+        let active = self.active_request();
+        let outcome = self
+            .run_on_history(move |messages, sizes, config, store, summariser| {
+                let asked = Asked::by("the user (/tree)", &active);
+                match crate::compact::compact_history::summarise_up_to(
+                    messages,
+                    at + 1,
+                    asked,
+                    config,
+                    store,
+                    summariser,
+                ) {
+                    Ok(event) => {
+                        *sizes = Sizes::of(messages, config.estimate);
+                        vec![event]
+                    }
+                    Err(error) => {
+                        let mut refused = StageEvent::start(
+                            crate::compact::Stage::CompactHistory,
+                            messages.len(),
+                            sizes.total(),
+                            String::new(),
+                        );
+                        refused.errors.push(error.to_string());
+                        vec![refused]
+                    }
+                }
+            })
+            .await;
+        if let Some((messages, sizes, events)) = outcome {
+            self.compacted(messages, sizes, events);
         }
     }
 

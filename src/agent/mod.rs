@@ -525,7 +525,7 @@ impl Agent {
             // they changed is set aside, and one starts if the estimate calls for it.
             let changes_history = matches!(
                 op,
-                Op::Compact { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
+                Op::Compact { .. } | Op::SummariseUpTo { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
             );
             match op {
                 Op::Submit { text } => self.turn(text, &mut ops).await,
@@ -548,6 +548,10 @@ impl Agent {
                 Op::Resume { session } => self.resume_session(&session),
                 Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
                 Op::ReviewReady => self.review_ready(),
+                Op::SummariseUpTo { request, later_same } => {
+                    self.summarise_up_to(&request, later_same).await;
+                    self.sync_journal();
+                }
                 Op::Review { request_id, answer } => self.reviewed_ready(request_id, answer),
                 Op::Quit => break,
                 Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}

@@ -72,6 +72,13 @@ pub enum Op {
         request_id: u64,
         compact_now: bool,
     },
+    /// Summarise everything before a request of the open session and keep it and
+    /// what follows verbatim: the request's text, and how many later requests have
+    /// the same text (to tell repeated ones apart).
+    SummariseUpTo {
+        request: String,
+        later_same: usize,
+    },
     /// `/summary`: show the summary prepared in the background for review.
     ReviewReady,
     /// The answer to [`super::AgentEvent::SummaryReview`].
@@ -107,6 +114,7 @@ impl Op {
             | Op::Pin { .. }
             | Op::Drop { .. }
             | Op::Resume { .. }
+            | Op::SummariseUpTo { .. }
             | Op::Fork { .. } => true,
             Op::Inspect
             | Op::CountTokens

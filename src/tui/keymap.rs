@@ -91,6 +91,8 @@ pub enum Action {
     Label,
     /// A new session from just before the selected compaction.
     ForkBefore,
+    /// Summarise everything before the selected request, keep the rest verbatim.
+    SummariseUpTo,
 }
 
 /// A key with its modifiers. Letters match with or without Shift (the terminal
@@ -398,6 +400,11 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                     (V::Tree, key(KeyCode::Left), A::Fold),
                     (V::Tree, key(KeyCode::Right), A::Fold),
                 ],
+            ),
+            row(
+                "s",
+                "summarise everything before it and keep it and what follows verbatim (a request, or the first request after a compaction, of the open session)",
+                &[(V::Tree, char('s'), A::SummariseUpTo)],
             ),
             row(
                 "l",

@@ -43,9 +43,22 @@ pub struct TreeView {
 pub enum TreeAction {
     Stay,
     Close,
-    Fork { session: Option<String>, at: ForkAt },
+    Fork {
+        session: Option<String>,
+        at: ForkAt,
+    },
     Resume(String),
-    Label { key: String, label: String },
+    Label {
+        key: String,
+        label: String,
+    },
+    /// Summarise up to a request of the open session (see `Op::SummariseUpTo`).
+    SummariseUpTo {
+        request: String,
+        later_same: usize,
+    },
+    /// Said instead of acting: why the key did nothing here.
+    Tell(String),
 }
 
 impl TreeView {
@@ -182,9 +195,43 @@ impl TreeView {
                 }
             }
             Some(Action::Open(_)) => return self.open(selected),
+            Some(Action::SummariseUpTo) => return self.summarise_up_to(selected),
             _ => {}
         }
         TreeAction::Stay
+    }
+
+    /// The request a summary should end before: the selected one, or for a
+    /// compaction the first request after it; only in the open session, whose history
+    /// the summary changes.
+    fn summarise_up_to(&self, row: Option<Row>) -> TreeAction {
+        let branches = self.branches();
+        let Some(Row::Node { session, node, .. }) = row else {
+            return TreeAction::Tell("select a request or a compaction of this session".into());
+        };
+        let Some(branch) = branches.get(session) else {
+            return TreeAction::Stay;
+        };
+        if branch.id != self.current {
+            return TreeAction::Tell("that is another session: open it first (Enter on its branch)".into());
+        }
+        let requests: Vec<&str> = branch
+            .nodes
+            .iter()
+            .skip(node)
+            .filter_map(|node| match node {
+                Node::Request { text, .. } => Some(text.as_str()),
+                Node::Stage { .. } => None,
+            })
+            .collect();
+        let Some(request) = requests.first() else {
+            return TreeAction::Tell("no request follows it to keep".into());
+        };
+        let later_same = requests[1..].iter().filter(|text| *text == request).count();
+        TreeAction::SummariseUpTo {
+            request: request.to_string(),
+            later_same,
+        }
     }
 
     fn open(&self, row: Option<Row>) -> TreeAction {
@@ -335,5 +382,72 @@ fn forks_before(child: &Branch, node: &Node) -> bool {
         // A stage fired after `shown` messages: a fork before one of them is before it.
         (ForkPoint::Message { position }, Node::Stage { shown, .. }) => position <= shown,
         (ForkPoint::Stage { .. }, Node::Request { .. }) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+
+    fn request(position: usize, text: &str) -> Node {
+        Node::Request {
+            position,
+            text: text.into(),
+        }
+    }
+
+    /// `s` on a request asks to summarise up to it, telling repeated requests apart; on
+    /// a compaction, up to the first request after it; in another session, it says
+    /// to open that one first.
+    #[test]
+    fn s_summarises_up_to_the_selected_request_of_the_open_session() {
+        let stage = Node::Stage {
+            id: "st1".into(),
+            shown: 3,
+            stage: crate::compact::Stage::CompactHistory,
+            chars_before: 60_000,
+            chars_after: 2_000,
+            undone: false,
+        };
+        let branch = |id: &str| Branch {
+            id: id.into(),
+            parent: None,
+            nodes: vec![
+                request(1, "go on"),
+                stage.clone(),
+                request(4, "go on"),
+                request(6, "fix it"),
+            ],
+            open_in: None,
+        };
+        let mut tree = TreeView::new("open".into(), false);
+        tree.loaded(Ok(vec![branch("open")]), Labels::default());
+        let s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::NONE);
+        let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+        let mut asked = Vec::new();
+        for _ in 0..5 {
+            match tree.handle_key(s) {
+                TreeAction::SummariseUpTo { request, later_same } => asked.push(format!("{request}/{later_same}")),
+                TreeAction::Tell(message) => asked.push(message),
+                _ => asked.push("other".into()),
+            }
+            tree.handle_key(down);
+        }
+        assert_eq!(
+            asked,
+            vec![
+                "select a request or a compaction of this session",
+                "go on/1",
+                "go on/0",
+                "go on/0",
+                "fix it/0"
+            ]
+        );
+        let mut elsewhere = TreeView::new("open".into(), false);
+        elsewhere.loaded(Ok(vec![branch("other")]), Labels::default());
+        elsewhere.handle_key(down);
+        assert!(matches!(elsewhere.handle_key(s), TreeAction::Tell(message) if message.contains("another session")));
     }
 }

@@ -254,6 +254,11 @@ impl App {
                         self.send(Op::Resume { session });
                     }
                     TreeAction::Label { key, label } => self.request(DiskJob::Label { key, label }),
+                    TreeAction::SummariseUpTo { request, later_same } => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::SummariseUpTo { request, later_same });
+                    }
+                    TreeAction::Tell(message) => self.tell(message),
                 }
                 return;
             }
