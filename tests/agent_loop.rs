@@ -817,3 +817,59 @@ async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// The loop guard in the app: the turn whose summaries do not hold ends with why, and
+/// the session stays usable: the next request runs (and tries compacting again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_loop_guard_stops_a_turn_the_next_request_runs() {
+    let filler = "The parser keeps the cursor one step ahead of the token it pushes. ".repeat(40);
+    let mut replies: Vec<common::Reply> = (0..8)
+        .map(|n| {
+            let id = format!("toolu_{n:02}");
+            tool_reply(
+                &format!("{filler} Step {n}."),
+                &[(id.as_str(), "bash", json!({"command": "echo ok"}))],
+            )
+        })
+        .collect();
+    replies.push(text_reply("A short answer."));
+    let api = MockApi::start(replies).await;
+    let mut settings = agent_settings(AskPolicy::Approve);
+    settings.compaction.context_char_limit = 4_000;
+    settings.compaction.background_at_percent = 0;
+    let mut agent = start_agent(&api, settings).await;
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "keep going".into(),
+        })
+        .unwrap();
+    let error = until(&mut agent.events, |e| matches!(e, AgentEvent::Error { .. })).await;
+    assert!(
+        matches!(&error, AgentEvent::Error { message } if message.starts_with("compaction stopped: 3 summaries in a row")),
+        "{error:?}"
+    );
+    let done = until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert!(
+        matches!(
+            done,
+            AgentEvent::TurnDone {
+                outcome: TurnOutcome::Failed,
+                ..
+            }
+        ),
+        "{done:?}"
+    );
+    let calls = api.turn_requests().len();
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "what now?".into(),
+        })
+        .unwrap();
+    let done = until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    assert!(api.turn_requests().len() > calls, "the next request was sent");
+    assert!(matches!(done, AgentEvent::TurnDone { .. }));
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
