@@ -3525,7 +3525,7 @@ fn compaction_health_on_the_markers_and_in_context() {
     let view = terminal.backend().to_string();
     assert!(
         view.contains(
-            "health: 4 compactions · mean freed 23.4k · median 3 turns apart · summaries 1.2k → 1.9k (growing)"
+            "health: 4 compactions · mean freed 23.4k · median 3 turns (9 model calls) apart · summaries 1.2k → 1.9k (growing)"
         ),
         "{view}"
     );

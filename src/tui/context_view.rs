@@ -388,15 +388,27 @@ pub fn health_line(compactions: &[Compaction]) -> Option<String> {
             format!(" · mean grew {said}")
         });
     }
-    let mut apart: Vec<usize> = standing
-        .iter()
-        .filter_map(|compaction| compaction.turns_since_previous)
-        .collect();
-    if !apart.is_empty() {
-        apart.sort_unstable();
+    let median = |mut values: Vec<usize>| {
+        values.sort_unstable();
+        values.get(values.len() / 2).copied()
+    };
+    let turns = median(
+        standing
+            .iter()
+            .filter_map(|compaction| compaction.turns_since_previous)
+            .collect(),
+    );
+    let calls = median(
+        standing
+            .iter()
+            .filter_map(|compaction| compaction.calls_since_previous)
+            .collect(),
+    );
+    if let (Some(turns), Some(calls)) = (turns, calls) {
         line.push_str(&format!(
-            " · median {} apart",
-            crate::compact::counted(apart[apart.len() / 2], "turn", "turns")
+            " · median {} ({}) apart",
+            crate::compact::counted(turns, "turn", "turns"),
+            crate::compact::counted(calls, "model call", "model calls")
         ));
     }
     let summaries: Vec<usize> = standing

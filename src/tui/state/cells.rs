@@ -56,8 +56,9 @@ pub struct Compaction {
     pub retention: Option<String>,
     /// Characters it freed (negative: grew).
     pub freed: Option<i64>,
-    /// Turns since the compaction before it.
+    /// Turns and model calls since the compaction before it.
     pub turns_since_previous: Option<usize>,
+    pub calls_since_previous: Option<usize>,
     /// A summarising stage's summary, in characters.
     pub summary_chars: Option<usize>,
 }

@@ -123,6 +123,7 @@ impl AppState {
                         retention: event.loss.as_ref().and_then(|loss| loss.retention_line()),
                         freed: event.freed.as_ref().map(|freed| freed.chars),
                         turns_since_previous: event.since_previous.as_ref().map(|since| since.turns),
+                        calls_since_previous: event.since_previous.as_ref().map(|since| since.model_calls),
                         summary_chars: event.summary.as_ref().map(|summary| summary.chars().count()),
                     })
             })
