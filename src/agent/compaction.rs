@@ -422,6 +422,12 @@ impl Agent {
             });
             return;
         };
+        if at == 0 {
+            self.emit(AgentEvent::Error {
+                message: "nothing comes before that request to summarise".into(),
+            });
+            return;
+        }
         self.discard_background("the history was summarised up to a point you chose");
         self.emit(AgentEvent::Compacting);
         let active = self.active_request();

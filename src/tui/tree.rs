@@ -290,7 +290,7 @@ impl TreeView {
         frame.render_widget(Paragraph::new(lines), body);
         let footer = match &self.labelling {
             Some(label) => format!("label: {label}▏ · Enter keep · Esc cancel (empty removes it)"),
-            None => "↑↓ select · Enter fork before it / open a branch · Space fold · l label · Esc close".into(),
+            None => "↑↓ · Enter fork before / open · s summarise before · Space fold · l label · Esc close".into(),
         };
         frame.render_widget(
             Paragraph::new(Span::styled(footer, Style::default().fg(palette.soft))),
