@@ -595,6 +595,34 @@ mod tests {
         );
     }
 
+    /// A socket listed when a command is planned but removed before it starts (its
+    /// daemon stopped) leaves nothing to cover: the command still runs confined. It
+    /// used to fail with "No such file or directory", which the probe took for a
+    /// missing namespaces layer when other processes' sockets came and went.
+    #[test]
+    #[ignore = "needs every sandbox layer (unprivileged user namespaces, Landlock, seccomp); .ci/run runs it"]
+    fn a_socket_gone_before_the_command_starts_is_no_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(config(false, &[]), dir.path());
+        assert!(sandbox.has(Layer::Namespaces), "{:?}", sandbox.state().details());
+        // Outside the workspace and /tmp, where the sandbox covers each bound socket.
+        let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME is set");
+        let place = tempfile::tempdir_in(&home).unwrap();
+        let socket = place.path().join("daemon.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let confinement = sandbox.for_command(&[]).unwrap().expect("commands run confined");
+        drop(listener);
+        std::fs::remove_file(&socket).unwrap();
+        let mut command = std::process::Command::new("true");
+        let setup = confinement.into_pre_exec();
+        // SAFETY: the closure only makes system calls, as between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, setup);
+        }
+        let status = command.status().expect("the confined command starts");
+        assert!(status.success());
+    }
+
     #[test]
     fn writable_folders_are_the_workspace_temp_and_config_never_a_terminal() {
         let dir = tempfile::tempdir().unwrap();
