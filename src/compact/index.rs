@@ -117,6 +117,7 @@ impl Index {
                 MessageKind::CompactedSummary { .. } | MessageKind::ArchiveMarker { .. } | MessageKind::CutOffNote => {}
             }
         }
+        index.newest_only();
         index
     }
 
@@ -167,14 +168,13 @@ impl Index {
         self.note(kind, path, at);
     }
 
-    /// One entry; an equal one noted before gives way to it (the newer place is where
-    /// it last happened).
+    /// One entry; an equal one noted before gives way to it, in [`Index::newest_only`]
+    /// (the newer place is where it last happened).
     fn note(&mut self, kind: EntryKind, text: &str, at: &Pointer) {
         let text = one_line(text, QUOTE_CHARS);
         if text.chars().count() < 2 {
             return;
         }
-        self.entries.retain(|entry| !(entry.kind == kind && entry.text == text));
         self.entries.push(Entry {
             kind,
             text,
@@ -182,33 +182,60 @@ impl Index {
         });
     }
 
+    /// Of equal entries, the newest alone, in the order of the ones kept: a record
+    /// notes thousands, so this is one pass rather than a search at each.
+    fn newest_only(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        let mut kept: Vec<Entry> = std::mem::take(&mut self.entries)
+            .into_iter()
+            .rev()
+            .filter(|entry| seen.insert((entry.kind, entry.text.clone())))
+            .collect();
+        kept.reverse();
+        self.entries = kept;
+    }
+
     /// The index as the `[Compacted]` message carries it, as much as `fits`: the
     /// least valuable entries (the oldest of them first) cut until it fits, and the cut
     /// said. Always at least the heading when it fits, so that the last heading in the
     /// message is ours.
     pub fn render(&self, fits: impl Fn(&str) -> bool) -> Rendered {
-        let mut kept: Vec<&Entry> = self.entries.iter().collect();
-        let mut by_value: Vec<&Entry> = self.entries.iter().collect();
-        by_value.sort_by_key(|entry| (entry.kind.value(), entry.at.line));
-        let mut cut: Vec<EntryKind> = Vec::new();
-        let mut by_value = by_value.into_iter();
-        loop {
-            let text = layout(&kept, &cut);
-            if fits(&text) {
-                return Rendered { text, cut: cut.len() };
+        let whole: Vec<&Entry> = self.entries.iter().collect();
+        let text = layout(&whole, &[]);
+        if fits(&text) {
+            return Rendered { text, cut: 0 };
+        }
+        // Least valuable first, the oldest of them first; how many to cut is found by
+        // halving (a record can hold thousands of entries).
+        let mut by_value: Vec<usize> = (0..self.entries.len()).collect();
+        by_value.sort_by_key(|&at| (self.entries[at].kind.value(), self.entries[at].at.line));
+        let with_cut = |count: usize| {
+            let cut: std::collections::HashSet<usize> = by_value[..count].iter().copied().collect();
+            let kept: Vec<&Entry> = (0..self.entries.len())
+                .filter(|at| !cut.contains(at))
+                .map(|at| &self.entries[at])
+                .collect();
+            let kinds: Vec<EntryKind> = by_value[..count].iter().map(|&at| self.entries[at].kind).collect();
+            layout(&kept, &kinds)
+        };
+        let (mut low, mut high) = (1, self.entries.len());
+        if !fits(&with_cut(high)) {
+            return Rendered {
+                text: String::new(),
+                cut: self.entries.len(),
+            };
+        }
+        while low < high {
+            let middle = (low + high) / 2;
+            if fits(&with_cut(middle)) {
+                high = middle;
+            } else {
+                low = middle + 1;
             }
-            match by_value.next() {
-                Some(least) => {
-                    kept.retain(|entry| !std::ptr::eq(*entry, least));
-                    cut.push(least.kind);
-                }
-                None => {
-                    return Rendered {
-                        text: String::new(),
-                        cut: self.entries.len(),
-                    };
-                }
-            }
+        }
+        Rendered {
+            text: with_cut(high),
+            cut: high,
         }
     }
 

@@ -21,7 +21,7 @@ use crate::text::prefix_chars;
 /// The most items a report lists; the rest are counted.
 pub const REPORT_LIMIT: usize = 40;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossKind {
     Path,
@@ -126,18 +126,20 @@ impl LossReport {
 static URL: LazyLock<Regex> = LazyLock::new(|| pattern(r#"https?://[^\s<>"'`)\]]+"#));
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     pattern(
-        r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:rs|toml|md|py|js|ts|tsx|json|ya?ml|txt|c|h|cpp|go|java|sh|lock|cfg|ini|html|css|sql)\b",
+        r"(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?-u:\b)[\w-]+\.(?:rs|toml|md|py|js|ts|tsx|json|ya?ml|txt|c|h|cpp|go|java|sh|lock|cfg|ini|html|css|sql)(?-u:\b)",
     )
 });
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
     pattern(
-        r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds|minutes|KB|MB|GB|kB|KiB|MiB|GiB|%|tokens|chars|lines|files|tests|bytes)\b",
+        r"(?-u:\b)\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds|minutes|KB|MB|GB|kB|KiB|MiB|GiB|%|tokens|chars|lines|files|tests|bytes)(?-u:\b)",
     )
 });
 static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
     pattern(r"`([^`\n]{2,60})`|\b([a-z]+_[a-z0-9_]+|[a-z]+[A-Z][A-Za-z0-9]+|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]+)\b")
 });
 
+/// Word boundaries in these patterns are ASCII ones (`(?-u:\b)`): a Unicode boundary
+/// keeps the regex engine off its fast path, and a record can hold megabytes.
 fn pattern(source: &str) -> Regex {
     // The patterns are fixed above; a typo in one is a bug caught by the unit tests.
     Regex::new(source).unwrap_or_else(|error| panic!("loss report pattern {source}: {error}"))
@@ -147,9 +149,11 @@ fn pattern(source: &str) -> Regex {
 /// and the tools, and which of it `kept` (the `[Compacted]` message) does not hold.
 pub fn report(summarised: &[Message], kept: &str, record: &str) -> LossReport {
     let mut found: Vec<Missing> = Vec::new();
+    // What was found, by kind and text: a record holds thousands of them.
+    let mut seen: std::collections::HashSet<(LossKind, String)> = std::collections::HashSet::new();
     let mut note = |kind: LossKind, text: &str, position: usize, from_user: bool| {
         let text = text.trim().trim_end_matches(['.', ',', ':', ';']);
-        if text.chars().count() < 2 || found.iter().any(|m| m.kind == kind && m.text == text) {
+        if text.chars().count() < 2 || !seen.insert((kind, text.to_string())) {
             return;
         }
         found.push(Missing {
