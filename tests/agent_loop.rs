@@ -822,16 +822,7 @@ async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
 /// the session stays usable: the next request runs (and tries compacting again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_loop_guard_stops_a_turn_the_next_request_runs() {
-    let filler = "The parser keeps the cursor one step ahead of the token it pushes. ".repeat(40);
-    let mut replies: Vec<common::Reply> = (0..8)
-        .map(|n| {
-            let id = format!("toolu_{n:02}");
-            tool_reply(
-                &format!("{filler} Step {n}."),
-                &[(id.as_str(), "bash", json!({"command": "echo ok"}))],
-            )
-        })
-        .collect();
+    let mut replies = common::replies_that_fill_the_context(8);
     replies.push(text_reply("A short answer."));
     let api = MockApi::start(replies).await;
     let mut settings = agent_settings(AskPolicy::Approve);

@@ -1079,17 +1079,7 @@ fn the_demos_compaction_events_say_what_they_freed_and_how_soon_they_came() {
 #[test]
 fn the_loop_guard_stops_summaries_that_do_not_hold_and_says_why() {
     let workspace = Workspace::new();
-    let filler = "The parser keeps the cursor one step ahead of the token it pushes. ".repeat(40);
-    let replies: Vec<Reply> = (0..20)
-        .map(|n| {
-            let id = format!("toolu_{n:02}");
-            tool_reply(
-                &format!("{filler} Step {n}."),
-                &[(id.as_str(), "bash", json!({"command": "echo ok"}))],
-            )
-        })
-        .collect();
-    let api = MockApi::start_in_thread(replies);
+    let api = MockApi::start_in_thread(common::replies_that_fill_the_context(20));
     let output = workspace.run(&api, &["-p", "Keep going", "--yes", "--limit", "4000"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");

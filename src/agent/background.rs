@@ -367,18 +367,29 @@ impl Agent {
             return;
         };
         let prefix = fingerprint(self.conversation.messages(), end);
-        let covered = &self.conversation.messages()[..end];
-        // The summary reads the whole record, as stage 4's does: what earlier stages
-        // moved to disk comes back from the archive.
-        let record = crate::compact::record::rebuild(covered, &self.store);
-        // The cached form replays the history as it stands, so it is used only when
-        // that history is the whole record.
-        let whole = !record.restored_anything() && record.left_out.is_empty();
+        let covered = self.conversation.messages()[..end].to_vec();
+        let store = self.store.clone();
         let mut summariser = self.summariser();
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.system.clone(), self.tools.specs());
         let task = tokio::spawn(async move {
             let started = Instant::now();
+            // The summary reads the whole record, as stage 4's does: what earlier
+            // stages moved to disk comes back from the archive, read off the runtime.
+            let record =
+                match tokio::task::spawn_blocking(move || crate::compact::record::rebuild(&covered, &store)).await {
+                    Ok(record) => record,
+                    Err(error) => {
+                        return Finished {
+                            result: Err(format!("the record could not be rebuilt: {error}")),
+                            notices: Vec::new(),
+                            took: started.elapsed(),
+                        };
+                    }
+                };
+            // The cached form replays the history as it stands, so it is used only
+            // when that history is the whole record.
+            let whole = !record.restored_anything() && record.left_out.is_empty();
             let request = crate::compact::compact_history::summary_request(&record, None, &config);
             let cached = if whole {
                 summariser

@@ -80,8 +80,9 @@ fn sha256_of(value: &impl Serialize) -> String {
     crate::digest::sha256_hex(&crate::json::to_vec(value).unwrap_or_default())
 }
 
-/// The message with every tool result's content emptied.
-fn shape_of(message: &Message) -> Message {
+/// The message with every tool result's content emptied: what stays the same when a
+/// recoverable stage saves a result to disk.
+pub(super) fn shape_of(message: &Message) -> Message {
     let mut shape = message.clone();
     if let crate::message::Content::Blocks(blocks) = shape.content_mut() {
         for block in blocks {

@@ -276,7 +276,12 @@ pub fn force_compact(
         Some(active_request),
         "",
         "",
-        ".transcripts/transcript_compact_history_00000000-000000_0000000-0000.jsonl",
+        // A name as the store makes them, so the frame measures as the real one will.
+        &format!(
+            "{}/{}",
+            crate::store::TRANSCRIPTS_DIR,
+            crate::store::unique_transcript_name(Stage::CompactHistory.name())
+        ),
         end,
     )));
     let at_best = sizes.total().saturating_sub(sizes.total_with_empty_prefix(end) + frame);

@@ -108,6 +108,20 @@ mod tests {
     use super::*;
     use crate::message::{Message, ToolResultContent};
 
+    /// The extractive summary of `messages`, with `focus`.
+    fn summarise(messages: &[Message], focus: Option<&str>) -> String {
+        let request = SummaryRequest {
+            instructions: String::new(),
+            history_text: String::new(),
+            messages,
+            left_out: &[],
+            focus,
+        };
+        ExtractiveSummariser
+            .summarise(&request)
+            .unwrap_or_else(|error| panic!("the extractive summary cannot fail: {error}"))
+    }
+
     /// A record that starts with an earlier summary keeps that summary's request as
     /// the goal, instead of finding none.
     #[test]
@@ -122,14 +136,7 @@ mod tests {
             )),
             Message::assistant_text("reading on"),
         ];
-        let request = SummaryRequest {
-            instructions: String::new(),
-            history_text: String::new(),
-            messages: &messages,
-            left_out: &[],
-            focus: None,
-        };
-        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        let summary = summarise(&messages, None);
         assert!(summary.contains("Goal: fix the lexer"), "{summary}");
     }
 
@@ -176,14 +183,7 @@ mod tests {
                 ],
             ),
         ];
-        let request = SummaryRequest {
-            instructions: String::new(),
-            history_text: String::new(),
-            messages: &messages,
-            left_out: &[],
-            focus: None,
-        };
-        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        let summary = summarise(&messages, None);
         assert_eq!(
             summary,
             "Extractive summary (made offline; no model was asked).\nGoal: Refactor the parser\n\
@@ -209,14 +209,7 @@ mod tests {
             ),
             Message::blocks(Role::User, vec![ContentBlock::tool_result("g", "a_test.rs", false)]),
         ];
-        let request = SummaryRequest {
-            instructions: String::new(),
-            history_text: String::new(),
-            messages: &messages,
-            left_out: &[],
-            focus: Some("the lexer tests"),
-        };
-        let summary = ExtractiveSummariser.summarise(&request).unwrap();
+        let summary = summarise(&messages, Some("the lexer tests"));
         assert!(summary.contains("Focus asked for: the lexer tests"), "{summary}");
         assert!(summary.contains("User requests (1):\n- find the tests"), "{summary}");
         assert!(summary.contains("Patterns searched (1):\n- **/*_test.rs"), "{summary}");

@@ -13,6 +13,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use super::Archive;
+use super::background::shape_of;
 use super::markers::{MessageKind, ResultKind, classify, classify_result};
 use super::pairing::blocks_mut;
 use crate::message::{ContentBlock, Message, ToolResultContent};
@@ -102,7 +103,7 @@ impl Rebuilding<'_> {
             ));
         }
         if let (Some(after), Some(next)) = (transcript.get(at + count), list.get(at + 1))
-            && !same_turn(after, next)
+            && shape_of(after) != shape_of(next)
         {
             return Err("its messages do not line up with the history around the marker".to_string());
         }
@@ -175,26 +176,6 @@ fn parse_lines(text: &str) -> Result<Vec<Message>, String> {
             crate::json::from_str(line).map_err(|error| format!("line {} is not a message: {error}", at + 1))
         })
         .collect()
-}
-
-/// Whether two messages are the same turn: the same role, the same calls and results
-/// by id and the same text (a result's content may have been cleared since).
-fn same_turn(a: &Message, b: &Message) -> bool {
-    fn shape(message: &Message) -> Vec<String> {
-        match message.content() {
-            crate::message::Content::Text(text) => vec![text.clone()],
-            crate::message::Content::Blocks(blocks) => blocks
-                .iter()
-                .map(|block| match block {
-                    ContentBlock::Text { text, .. } => text.clone(),
-                    ContentBlock::ToolUse { id, .. } => format!("use {id}"),
-                    ContentBlock::ToolResult { tool_use_id, .. } => format!("result {tool_use_id}"),
-                    ContentBlock::Unknown(_) => "other".to_string(),
-                })
-                .collect(),
-        }
-    }
-    a.role() == b.role() && shape(a) == shape(b)
 }
 
 /// One message of a record: the file and its 1-based line.

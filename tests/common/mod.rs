@@ -574,6 +574,21 @@ pub fn text_reply(text: &str) -> Reply {
     Reply::sse(sse_text(text))
 }
 
+/// `steps` replies whose own text nearly fills a 4,000-char limit, each with a call
+/// (`echo ok`): every step needs a summary, and none holds for the next step.
+pub fn replies_that_fill_the_context(steps: usize) -> Vec<Reply> {
+    let filler = "The parser keeps the cursor one step ahead of the token it pushes. ".repeat(40);
+    (0..steps)
+        .map(|n| {
+            let id = format!("toolu_{n:02}");
+            tool_reply(
+                &format!("{filler} Step {n}."),
+                &[(id.as_str(), "bash", serde_json::json!({"command": "echo ok"}))],
+            )
+        })
+        .collect()
+}
+
 pub fn tool_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
     Reply::sse(sse_response_body(text, calls))
 }
