@@ -3446,6 +3446,22 @@ fn a_summary_in_review_is_edited_and_applied() {
             answer: scratchpad::protocol::ReviewAnswer::Reject
         })
     );
+    // A long index shows how much of it is not in the pane, at 80 columns too.
+    let entries: String = (1..=20)
+        .map(|n| format!("\n- read (line {n}): src/module_{n}.rs"))
+        .collect();
+    s.app.apply(AgentEvent::SummaryReview {
+        request_id: 8,
+        summary: "Goal: read every module.".into(),
+        index: format!(
+            "{}\nIn .transcripts/transcript_record_2.jsonl:{entries}",
+            scratchpad::compact::index::INDEX_HEADING
+        ),
+        covers: 40,
+        retention: None,
+    });
+    let long = draw(&mut s.app, 80, 24).backend().to_string();
+    assert!(long.contains("… 13 more lines of index"), "{long}");
 }
 
 /// Whether compaction pays off: each marker says what it freed and how soon the one

@@ -84,7 +84,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
         .title(title);
     let inner = block.inner(popup);
     frame.render_widget(block, popup);
-    let index_lines: Vec<&str> = prompt.index.lines().collect();
+    // The heading is for the model (the pane's title says what it is); without it the
+    // entries and the count of those not shown fit the pane at 80 columns too.
+    let index_lines: Vec<&str> = prompt.index.lines().skip(1).collect();
     let index_rows = u16::try_from(index_lines.len().min(INDEX_LINES_SHOWN) + 1).unwrap_or(1);
     let [heading, editor_area, index_area, keys_area] = Layout::vertical([
         Constraint::Length(3),
