@@ -765,7 +765,9 @@ async fn a_denial_with_words_reaches_the_model() {
 
 /// From `/tree`: summarise everything before a chosen request and keep it and what
 /// follows verbatim; the next call reads the summary, then that request as it was. A
-/// request no longer in the history is refused, saying what to do instead.
+/// request no longer in the history is refused, saying what to do instead. The chat
+/// names a request as the screen shows it (a joined emoji as its parts), and that
+/// finds it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
     let long = "A long answer about the lexer and its tokens. ".repeat(40);
@@ -777,14 +779,15 @@ async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
     ])
     .await;
     let mut agent = start(&api, AskPolicy::Refuse).await;
-    for request in ["first question", "second question", "third question"] {
+    let second = "second question 👨\u{200d}👩\u{200d}👧";
+    for request in ["first question", second, "third question"] {
         agent.ops.send(Op::Submit { text: request.into() }).unwrap();
         until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
     }
     agent
         .ops
         .send(Op::SummariseUpTo {
-            request: "second question".into(),
+            request: "second question 👨👩👧".into(),
             later_same: 0,
         })
         .unwrap();
@@ -799,7 +802,7 @@ async fn summarising_up_to_a_chosen_request_keeps_it_and_what_follows() {
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
     let sent = messages_of(api.turn_requests().last().unwrap());
     assert!(sent[0].text().starts_with("[Compacted]"));
-    assert_eq!(sent[1].text(), "second question");
+    assert_eq!(sent[1].text(), second);
     assert_eq!(sent[2].text(), long);
 
     agent

@@ -1082,7 +1082,6 @@ fn repeated_firings_fold_into_one_marker_that_expands() {
     }
     insta::assert_snapshot!("folded_marker_80x24", draw(&mut s.app, 80, 24).backend());
     s.app.handle_key(key(KeyCode::Tab));
-    s.app.handle_key(key(KeyCode::Up));
     insta::assert_snapshot!("folded_marker_expanded_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
@@ -1725,6 +1724,14 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
     assert!(s._ops.try_recv().is_err(), "nothing is sent for an undone marker");
     let said = format!("{:?}", draw(&mut s.app, 120, 40).backend());
     assert!(said.contains("undone already"), "{said}");
+    // Up passes the request between them (u on a request is a letter for the
+    // prompt), then selects the older marker.
+    s.app.handle_key(key(KeyCode::Up));
+    s.app.handle_key(key(KeyCode::Char('u')));
+    assert!(s._ops.try_recv().is_err(), "u on a request undoes nothing");
+    assert_eq!(s.app.input.text(), "u", "it went to the prompt");
+    s.app.handle_key(key(KeyCode::Backspace));
+    s.app.handle_key(key(KeyCode::Tab)); // back to the chat, the request still selected
     s.app.handle_key(key(KeyCode::Up));
     s.app.handle_key(key(KeyCode::Char('u')));
     assert_eq!(
@@ -1904,8 +1911,18 @@ fn opening_a_receipt_keeps_its_marker_in_view() {
     let closed = draw(&mut s.app, 120, 40);
     assert!(row_of(&closed, header).is_some(), "closed, the header is still in view");
 
-    // Up to the older marker, open it: its header is on screen, not far away.
-    s.app.handle_key(key(KeyCode::Up));
+    // Up past the requests between to the older marker, open it: its header is on
+    // screen, not far away.
+    let first = s
+        .app
+        .state
+        .chat
+        .iter()
+        .position(|entry| matches!(entry, scratchpad::tui::state::ChatEntry::Marker(_)));
+    while s.app.selected_entry != first {
+        s.app.handle_key(key(KeyCode::Up));
+        draw(&mut s.app, 120, 40);
+    }
     let selected = draw(&mut s.app, 120, 40);
     let first_row = row_of(&selected, "first result").or_else(|| row_of(&selected, header));
     assert!(first_row.is_some(), "{}", text_of(&selected));
@@ -2009,7 +2026,6 @@ fn in_a_narrow_terminal_tool_calls_are_lines_in_the_chat() {
     // Tab to the chat selects the newest call; Up selects the one before; Enter
     // shows its output (nothing saved to open) and sends nothing.
     s.app.handle_key(key(KeyCode::Tab));
-    s.app.handle_key(key(KeyCode::Up));
     s.app.handle_key(key(KeyCode::Up));
     s.app.handle_key(key(KeyCode::Enter));
     assert!(s._ops.try_recv().is_err(), "nothing was sent");
@@ -3546,4 +3562,59 @@ fn compaction_health_on_the_markers_and_in_context() {
         "{view}"
     );
     insta::assert_snapshot!("context_health_120x40", terminal.backend());
+}
+
+#[test]
+fn s_on_a_request_selected_in_the_chat_summarises_up_to_it() {
+    use scratchpad::protocol::Op;
+    let mut s = screen();
+    for (turn, request) in ["read the parser", "run the tests", "read the parser"]
+        .iter()
+        .enumerate()
+    {
+        s.app.apply(AgentEvent::TurnStarted {
+            turn: scratchpad::protocol::TurnId(turn as u64 + 1),
+            request: request.to_string(),
+        });
+        s.app.apply(AgentEvent::AssistantMessage {
+            turn: scratchpad::protocol::TurnId(turn as u64 + 1),
+            message: Message::assistant_text(format!("done: {request}")),
+        });
+        s.app.apply(AgentEvent::TurnDone {
+            turn: scratchpad::protocol::TurnId(turn as u64 + 1),
+            outcome: TurnOutcome::Completed,
+        });
+    }
+    // With no marker, Tab selects the newest request; Up the one before it.
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Up));
+    insta::assert_snapshot!("request_selected_80x24", draw(&mut s.app, 80, 24).backend());
+    s.app.handle_key(key(KeyCode::Char('s')));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::SummariseUpTo {
+            request: "run the tests".into(),
+            later_same: 0,
+        })
+    );
+    assert!(s.app.input.is_empty(), "s acted on the request, not the prompt");
+    // The first of two requests with the same text: one later has it too.
+    s.app.handle_key(key(KeyCode::Up));
+    s.app.handle_key(key(KeyCode::Char('s')));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::SummariseUpTo {
+            request: "read the parser".into(),
+            later_same: 1,
+        })
+    );
+    // While a turn runs it says so and sends nothing.
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(4),
+        request: "go on".into(),
+    });
+    s.app.handle_key(key(KeyCode::Char('s')));
+    assert!(s._ops.try_recv().is_err(), "nothing is sent during a turn");
+    let said = text_of(&draw(&mut s.app, 80, 24));
+    assert!(said.contains("summarise when it ends"), "{said}");
 }

@@ -413,7 +413,11 @@ impl Agent {
             .iter()
             .enumerate()
             .rev()
-            .filter(|(_, message)| classify(message) == MessageKind::UserPrompt(request.to_string()))
+            // The chat shows a request made safe for the screen: either text is it.
+            .filter(|(_, message)| {
+                matches!(classify(message), MessageKind::UserPrompt(text)
+                    if text == request || crate::terminal_text::screen_safe(&text) == request)
+            })
             .nth(later_same)
             .map(|(at, _)| at);
         let Some(at) = found else {
@@ -433,7 +437,7 @@ impl Agent {
         let active = self.active_request();
         let outcome = self
             .run_on_history(move |messages, sizes, config, store, summariser| {
-                let asked = Asked::by("the user (/tree)", &active);
+                let asked = Asked::by("the user (summarise up to a request)", &active);
                 match crate::compact::compact_history::summarise_up_to(
                     messages,
                     at + 1,

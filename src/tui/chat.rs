@@ -107,12 +107,13 @@ fn entry_lines(
     }
     let mut lines = match entry {
         ChatEntry::Pasted { shown, full } => {
-            let (text, hint) = if look.expanded {
-                (full, "  ← folds the paste again")
-            } else {
-                (shown, if look.selected { "  → shows the paste" } else { "" })
+            let (text, hint) = match (look.expanded, look.selected) {
+                (true, true) => (full, "  ← folds the paste again · s: summarise all before this"),
+                (true, false) => (full, "  ← folds the paste again"),
+                (false, true) => (shown, "  → shows the paste · s: summarise all before this"),
+                (false, false) => (shown, ""),
             };
-            let mut lines = request_lines(text, width);
+            let mut lines = request_lines(text, width, look.selected);
             if !hint.is_empty() {
                 lines.push(Line::from(Span::styled(
                     hint.to_string(),
@@ -121,7 +122,16 @@ fn entry_lines(
             }
             lines
         }
-        ChatEntry::User(text) => request_lines(text, width),
+        ChatEntry::User(text) => {
+            let mut lines = request_lines(text, width, look.selected);
+            if look.selected {
+                lines.push(Line::from(Span::styled(
+                    "  s: summarise all before this, keep this and the rest verbatim",
+                    Style::default().fg(theme::palette().muted),
+                )));
+            }
+            lines
+        }
         ChatEntry::Assistant { text, streaming } => {
             let mut lines = markdown::render(text, width, Style::default());
             if *streaming && let Some(last) = lines.last_mut() {
@@ -142,8 +152,14 @@ fn entry_lines(
 }
 
 /// A request as the chat shows it: each line the user typed (or pasted) a line of its
-/// own, the first led by `› `.
-fn request_lines(text: &str, width: usize) -> Vec<Line<'static>> {
+/// own, the first led by `› `; reversed while selected, as a selected marker is.
+fn request_lines(text: &str, width: usize, selected: bool) -> Vec<Line<'static>> {
+    let text_style = Style::default().fg(theme::palette().text);
+    let text_style = if selected {
+        text_style.add_modifier(Modifier::REVERSED)
+    } else {
+        text_style
+    };
     text.split('\n')
         .enumerate()
         .flat_map(|(at, line)| {
@@ -157,12 +173,7 @@ fn request_lines(text: &str, width: usize) -> Vec<Line<'static>> {
             } else {
                 Span::raw("  ")
             };
-            markdown::wrap(
-                &[(line.to_string(), Style::default().fg(theme::palette().text))],
-                width,
-                prefix,
-                "  ",
-            )
+            markdown::wrap(&[(line.to_string(), text_style)], width, prefix, "  ")
         })
         .collect()
 }

@@ -195,7 +195,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Up / Down in the chat",
-        "select a compaction marker (or, in a narrow terminal, a tool call)",
+        "select a request, a compaction marker (or, in a narrow terminal, a tool call)",
         &[
             (V::Chat, key(KeyCode::Up), A::Previous),
             (V::Chat, key(KeyCode::Down), A::Next),
@@ -234,6 +234,11 @@ pub const SCREEN: &[Row] = &[
         "f in the chat",
         "fork: a new session from the history as it was before the selected marker's compaction (this one is kept)",
         &[(V::Chat, char('f'), A::ForkBefore)],
+    ),
+    row(
+        "s in the chat",
+        "summarise everything before the selected request, and keep it and what follows verbatim",
+        &[(V::Chat, char('s'), A::SummariseUpTo)],
     ),
     row(
         "Up / Down in tool calls",

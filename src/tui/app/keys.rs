@@ -47,8 +47,9 @@ impl App {
         }
     }
 
-    /// The chat entries Up/Down select: markers with files, and tool calls while
-    /// they are drawn in the chat (the tool pane does not fit).
+    /// The chat entries Up/Down select: requests (to summarise up to), markers with
+    /// files, and tool calls while they are drawn in the chat (the tool pane does not
+    /// fit).
     fn selectable_entries(&self) -> Vec<usize> {
         self.state
             .chat
@@ -56,11 +57,23 @@ impl App {
             .enumerate()
             .filter(|(_, entry)| match entry {
                 ChatEntry::Tool(_) => !self.tools_visible,
-                ChatEntry::Pasted { .. } => true,
+                ChatEntry::User(_) | ChatEntry::Pasted { .. } => true,
                 entry => !entry.paths().is_empty(),
             })
             .map(|(at, _)| at)
             .collect()
+    }
+
+    /// What Tab into the chat selects: the newest marker or call, which the chat's keys
+    /// mostly act on; the newest request only when there is neither.
+    fn first_selection(&self) -> Option<usize> {
+        let selectable = self.selectable_entries();
+        selectable
+            .iter()
+            .rev()
+            .find(|&&at| ChatEntry::request_of(&self.state.chat[at]).is_none())
+            .or(selectable.last())
+            .copied()
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) {
@@ -318,21 +331,25 @@ impl App {
                     Focus::Chat | Focus::Tools => Focus::Input,
                 };
                 if self.focus == Focus::Chat && self.selected_entry.is_none() {
-                    self.selected_entry = self.selectable_entries().last().copied();
+                    self.selected_entry = self.first_selection();
                 }
                 return;
             }
             _ => {}
         }
         let chat_action = keymap::action(View::Chat, &key);
-        let on_marker = self
-            .selected_entry
-            .and_then(|at| self.state.chat.get(at))
-            .is_some_and(|entry| matches!(entry, ChatEntry::Marker(_)));
-        let undo_key =
-            self.focus == Focus::Chat && on_marker && matches!(chat_action, Some(Action::Undo | Action::ForkBefore));
+        let selected = self.selected_entry.and_then(|at| self.state.chat.get(at));
+        let on_marker = matches!(selected, Some(ChatEntry::Marker(_)));
+        let on_request = selected.and_then(ChatEntry::request_of).is_some();
+        // A letter that acts on the selection is the chat's; any other is the prompt's.
+        let acts_on_selection = self.focus == Focus::Chat
+            && match chat_action {
+                Some(Action::Undo | Action::ForkBefore) => on_marker,
+                Some(Action::SummariseUpTo) => on_request,
+                _ => false,
+            };
         let typing = matches!(key.code, KeyCode::Char(c) if !c.is_ascii_digit())
-            && !undo_key
+            && !acts_on_selection
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         if typing && self.focus != Focus::Input {
             // Letters are for the prompt, wherever the focus was.
@@ -360,18 +377,19 @@ impl App {
         match keymap::action(View::Chat, &key) {
             Some(Action::Undo) => self.undo_selected(),
             Some(Action::ForkBefore) => self.fork_before_selected(),
+            Some(Action::SummariseUpTo) => self.summarise_up_to_selected(),
             Some(Action::ShowReceipt) => self.expanded_entry = self.selected_entry,
             Some(Action::HideReceipt) => self.expanded_entry = None,
             Some(Action::Previous) => {
                 self.selected_entry = match position {
                     Some(p) => markers.get(p.saturating_sub(1)).copied(),
-                    None => markers.last().copied(),
+                    None => self.first_selection(),
                 }
             }
             Some(Action::Next) => {
                 self.selected_entry = match position {
                     Some(p) => markers.get((p + 1).min(markers.len().saturating_sub(1))).copied(),
-                    None => markers.last().copied(),
+                    None => self.first_selection(),
                 }
             }
             Some(Action::Open(nth)) => match self.selected_entry.and_then(|at| self.state.chat.get(at)) {

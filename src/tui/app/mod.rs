@@ -337,6 +337,31 @@ impl App {
         }
     }
 
+    /// `s` on a selected request: summarise everything before it, and keep it and what
+    /// follows verbatim. Requests with the same text are told apart by how many come
+    /// after it, as `/tree` does.
+    fn summarise_up_to_selected(&mut self) {
+        let Some(at) = self.selected_entry else { return };
+        let Some(request) = self.state.chat.get(at).and_then(ChatEntry::request_of) else {
+            return;
+        };
+        if self.state.is_busy() {
+            self.tell("a turn is running: summarise when it ends");
+            return;
+        }
+        if let Some(view) = &self.state.session.read_only {
+            self.tell(format!("nothing is summarised in {view}"));
+            return;
+        }
+        let later_same = self.state.chat[at + 1..]
+            .iter()
+            .filter_map(ChatEntry::request_of)
+            .filter(|later| *later == request)
+            .count();
+        let request = request.to_string();
+        self.send(Op::SummariseUpTo { request, later_same });
+    }
+
     /// `f` on a selected marker: a new session from the history as it was before the
     /// marker's first firing, rebuilt by the agent from what that stage archived.
     fn fork_before_selected(&mut self) {

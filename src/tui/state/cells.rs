@@ -35,6 +35,15 @@ pub enum ChatEntry {
 }
 
 impl ChatEntry {
+    /// The text a request was sent with (a collapsed paste's whole text); `None` for
+    /// anything else.
+    pub fn request_of(&self) -> Option<&str> {
+        match self {
+            ChatEntry::User(text) | ChatEntry::Pasted { full: text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
     /// The files a marker links to: every member's, oldest first, each once.
     pub fn paths(&self) -> Vec<String> {
         match self {
