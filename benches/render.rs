@@ -45,6 +45,7 @@ fn busy_app(messages: usize) -> (App, tokio::sync::mpsc::UnboundedReceiver<scrat
             fixed: 2_500,
             tokens: None,
             background: None,
+            cache_missed: None,
         },
     });
     (app, ops_rx)

@@ -110,6 +110,8 @@ fn show(
             AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
             AgentEvent::Background { event } => writeln!(stderr.lock(), "note: {}", terminal_safe(&event.line()))?,
             AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.report_line())?,
+            // A pending comparison says nothing yet; the next call's answer will.
+            AgentEvent::Cache { report } if report.missed() => writeln!(stderr.lock(), "note: {}", report.line())?,
             AgentEvent::Instructions { note } => {
                 let mut stderr = stderr.lock();
                 if !note.files.is_empty() || !note.changes.is_empty() {

@@ -41,6 +41,7 @@ fn request() -> ModelRequest<'static> {
         }],
         messages: &README_REQUEST,
         max_tokens: 1024,
+        cache_check: scratchpad::provider::CacheCheck::Off,
     }
 }
 

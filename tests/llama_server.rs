@@ -137,6 +137,9 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         tools: ToolBox::specs_for(&ToolsConfig::default()),
         messages,
         max_tokens: 24,
+        // Anthropic's cache check, as a turn call before the server described itself:
+        // llama-server must take it (it ignores what it does not know).
+        cache_check: scratchpad::provider::CacheCheck::Start,
     }
 }
 

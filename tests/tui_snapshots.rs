@@ -66,6 +66,7 @@ fn context(estimate: usize, messages: usize) -> AgentEvent {
             fixed: 2_400,
             tokens: None,
             background: None,
+            cache_missed: None,
         },
     }
 }
@@ -368,6 +369,7 @@ fn the_gauge_in_each_zone() {
                     basis,
                 }),
                 background: None,
+                cache_missed: None,
             },
         });
         let terminal = draw(&mut s.app, 120, 40);
@@ -700,6 +702,7 @@ fn context_view_and_timeline() {
                 basis: TokenBasis::Reported,
             }),
             background: None,
+            cache_missed: None,
         },
     });
     s.app.apply(AgentEvent::TurnDone {
@@ -2943,6 +2946,7 @@ fn a_background_summary_on_the_gauge_and_in_the_chat() {
             fixed: 2_400,
             tokens: None,
             background,
+            cache_missed: None,
         },
     };
     s.app.apply(AgentEvent::Background {
@@ -3114,6 +3118,7 @@ fn the_gauge_gives_up_whole_fields_and_keeps_its_bar() {
                 started_at_percent: 71,
                 ready: false,
             }),
+            cache_missed: None,
         },
     });
     let endings = ["%)", "fixed", "msgs", "since 71%", "chars/token"];
@@ -3617,4 +3622,82 @@ fn s_on_a_request_selected_in_the_chat_summarises_up_to_it() {
     assert!(s._ops.try_recv().is_err(), "nothing is sent during a turn");
     let said = text_of(&draw(&mut s.app, 80, 24));
     assert!(said.contains("summarise when it ends"), "{said}");
+}
+
+/// The server said why the prompt cache missed after a compaction: the gauge says it
+/// for the turn, the compaction's marker says it was the next call's cost, and
+/// `/context` keeps a line of it.
+#[test]
+fn a_cache_miss_after_a_compaction_is_on_the_gauge_the_marker_and_in_context() {
+    use scratchpad::protocol::{CacheReport, PrefixChange};
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "go on with the parser".into(),
+    });
+    let AgentEvent::Compaction { mut event } = stage(
+        Stage::MicroCompact,
+        3,
+        52_000,
+        38_000,
+        &[".task_outputs/tool-results/toolu_1.txt"],
+    ) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.id = "stage-7".into();
+    s.app.apply(AgentEvent::Compaction { event });
+    let report = CacheReport {
+        reason: Some("messages_changed".into()),
+        missed_input_tokens: Some(12_400),
+        ours: Some(vec![PrefixChange::Message { position: 4 }]),
+        stages: vec!["stage-7".into()],
+    };
+    s.app.apply(AgentEvent::ModelCall {
+        point: CallPoint {
+            estimate: 38_000,
+            messages: 9,
+            cache: Some(report.clone()),
+            ..CallPoint::default()
+        },
+        usage: Usage::default(),
+    });
+    let AgentEvent::Context { mut status } = context(38_000, 9) else {
+        unreachable!("context builds a context event")
+    };
+    status.cache_missed = Some(report);
+    s.app.apply(AgentEvent::Context { status });
+    for (width, height) in [(120, 40), (80, 24)] {
+        let terminal = draw(&mut s.app, width, height);
+        let text = text_of(&terminal);
+        assert!(
+            text.contains("$ the next call's cache missed: the messages changed, 12.4k tokens"),
+            "{text}"
+        );
+        insta::assert_snapshot!(format!("cache_miss_{width}x{height}"), terminal.backend());
+    }
+    let wide = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        wide.contains("cache missed: the messages changed, 12.4k tokens (scratchpad's change)"),
+        "the gauge says it: {wide}"
+    );
+
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            "You are scratchpad.",
+            &[],
+            &[],
+            &[],
+            &[Message::user_text("go on with the parser")],
+            &CompactConfig::default(),
+        ),
+    });
+    let terminal = draw(&mut s.app, 120, 40);
+    let context = text_of(&terminal);
+    assert!(
+        context.contains("cache: 1 of 1 call not reused · newest, call 1: the messages changed, 12.4k tokens · scratchpad changed message 4"),
+        "{context}"
+    );
+    insta::assert_snapshot!("cache_miss_in_context_120x40", terminal.backend());
 }

@@ -23,6 +23,7 @@ impl Agent {
             problems: self.instructions.problems.clone(),
             changes,
             cache_rewritten: None,
+            cache_miss: None,
         }
     }
 

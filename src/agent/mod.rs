@@ -4,6 +4,7 @@
 
 mod approvals;
 mod background;
+mod cache_chain;
 mod compaction;
 mod context_ops;
 mod conversation;
@@ -135,6 +136,10 @@ pub struct Agent {
     /// What became of it since the last call (started at a percent, ready), for that
     /// call's timeline point.
     background_marks: (Option<usize>, bool),
+    /// The previous call for the server's cache diagnostics, and what it sent.
+    cache_chain: cache_chain::CacheChain,
+    /// The last call's cache miss, for the gauge until a call without one.
+    cache_missed: Option<crate::protocol::CacheReport>,
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
@@ -249,6 +254,8 @@ impl Agent {
             tally: crate::session::Tally::default(),
             background: background::Background::Idle,
             background_marks: (None, false),
+            cache_chain: cache_chain::CacheChain::default(),
+            cache_missed: None,
             rediscover: false,
             served_recorded: None,
             read_only: None,
@@ -354,6 +361,9 @@ impl Agent {
             .filter(|event| !event.id.is_empty() && event.can_be_undone())
             .count();
         for event in &events {
+            if event.replaced > 0 {
+                self.cache_chain.stage_ran(&event.id);
+            }
             self.emit(AgentEvent::Compaction { event: event.clone() });
         }
         self.emit_context();
@@ -404,6 +414,7 @@ impl Agent {
                 fixed: self.ledger.fixed(),
                 tokens: self.ledger.tokens().cloned(),
                 background: self.background.status(),
+                cache_missed: self.cache_missed.clone(),
             },
         });
     }

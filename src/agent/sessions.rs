@@ -117,6 +117,13 @@ impl Agent {
                 self.store.recognise(&event.digests);
             }
         }
+        // The newest call goes on naming its response to the server's cache check.
+        let newest_call = past.iter().rev().find_map(|item| match item {
+            Past::Call { point } => Some(point),
+            _ => None,
+        });
+        self.cache_chain =
+            super::cache_chain::CacheChain::resumed(newest_call.and_then(|point| point.response_id.clone()));
         if let Some(point) = past.iter().rev().find_map(|item| match item {
             Past::Call { point } if point.input_tokens.is_some() => Some(point),
             _ => None,

@@ -273,6 +273,7 @@ impl Agent {
             tools: self.tools.specs(),
             messages: self.conversation.messages(),
             max_tokens: self.reply_tokens(),
+            cache_check: crate::provider::CacheCheck::Off,
         }
     }
 
@@ -287,7 +288,9 @@ impl Agent {
         ops: &mut UnboundedReceiver<Op>,
     ) -> Result<crate::provider::ModelResponse, CallFailed> {
         self.guard_pairing();
-        let request = self.model_request();
+        let mut request = self.model_request();
+        request.cache_check = self.cache_chain.check();
+        let sent = super::cache_chain::PrefixPrint::of(self.provider.model(), &request);
         let (sink, mut deltas) = unbounded_channel();
         let events = self.events.clone();
         let turn = self.turn;
@@ -334,6 +337,12 @@ impl Agent {
                     usage.cache_creation_input_tokens,
                 );
                 (point.background_started, point.background_ready) = std::mem::take(&mut self.background_marks);
+                let report = self
+                    .cache_chain
+                    .answered(sent, response.id.clone(), response.cache_diagnosis.clone());
+                point.response_id = response.id.clone();
+                point.cache = report.clone();
+                self.cache_missed = report.clone().filter(crate::protocol::CacheReport::missed);
                 self.note(Record::Call(point.clone()));
                 self.model_calls += 1;
                 self.apply_limit(note);
@@ -341,6 +350,9 @@ impl Agent {
                     point,
                     usage: response.usage,
                 });
+                if let Some(report) = report {
+                    self.emit(AgentEvent::Cache { report });
+                }
                 self.emit_context();
                 Ok(response)
             }

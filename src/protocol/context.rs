@@ -20,6 +20,10 @@ pub struct ContextStatus {
     /// A summary being prepared in the background for stage 4.
     #[serde(default)]
     pub background: Option<BackgroundStatus>,
+    /// The last call's prompt cache missed, as the server said why (cleared by a call
+    /// where it did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_missed: Option<super::CacheReport>,
 }
 
 /// A background summary as the gauge marks it.

@@ -151,6 +151,11 @@ pub enum AgentEvent {
         point: CallPoint,
         usage: Usage,
     },
+    /// The server said why the call's prompt cache could not reuse the previous
+    /// call's prefix (or that it was still comparing); also on the call's point.
+    Cache {
+        report: super::CacheReport,
+    },
     /// `/undo` put the history back as it was before the newest `stage`.
     Undone {
         stage: crate::compact::Stage,

@@ -10,8 +10,8 @@ mod events;
 mod ops;
 
 pub use crate::session::record::{
-    BackgroundEvent, CallPoint, CompactionRequester, ForkPoint, InstructionRow, InstructionsNote, Origin, Past,
-    TurnOutcome,
+    BackgroundEvent, CacheReport, CallPoint, CompactionRequester, ForkPoint, InstructionRow, InstructionsNote, Origin,
+    Past, PrefixChange, TurnOutcome,
 };
 pub use breakdown::{Category, ContextBreakdown, Item, McpServerRow};
 pub use context::{BackgroundStatus, ContextStatus, TokenBasis, TokenFigure, Window, WindowSource};

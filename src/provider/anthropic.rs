@@ -10,8 +10,8 @@ use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::sse::SseEvent;
 use super::{
-    DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS, ServerFacts, StreamEvent, Usage,
-    http_client, read_events, send,
+    CacheCheck, CacheDiagnosis, DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS,
+    ServerFacts, StreamEvent, Usage, http_client, read_events, send,
 };
 use crate::compact::markers::CutCall;
 use crate::message::ContentBlock;
@@ -20,6 +20,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The model asked for when none is configured and the server names none.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 pub const API_VERSION: &str = "2023-06-01";
+/// The beta that asks the server why its prompt cache missed (harmless where the
+/// feature is generally available).
+pub const CACHE_DIAGNOSIS_BETA: &str = "cache-diagnosis-2026-04-07";
 
 #[derive(Clone)]
 pub struct AnthropicConfig {
@@ -47,6 +50,9 @@ pub struct AnthropicProvider {
     client: reqwest::Client,
     config: AnthropicConfig,
     model: ModelName,
+    /// Cleared once the server describes itself as another one (llama.cpp), whose
+    /// Messages API has no cache diagnostics.
+    diagnoses_cache: std::sync::atomic::AtomicBool,
 }
 
 impl AnthropicProvider {
@@ -56,6 +62,7 @@ impl AnthropicProvider {
             client: http_client(config.retry.idle_timeout())?,
             model: ModelName::new(config.model.clone(), DEFAULT_MODEL),
             config,
+            diagnoses_cache: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -90,15 +97,30 @@ impl AnthropicProvider {
         }
         body.insert("messages".into(), messages);
         body.insert("stream".into(), json!(true));
+        let previous = match &request.cache_check {
+            CacheCheck::Off => None,
+            CacheCheck::Start => Some(Value::Null),
+            CacheCheck::After(id) => Some(json!(id)),
+        };
+        if let Some(previous) = previous.filter(|_| self.diagnoses_cache.load(std::sync::atomic::Ordering::Relaxed)) {
+            body.insert("diagnostics".into(), json!({"previous_message_id": previous}));
+        }
         Value::Object(body)
     }
 
     fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
-        self.client
+        let request = self
+            .client
             .post(self.url(path))
             .header("x-api-key", &self.config.api_key)
-            .header("anthropic-version", API_VERSION)
-            .json(body)
+            .header("anthropic-version", API_VERSION);
+        let betas = betas_of(body);
+        let request = if betas.is_empty() {
+            request
+        } else {
+            request.header("anthropic-beta", betas.join(","))
+        };
+        request.json(body)
     }
 
     async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
@@ -108,6 +130,15 @@ impl AnthropicProvider {
             .await?
             .ok_or_else(|| ProviderError::StreamCut("the stream ended before message_stop".into()))
     }
+}
+
+/// The betas a request body uses, for its `anthropic-beta` header.
+fn betas_of(body: &Value) -> Vec<&'static str> {
+    let mut betas = Vec::new();
+    if body.get("diagnostics").is_some() {
+        betas.push(CACHE_DIAGNOSIS_BETA);
+    }
+    betas
 }
 
 /// Put a `cache_control` breakpoint on the last block of a message, so the whole
@@ -149,6 +180,9 @@ impl Provider for AnthropicProvider {
             })
             .await;
             self.model.learn(&facts);
+            if facts.window.is_some() || facts.model.is_some() || facts.renders_tools.is_some() {
+                self.diagnoses_cache.store(false, std::sync::atomic::Ordering::Relaxed);
+            }
             facts
         })
     }
@@ -161,6 +195,7 @@ impl Provider for AnthropicProvider {
             if let Value::Object(map) = &mut body {
                 map.remove("stream");
                 map.remove("max_tokens");
+                map.remove("diagnostics");
             }
             let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
             super::counted_input_tokens(response).await
@@ -202,6 +237,8 @@ pub struct StreamAssembler {
     blocks: BTreeMap<u64, BlockBuilder>,
     usage: Usage,
     stop_reason: Option<String>,
+    id: Option<String>,
+    cache_diagnosis: Option<CacheDiagnosis>,
 }
 
 impl StreamAssembler {
@@ -215,6 +252,8 @@ impl StreamAssembler {
                 if let Some(usage) = data.pointer("/message/usage") {
                     merge_usage(&mut self.usage, usage);
                 }
+                self.id = data.pointer("/message/id").and_then(Value::as_str).map(str::to_string);
+                self.cache_diagnosis = data.pointer("/message/diagnostics").map(cache_diagnosis);
             }
             "content_block_start" => {
                 let index = index_of(&data)?;
@@ -346,7 +385,27 @@ impl StreamAssembler {
             stop_reason: self.stop_reason.take(),
             usage: self.usage,
             cut_off,
+            id: self.id.take(),
+            cache_diagnosis: self.cache_diagnosis.take(),
         })
+    }
+}
+
+/// `diagnostics` of a response: `cache_miss_reason` null while the comparison is
+/// pending, else `{type, cache_missed_input_tokens}`.
+fn cache_diagnosis(diagnostics: &Value) -> CacheDiagnosis {
+    let reason = diagnostics.get("cache_miss_reason").filter(|reason| !reason.is_null());
+    CacheDiagnosis {
+        reason: reason.map(|reason| {
+            reason
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_string()
+        }),
+        missed_input_tokens: reason
+            .and_then(|reason| reason.get("cache_missed_input_tokens"))
+            .and_then(Value::as_u64),
     }
 }
 
@@ -507,6 +566,72 @@ mod tests {
         assert_eq!(response.usage.prompt_tokens(), 0);
     }
 
+    /// `diagnostics` on `message_start`: a reason with its tokens, a pending `null`,
+    /// or none at all (no divergence); the response's id with it.
+    #[test]
+    fn cache_diagnostics_are_read_from_message_start() {
+        let stream = |diagnostics: &str| {
+            format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_7\",\"usage\":{{\"input_tokens\":5}}{diagnostics}}}}}\n\n\
+                 event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}}}}\n\n\
+                 event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+            )
+        };
+        let missed =
+            stream(r#","diagnostics":{"cache_miss_reason":{"type":"tools_changed","cache_missed_input_tokens":4300}}"#);
+        let (response, _) = assemble(missed.as_bytes(), 7).unwrap();
+        assert_eq!(response.id.as_deref(), Some("msg_7"));
+        assert_eq!(
+            response.cache_diagnosis,
+            Some(CacheDiagnosis {
+                reason: Some("tools_changed".into()),
+                missed_input_tokens: Some(4300),
+            })
+        );
+        let pending = stream(r#","diagnostics":{"cache_miss_reason":null}"#);
+        let (response, _) = assemble(pending.as_bytes(), 7).unwrap();
+        assert_eq!(
+            response.cache_diagnosis,
+            Some(CacheDiagnosis {
+                reason: None,
+                missed_input_tokens: None,
+            })
+        );
+        let (response, _) = assemble(stream("").as_bytes(), 7).unwrap();
+        assert_eq!(response.cache_diagnosis, None);
+    }
+
+    /// A turn call asks with the previous response's id (`null` first) and the beta
+    /// header; a request that does not ask carries neither.
+    #[test]
+    fn a_request_that_checks_the_cache_names_the_previous_response_and_the_beta() {
+        let provider = AnthropicProvider::new(AnthropicConfig {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: "sk-secret".into(),
+            model: "claude-test".into(),
+            prompt_caching: true,
+            retry: RetryPolicy::default(),
+        })
+        .unwrap();
+        let messages = [crate::message::Message::user_text("hi")];
+        let body_with = |cache_check: CacheCheck| {
+            provider.request_body(&ModelRequest {
+                messages: &messages,
+                max_tokens: 10,
+                cache_check,
+                ..ModelRequest::default()
+            })
+        };
+        let off = body_with(CacheCheck::Off);
+        assert_eq!(off.get("diagnostics"), None);
+        assert!(betas_of(&off).is_empty());
+        let start = body_with(CacheCheck::Start);
+        assert_eq!(start["diagnostics"], json!({"previous_message_id": null}));
+        assert_eq!(betas_of(&start), vec![CACHE_DIAGNOSIS_BETA]);
+        let after = body_with(CacheCheck::After("msg_1".into()));
+        assert_eq!(after["diagnostics"], json!({"previous_message_id": "msg_1"}));
+    }
+
     #[test]
     fn request_body_has_cache_breakpoints_and_can_drop_them() {
         let mut config = AnthropicConfig {
@@ -525,6 +650,7 @@ mod tests {
             }],
             messages: &[crate::message::Message::user_text("hi")],
             max_tokens: 100,
+            cache_check: CacheCheck::Off,
         };
         let body = AnthropicProvider::new(config.clone()).unwrap().request_body(&request);
         assert_eq!(

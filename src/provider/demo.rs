@@ -303,6 +303,8 @@ impl Provider for DemoProvider {
                     ..Usage::default()
                 },
                 cut_off: Vec::new(),
+                id: None,
+                cache_diagnosis: None,
             })
         })
     }
@@ -380,6 +382,7 @@ mod tests {
             tools: crate::tools::ToolBox::specs_for(&crate::tools::ToolsConfig::default()),
             messages: &[Message::user_text("survey")],
             max_tokens: 100,
+            cache_check: crate::provider::CacheCheck::Off,
         };
         let tools = serde_json::to_string(&request.tools).unwrap().chars().count();
         let messages = serde_json::to_string(&request.messages).unwrap().chars().count();

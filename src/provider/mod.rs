@@ -38,6 +38,29 @@ pub struct ModelRequest<'m> {
     pub tools: Vec<ToolSpec>,
     pub messages: &'m [Message],
     pub max_tokens: u32,
+    /// Whether to ask the server why its prompt cache missed (where it can say).
+    pub cache_check: CacheCheck,
+}
+
+/// Asking the server why its prompt cache could not reuse an earlier request's prefix
+/// (Anthropic's cache diagnostics): only for the turn's own calls, whose prefix is
+/// meant to carry over; a summary request or a count has another prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CacheCheck {
+    #[default]
+    Off,
+    /// The first call of a chain: nothing to compare with yet.
+    Start,
+    /// Compare with the request that got the response with this id.
+    After(String),
+}
+
+/// What the server said about its prompt cache: a reason, or `None` while its
+/// comparison was still pending. No diagnosis at all means no divergence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheDiagnosis {
+    pub reason: Option<String>,
+    pub missed_input_tokens: Option<u64>,
 }
 
 /// A complete assistant response.
@@ -49,6 +72,9 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Tool calls `max_tokens` cut off before their input was complete.
     pub cut_off: Vec<CutCall>,
+    /// The response's id, where the server gives one.
+    pub id: Option<String>,
+    pub cache_diagnosis: Option<CacheDiagnosis>,
 }
 
 /// The stop reason of a response that reached its `max_tokens` (OpenAI's `length` is
@@ -140,6 +166,7 @@ pub trait Provider: Send + Sync {
                 tools: Vec::new(),
                 messages: &messages,
                 max_tokens,
+                cache_check: CacheCheck::Off,
             };
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
             let response = self.complete(&model_request, &sink).await?;
@@ -289,6 +316,7 @@ impl ProviderSummariser {
             tools,
             messages: &conversation,
             max_tokens: self.max_tokens,
+            cache_check: CacheCheck::Off,
         };
         let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
         let answered = match self.provider.complete(&request, &sink).await {

@@ -287,6 +287,8 @@ impl ChatAssembler {
             stop_reason: Some(stop_reason.to_string()),
             usage: self.usage,
             cut_off,
+            id: None,
+            cache_diagnosis: None,
         })
     }
 }
@@ -410,6 +412,7 @@ mod tests {
                 ),
             ],
             max_tokens: 10,
+            cache_check: crate::provider::CacheCheck::Off,
         };
         let body = provider.request_body(&request);
         assert_eq!(
@@ -466,6 +469,7 @@ mod tests {
                 Message::blocks(Role::User, vec![ContentBlock::text("and the lexer")]),
             ],
             max_tokens: 10,
+            cache_check: crate::provider::CacheCheck::Off,
         };
         let body = provider.request_body(&request);
         let roles: Vec<&str> = body["messages"]

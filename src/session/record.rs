@@ -195,6 +195,10 @@ pub struct InstructionsNote {
     /// Cached prompt tokens the next call had to write again (known after that call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_rewritten: Option<u64>,
+    /// The next call's prompt cache missed on the changed system prompt, as the
+    /// server said (known after that call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_miss: Option<CacheReport>,
 }
 
 impl InstructionsNote {
@@ -331,6 +335,146 @@ pub struct CallPoint {
     pub background_started: Option<usize>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background_ready: bool,
+    /// The response's id, the next call's `diagnostics.previous_message_id` (also
+    /// after a resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// What the server said about the prompt cache for this call, where it found the
+    /// request diverged from the previous one (Anthropic's cache diagnostics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheReport>,
+}
+
+/// Why a call's prompt cache could not reuse the previous call's prefix, as the
+/// server says it, and what scratchpad itself changed in that prefix since.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheReport {
+    /// The server's reason as it names it (`tools_changed`); `None` while the server
+    /// was still comparing when it answered.
+    pub reason: Option<String>,
+    /// Prompt tokens after the point where the two requests diverged, by the server's
+    /// estimate (only for the `*_changed` reasons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed_input_tokens: Option<u64>,
+    /// What scratchpad changed in the prefix since the previous call, by its own
+    /// hashes; `None` when it cannot tell (the previous call was before a resume).
+    pub ours: Option<Vec<PrefixChange>>,
+    /// The compaction stages (their event ids) that ran since the previous call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<String>,
+}
+
+/// A part of the request's prefix that scratchpad changed between two calls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+pub enum PrefixChange {
+    Model,
+    System,
+    Tools,
+    /// The first message (1-based) that is not what the previous call sent there.
+    Message {
+        position: usize,
+    },
+}
+
+impl CacheReport {
+    /// Whether the server named a divergence (not a comparison still pending).
+    pub fn missed(&self) -> bool {
+        self.reason.is_some()
+    }
+
+    /// The server's reason in words.
+    pub fn reason_words(&self) -> String {
+        match self.reason.as_deref() {
+            None => "the server was still comparing".into(),
+            Some("model_changed") => "the model changed".into(),
+            Some("system_changed") => "the system prompt changed".into(),
+            Some("tools_changed") => "the tools changed".into(),
+            Some("messages_changed") => "the messages changed".into(),
+            Some("previous_message_not_found") => {
+                "the server no longer has the previous request to compare with".into()
+            }
+            Some("unavailable") => "the server could not compare".into(),
+            Some(other) => other.replace('_', " "),
+        }
+    }
+
+    /// What scratchpad changed, in words: `scratchpad changed the tool list and
+    /// message 3`, or that it changed nothing (the miss is not ours).
+    pub fn ours_words(&self) -> String {
+        let Some(ours) = &self.ours else {
+            return "scratchpad cannot tell what changed (the previous call was before a resume)".into();
+        };
+        if ours.is_empty() {
+            return "scratchpad changed nothing in it".into();
+        }
+        let parts: Vec<String> = ours
+            .iter()
+            .map(|change| match change {
+                PrefixChange::Model => "the model".to_string(),
+                PrefixChange::System => "the system prompt".to_string(),
+                PrefixChange::Tools => "the tool list".to_string(),
+                PrefixChange::Message { position } => format!("message {position}"),
+            })
+            .collect();
+        let joined = match parts.as_slice() {
+            [only] => only.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            [] => String::new(),
+        };
+        format!("scratchpad changed {joined}")
+    }
+
+    /// The server's estimate of the tokens after the divergence, as `, 4.3k tokens`.
+    fn tokens_words(&self) -> String {
+        self.missed_input_tokens
+            .map(|tokens| format!(", {} tokens", crate::compact::short_count(tokens as usize)))
+            .unwrap_or_default()
+    }
+
+    /// Whether the server compared at all: not when the previous request is gone
+    /// or it could not.
+    fn compared(&self) -> bool {
+        !matches!(
+            self.reason.as_deref(),
+            Some("previous_message_not_found" | "unavailable")
+        )
+    }
+
+    /// The gauge's few words: `cache missed: the tools changed, 4.3k tokens
+    /// (scratchpad's change)`.
+    pub fn short(&self) -> String {
+        let whose = match &self.ours {
+            Some(ours) if ours.is_empty() => " (not scratchpad's change)",
+            Some(_) => " (scratchpad's change)",
+            None => "",
+        };
+        match self.reason {
+            None => "cache check pending".into(),
+            Some(_) if !self.compared() => "cache not compared".into(),
+            Some(_) => format!("cache missed: {}{}{whose}", self.reason_words(), self.tokens_words()),
+        }
+    }
+
+    /// Why, and whose change it was: `the tools changed, 4.3k tokens · scratchpad
+    /// changed the tool list`.
+    pub fn detail(&self) -> String {
+        if self.reason.is_none() || !self.compared() {
+            return self.reason_words();
+        }
+        format!("{}{} · {}", self.reason_words(), self.tokens_words(), self.ours_words())
+    }
+
+    /// One line for the marker and `-p`: `cache missed: the tools changed, 4.3k
+    /// tokens · scratchpad changed the tool list`.
+    pub fn line(&self) -> String {
+        let lead = match self.reason {
+            None => "cache check pending",
+            Some(_) if !self.compared() => "cache not compared",
+            Some(_) => "cache missed",
+        };
+        format!("{lead}: {}", self.detail())
+    }
 }
 
 impl CallPoint {

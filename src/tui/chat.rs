@@ -255,6 +255,19 @@ fn instructions_lines(
                 &mut lines,
             );
         }
+        if let Some(report) = &note.cache_miss {
+            let said = format!("the next call's {}", report.line());
+            push(
+                markdown::wrap(
+                    &[(said, Style::default().fg(theme::palette().attention))],
+                    width,
+                    Span::styled("  $ ", muted),
+                    "    ",
+                ),
+                None,
+                &mut lines,
+            );
+        }
     }
     let attention = Style::default().fg(theme::palette().attention);
     for problem in &note.problems {

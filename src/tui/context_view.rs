@@ -276,13 +276,30 @@ impl ContextView {
             (0, _) | (_, 0..=16) => 0,
             (count, _) => 1 + u16::from(health.is_some()) + count.min(COMPACTION_ROWS) as u16,
         };
-        let [top, items_area, compactions_area, chart_area] = Layout::vertical([
-            Constraint::Length(table_rows.min(inner.height.saturating_sub(chart_height + 3 + compactions_height))),
+        let cache = (inner.height >= HEALTH_FROM_ROWS)
+            .then(|| cache_line(timeline))
+            .flatten();
+        let cache_height = u16::from(cache.is_some());
+        let [top, items_area, cache_area, compactions_area, chart_area] = Layout::vertical([
+            Constraint::Length(
+                table_rows.min(
+                    inner
+                        .height
+                        .saturating_sub(chart_height + 3 + compactions_height + cache_height),
+                ),
+            ),
             Constraint::Min(3),
+            Constraint::Length(cache_height),
             Constraint::Length(compactions_height),
             Constraint::Length(chart_height),
         ])
         .areas(inner);
+        if let Some(cache) = cache {
+            frame.render_widget(
+                Paragraph::new(Span::styled(cache, Style::default().fg(theme::palette().attention))),
+                cache_area,
+            );
+        }
         if inner.width >= 100 {
             let [grid_area, table_area] =
                 Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(top);
@@ -365,6 +382,24 @@ const COMPACTION_ROWS: usize = 5;
 
 /// Rows the view needs inside its border before it spends one on the health line.
 const HEALTH_FROM_ROWS: u16 = 30;
+
+/// The prompt cache in one line, from the server's diagnostics: how many calls it
+/// missed on, and why the newest miss happened. `None` when no call reported one.
+pub fn cache_line(timeline: &[CallPoint]) -> Option<String> {
+    let reported: Vec<(usize, &crate::protocol::CacheReport)> = timeline
+        .iter()
+        .enumerate()
+        .filter_map(|(at, point)| Some((at + 1, point.cache.as_ref()?)))
+        .filter(|(_, report)| report.missed())
+        .collect();
+    let &(call, newest) = reported.last()?;
+    Some(format!(
+        "cache: {} of {} not reused · newest, call {call}: {}",
+        reported.len(),
+        crate::compact::counted(timeline.len(), "call", "calls"),
+        newest.detail()
+    ))
+}
 
 /// Whether compaction pays off, in one line: how many changed the history, what they
 /// freed on average, how many turns apart they came (the median), and whether the

@@ -88,12 +88,14 @@ struct Shown {
     fixed: bool,
     background: bool,
     messages: bool,
+    cache: bool,
 }
 
 /// The fields in the order they are kept when not all fit.
-const BY_USE: [fn(&mut Shown); 5] = [
+const BY_USE: [fn(&mut Shown); 6] = [
     |shown| shown.messages = true,
     |shown| shown.tokens = true,
+    |shown| shown.cache = true,
     |shown| shown.background = true,
     |shown| shown.fixed = true,
     |shown| shown.request_chars = true,
@@ -148,6 +150,12 @@ fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
         spans.push(Span::styled(
             format!(" · {}", token_text(figure, shown.request_chars)),
             Style::default().fg(theme::palette().soft),
+        ));
+    }
+    if let Some(report) = status.cache_missed.as_ref().filter(|_| shown.cache) {
+        spans.push(Span::styled(
+            format!(" · {}", report.short()),
+            Style::default().fg(theme::palette().attention),
         ));
     }
     spans

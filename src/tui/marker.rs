@@ -182,6 +182,17 @@ pub(super) fn marker_lines(
             "    ",
         ));
     }
+    if let Some(report) = &marker.cache_miss {
+        lines.extend(markdown::wrap(
+            &[(
+                format!("the next call's {}", report.line()),
+                Style::default().fg(theme::palette().attention),
+            )],
+            width,
+            Span::styled("  $ ", muted),
+            "    ",
+        ));
+    }
     if let Some(loss) = newest.loss.as_ref().filter(|loss| loss.total > 0) {
         let attention = Style::default().fg(theme::palette().attention);
         let count = format!("not in the summary or the index ({})", loss.total);

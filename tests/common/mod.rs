@@ -144,6 +144,87 @@ pub fn system_text(body: &Value) -> String {
     }
 }
 
+/// Anthropic's cache diagnostics as the server keeps them: a fingerprint of each
+/// request that asked (`diagnostics`), by the id of its response; a later request
+/// naming that id is told where it first diverged.
+#[derive(Default)]
+struct CacheDiagnostics {
+    fingerprints: std::collections::HashMap<String, Fingerprint>,
+    answered: usize,
+    /// `diagnostics` objects to answer with instead, in order (a pending `null`, say).
+    scripted: VecDeque<Value>,
+}
+
+#[derive(Clone)]
+struct Fingerprint {
+    model: Value,
+    system: Value,
+    tools: Value,
+    messages: Vec<Value>,
+}
+
+impl CacheDiagnostics {
+    /// The id of the response to `body`, and the `diagnostics` it carries (`None`:
+    /// the request did not ask, or nothing diverged).
+    fn answer(&mut self, body: &Value) -> (String, Option<Value>) {
+        self.answered += 1;
+        let id = format!("msg_mock_{}", self.answered);
+        let Some(asked) = body.get("diagnostics") else {
+            return (id, None);
+        };
+        let block_of = |message: &Value| {
+            let mut message = without_cache_control(message);
+            if let Some(text) = message["content"].as_str().map(str::to_string) {
+                message["content"] = json!([{"type": "text", "text": text}]);
+            }
+            message
+        };
+        let print = Fingerprint {
+            model: body["model"].clone(),
+            system: without_cache_control(&body["system"]),
+            tools: without_cache_control(&body["tools"]),
+            messages: body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(block_of)
+                .collect(),
+        };
+        let before = asked["previous_message_id"]
+            .as_str()
+            .map(|previous| self.fingerprints.get(previous).cloned());
+        self.fingerprints.insert(id.clone(), print.clone());
+        if let Some(scripted) = self.scripted.pop_front() {
+            return (id, Some(scripted));
+        }
+        let Some(before) = before else {
+            return (id, None);
+        };
+        let Some(before) = before else {
+            return (
+                id,
+                Some(json!({"cache_miss_reason": {"type": "previous_message_not_found"}})),
+            );
+        };
+        let changed = |kind: &str, from: usize| {
+            let rest = json!({"messages": print.messages[from.min(print.messages.len())..].to_vec()});
+            json!({"cache_miss_reason": {"type": kind, "cache_missed_input_tokens": mock_tokens(&rest)}})
+        };
+        let diverged = if before.model != print.model {
+            Some(changed("model_changed", 0))
+        } else if before.system != print.system {
+            Some(changed("system_changed", 0))
+        } else if before.tools != print.tools {
+            Some(changed("tools_changed", 0))
+        } else {
+            (0..before.messages.len())
+                .find(|&at| print.messages.get(at) != Some(&before.messages[at]))
+                .map(|at| changed("messages_changed", at))
+        };
+        (id, diverged)
+    }
+}
+
 #[derive(Default)]
 struct Script {
     replies: VecDeque<Reply>,
@@ -159,6 +240,8 @@ struct Script {
     window: Option<u64>,
     /// Report the prompt cache's use as Anthropic does, instead of fixed figures.
     cache: Option<PromptCache>,
+    /// Answer cache diagnostics as Anthropic does.
+    diagnostics: Option<CacheDiagnostics>,
 }
 
 #[derive(Clone)]
@@ -200,6 +283,25 @@ impl MockApi {
     /// From now on, report cache reads and writes as Anthropic's prompt cache would.
     pub fn emulate_prompt_cache(&self) {
         self.script.lock().unwrap().cache = Some(PromptCache::default());
+    }
+
+    /// From now on, answer cache diagnostics as Anthropic does: a request with
+    /// `diagnostics` (and the beta header) gets a response id and, when it names an
+    /// earlier one, where it first diverged.
+    pub fn emulate_cache_diagnostics(&self) {
+        self.script.lock().unwrap().diagnostics = Some(CacheDiagnostics::default());
+    }
+
+    /// Answer the next requests that ask for cache diagnostics with these
+    /// `diagnostics` objects instead of comparing (a pending `{"cache_miss_reason":
+    /// null}`, say).
+    pub fn script_cache_diagnostics(&self, answers: Vec<Value>) {
+        let mut script = self.script.lock().unwrap();
+        script
+            .diagnostics
+            .get_or_insert_with(CacheDiagnostics::default)
+            .scripted
+            .extend(answers);
     }
 
     /// Answer `GET /props` with 503, as llama-server does while it loads its model,
@@ -273,9 +375,25 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
     };
     let summary = recorded.is_summary();
     let tokens = mock_tokens(&recorded.body);
-    let (reply, cached) = {
+    let beta = recorded
+        .headers
+        .get("anthropic-beta")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if recorded.body.get("diagnostics").is_some() && !beta.split(',').any(|b| b == "cache-diagnosis-2026-04-07") {
+        return respond(error_reply(
+            400,
+            json!({"type":"error","error":{"type":"invalid_request_error","message":"diagnostics: requires the cache-diagnosis beta"}}),
+        ));
+    }
+    let (reply, cached, diagnosed) = {
         let mut script = script.lock().unwrap();
         let cached = script.cache.as_mut().map(|cache| cache.usage(&recorded.body));
+        let diagnosed = script
+            .diagnostics
+            .as_mut()
+            .map(|diagnostics| diagnostics.answer(&recorded.body));
         script.requests.push(recorded);
         if let Some(window) = script.window.filter(|&window| !summary && tokens > window) {
             return respond(llama_too_long(tokens, window));
@@ -290,7 +408,21 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
         } else {
             script.replies.pop_front()
         };
-        (reply, cached)
+        (reply, cached, diagnosed)
+    };
+    // The response's own id, and the diagnostics where the request asked.
+    let reply = match (reply, diagnosed) {
+        (Some(Reply::Sse { body, chunk, delay_ms }), Some((id, diagnostics))) => {
+            let diagnostics = diagnostics
+                .map(|diagnostics| format!(r#","diagnostics":{diagnostics}"#))
+                .unwrap_or_default();
+            Some(Reply::Sse {
+                body: body.replacen(r#""id":"msg_mock""#, &format!(r#""id":"{id}"{diagnostics}"#), 1),
+                chunk,
+                delay_ms,
+            })
+        }
+        (reply, _) => reply,
     };
     // The cache's use in place of the fixed figures every scripted reply carries.
     let reply = match (reply, cached) {

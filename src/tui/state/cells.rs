@@ -78,6 +78,8 @@ pub struct MarkerRun {
     pub events: Vec<StageEvent>,
     /// Positions in `events` of the firings undone.
     pub undone: std::collections::BTreeSet<usize>,
+    /// The next call's prompt cache missed where this run changed the history.
+    pub cache_miss: Option<crate::protocol::CacheReport>,
 }
 
 impl MarkerRun {
@@ -85,6 +87,7 @@ impl MarkerRun {
         MarkerRun {
             events: vec![event],
             undone: Default::default(),
+            cache_miss: None,
         }
     }
 

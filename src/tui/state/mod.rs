@@ -437,6 +437,8 @@ impl AppState {
                 self.add_marker(event);
             }
             AgentEvent::Context { status } => self.context = Some(status),
+            // The call's point carries the same report, for the chat and /context.
+            AgentEvent::Cache { .. } => {}
             AgentEvent::ModelCall { point, usage } => {
                 self.usage = Some(usage);
                 self.note_cache_cost(&point);
@@ -530,8 +532,12 @@ impl AppState {
     }
 
     /// A call after a compaction reported what it cost in cache: the newest marker's
-    /// receipt says so.
+    /// receipt says so. A miss the server named goes on the marker of the stage that
+    /// changed the prefix, or on the instruction files that changed the system prompt.
     fn note_cache_cost(&mut self, point: &CallPoint) {
+        if let Some(report) = point.cache.as_ref().filter(|report| report.missed()) {
+            self.note_cache_miss(report);
+        }
         let Some(rewritten) = point.cache_rewritten else {
             return;
         };
@@ -553,6 +559,30 @@ impl AppState {
             let revision = self.new_revision();
             self.revisions[at] = revision;
         }
+    }
+
+    fn note_cache_miss(&mut self, report: &crate::protocol::CacheReport) {
+        let changed_system = report
+            .ours
+            .as_ref()
+            .is_some_and(|ours| ours.contains(&crate::protocol::PrefixChange::System));
+        let at = self.chat.iter().rposition(|entry| match entry {
+            ChatEntry::Marker(run) => run.events.iter().any(|event| report.stages.contains(&event.id)),
+            ChatEntry::Instructions(note) => changed_system && !note.changes.is_empty(),
+            _ => false,
+        });
+        // Nothing of ours on screen caused it: a line of its own, where it happened.
+        let Some(at) = at else {
+            self.push(ChatEntry::Notice(report.line()));
+            return;
+        };
+        match &mut self.chat[at] {
+            ChatEntry::Marker(run) => run.cache_miss = Some(report.clone()),
+            ChatEntry::Instructions(note) => note.cache_miss = Some(report.clone()),
+            _ => return,
+        }
+        let revision = self.new_revision();
+        self.revisions[at] = revision;
     }
 
     /// Which stage wrote each file, and where each tool call's full output now is.

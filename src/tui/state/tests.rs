@@ -82,6 +82,7 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
                 fixed: 2_400,
                 tokens: None,
                 background: None,
+                cache_missed: None,
             },
         },
         AgentEvent::ModelCall {
@@ -513,4 +514,33 @@ fn an_answered_question_stops_waiting_and_a_call_is_timed_from_its_start() {
     state.apply(AgentEvent::Answered { request_id: 8 });
     assert_eq!(state.turn, TurnState::Thinking);
     assert!(state.lossy.is_none());
+}
+
+/// A miss no marker of ours explains (the tool list changed) is a line of its own; a
+/// comparison still pending says nothing.
+#[test]
+fn a_cache_miss_without_a_stage_is_a_notice_and_a_pending_one_is_silent() {
+    use crate::protocol::{CacheReport, PrefixChange};
+    let mut state = AppState::default();
+    let call = |cache: CacheReport| AgentEvent::ModelCall {
+        point: CallPoint {
+            cache: Some(cache),
+            ..CallPoint::default()
+        },
+        usage: Usage::default(),
+    };
+    state.apply(call(CacheReport::default()));
+    assert!(state.chat.is_empty(), "pending: {:?}", state.chat);
+    state.apply(call(CacheReport {
+        reason: Some("tools_changed".into()),
+        missed_input_tokens: Some(4_300),
+        ours: Some(vec![PrefixChange::Tools]),
+        stages: Vec::new(),
+    }));
+    assert_eq!(
+        state.chat,
+        vec![ChatEntry::Notice(
+            "cache missed: the tools changed, 4.3k tokens · scratchpad changed the tool list".into()
+        )]
+    );
 }
