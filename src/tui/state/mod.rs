@@ -571,9 +571,19 @@ impl AppState {
             ChatEntry::Instructions(note) => changed_system && !note.changes.is_empty(),
             _ => false,
         });
-        // Nothing of ours on screen caused it: a line of its own, where it happened.
+        // Nothing of ours on screen caused it: a line of its own where it happened,
+        // before the answer that call is still streaming.
         let Some(at) = at else {
-            self.push(ChatEntry::Notice(report.line()));
+            let before_answer = match self.chat.last() {
+                Some(ChatEntry::Assistant { streaming: true, .. }) => self.chat.len() - 1,
+                _ => self.chat.len(),
+            };
+            self.chat.insert(before_answer, ChatEntry::Notice(report.line()));
+            self.revisions.insert(before_answer, 0);
+            // Every entry from there on is at a new place: drawn afresh.
+            for place in before_answer..self.revisions.len() {
+                self.revisions[place] = self.new_revision();
+            }
             return;
         };
         match &mut self.chat[at] {

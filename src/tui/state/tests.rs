@@ -544,3 +544,44 @@ fn a_cache_miss_without_a_stage_is_a_notice_and_a_pending_one_is_silent() {
         )]
     );
 }
+
+/// The call's report arrives while its answer streams: the line goes before the
+/// answer, which goes on streaming into its own entry.
+#[test]
+fn a_cache_miss_line_goes_before_the_answer_still_streaming() {
+    let mut state = AppState::default();
+    let turn = crate::protocol::TurnId(1);
+    state.apply(AgentEvent::TurnStarted {
+        turn,
+        request: "second".into(),
+    });
+    state.apply(AgentEvent::TextDelta {
+        turn,
+        text: "Answer 2.".into(),
+    });
+    state.apply(AgentEvent::ModelCall {
+        point: CallPoint {
+            cache: Some(crate::protocol::CacheReport {
+                reason: Some("tools_changed".into()),
+                ours: Some(Vec::new()),
+                ..Default::default()
+            }),
+            ..CallPoint::default()
+        },
+        usage: Usage::default(),
+    });
+    state.apply(AgentEvent::AssistantMessage {
+        turn,
+        message: Message::assistant_text("Answer 2."),
+    });
+    assert!(matches!(&state.chat[1], ChatEntry::Notice(text) if text.starts_with("cache missed")));
+    assert_eq!(
+        state.chat[2],
+        ChatEntry::Assistant {
+            text: "Answer 2.".into(),
+            streaming: false
+        }
+    );
+    assert_eq!(state.chat.len(), 3, "{:?}", state.chat);
+    assert_eq!(state.revisions.len(), state.chat.len());
+}
