@@ -199,6 +199,37 @@ async fn a_window_found_at_props_clamps_a_limit_it_cannot_hold() {
     agent.task.await.unwrap();
 }
 
+/// Anthropic's Models API states the model's window: it is used, and named as where
+/// the figure came from; a server that does not answer it leaves the configured one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_api_states_the_window_of_the_model_in_use() {
+    let api = MockApi::start(vec![]).await;
+    api.state_model_info(json!({"type": "model", "max_input_tokens": 1_000_000, "max_tokens": 128_000}));
+    let mut settings = agent_settings(AskPolicy::Refuse);
+    settings.limit_choice = LimitChoice::Auto;
+    let mut agent = start_agent(&api, settings).await;
+    let (window, _) = session_started(&mut agent).await;
+    assert_eq!(
+        window,
+        Window {
+            tokens: 1_000_000,
+            source: WindowSource::Server {
+                endpoint: "/v1/models/m".into()
+            }
+        }
+    );
+    assert_eq!(next_context(&mut agent).await.limit, fit(1_000_000).auto_chars());
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+
+    let silent = MockApi::start(vec![]).await;
+    let mut agent = start_agent(&silent, agent_settings(AskPolicy::Refuse)).await;
+    let (window, _) = session_started(&mut agent).await;
+    assert_eq!(window.source, WindowSource::Configured);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_automatic_limit_is_the_share_of_the_found_window() {
     let api = MockApi::start_with_props(vec![], llama_props(32_768)).await;

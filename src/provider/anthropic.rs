@@ -15,6 +15,7 @@ use super::{
 };
 use crate::compact::markers::CutCall;
 use crate::message::ContentBlock;
+use crate::protocol::{Window, WindowSource};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The model asked for when none is configured and the server names none.
@@ -123,6 +124,31 @@ impl AnthropicProvider {
         request.json(body)
     }
 
+    /// `GET /v1/models/{model}`: the model's input window as the Models API states it.
+    async fn stated_window(&self) -> Option<Window> {
+        let mut url = reqwest::Url::parse(&self.url("/v1/models")).ok()?;
+        url.path_segments_mut().ok()?.push(self.model.get());
+        let endpoint = url.path().to_string();
+        let response = self
+            .client
+            .get(url)
+            .header("x-api-key", &self.config.api_key)
+            .header("anthropic-version", API_VERSION)
+            .timeout(super::PROBE_TIMEOUT)
+            .send()
+            .await
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let info: Value = response.json().await.ok()?;
+        let tokens = info.get("max_input_tokens")?.as_u64().filter(|&tokens| tokens > 0)?;
+        Some(Window {
+            tokens,
+            source: WindowSource::Server { endpoint },
+        })
+    }
+
     async fn attempt(&self, body: &Value, deltas: &DeltaSink) -> Result<ModelResponse, ProviderError> {
         let response = send(self.post("/v1/messages", body)).await?;
         let mut assembler = StreamAssembler::default();
@@ -168,12 +194,18 @@ impl Provider for AnthropicProvider {
         self.model.get()
     }
 
-    /// Anthropic's own API states nothing about itself (the model table knows its
-    /// models); a compatible server elsewhere (llama.cpp) is asked.
+    /// The Models API states the model's window (`max_input_tokens`); where it does
+    /// not answer, Anthropic's own API is left to the model table, and a compatible
+    /// server elsewhere (llama.cpp) is asked what it serves.
     fn discover(&self) -> BoxFuture<'_, ServerFacts> {
         Box::pin(async move {
-            if self.config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL.trim_end_matches('/') {
-                return ServerFacts::default();
+            let stated = self.stated_window().await;
+            let anthropic = self.config.base_url.trim_end_matches('/') == DEFAULT_BASE_URL.trim_end_matches('/');
+            if anthropic || stated.is_some() {
+                return ServerFacts {
+                    window: stated,
+                    ..ServerFacts::default()
+                };
             }
             let facts = super::probe_server(&self.client, &self.config.base_url, self.model.get(), |request| {
                 request.header("x-api-key", &self.config.api_key)

@@ -518,7 +518,7 @@ pub(crate) async fn probe_server(
     facts
 }
 
-const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The `input_tokens` of a token-counting endpoint's answer (Anthropic's
 /// `count_tokens`, llama.cpp's OpenAI-shaped `input_tokens`).

@@ -242,6 +242,8 @@ struct Script {
     cache: Option<PromptCache>,
     /// Answer cache diagnostics as Anthropic does.
     diagnostics: Option<CacheDiagnostics>,
+    /// What `GET /v1/models/{id}` answers (Anthropic's Models API); 404 when `None`.
+    model_info: Option<Value>,
 }
 
 #[derive(Clone)]
@@ -269,6 +271,7 @@ impl MockApi {
             .route("/v1/chat/completions/input_tokens", post(input_tokens))
             .route("/v1/chat/completions", post(chat_completions))
             .route("/props", axum::routing::get(llama_props))
+            .route("/v1/models/{id}", axum::routing::get(model_info))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -283,6 +286,12 @@ impl MockApi {
     /// From now on, report cache reads and writes as Anthropic's prompt cache would.
     pub fn emulate_prompt_cache(&self) {
         self.script.lock().unwrap().cache = Some(PromptCache::default());
+    }
+
+    /// Answer Anthropic's Models API (`GET /v1/models/{id}`) with `info` for the
+    /// model asked about.
+    pub fn state_model_info(&self, info: Value) {
+        self.script.lock().unwrap().model_info = Some(info);
     }
 
     /// From now on, answer cache diagnostics as Anthropic does: a request with
@@ -511,6 +520,20 @@ fn openai_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &st
 
 pub fn openai_reply(text: &str, calls: &[(&str, &str, Value)]) -> Reply {
     Reply::sse(openai_response_body(text, calls))
+}
+
+async fn model_info(
+    State(script): State<Arc<Mutex<Script>>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let info = script.lock().unwrap().model_info.clone();
+    match info {
+        Some(mut info) => {
+            info["id"] = json!(id);
+            axum::response::IntoResponse::into_response(axum::Json(info))
+        }
+        None => axum::response::IntoResponse::into_response(StatusCode::NOT_FOUND),
+    }
 }
 
 async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
