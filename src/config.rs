@@ -52,6 +52,9 @@ pub struct ProviderSettings {
     pub base_url: String,
     pub max_tokens: u32,
     pub prompt_caching: bool,
+    /// `"off"`, `"adaptive"` or a budget in tokens: whether a turn's calls let the
+    /// model think first (Anthropic only).
+    pub thinking: crate::provider::Thinking,
     /// The model's context window in tokens, when neither the server nor the table of
     /// known models says.
     pub context_window_tokens: u64,
@@ -66,6 +69,7 @@ impl Default for ProviderSettings {
             base_url: String::new(),
             max_tokens: 8_192,
             prompt_caching: true,
+            thinking: crate::provider::Thinking::Off,
             context_window_tokens: 200_000,
             retry: RetryPolicy::default(),
         }
@@ -453,6 +457,19 @@ mod tests {
     }
 
     #[test]
+    fn thinking_is_off_adaptive_or_a_budget_and_anything_else_is_named() {
+        use crate::provider::Thinking;
+        let thinking = |value: &str| parse(&format!("[provider]\nthinking = {value}\n"));
+        assert_eq!(thinking("\"adaptive\"").unwrap().provider.thinking, Thinking::Adaptive);
+        assert_eq!(thinking("\"off\"").unwrap().provider.thinking, Thinking::Off);
+        assert_eq!(thinking("4096").unwrap().provider.thinking, Thinking::Budget(4096));
+        let small = thinking("100").unwrap_err().to_string();
+        assert!(small.contains("line 2") && small.contains("at least 1024"), "{small}");
+        let word = thinking("\"lots\"").unwrap_err().to_string();
+        assert!(word.contains("\"lots\"") && word.contains("adaptive"), "{word}");
+    }
+
+    #[test]
     fn every_key_is_read() {
         let text = r#"
 [provider]
@@ -461,6 +478,7 @@ model = "m"
 base_url = "http://127.0.0.1:9/v1"
 max_tokens = 100
 prompt_caching = false
+thinking = 2048
 context_window_tokens = 8192
 [provider.retry]
 max_attempts = 2
@@ -513,6 +531,7 @@ max_bytes = 100
                 base_url: "http://127.0.0.1:9/v1".into(),
                 max_tokens: 100,
                 prompt_caching: false,
+                thinking: crate::provider::Thinking::Budget(2048),
                 context_window_tokens: 8192,
                 retry: RetryPolicy {
                     max_attempts: 2,

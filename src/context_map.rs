@@ -117,7 +117,17 @@ pub fn breakdown(
                                 pinned.push(describe_result(messages, at, tool_use_id, config.describe_input));
                             }
                         }
-                        ContentBlock::Unknown(value) => push(Category::Other, chars, &value.to_string(), None, None),
+                        ContentBlock::Unknown(value) => match value.get("type").and_then(serde_json::Value::as_str) {
+                            Some("thinking") => {
+                                let thought = value.get("thinking").and_then(serde_json::Value::as_str);
+                                let shown = format!("[thinking] {}", thought.unwrap_or(""));
+                                push(Category::Thinking, chars, &shown, None, None)
+                            }
+                            Some("redacted_thinking") => {
+                                push(Category::Thinking, chars, "[redacted thinking]", None, None)
+                            }
+                            _ => push(Category::Other, chars, &value.to_string(), None, None),
+                        },
                     }
                 }
             }
@@ -158,6 +168,7 @@ pub fn breakdown(
         pinned,
         instructions: instructions.to_vec(),
         mcp_servers: mcp_servers.to_vec(),
+        thinking_tokens: None,
     }
 }
 
@@ -197,6 +208,9 @@ mod tests {
             Message::blocks(
                 Role::Assistant,
                 vec![
+                    ContentBlock::Unknown(serde_json::json!({
+                        "type": "thinking", "thinking": "list first", "signature": "sig"
+                    })),
                     ContentBlock::Text {
                         text: "ok".into(),
                         extra: Default::default(),

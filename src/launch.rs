@@ -117,6 +117,7 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
             // Empty: the model a local server names, else the default.
             model: settings.model.clone(),
             prompt_caching: settings.prompt_caching,
+            thinking: settings.thinking,
             retry: settings.retry.clone(),
         })?),
         ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
@@ -262,6 +263,12 @@ impl Launch {
         };
         let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
         let mut notices = self.notices;
+        if self.config.provider.thinking != crate::provider::Thinking::Off && self.provider.kind() != "anthropic" {
+            notices.push(format!(
+                "provider.thinking is set, but the {} provider has no thinking setting: its calls are sent without one",
+                self.provider.kind()
+            ));
+        }
         // A read-only view runs nothing, so it starts no server.
         if self.read_only.is_none() {
             let root = tools.workspace().root().to_path_buf();

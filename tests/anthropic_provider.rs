@@ -17,6 +17,7 @@ fn provider(api: &MockApi, caching: bool) -> AnthropicProvider {
         api_key: "sk-test-key".into(),
         model: "claude-test".into(),
         prompt_caching: caching,
+        thinking: scratchpad::provider::Thinking::Off,
         retry: RetryPolicy {
             max_attempts: 3,
             base_delay_ms: 10,
@@ -42,6 +43,7 @@ fn request() -> ModelRequest<'static> {
         messages: &README_REQUEST,
         max_tokens: 1024,
         cache_check: scratchpad::provider::CacheCheck::Off,
+        think: false,
     }
 }
 
@@ -252,6 +254,7 @@ async fn a_closed_port_is_a_server_that_is_not_up() {
         api_key: "k".into(),
         model: "m".into(),
         prompt_caching: false,
+        thinking: scratchpad::provider::Thinking::Off,
         retry: RetryPolicy {
             max_attempts: 2,
             base_delay_ms: 1,
@@ -290,6 +293,7 @@ async fn a_server_that_goes_silent_times_out_and_is_retried() {
         api_key: "sk-test-key".into(),
         model: "claude-test".into(),
         prompt_caching: false,
+        thinking: scratchpad::provider::Thinking::Off,
         retry: RetryPolicy {
             max_attempts: 3,
             base_delay_ms: 10,

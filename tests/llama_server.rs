@@ -140,6 +140,7 @@ fn request(messages: &[Message]) -> ModelRequest<'_> {
         // Anthropic's cache check, as a turn call before the server described itself:
         // llama-server must take it (it ignores what it does not know).
         cache_check: scratchpad::provider::CacheCheck::Start,
+        think: false,
     }
 }
 
@@ -149,6 +150,7 @@ fn providers(url: &str) -> (AnthropicProvider, OpenAiProvider) {
         api_key: "local".into(),
         model: String::new(),
         prompt_caching: true,
+        thinking: scratchpad::provider::Thinking::Off,
         retry: retry(),
     })
     .unwrap();

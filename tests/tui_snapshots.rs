@@ -3701,3 +3701,40 @@ fn a_cache_miss_after_a_compaction_is_on_the_gauge_the_marker_and_in_context() {
     );
     insta::assert_snapshot!("cache_miss_in_context_120x40", terminal.backend());
 }
+
+/// Thinking blocks are their own `/context` category, with the tokens the last reply
+/// spent thinking.
+#[test]
+fn thinking_is_its_own_category_in_context() {
+    let mut s = screen();
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    let messages = [
+        Message::user_text("list the files"),
+        Message::blocks(
+            Role::Assistant,
+            vec![
+                ContentBlock::Unknown(serde_json::json!({
+                    "type": "thinking",
+                    "thinking": "The user wants the files listed. ".repeat(40),
+                    "signature": "sig-Eq8kAbc=="
+                })),
+                ContentBlock::text("Listing them now."),
+            ],
+        ),
+    ];
+    let mut map = breakdown(
+        "You are scratchpad.",
+        &[],
+        &[],
+        &[],
+        &messages,
+        &CompactConfig::default(),
+    );
+    map.thinking_tokens = Some(612);
+    s.app.apply(AgentEvent::Breakdown { breakdown: map });
+    let terminal = draw(&mut s.app, 120, 40);
+    let text = text_of(&terminal);
+    assert!(text.contains("thinking (last reply: 612 tokens)"), "{text}");
+    insta::assert_snapshot!("thinking_in_context_120x40", terminal.backend());
+}

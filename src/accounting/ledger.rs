@@ -31,6 +31,8 @@ pub struct Ledger {
     /// The fixed part changed since the last call (an instruction file was edited):
     /// the next call rewrites the cache as after a compaction.
     prefix_changed: bool,
+    /// The tokens the last reply spent thinking, where the server reported them.
+    thinking_tokens: Option<u64>,
 }
 
 /// A change of fewer units between two measured requests says too little about the
@@ -61,6 +63,7 @@ impl Ledger {
             stages: Vec::new(),
             cached: None,
             prefix_changed: false,
+            thinking_tokens: None,
         };
         ledger.limit = decide_limit(choice, configured, &ledger.fit());
         ledger
@@ -253,6 +256,15 @@ impl Ledger {
             point.cache_rewritten = Some(cached.saturating_sub(read));
         }
         self.cached = Some(read + written);
+    }
+
+    /// What the last reply spent thinking, as its usage reports it.
+    pub fn thought(&mut self, tokens: Option<u64>) {
+        self.thinking_tokens = tokens;
+    }
+
+    pub fn thinking_tokens(&self) -> Option<u64> {
+        self.thinking_tokens
     }
 
     /// The provider counted the history as it is (`estimate`) exactly.

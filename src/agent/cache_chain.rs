@@ -146,6 +146,7 @@ mod tests {
             messages,
             max_tokens: 100,
             cache_check: CacheCheck::Off,
+            think: false,
         }
     }
 

@@ -7,16 +7,16 @@ use super::*;
 impl Agent {
     /// What the context holds now, for `/context`.
     pub(super) fn breakdown(&self) -> AgentEvent {
-        AgentEvent::Breakdown {
-            breakdown: crate::context_map::breakdown(
-                &self.system,
-                &self.instructions_note(Vec::new()).files,
-                &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
-                &self.tools.specs(),
-                self.conversation.messages(),
-                &self.settings.compaction,
-            ),
-        }
+        let mut breakdown = crate::context_map::breakdown(
+            &self.system,
+            &self.instructions_note(Vec::new()).files,
+            &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
+            &self.tools.specs(),
+            self.conversation.messages(),
+            &self.settings.compaction,
+        );
+        breakdown.thinking_tokens = self.ledger.thinking_tokens();
+        AgentEvent::Breakdown { breakdown }
     }
 
     /// `r` in `/context`: a shortened tool result back in full.

@@ -274,6 +274,7 @@ impl Agent {
             messages: self.conversation.messages(),
             max_tokens: self.reply_tokens(),
             cache_check: crate::provider::CacheCheck::Off,
+            think: false,
         }
     }
 
@@ -290,6 +291,7 @@ impl Agent {
         self.guard_pairing();
         let mut request = self.model_request();
         request.cache_check = self.cache_chain.check();
+        request.think = true;
         let sent = super::cache_chain::PrefixPrint::of(self.provider.model(), &request);
         let (sink, mut deltas) = unbounded_channel();
         let events = self.events.clone();
@@ -328,6 +330,7 @@ impl Agent {
             Ok(Err(error)) => Err(CallFailed::Provider(error)),
             Ok(Ok(response)) => {
                 let usage = response.usage;
+                self.ledger.thought(usage.thinking_tokens);
                 let (mut point, note) =
                     self.ledger
                         .called(self.extent(), self.conversation.messages().len(), usage.prompt_tokens());

@@ -22,6 +22,8 @@ pub enum Category {
     ClearedReference,
     ArchiveMarker,
     CompactionSummary,
+    /// The model's thinking blocks (sent back as the API requires).
+    Thinking,
     Other,
     /// The JSON around the blocks (roles, brackets, separators), counted by the estimate.
     Framing,
@@ -29,7 +31,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 14] = [
+    pub const ALL: [Category; 15] = [
         Category::SystemAndTools,
         Category::ProjectInstructions,
         Category::McpServers,
@@ -41,6 +43,7 @@ impl Category {
         Category::ClearedReference,
         Category::ArchiveMarker,
         Category::CompactionSummary,
+        Category::Thinking,
         Category::Other,
         Category::Framing,
         Category::Free,
@@ -59,6 +62,7 @@ impl Category {
             Category::ClearedReference => "tool results (cleared reference)",
             Category::ArchiveMarker => "archive markers",
             Category::CompactionSummary => "compaction summaries",
+            Category::Thinking => "thinking",
             Category::Other => "other blocks",
             Category::Framing => "message framing (JSON)",
             Category::Free => "free to the limit",
@@ -115,6 +119,9 @@ pub struct ContextBreakdown {
     /// category.
     #[serde(default)]
     pub mcp_servers: Vec<McpServerRow>,
+    /// The tokens the last reply spent thinking, where the server reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_tokens: Option<u64>,
 }
 
 /// One MCP server's share of the fixed part: its tool definitions and its

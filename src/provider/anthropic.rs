@@ -11,7 +11,7 @@ use super::retry::RetryPolicy;
 use super::sse::SseEvent;
 use super::{
     CacheCheck, CacheDiagnosis, DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS,
-    ServerFacts, StreamEvent, Usage, http_client, read_events, send,
+    ServerFacts, StreamEvent, Thinking, Usage, http_client, read_events, send,
 };
 use crate::compact::markers::CutCall;
 use crate::message::ContentBlock;
@@ -31,6 +31,8 @@ pub struct AnthropicConfig {
     pub api_key: String,
     pub model: String,
     pub prompt_caching: bool,
+    /// Whether a turn's calls let the model think first.
+    pub thinking: Thinking,
     pub retry: RetryPolicy,
 }
 
@@ -42,6 +44,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("api_key", &"<redacted>")
             .field("model", &self.model)
             .field("prompt_caching", &self.prompt_caching)
+            .field("thinking", &self.thinking)
             .field("retry", &self.retry)
             .finish()
     }
@@ -77,6 +80,18 @@ impl AnthropicProvider {
         let mut body = serde_json::Map::new();
         body.insert("model".into(), json!(self.model.get()));
         body.insert("max_tokens".into(), json!(request.max_tokens));
+        match self.config.thinking {
+            _ if !request.think => {}
+            Thinking::Off => {}
+            Thinking::Adaptive => {
+                body.insert("thinking".into(), json!({"type": "adaptive"}));
+            }
+            // Thinking is output: the budget comes on top of the reply's own room.
+            Thinking::Budget(budget) => {
+                body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+                body.insert("max_tokens".into(), json!(request.max_tokens.saturating_add(budget)));
+            }
+        }
         if !request.system.is_empty() {
             let system = if caching {
                 json!([{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}])
@@ -469,6 +484,12 @@ fn merge_usage(usage: &mut Usage, value: &Value) {
     if let Some(n) = field("cache_creation_input_tokens") {
         usage.cache_creation_input_tokens = n;
     }
+    if let Some(n) = value
+        .pointer("/output_tokens_details/thinking_tokens")
+        .and_then(Value::as_u64)
+    {
+        usage.thinking_tokens = Some(n);
+    }
 }
 
 #[cfg(test)]
@@ -642,6 +663,7 @@ mod tests {
             api_key: "sk-secret".into(),
             model: "claude-test".into(),
             prompt_caching: true,
+            thinking: Thinking::Off,
             retry: RetryPolicy::default(),
         })
         .unwrap();
@@ -664,6 +686,53 @@ mod tests {
         assert_eq!(after["diagnostics"], json!({"previous_message_id": "msg_1"}));
     }
 
+    /// A turn's call asks for thinking as configured (a budget on top of the reply's
+    /// room); a call that is not a turn's never does. The usage's thinking tokens are
+    /// read where the server reports them.
+    #[test]
+    fn thinking_is_asked_for_on_a_turns_calls_as_configured() {
+        let provider = |thinking: Thinking| {
+            AnthropicProvider::new(AnthropicConfig {
+                base_url: "http://127.0.0.1:1".into(),
+                api_key: "sk-secret".into(),
+                model: "claude-test".into(),
+                prompt_caching: false,
+                thinking,
+                retry: RetryPolicy::default(),
+            })
+            .unwrap()
+        };
+        let messages = [crate::message::Message::user_text("hi")];
+        let request = |think: bool| ModelRequest {
+            messages: &messages,
+            max_tokens: 4_000,
+            think,
+            ..ModelRequest::default()
+        };
+        let adaptive = provider(Thinking::Adaptive).request_body(&request(true));
+        assert_eq!(adaptive["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(adaptive["max_tokens"], 4_000);
+        let budget = provider(Thinking::Budget(2_048)).request_body(&request(true));
+        assert_eq!(budget["thinking"], json!({"type": "enabled", "budget_tokens": 2_048}));
+        assert_eq!(
+            budget["max_tokens"], 6_048,
+            "the budget comes on top of the reply's room"
+        );
+        let summary = provider(Thinking::Adaptive).request_body(&request(false));
+        assert_eq!(summary.get("thinking"), None);
+        assert_eq!(
+            provider(Thinking::Off).request_body(&request(true)).get("thinking"),
+            None
+        );
+
+        let mut usage = Usage::default();
+        merge_usage(
+            &mut usage,
+            &json!({"output_tokens": 900, "output_tokens_details": {"thinking_tokens": 700}}),
+        );
+        assert_eq!((usage.output_tokens, usage.thinking_tokens), (900, Some(700)));
+    }
+
     #[test]
     fn request_body_has_cache_breakpoints_and_can_drop_them() {
         let mut config = AnthropicConfig {
@@ -671,6 +740,7 @@ mod tests {
             api_key: "sk-secret".into(),
             model: "claude-test".into(),
             prompt_caching: true,
+            thinking: Thinking::Off,
             retry: RetryPolicy::default(),
         };
         let request = ModelRequest {
@@ -683,6 +753,7 @@ mod tests {
             messages: &[crate::message::Message::user_text("hi")],
             max_tokens: 100,
             cache_check: CacheCheck::Off,
+            think: false,
         };
         let body = AnthropicProvider::new(config.clone()).unwrap().request_body(&request);
         assert_eq!(

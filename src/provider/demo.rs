@@ -383,6 +383,7 @@ mod tests {
             messages: &[Message::user_text("survey")],
             max_tokens: 100,
             cache_check: crate::provider::CacheCheck::Off,
+            think: false,
         };
         let tools = serde_json::to_string(&request.tools).unwrap().chars().count();
         let messages = serde_json::to_string(&request.messages).unwrap().chars().count();

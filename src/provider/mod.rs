@@ -40,6 +40,60 @@ pub struct ModelRequest<'m> {
     pub max_tokens: u32,
     /// Whether to ask the server why its prompt cache missed (where it can say).
     pub cache_check: CacheCheck,
+    /// A turn's own call, where the model may think first (`provider.thinking`); a
+    /// summary or a count never asks for thinking.
+    pub think: bool,
+}
+
+/// `provider.thinking`: whether a turn's calls let the model think first, and how.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Thinking {
+    #[default]
+    Off,
+    /// The model decides how much to think (Anthropic's adaptive thinking).
+    Adaptive,
+    /// Up to this many tokens of thinking, on top of the reply's own `max_tokens`.
+    Budget(u32),
+}
+
+/// The smallest thinking budget Anthropic's API takes.
+pub const MIN_THINKING_BUDGET: u32 = 1_024;
+
+impl Serialize for Thinking {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Thinking::Off => serializer.serialize_str("off"),
+            Thinking::Adaptive => serializer.serialize_str("adaptive"),
+            Thinking::Budget(tokens) => serializer.serialize_u32(*tokens),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Thinking {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Word(String),
+            Tokens(u64),
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Word(word) if word == "off" => Ok(Thinking::Off),
+            Written::Word(word) if word == "adaptive" => Ok(Thinking::Adaptive),
+            Written::Tokens(tokens) => u32::try_from(tokens)
+                .ok()
+                .filter(|&tokens| tokens >= MIN_THINKING_BUDGET)
+                .map(Thinking::Budget)
+                .ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "thinking = {tokens}: a budget is at least {MIN_THINKING_BUDGET} tokens"
+                    ))
+                }),
+            Written::Word(word) => Err(serde::de::Error::custom(format!(
+                "thinking = \"{word}\": it is \"off\", \"adaptive\" or a budget in tokens (at least {MIN_THINKING_BUDGET})"
+            ))),
+        }
+    }
 }
 
 /// Asking the server why its prompt cache could not reuse an earlier request's prefix
@@ -167,6 +221,7 @@ pub trait Provider: Send + Sync {
                 messages: &messages,
                 max_tokens,
                 cache_check: CacheCheck::Off,
+                think: false,
             };
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
             let response = self.complete(&model_request, &sink).await?;
@@ -317,6 +372,7 @@ impl ProviderSummariser {
             messages: &conversation,
             max_tokens: self.max_tokens,
             cache_check: CacheCheck::Off,
+            think: false,
         };
         let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
         let answered = match self.provider.complete(&request, &sink).await {

@@ -413,6 +413,7 @@ mod tests {
             ],
             max_tokens: 10,
             cache_check: crate::provider::CacheCheck::Off,
+            think: false,
         };
         let body = provider.request_body(&request);
         assert_eq!(
@@ -470,6 +471,7 @@ mod tests {
             ],
             max_tokens: 10,
             cache_check: crate::provider::CacheCheck::Off,
+            think: false,
         };
         let body = provider.request_body(&request);
         let roles: Vec<&str> = body["messages"]

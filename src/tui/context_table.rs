@@ -122,7 +122,15 @@ pub(super) fn render_table(
         } else {
             share(*chars)
         };
-        rows.push(row(Some(*category), category.label().to_string(), *chars, of_limit));
+        let label = match (category, breakdown.thinking_tokens) {
+            (Category::Thinking, Some(tokens)) => format!(
+                "{} (last reply: {} tokens)",
+                category.label(),
+                short_count(tokens as usize)
+            ),
+            _ => category.label().to_string(),
+        };
+        rows.push(row(Some(*category), label, *chars, of_limit));
         if *category == Category::ProjectInstructions {
             for file in &breakdown.instructions {
                 let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });

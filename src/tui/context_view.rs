@@ -33,6 +33,7 @@ pub fn category_colour(category: Category) -> Color {
         Category::ClearedReference => theme::palette().reference,
         Category::ArchiveMarker => theme::palette().archive,
         Category::CompactionSummary => theme::palette().compaction,
+        Category::Thinking => theme::palette().code,
         Category::Other => theme::palette().text,
         Category::Framing => theme::palette().muted,
         Category::Free => theme::palette().muted,

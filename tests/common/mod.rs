@@ -721,6 +721,50 @@ fn sse_body(text: &str, calls: &[(&str, &str, Value)], cut: Option<(&str, &str, 
     out
 }
 
+/// A reply that thinks first, as Anthropic streams it: a thinking block (its text in
+/// deltas, then its signature), then `text` and `calls`; the usage reports
+/// `thinking_tokens` of the output as spent thinking.
+pub fn thinking_reply(
+    thinking: &str,
+    signature: &str,
+    thinking_tokens: u64,
+    text: &str,
+    calls: &[(&str, &str, Value)],
+) -> Reply {
+    // The reply's own blocks move one place on (the highest first, so none is moved
+    // twice); its usage says what was thinking.
+    let rest = (0..=calls.len())
+        .rev()
+        .fold(sse_body(text, calls, None), |body, at| {
+            body.replace(&format!(r#""index":{at}"#), &format!(r#""index":{}"#, at + 1))
+        })
+        .replace(
+            r#""usage":{"output_tokens":42}"#,
+            &format!(
+                r#""usage":{{"output_tokens":42,"output_tokens_details":{{"thinking_tokens":{thinking_tokens}}}}}"#
+            ),
+        );
+    let (start, blocks) = rest.split_at(rest.find("event: content_block_start").unwrap_or(rest.len()));
+    let mut out = start.to_string();
+    out += &event(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
+    );
+    for piece in thinking.split_inclusive(' ') {
+        out += &event(
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":piece}}),
+        );
+    }
+    out += &event(
+        "content_block_delta",
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":signature}}),
+    );
+    out += &event("content_block_stop", json!({"type":"content_block_stop","index":0}));
+    out += blocks;
+    Reply::sse(out)
+}
+
 pub fn sse_text(text: &str) -> String {
     sse_response_body(text, &[])
 }
@@ -1081,13 +1125,14 @@ pub async fn start_agent_with_model(api: &MockApi, settings: scratchpad::agent::
 
 /// The Anthropic provider talking to `api`, with `model` configured.
 fn anthropic_provider(api: &MockApi, model: &str) -> Arc<dyn scratchpad::provider::Provider> {
-    anthropic_provider_caching(api, model, false)
+    anthropic_provider_caching(api, model, false, scratchpad::provider::Thinking::Off)
 }
 
 fn anthropic_provider_caching(
     api: &MockApi,
     model: &str,
     prompt_caching: bool,
+    thinking: scratchpad::provider::Thinking,
 ) -> Arc<dyn scratchpad::provider::Provider> {
     use scratchpad::provider::anthropic::{AnthropicConfig, AnthropicProvider};
     let provider = AnthropicProvider::new(AnthropicConfig {
@@ -1095,6 +1140,7 @@ fn anthropic_provider_caching(
         api_key: "k".into(),
         model: model.into(),
         prompt_caching,
+        thinking,
         retry: scratchpad::provider::RetryPolicy::default(),
     })
     .unwrap();
@@ -1105,7 +1151,20 @@ fn anthropic_provider_caching(
 pub fn start_agent_caching(api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
     start_in(
         tempfile::tempdir().unwrap(),
-        anthropic_provider_caching(api, "m", true),
+        anthropic_provider_caching(api, "m", true, scratchpad::provider::Thinking::Off),
+        settings,
+    )
+}
+
+/// [`start_agent`] with `provider.thinking` set.
+pub fn start_agent_thinking(
+    api: &MockApi,
+    settings: scratchpad::agent::AgentSettings,
+    thinking: scratchpad::provider::Thinking,
+) -> Running {
+    start_in(
+        tempfile::tempdir().unwrap(),
+        anthropic_provider_caching(api, "m", false, thinking),
         settings,
     )
 }
