@@ -504,6 +504,7 @@ loop_guard = 4
 summary_floor_chars = 300
 estimate = "compact"
 confirm_lossy = true
+summariser = "server"
 background_at_percent = 55
 compact_when_idle = true
 [tools]
@@ -561,6 +562,7 @@ max_bytes = 100
             summary_floor_chars: 300,
             estimate: crate::compact::EstimateMode::Compact,
             confirm_lossy: true,
+            summariser: crate::compact::SummariserChoice::Server,
             background_at_percent: 55,
             compact_when_idle: true,
             pinned: Default::default(),

@@ -126,6 +126,11 @@ pub fn breakdown(
                             Some("redacted_thinking") => {
                                 push(Category::Thinking, chars, "[redacted thinking]", None, None)
                             }
+                            Some(crate::compact::markers::SERVER_COMPACTION_BLOCK) => {
+                                let summary = crate::compact::markers::server_summary_text(value);
+                                let shown = format!("[server's summary] {summary}");
+                                push(Category::CompactionSummary, chars, &shown, None, None)
+                            }
                             _ => push(Category::Other, chars, &value.to_string(), None, None),
                         },
                     }

@@ -3738,3 +3738,33 @@ fn thinking_is_its_own_category_in_context() {
     assert!(text.contains("thinking (last reply: 612 tokens)"), "{text}");
     insta::assert_snapshot!("thinking_in_context_120x40", terminal.backend());
 }
+
+/// A summary the server wrote says so on its marker.
+#[test]
+fn a_summary_the_server_wrote_says_so_on_its_marker() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "go on with the parser".into(),
+    });
+    let AgentEvent::Compaction { mut event } = stage(
+        Stage::CompactHistory,
+        12,
+        52_000,
+        6_000,
+        &[".transcripts/transcript_compact_history_20261206-091500_0000001-0001.jsonl"],
+    ) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.summary = Some("The parser drops its last token; the fix is in src/parser.rs and its tests pass.".into());
+    event.summary_note = Some(Box::new(scratchpad::compact::SummaryNote {
+        path: ".transcripts/transcript_compact_history_20261206-091500_0000001-0001.jsonl".into(),
+        by_server: true,
+        ..Default::default()
+    }));
+    s.app.apply(AgentEvent::Compaction { event });
+    let terminal = draw(&mut s.app, 80, 24);
+    let text = text_of(&terminal);
+    assert!(text.contains("written by the server"), "{text}");
+    insta::assert_snapshot!("server_summary_marker_80x24", terminal.backend());
+}

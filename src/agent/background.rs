@@ -354,7 +354,9 @@ impl Agent {
                 Standing::Stands { .. } => {}
             }
         }
-        if self.read_only.is_some() {
+        // A summary prepared in the background is the model's text: with the server or
+        // no model as summariser, stage 4 asks when it runs.
+        if self.read_only.is_some() || self.settings.compaction.summariser != crate::compact::SummariserChoice::Model {
             return;
         }
         match self.background {

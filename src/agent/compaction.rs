@@ -56,6 +56,11 @@ impl Agent {
             tokio::runtime::Handle::current(),
             self.summary_budget().max_tokens,
         )
+        .choosing(
+            self.settings.compaction.summariser,
+            self.system.clone(),
+            self.tools.specs(),
+        )
     }
 
     /// The pipeline's settings for a run now: the summary input capped to what the
@@ -349,7 +354,7 @@ impl Agent {
                     crate::compact::compact_history::edit_summary(messages, sizes, event, &summary, &ctx)
                 {
                     self.emit(AgentEvent::Notice {
-                        message: format!("the edit was not applied ({error}); the model's summary went in"),
+                        message: format!("the edit was not applied ({error}); the summary went in as written"),
                     });
                 }
                 Reviewed::Apply

@@ -456,6 +456,16 @@ impl Agent {
                 message: TOOLS_NOT_RENDERED.into(),
             });
         }
+        if self.settings.compaction.summariser == crate::compact::SummariserChoice::Server
+            && !self.provider.compacts_on_server()
+        {
+            self.emit(AgentEvent::Notice {
+                message: format!(
+                    "compaction.summariser = \"server\": the {} server here has no compaction of its own, so the model writes the summaries",
+                    self.provider.kind()
+                ),
+            });
+        }
         match self.tools.sandbox() {
             SandboxState::Unavailable(reason) => self.emit(AgentEvent::Notice {
                 message: format!(

@@ -11,10 +11,10 @@ use super::index::Index;
 use super::markers::{MessageKind, classify, compacted_parts, compacted_text};
 use super::record::{self, Record};
 use super::{
-    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, SummaryNote, SummaryRequest, Swapped, loss,
-    receipt, short_count, summary_input,
+    CompactConfig, Context, RequestCut, Stage, StageEvent, Summariser, Summary, SummaryNote, SummaryRequest, Swapped,
+    loss, receipt, short_count, summary_input,
 };
-use crate::message::Message;
+use crate::message::{ContentBlock, Message, Role};
 use crate::text::prefix_chars;
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
@@ -34,13 +34,13 @@ Keep the whole summary no longer than the earlier one unless the work grew.";
 pub const SUMMARY_GROWTH_PERCENT: usize = 20;
 
 /// The length of the summary an earlier `[Compacted]` message at the start of
-/// `messages` carries, when there is one.
+/// `messages` carries (or the server's compaction block before it), when there is one.
 fn previous_summary_chars(messages: &[Message]) -> Option<usize> {
-    let first = messages.first()?;
-    let MessageKind::CompactedSummary { .. } = classify(first) else {
-        return None;
-    };
-    Some(compacted_parts(&first.text())?.summary.chars().count())
+    let at = crate::compact::markers::summary_at(messages)?;
+    if let Some(block) = messages.first().and_then(crate::compact::markers::server_compaction) {
+        return Some(crate::compact::markers::server_summary_text(block).chars().count());
+    }
+    Some(compacted_parts(&messages[at].text())?.summary.chars().count())
 }
 
 /// How the record a summarising stage writes is named among the transcripts.
@@ -441,22 +441,40 @@ pub(super) fn summarise_prefix(
     } else {
         path.clone()
     };
-    let asked = summary_request(&record, job.focus, ctx.config);
-    let summary = match summariser.summarise(&asked) {
-        Ok(summary) if !summary.trim().is_empty() => summary,
-        Ok(_) => "(the summariser returned nothing; see the transcript)".to_string(),
+    let asked = SummaryRequest {
+        span: &messages[..job.end],
+        ..summary_request(&record, job.focus, ctx.config)
+    };
+    let Summary {
+        text: summary,
+        server_block,
+    } = match summariser.summarise_for_history(&asked) {
+        Ok(summary) if !summary.text.trim().is_empty() => summary,
+        Ok(_) => Summary {
+            text: "(the summariser returned nothing; see the transcript)".to_string(),
+            server_block: None,
+        },
         Err(error) => {
             event.errors.push(error.to_string());
             event.stop(messages.len(), sizes.total());
             return event;
         }
     };
+    // The server's block goes first, as the API requires, and is not ours to cut; the
+    // `[Compacted]` message after it says where the summary is.
+    let server_message = server_block.map(|block| Message::blocks(Role::Assistant, vec![ContentBlock::Unknown(block)]));
+    let server_chars = server_message.as_ref().map_or(0, |message| sizes.measure(message));
+    let in_message = if server_message.is_some() {
+        crate::compact::markers::SERVER_SUMMARY_POINTER
+    } else {
+        summary.as_str()
+    };
     // A request the kept messages hold is referred to, not repeated: repeating it made
     // reactive compaction of a short history grow the prompt.
     let kept_request = messages[job.end..]
         .iter()
         .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
-    let rest = sizes.total_with_empty_prefix(job.end);
+    let rest = sizes.total_with_empty_prefix(job.end) + server_chars;
     let budget = ctx.config.context_char_limit.saturating_sub(rest);
     let request = (!kept_request).then_some(job.active_request);
     let framing = Framing {
@@ -464,7 +482,7 @@ pub(super) fn summarise_prefix(
         path: &record_path,
         count: record.messages.len(),
     };
-    let without_index = sizes.measure(&fitted_message(request, &summary, framing, budget, sizes).0);
+    let without_index = sizes.measure(&fitted_message(request, in_message, framing, budget, sizes).0);
     let index_room = ctx
         .config
         .index_room()
@@ -482,10 +500,11 @@ pub(super) fn summarise_prefix(
         model_summary: None,
         previous_summary_chars: previous_summary_chars(&record.messages),
         summary_percent_of_limit: summary.chars().count() * 100 / ctx.config.context_char_limit.max(1),
+        by_server: server_message.is_some(),
     }));
     let (compacted, request_cut) = fitted_message(
         request,
-        &summary,
+        in_message,
         Framing {
             index: &index.text,
             path: &record_path,
@@ -504,9 +523,14 @@ pub(super) fn summarise_prefix(
     );
     event.items = receipt::left(messages, sizes, 0..job.end, ctx.config.describe_input);
     receipt::saved_in(&mut event.items, &path);
-    event.loss = Some(loss::report(&record.messages, &compacted.text(), &record_path));
+    // What the model reads of the summary: the server's text with ours, or ours.
+    let kept_text = match &server_message {
+        Some(_) => format!("{summary}\n\n{}", compacted.text()),
+        None => compacted.text(),
+    };
+    event.loss = Some(loss::report(&record.messages, &kept_text, &record_path));
     event.summary = Some(summary);
-    let replacement = [compacted];
+    let replacement: Vec<Message> = server_message.into_iter().chain([compacted]).collect();
     messages.splice(..job.end, replacement.iter().cloned());
     sizes.splice(0..job.end, &replacement);
     event.replaced = job.end;
@@ -520,6 +544,8 @@ pub enum EditError {
     NotASummary,
     #[error("the summary is empty")]
     Empty,
+    #[error("the server wrote this summary as its own signed block, which cannot be edited")]
+    ServerSummary,
 }
 
 /// The summary `event` put in as the first message of `messages` replaced by
@@ -536,6 +562,13 @@ pub fn edit_summary(
 ) -> Result<(), EditError> {
     if edited.trim().is_empty() {
         return Err(EditError::Empty);
+    }
+    if messages
+        .first()
+        .and_then(crate::compact::markers::server_compaction)
+        .is_some()
+    {
+        return Err(EditError::ServerSummary);
     }
     let first = messages.first().ok_or(EditError::NotASummary)?;
     let text = first.text();
@@ -603,6 +636,7 @@ pub fn summary_request<'a>(record: &'a Record, focus: Option<&'a str>, config: &
         instructions,
         history_text: summary_input::render(&record.messages, &record.left_out, config.summary_input_chars),
         messages: &record.messages,
+        span: &record.messages,
         left_out: &record.left_out,
         focus,
     }

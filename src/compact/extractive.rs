@@ -114,6 +114,7 @@ mod tests {
             instructions: String::new(),
             history_text: String::new(),
             messages,
+            span: messages,
             left_out: &[],
             focus,
         };

@@ -82,10 +82,8 @@ impl Index {
     /// The index of `record`, written to `record_path` one message a line; an index
     /// the record's first message (an earlier summary) carries comes first.
     pub fn build(record: &[Message], record_path: &str) -> Index {
-        let mut index = record
-            .first()
-            .filter(|first| matches!(classify(first), MessageKind::CompactedSummary { .. }))
-            .and_then(|first| Index::parse(&first.text()))
+        let mut index = super::markers::summary_at(record)
+            .and_then(|at| Index::parse(&record[at].text()))
             .unwrap_or_default();
         for (at, message) in record.iter().enumerate() {
             let at = Pointer {

@@ -98,6 +98,44 @@ pub fn compacted_text(request: Option<&str>, summary: &str, index: &str, path: &
     )
 }
 
+/// What a `[Compacted]` message says in place of the summary when the server wrote
+/// it: the summary is the compaction block the API keeps first in the history.
+pub const SERVER_SUMMARY_POINTER: &str = "(the summary is the server's compaction block just before this message)";
+
+/// The type of the block the server's compaction answers with (Anthropic's).
+pub const SERVER_COMPACTION_BLOCK: &str = "compaction";
+
+/// The server's compaction block of an assistant message that holds one: the summary
+/// the API keeps first in the history, not ours to edit.
+pub fn server_compaction(message: &Message) -> Option<&serde_json::Value> {
+    if message.role() != Role::Assistant {
+        return None;
+    }
+    message.block_slice().iter().find_map(|block| match block {
+        crate::message::ContentBlock::Unknown(value)
+            if value.get("type").and_then(serde_json::Value::as_str) == Some(SERVER_COMPACTION_BLOCK) =>
+        {
+            Some(value)
+        }
+        _ => None,
+    })
+}
+
+/// The readable summary of a server's compaction block.
+pub fn server_summary_text(block: &serde_json::Value) -> &str {
+    block.get("content").and_then(serde_json::Value::as_str).unwrap_or("")
+}
+
+/// Where the `[Compacted]` message of a summarised history is: first, or second after
+/// the server's compaction block.
+pub fn summary_at(messages: &[Message]) -> Option<usize> {
+    let at = usize::from(messages.first().and_then(server_compaction).is_some());
+    messages
+        .get(at)
+        .filter(|message| matches!(classify(message), MessageKind::CompactedSummary { .. }))
+        .map(|_| at)
+}
+
 /// The request a `[Compacted]` message was made for; `Some(None)` when it refers to
 /// the request kept after it.
 pub fn compacted_request(text: &str) -> Option<Option<&str>> {

@@ -85,6 +85,9 @@ pub struct CompactConfig {
     pub estimate: EstimateMode,
     /// Ask before an automatic summary (stage 4), showing what it would summarise.
     pub confirm_lossy: bool,
+    /// Who writes a summary: the model, the server's own compaction, or no one (the
+    /// extractive summary).
+    pub summariser: SummariserChoice,
     /// Summarise the older part of the history in the background once the estimate
     /// passes this share of the limit, ready to swap in at the limit (0: never).
     pub background_at_percent: usize,
@@ -125,6 +128,7 @@ impl Default for CompactConfig {
             summary_floor_chars: 500,
             estimate: EstimateMode::Seed,
             confirm_lossy: false,
+            summariser: SummariserChoice::Model,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
             compact_when_idle: false,
             pinned: std::collections::BTreeSet::new(),
@@ -132,6 +136,22 @@ impl Default for CompactConfig {
             verbatim_instructions: Vec::new(),
         }
     }
+}
+
+/// `compaction.summariser`: who writes the summaries of stage 4, reactive compaction,
+/// `/compact` and the `compact` tool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummariserChoice {
+    /// The model, asked with the summary instructions.
+    #[default]
+    Model,
+    /// The server compacts the history itself (Anthropic's compaction on demand); its
+    /// block goes first in the history. Where it cannot, the model.
+    Server,
+    /// No model: the requests, files and commands, extracted (what `--summary-stub`
+    /// uses).
+    Extractive,
 }
 
 /// Where a background summary starts by default: a turn of an agent session adds a
@@ -414,6 +434,9 @@ pub struct SummaryNote {
     /// holds what went in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_summary: Option<String>,
+    /// The server wrote the summary (its compaction block, first in the history).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_server: bool,
 }
 
 /// How a background summary came to stand in for stage 4's.
@@ -692,6 +715,9 @@ pub struct SummaryRequest<'a> {
     /// The messages themselves (the record: what earlier stages moved to disk back in
     /// place), for summarisers that work on structure.
     pub messages: &'a [Message],
+    /// The messages as the history holds them now (what the model sees), for a
+    /// summariser that asks the server to compact them.
+    pub span: &'a [Message],
     /// Archive files the record could not take back, a line each.
     pub left_out: &'a [String],
     /// What `/compact focus` or the `compact` tool asked to keep in detail.
@@ -702,10 +728,28 @@ pub struct SummaryRequest<'a> {
 #[error("summary failed: {0}")]
 pub struct SummaryError(pub String);
 
+/// A summary as it goes into the history: its text, and where the server wrote it, the
+/// server's own compaction block, kept byte for byte first in the history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub text: String,
+    pub server_block: Option<serde_json::Value>,
+}
+
 /// Produces the lossy summary for stage 4 and reactive compaction. The model call
 /// lives in the provider; the pipeline only sees this trait.
 pub trait Summariser {
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError>;
+
+    /// The summary a stage puts into the history: by default the text of
+    /// [`Summariser::summarise`]; a summariser that asks the server to compact gives
+    /// the server's block with it.
+    fn summarise_for_history(&mut self, request: &SummaryRequest<'_>) -> Result<Summary, SummaryError> {
+        self.summarise(request).map(|text| Summary {
+            text,
+            server_block: None,
+        })
+    }
 }
 
 /// Shared by every stage: the thresholds and where files go.

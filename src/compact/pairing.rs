@@ -70,9 +70,10 @@ pub enum PairingError {
 
 /// Every tool_result answers a tool_use in the message right before it, every
 /// tool_use except in the final message is answered in the next one, no two calls
-/// share an id, and the history starts with a user message.
+/// share an id, and the history starts with a user message (or with the server's
+/// compaction block, which the API wants first).
 pub fn check_pairing(messages: &[Message]) -> Result<(), PairingError> {
-    if messages.first().is_some_and(|m| m.role() != Role::User) {
+    if messages.first().is_some_and(starts_wrongly) {
         return Err(PairingError::FirstNotUser);
     }
     let mut ids = std::collections::HashSet::new();
@@ -162,6 +163,11 @@ pub(crate) fn rename_repeated_ids(messages: &mut [Message]) -> Vec<String> {
 }
 
 /// The text a synthetic result carries for a call that never got one.
+/// A first message that is neither the user's nor the server's compaction block.
+fn starts_wrongly(first: &Message) -> bool {
+    first.role() != Role::User && super::markers::server_compaction(first).is_none()
+}
+
 pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before this tool finished";
 
 /// Make any history valid to send, losing nothing: the first message becomes a user
@@ -172,7 +178,7 @@ pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before thi
 /// Returns one note per change; no notes means the history was already valid.
 pub fn repair(messages: &mut Vec<Message>) -> Vec<String> {
     let mut notes = rename_repeated_ids(messages);
-    if messages.first().is_some_and(|m| m.role() != Role::User) {
+    if messages.first().is_some_and(starts_wrongly) {
         messages.insert(
             0,
             Message::user_text("[The start of this conversation was lost; it continues from here.]"),

@@ -56,6 +56,12 @@ pub fn piece(block: &ContentBlock) -> Piece<'_> {
             text: content.text_cow(),
             error: *is_error == Some(true),
         },
+        // The server's summary is text the model reads: a later summary reads it too.
+        ContentBlock::Unknown(value)
+            if value.get("type").and_then(Value::as_str) == Some(super::markers::SERVER_COMPACTION_BLOCK) =>
+        {
+            Piece::Text(super::markers::server_summary_text(value))
+        }
         ContentBlock::Unknown(value) => Piece::Unknown(value.get("type").and_then(Value::as_str).unwrap_or("unknown")),
     }
 }

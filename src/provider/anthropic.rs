@@ -11,9 +11,9 @@ use super::retry::RetryPolicy;
 use super::sse::SseEvent;
 use super::{
     CacheCheck, CacheDiagnosis, DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS,
-    ServerFacts, StreamEvent, Thinking, Usage, http_client, read_events, send,
+    ServerCompaction, ServerFacts, StreamEvent, Thinking, Usage, http_client, read_events, send,
 };
-use crate::compact::markers::CutCall;
+use crate::compact::markers::{CutCall, SERVER_COMPACTION_BLOCK};
 use crate::message::ContentBlock;
 use crate::protocol::{Window, WindowSource};
 
@@ -24,6 +24,11 @@ pub const API_VERSION: &str = "2023-06-01";
 /// The beta that asks the server why its prompt cache missed (harmless where the
 /// feature is generally available).
 pub const CACHE_DIAGNOSIS_BETA: &str = "cache-diagnosis-2026-04-07";
+/// The beta of the server's compaction: sent with a request to compact and with every
+/// request whose history starts with the block it wrote.
+pub const COMPACTION_BETA: &str = "compact-2026-09-04";
+/// The most characters of instructions the server's compaction takes.
+pub const COMPACTION_INSTRUCTIONS_CHARS: usize = 16_384;
 
 #[derive(Clone)]
 pub struct AnthropicConfig {
@@ -55,8 +60,9 @@ pub struct AnthropicProvider {
     config: AnthropicConfig,
     model: ModelName,
     /// Cleared once the server describes itself as another one (llama.cpp), whose
-    /// Messages API has no cache diagnostics.
-    diagnoses_cache: std::sync::atomic::AtomicBool,
+    /// Messages API has none of Anthropic's own features (cache diagnostics, the
+    /// server's compaction).
+    anthropic_features: std::sync::atomic::AtomicBool,
 }
 
 impl AnthropicProvider {
@@ -66,7 +72,7 @@ impl AnthropicProvider {
             client: http_client(config.retry.idle_timeout())?,
             model: ModelName::new(config.model.clone(), DEFAULT_MODEL),
             config,
-            diagnoses_cache: std::sync::atomic::AtomicBool::new(true),
+            anthropic_features: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -118,7 +124,8 @@ impl AnthropicProvider {
             CacheCheck::Start => Some(Value::Null),
             CacheCheck::After(id) => Some(json!(id)),
         };
-        if let Some(previous) = previous.filter(|_| self.diagnoses_cache.load(std::sync::atomic::Ordering::Relaxed)) {
+        if let Some(previous) = previous.filter(|_| self.anthropic_features.load(std::sync::atomic::Ordering::Relaxed))
+        {
             body.insert("diagnostics".into(), json!({"previous_message_id": previous}));
         }
         Value::Object(body)
@@ -179,6 +186,17 @@ fn betas_of(body: &Value) -> Vec<&'static str> {
     if body.get("diagnostics").is_some() {
         betas.push(CACHE_DIAGNOSIS_BETA);
     }
+    let starts_with_compaction = body
+        .pointer("/messages/0/content")
+        .and_then(Value::as_array)
+        .is_some_and(|blocks| {
+            blocks
+                .iter()
+                .any(|block| block.get("type").and_then(Value::as_str) == Some(SERVER_COMPACTION_BLOCK))
+        });
+    if body.get("compaction").is_some() || starts_with_compaction {
+        betas.push(COMPACTION_BETA);
+    }
     betas
 }
 
@@ -228,7 +246,8 @@ impl Provider for AnthropicProvider {
             .await;
             self.model.learn(&facts);
             if facts.window.is_some() || facts.model.is_some() || facts.renders_tools.is_some() {
-                self.diagnoses_cache.store(false, std::sync::atomic::Ordering::Relaxed);
+                self.anthropic_features
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
             }
             facts
         })
@@ -246,6 +265,64 @@ impl Provider for AnthropicProvider {
             }
             let response = send(self.post("/v1/messages/count_tokens", &body)).await?;
             super::counted_input_tokens(response).await
+        })
+    }
+
+    fn compacts_on_server(&self) -> bool {
+        self.anthropic_features.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The ordinary request of the messages plus `compaction`: the answer is one
+    /// assistant message holding the block (streamed whole, `stop_reason: compaction`).
+    fn compact_on_server<'a>(
+        &'a self,
+        request: &'a ServerCompaction<'a>,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        Box::pin(async move {
+            let mut body = self.request_body(&ModelRequest {
+                system: request.system.clone(),
+                tools: request.tools.clone(),
+                messages: request.messages,
+                max_tokens: request.max_tokens,
+                cache_check: CacheCheck::Off,
+                think: false,
+            });
+            let instructions = crate::text::prefix_chars(&request.instructions, COMPACTION_INSTRUCTIONS_CHARS);
+            if let Value::Object(map) = &mut body {
+                map.insert(
+                    "compaction".into(),
+                    json!({"type": "summarize", "instructions": instructions}),
+                );
+            }
+            let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
+            let response = self.config.retry.run(&sink, || self.attempt(&body, &sink)).await?;
+            let block = response.content.into_iter().find_map(|block| match block {
+                ContentBlock::Unknown(value)
+                    if value.get("type").and_then(Value::as_str) == Some(SERVER_COMPACTION_BLOCK) =>
+                {
+                    Some(value)
+                }
+                _ => None,
+            });
+            let stop = response.stop_reason.unwrap_or_else(|| "none".into());
+            match block {
+                Some(block)
+                    if block
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .is_some_and(|content| !content.trim().is_empty()) =>
+                {
+                    Ok(block)
+                }
+                Some(_) => Err(ProviderError::Compaction {
+                    code: "empty".into(),
+                    message: format!("the server's compaction block came back without a summary (stop_reason: {stop})"),
+                }),
+                None => Err(ProviderError::Compaction {
+                    code: "no_block".into(),
+                    message: format!("the answer held no compaction block (stop_reason: {stop})"),
+                }),
+            }
         })
     }
 

@@ -37,6 +37,11 @@ pub enum ProviderError {
     StreamCut(String),
     #[error("malformed response from the API: {0}")]
     Protocol(String),
+    /// The server's compaction refused or failed, by its code (`compaction_unavailable`,
+    /// `compaction_nothing_to_summarize`, `compaction_block_misplaced`,
+    /// `compaction_signature_invalid`).
+    #[error("the server's compaction failed ({code}): {message}")]
+    Compaction { code: String, message: String },
 }
 
 impl ProviderError {
@@ -101,6 +106,9 @@ impl ProviderError {
             let overflow = TokenOverflow::from_body(body).or_else(|| TokenOverflow::from_message(&message));
             return ProviderError::ContextTooLong { message, overflow };
         }
+        if let Some(code) = kind.filter(|kind| kind.starts_with(COMPACTION_ERROR)) {
+            return ProviderError::Compaction { code, message };
+        }
         match status {
             429 => ProviderError::RateLimited {
                 retry_after: retry_after.and_then(parse_retry_after),
@@ -121,6 +129,12 @@ impl ProviderError {
             let overflow = TokenOverflow::from_body(data).or_else(|| TokenOverflow::from_message(&message));
             return ProviderError::ContextTooLong { message, overflow };
         }
+        if let Some(code) = kind.as_deref().filter(|kind| kind.starts_with(COMPACTION_ERROR)) {
+            return ProviderError::Compaction {
+                code: code.to_string(),
+                message,
+            };
+        }
         match kind.as_deref() {
             Some("overloaded_error") => ProviderError::Overloaded { message },
             Some("rate_limit_error") => ProviderError::RateLimited {
@@ -133,6 +147,13 @@ impl ProviderError {
         }
     }
 }
+
+/// How the codes of the server's compaction errors begin.
+const COMPACTION_ERROR: &str = "compaction_";
+
+/// The server's compaction is down for now: worth one more try before the model
+/// writes the summary instead.
+pub const COMPACTION_UNAVAILABLE: &str = "compaction_unavailable";
 
 /// What a server said about a prompt it refused as too long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::compact::markers::CutCall;
-use crate::compact::{Summariser, SummaryError, SummaryRequest};
+use crate::compact::{Summariser, SummariserChoice, Summary, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Message};
 
 pub use crate::protocol::Usage;
@@ -43,6 +43,16 @@ pub struct ModelRequest<'m> {
     /// A turn's own call, where the model may think first (`provider.thinking`); a
     /// summary or a count never asks for thinking.
     pub think: bool,
+}
+
+/// A history for the server to compact: the ordinary request of the messages, with
+/// the session's system prompt and tools, and our summary instructions.
+pub struct ServerCompaction<'a> {
+    pub system: String,
+    pub tools: Vec<ToolSpec>,
+    pub messages: &'a [Message],
+    pub instructions: String,
+    pub max_tokens: u32,
 }
 
 /// `provider.thinking`: whether a turn's calls let the model think first, and how.
@@ -203,6 +213,27 @@ pub trait Provider: Send + Sync {
         false
     }
 
+    /// Whether the server compacts a history itself (Anthropic's compaction on demand).
+    fn compacts_on_server(&self) -> bool {
+        false
+    }
+
+    /// The server's own compaction of `request.messages`: the block it answers with,
+    /// to be kept byte for byte first in the history. Only called where
+    /// [`Provider::compacts_on_server`].
+    fn compact_on_server<'a>(
+        &'a self,
+        request: &'a ServerCompaction<'a>,
+    ) -> BoxFuture<'a, Result<Value, ProviderError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ProviderError::Compaction {
+                code: "unsupported".into(),
+                message: "this provider has no server-side compaction".into(),
+            })
+        })
+    }
+
     /// The lossy summary for compaction, at most `max_tokens` long. By default the
     /// model is asked, with the summary instructions as system prompt and no tools.
     fn summarise<'a>(
@@ -271,7 +302,15 @@ pub struct ProviderSummariser {
     runtime: tokio::runtime::Handle,
     max_tokens: u32,
     notices: Vec<String>,
+    choice: SummariserChoice,
+    /// The session's system prompt and tools, which the server's compaction is sent
+    /// with (the ordinary request of the messages).
+    session: Option<(String, Vec<ToolSpec>)>,
 }
+
+/// How long the server's compaction is given to come back after it said it is
+/// unavailable, before the one more try.
+const COMPACTION_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ProviderSummariser {
     pub fn new(provider: std::sync::Arc<dyn Provider>, runtime: tokio::runtime::Handle, max_tokens: u32) -> Self {
@@ -280,7 +319,43 @@ impl ProviderSummariser {
             runtime,
             max_tokens,
             notices: Vec::new(),
+            choice: SummariserChoice::Model,
+            session: None,
         }
+    }
+
+    /// Who writes the summaries (`compaction.summariser`); the server's compaction is
+    /// sent with the session's `system` prompt and `tools`.
+    pub fn choosing(mut self, choice: SummariserChoice, system: String, tools: Vec<ToolSpec>) -> Self {
+        self.choice = choice;
+        self.session = Some((system, tools));
+        self
+    }
+
+    /// The server's compaction of the history as it is (`request.span`), asked once
+    /// more when the server says it is unavailable; why not, when it did not.
+    async fn compact_on_server(&mut self, request: &SummaryRequest<'_>) -> Result<Summary, String> {
+        if !self.provider.compacts_on_server() {
+            return Err("this server has no compaction of its own".into());
+        }
+        let (system, tools) = self.session.clone().unwrap_or_default();
+        let asked = ServerCompaction {
+            system,
+            tools,
+            messages: request.span,
+            instructions: request.instructions.clone(),
+            max_tokens: self.max_tokens,
+        };
+        let mut answer = self.provider.compact_on_server(&asked).await;
+        if matches!(&answer, Err(ProviderError::Compaction { code, .. }) if code == error::COMPACTION_UNAVAILABLE) {
+            tokio::time::sleep(COMPACTION_RETRY_PAUSE).await;
+            answer = self.provider.compact_on_server(&asked).await;
+        }
+        let block = answer.map_err(|error| error.to_string())?;
+        Ok(Summary {
+            text: crate::compact::markers::server_summary_text(&block).to_string(),
+            server_block: Some(block),
+        })
     }
 
     /// What happened that the user should know (a shrunk or replaced summary).
@@ -404,8 +479,27 @@ impl ProviderSummariser {
 
 impl Summariser for ProviderSummariser {
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        if self.choice == SummariserChoice::Extractive {
+            return crate::compact::ExtractiveSummariser.summarise(request);
+        }
         let runtime = self.runtime.clone();
         runtime.block_on(self.summarise_async(request))
+    }
+
+    /// With the server as summariser, its block; where it fails, the model's summary,
+    /// with a notice naming why.
+    fn summarise_for_history(&mut self, request: &SummaryRequest<'_>) -> Result<Summary, SummaryError> {
+        if self.choice == SummariserChoice::Server {
+            let runtime = self.runtime.clone();
+            match runtime.block_on(self.compact_on_server(request)) {
+                Ok(summary) => return Ok(summary),
+                Err(why) => self.notices.push(format!("{why}; the model wrote the summary instead")),
+            }
+        }
+        self.summarise(request).map(|text| Summary {
+            text,
+            server_block: None,
+        })
     }
 }
 

@@ -120,6 +120,17 @@ pub(super) fn marker_lines(
             )));
         }
     }
+    if newest.summary_note.as_ref().is_some_and(|note| note.by_server) {
+        lines.extend(markdown::wrap(
+            &[(
+                "written by the server: its compaction block goes first in the history as it wrote it (not editable; undo puts the history back)".to_string(),
+                soft,
+            )],
+            width,
+            Span::styled("  ", muted),
+            "  ",
+        ));
+    }
     if look.expanded
         && let Some(note) = &newest.summary_note
         && !note.index.is_empty()

@@ -59,7 +59,14 @@ impl Recorded {
     /// A summary request: the summariser's own system prompt, or the conversation
     /// followed by the request for its summary (what a caching provider is sent).
     pub fn is_summary(&self) -> bool {
-        system_text(&self.body).starts_with("You are summarising") || self.asks_after_conversation()
+        system_text(&self.body).starts_with("You are summarising")
+            || self.asks_after_conversation()
+            || self.asks_the_server_to_compact()
+    }
+
+    /// A request for the server's own compaction (a top-level `compaction`).
+    pub fn asks_the_server_to_compact(&self) -> bool {
+        self.body.get("compaction").is_some()
     }
 
     /// A summary asked for at the end of the conversation itself.
@@ -244,6 +251,105 @@ struct Script {
     diagnostics: Option<CacheDiagnostics>,
     /// What `GET /v1/models/{id}` answers (Anthropic's Models API); 404 when `None`.
     model_info: Option<Value>,
+    /// The server's compaction, as Anthropic's: the blocks it wrote (to check the ones
+    /// sent back), and scripted answers to the next requests to compact.
+    compaction: ServerCompaction,
+}
+
+#[derive(Default)]
+struct ServerCompaction {
+    written: Vec<Value>,
+    scripted: VecDeque<Reply>,
+}
+
+/// The beta the server's compaction needs, on the request that asks for it and on
+/// every request whose history starts with its block.
+const COMPACTION_BETA: &str = "compact-2026-09-04";
+
+fn compaction_error(status: u16, code: &str, message: &str) -> Reply {
+    error_reply(
+        status,
+        json!({"type": "error", "error": {"type": code, "message": message}}),
+    )
+}
+
+/// The server's compaction refusing with `code`, as the API does.
+pub fn compaction_reply_error(status: u16, code: &str) -> Reply {
+    compaction_error(status, code, &format!("mock: {code}"))
+}
+
+impl ServerCompaction {
+    /// What the server says of a request's compaction blocks: `None` when they are in
+    /// order (only first, each one it wrote, unchanged, with the beta).
+    fn check(&self, body: &Value, beta: &str) -> Option<Reply> {
+        let messages = body["messages"].as_array()?;
+        for (at, message) in messages.iter().enumerate() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] != "compaction" {
+                    continue;
+                }
+                if at != 0 {
+                    return Some(compaction_error(
+                        400,
+                        "compaction_block_misplaced",
+                        "a compaction block must come first",
+                    ));
+                }
+                if !beta.split(',').any(|b| b == COMPACTION_BETA) {
+                    return Some(compaction_error(
+                        400,
+                        "invalid_request_error",
+                        "compaction blocks need the compact beta",
+                    ));
+                }
+                if !self.written.contains(&without_cache_control(block)) {
+                    return Some(compaction_error(
+                        400,
+                        "compaction_signature_invalid",
+                        "the block was not written by this server as it is",
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// The answer to a request to compact: scripted, else a block of its own.
+    fn answer(&mut self, body: &Value) -> Reply {
+        if let Some(reply) = self.scripted.pop_front() {
+            return reply;
+        }
+        let count = body["messages"].as_array().map_or(0, Vec::len);
+        let block = json!({
+            "type": "compaction",
+            "content": format!("Server summary of {count} messages: the scripted task, worked through."),
+            "signature": format!("sig-compaction-{}", self.written.len() + 1),
+        });
+        self.written.push(block.clone());
+        Reply::sse(sse_compaction(&block))
+    }
+}
+
+/// A stream answering a request to compact: the block whole in `content_block_start`,
+/// `stop_reason: compaction`, the cost in `usage.iterations`.
+pub fn sse_compaction(block: &Value) -> String {
+    let mut out = event(
+        "message_start",
+        json!({"type":"message_start","message":{"id":"msg_mock","type":"message","role":"assistant","content":[],
+            "model":"mock","stop_reason":null,"usage":{"input_tokens":0,"output_tokens":0}}}),
+    );
+    out += &event(
+        "content_block_start",
+        json!({"type":"content_block_start","index":0,"content_block":block}),
+    );
+    out += &event("content_block_stop", json!({"type":"content_block_stop","index":0}));
+    out += &event(
+        "message_delta",
+        json!({"type":"message_delta","delta":{"stop_reason":"compaction"},
+            "usage":{"output_tokens":0,"iterations":[{"input_tokens":5000,"output_tokens":400}]}}),
+    );
+    out += &event("message_stop", json!({"type":"message_stop"}));
+    out
 }
 
 #[derive(Clone)]
@@ -286,6 +392,12 @@ impl MockApi {
     /// From now on, report cache reads and writes as Anthropic's prompt cache would.
     pub fn emulate_prompt_cache(&self) {
         self.script.lock().unwrap().cache = Some(PromptCache::default());
+    }
+
+    /// Answer the next requests to compact with `replies` (an error code, an empty
+    /// block) before the server's own blocks.
+    pub fn script_compactions(&self, replies: Vec<Reply>) {
+        self.script.lock().unwrap().compaction.scripted.extend(replies);
     }
 
     /// Answer Anthropic's Models API (`GET /v1/models/{id}`) with `info` for the
@@ -396,8 +508,24 @@ async fn messages(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, 
             json!({"type":"error","error":{"type":"invalid_request_error","message":"diagnostics: requires the cache-diagnosis beta"}}),
         ));
     }
+    if recorded.asks_the_server_to_compact() && !beta.split(',').any(|b| b == COMPACTION_BETA) {
+        return respond(compaction_error(
+            400,
+            "invalid_request_error",
+            "compaction needs the compact beta",
+        ));
+    }
     let (reply, cached, diagnosed) = {
         let mut script = script.lock().unwrap();
+        if let Some(refused) = script.compaction.check(&recorded.body, &beta) {
+            script.requests.push(recorded);
+            return respond(refused);
+        }
+        if recorded.asks_the_server_to_compact() {
+            let reply = script.compaction.answer(&recorded.body);
+            script.requests.push(recorded);
+            return respond(reply);
+        }
         let cached = script.cache.as_mut().map(|cache| cache.usage(&recorded.body));
         let diagnosed = script
             .diagnostics
