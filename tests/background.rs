@@ -903,3 +903,41 @@ async fn a_ready_summary_edited_in_review_is_the_one_swapped_in() {
     }
     panic!("the limit was never reached");
 }
+
+/// With the server as summariser, the summary prepared in the background is the
+/// server's compaction, and the swap puts its block first, as it came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_server_as_summariser_the_background_summary_is_its_block() {
+    let turns = 40;
+    let api = MockApi::start(common::report_answers(turns)).await;
+    let mut settings = common::report_settings(AskPolicy::Approve);
+    settings.compaction.background_at_percent = 70;
+    settings.compaction.index_percent = 0;
+    settings.compaction.summariser = scratchpad::compact::SummariserChoice::Server;
+    let mut agent = start_agent(&api, settings).await;
+    let mut outcome = Outcome::default();
+    for turn in 0..turns {
+        run_turn(&mut agent, common::report_request(turn), &mut outcome).await;
+        settle_background(&mut agent, &mut outcome).await;
+        if outcome.swaps > 0 {
+            break;
+        }
+    }
+    assert_eq!(outcome.swaps, 1, "{:?}", outcome.background);
+    assert!(
+        api.requests().iter().any(|r| r.asks_the_server_to_compact()),
+        "the server was asked"
+    );
+    assert!(
+        !api.requests()
+            .iter()
+            .any(|r| r.is_summary() && !r.asks_the_server_to_compact()),
+        "the model was not"
+    );
+    agent.ops.send(Op::Submit { text: "go on".into() }).unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    let last = api.turn_requests().last().cloned().unwrap();
+    assert_eq!(last.body["messages"][0]["content"][0]["type"], "compaction");
+    assert_eq!(last.body["messages"][0]["content"][0]["signature"], "sig-compaction-1");
+    let _ = agent.ops.send(Op::Quit);
+}

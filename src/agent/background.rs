@@ -73,6 +73,7 @@ impl Background {
 pub(super) struct Written {
     summary: String,
     cache: Option<(u64, u64)>,
+    server_block: Option<serde_json::Value>,
 }
 
 /// What a background summary call gave: its summary or error, its notices, and how
@@ -235,6 +236,7 @@ impl Agent {
                     took_ms,
                     cache_read: written.cache.map(|(read, _)| read),
                     cache_written: written.cache.map(|(_, wrote)| wrote),
+                    server_block: written.server_block,
                 });
                 self.background_event(BackgroundEvent::Ready { took_ms });
             }
@@ -294,6 +296,11 @@ impl Agent {
         };
         match answer {
             crate::protocol::ReviewAnswer::Apply => {}
+            crate::protocol::ReviewAnswer::Edited { .. } if ready.server_block.is_some() => {
+                self.emit(AgentEvent::Notice {
+                    message: "the server wrote this summary as its own signed block, which cannot be edited; it goes in as written".into(),
+                });
+            }
             crate::protocol::ReviewAnswer::Edited { summary } if !summary.trim().is_empty() => {
                 if ready.model_summary.is_none() {
                     ready.model_summary = Some(std::mem::replace(&mut ready.summary, summary));
@@ -354,9 +361,10 @@ impl Agent {
                 Standing::Stands { .. } => {}
             }
         }
-        // A summary prepared in the background is the model's text: with the server or
-        // no model as summariser, stage 4 asks when it runs.
-        if self.read_only.is_some() || self.settings.compaction.summariser != crate::compact::SummariserChoice::Model {
+        // With no model as summariser, stage 4 summarises when it runs: at no cost.
+        if self.read_only.is_some()
+            || self.settings.compaction.summariser == crate::compact::SummariserChoice::Extractive
+        {
             return;
         }
         match self.background {
@@ -370,6 +378,10 @@ impl Agent {
         };
         let prefix = fingerprint(self.conversation.messages(), end);
         let covered = self.conversation.messages()[..end].to_vec();
+        let span = covered.clone();
+        // A server without compaction of its own was said once, at the start.
+        let by_server = self.settings.compaction.summariser == crate::compact::SummariserChoice::Server
+            && self.provider.compacts_on_server();
         let store = self.store.clone();
         let mut summariser = self.summariser();
         // The request of the last calls, for a provider that caches it.
@@ -393,6 +405,29 @@ impl Agent {
             // when that history is the whole record.
             let whole = !record.restored_anything() && record.left_out.is_empty();
             let request = crate::compact::compact_history::summary_request(&record, None, &config);
+            let mut notices = Vec::new();
+            // The server's compaction of the messages as they are, where it is the
+            // summariser; the model's summary where it cannot.
+            if by_server {
+                let asked = crate::compact::SummaryRequest {
+                    span: &span,
+                    ..request.clone()
+                };
+                match summariser.compact_on_server(&asked).await {
+                    Ok(summary) => {
+                        return Finished {
+                            result: Ok(Written {
+                                summary: summary.text,
+                                cache: None,
+                                server_block: summary.server_block,
+                            }),
+                            notices,
+                            took: started.elapsed(),
+                        };
+                    }
+                    Err(why) => notices.push(format!("{why}; the model wrote the background summary instead")),
+                }
+            }
             let cached = if whole {
                 summariser
                     .summarise_cached(system, tools, &record.messages, &request.instructions)
@@ -400,11 +435,11 @@ impl Agent {
             } else {
                 None
             };
-            let mut notices = Vec::new();
             let result = match cached {
                 Some(Ok(written)) => Ok(Written {
                     summary: written.text,
                     cache: Some((written.cache_read, written.cache_written)),
+                    server_block: None,
                 }),
                 // Asked plainly instead: the history as text, as stage 4 asks.
                 other => {
@@ -414,7 +449,11 @@ impl Agent {
                     summariser
                         .summarise_async(&request)
                         .await
-                        .map(|summary| Written { summary, cache: None })
+                        .map(|summary| Written {
+                            summary,
+                            cache: None,
+                            server_block: None,
+                        })
                         .map_err(|error| error.to_string())
                 }
             };

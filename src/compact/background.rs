@@ -50,6 +50,9 @@ pub struct ReadySummary {
     /// Prompt tokens the summary request read from and wrote to the provider's cache.
     pub cache_read: Option<u64>,
     pub cache_written: Option<u64>,
+    /// The server's compaction block, when the server wrote the summary: it goes in
+    /// first, as it came back.
+    pub server_block: Option<serde_json::Value>,
 }
 
 /// Where a background summary should cover up to now, if it should start: the
@@ -196,11 +199,19 @@ pub fn swap_fits(sizes: &Sizes, end: usize, request: &str, summary: &str, config
     sizes.total_with_empty_prefix(end) + sizes.measure(&compacted) <= config.micro_target_chars()
 }
 
-/// A summariser that hands back a summary made earlier.
-pub struct Prepared(pub String);
+/// A summariser that hands back a summary made earlier (with the server's block when
+/// the server wrote it).
+pub struct Prepared(pub crate::compact::Summary);
 
 impl Summariser for Prepared {
     fn summarise(&mut self, _request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+        Ok(self.0.text.clone())
+    }
+
+    fn summarise_for_history(
+        &mut self,
+        _request: &SummaryRequest<'_>,
+    ) -> Result<crate::compact::Summary, SummaryError> {
         Ok(self.0.clone())
     }
 }
@@ -264,6 +275,7 @@ mod tests {
             took_ms: 5_000,
             cache_read: None,
             cache_written: None,
+            server_block: None,
         }
     }
 

@@ -189,7 +189,10 @@ fn swap_in(
             within: ctx.config.micro_target_chars(),
         },
         ctx,
-        &mut background::Prepared(ready.summary.clone()),
+        &mut background::Prepared(Summary {
+            text: ready.summary.clone(),
+            server_block: ready.server_block.clone(),
+        }),
     );
     if let (Some(note), Some(model)) = (&mut event.summary_note, &ready.model_summary) {
         note.model_summary = Some(model.clone());

@@ -243,6 +243,26 @@ fn shorten(body: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The server's compaction errors keep their code, over HTTP and in a stream.
+    #[test]
+    fn compaction_errors_are_named_by_their_code() {
+        for code in [
+            "compaction_unavailable",
+            "compaction_nothing_to_summarize",
+            "compaction_block_misplaced",
+            "compaction_signature_invalid",
+        ] {
+            let body = format!(r#"{{"type":"error","error":{{"type":"{code}","message":"no"}}}}"#);
+            let expected = ProviderError::Compaction {
+                code: code.into(),
+                message: "no".into(),
+            };
+            assert_eq!(ProviderError::from_http(400, None, &body), expected);
+            assert_eq!(ProviderError::from_stream_error(&body), expected);
+            assert!(!expected.is_retryable(), "the summariser decides, not the retry loop");
+        }
+    }
+
     /// Every line of the shared fixture, classified.
     #[test]
     fn classifies_the_shared_error_fixtures() {

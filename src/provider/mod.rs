@@ -334,7 +334,7 @@ impl ProviderSummariser {
 
     /// The server's compaction of the history as it is (`request.span`), asked once
     /// more when the server says it is unavailable; why not, when it did not.
-    async fn compact_on_server(&mut self, request: &SummaryRequest<'_>) -> Result<Summary, String> {
+    pub async fn compact_on_server(&mut self, request: &SummaryRequest<'_>) -> Result<Summary, String> {
         if !self.provider.compacts_on_server() {
             return Err("this server has no compaction of its own".into());
         }

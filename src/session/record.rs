@@ -500,3 +500,43 @@ pub struct Tally {
     #[serde(default)]
     pub last_answer: String,
 }
+
+#[cfg(test)]
+mod cache_report_tests {
+    use super::*;
+
+    /// Each reason the server gives, in words, and whose change it was.
+    #[test]
+    fn every_cache_miss_reason_is_said_in_words() {
+        let report = |reason: &str, ours: Option<Vec<PrefixChange>>| CacheReport {
+            reason: Some(reason.into()),
+            missed_input_tokens: reason.ends_with("_changed").then_some(4_300),
+            ours,
+            stages: Vec::new(),
+        };
+        let lines: Vec<String> = [
+            report("model_changed", Some(vec![PrefixChange::Model])),
+            report("system_changed", Some(vec![PrefixChange::System])),
+            report("tools_changed", Some(Vec::new())),
+            report("messages_changed", Some(vec![PrefixChange::Message { position: 3 }])),
+            report("previous_message_not_found", None),
+            report("unavailable", Some(Vec::new())),
+            report("brand_new_reason", Some(Vec::new())),
+        ]
+        .iter()
+        .map(CacheReport::line)
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                "cache missed: the model changed, 4.3k tokens · scratchpad changed the model",
+                "cache missed: the system prompt changed, 4.3k tokens · scratchpad changed the system prompt",
+                "cache missed: the tools changed, 4.3k tokens · scratchpad changed nothing in it",
+                "cache missed: the messages changed, 4.3k tokens · scratchpad changed message 3",
+                "cache not compared: the server no longer has the previous request to compare with",
+                "cache not compared: the server could not compare",
+                "cache missed: brand new reason · scratchpad changed nothing in it",
+            ]
+        );
+    }
+}
