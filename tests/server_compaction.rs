@@ -219,17 +219,69 @@ async fn where_the_servers_compaction_fails_the_model_writes_the_summary_and_say
     }
 }
 
-/// A server that describes itself as llama.cpp has no compaction of its own: said at
-/// the start, and the model writes the summaries.
+/// A server that describes itself as llama.cpp, or a model the Models API says
+/// manages no context, has no compaction of its own: said at the start, and the model
+/// writes the summaries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_without_compaction_is_said_at_the_start() {
     let props = json!({"default_generation_settings": {"n_ctx": 32768}, "total_slots": 1});
-    let api = MockApi::start_with_props(vec![], Some(props)).await;
-    let mut agent = start_agent(&api, server_settings()).await;
-    let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
-    assert!(
-        matches!(&notice, AgentEvent::Notice { message } if message.contains("has no compaction of its own, so the model writes the summaries")),
-        "{notice:?}"
+    let llama = MockApi::start_with_props(vec![], Some(props)).await;
+    let without = MockApi::start(vec![]).await;
+    without.state_model_info(
+        json!({"max_input_tokens": 200_000, "capabilities": {"context_management": {"supported": false}}}),
+    );
+    for api in [llama, without] {
+        let mut agent = start_agent(&api, server_settings()).await;
+        let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
+        assert!(
+            matches!(&notice, AgentEvent::Notice { message } if message.contains("has no compaction of its own, so the model writes the summaries")),
+            "{notice:?}"
+        );
+        agent.ops.send(Op::Quit).unwrap();
+        agent.task.await.unwrap();
+    }
+}
+
+/// A fork from after the compaction starts with the block as the server wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_after_the_compaction_carries_the_block() {
+    let api = MockApi::start(vec![
+        text_reply(&LONG.repeat(20)),
+        text_reply(&LONG.repeat(20)),
+        text_reply("After the summary."),
+        text_reply("In the fork."),
+    ])
+    .await;
+    let (mut agent, path) = start_agent_journaled(&api, server_settings());
+    ask(&mut agent, "first question").await;
+    ask(&mut agent, "second question").await;
+    compact(&mut agent).await;
+    ask(&mut agent, "third question").await;
+    let past = scratchpad::session::restore(&path).unwrap().past;
+    let shown: Vec<String> = past
+        .iter()
+        .filter_map(|item| match item {
+            scratchpad::protocol::Past::Message { message } => Some(message.text()),
+            _ => None,
+        })
+        .collect();
+    let third = shown.iter().position(|text| text == "third question").expect("shown") + 1;
+    agent
+        .ops
+        .send(Op::Fork {
+            session: None,
+            at: scratchpad::protocol::ForkAt::Message(third),
+        })
+        .unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::EditRequest { .. })).await;
+    ask(&mut agent, "go on in the fork").await;
+    let turn = api.turn_requests().last().unwrap().clone();
+    assert_eq!(turn.body["messages"][0]["content"][0]["signature"], "sig-compaction-1");
+    assert!(beta_of(&turn).contains("compact-2026-09-04"));
+    assert_eq!(
+        turn.body["messages"].as_array().unwrap().len(),
+        3,
+        "block, [Compacted], the request"
     );
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();

@@ -63,6 +63,8 @@ pub struct AnthropicProvider {
     /// Messages API has none of Anthropic's own features (cache diagnostics, the
     /// server's compaction).
     anthropic_features: std::sync::atomic::AtomicBool,
+    /// Cleared when the Models API says the model has no context management.
+    server_compaction: std::sync::atomic::AtomicBool,
 }
 
 impl AnthropicProvider {
@@ -73,6 +75,7 @@ impl AnthropicProvider {
             model: ModelName::new(config.model.clone(), DEFAULT_MODEL),
             config,
             anthropic_features: std::sync::atomic::AtomicBool::new(true),
+            server_compaction: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -164,6 +167,11 @@ impl AnthropicProvider {
             return None;
         }
         let info: Value = response.json().await.ok()?;
+        // A model the Models API says manages no context has no compaction either.
+        if info.pointer("/capabilities/context_management/supported") == Some(&Value::Bool(false)) {
+            self.server_compaction
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         let tokens = info.get("max_input_tokens")?.as_u64().filter(|&tokens| tokens > 0)?;
         Some(Window {
             tokens,
@@ -270,6 +278,7 @@ impl Provider for AnthropicProvider {
 
     fn compacts_on_server(&self) -> bool {
         self.anthropic_features.load(std::sync::atomic::Ordering::Relaxed)
+            && self.server_compaction.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The ordinary request of the messages plus `compaction`: the answer is one
