@@ -107,6 +107,11 @@ fn show(
                 writeln!(out, "{}", terminal_safe(&std::mem::take(pending)))?;
             }
             AgentEvent::Error { message } => writeln!(stderr.lock(), "error: {}", terminal_safe(message))?,
+            AgentEvent::SessionStarted {
+                limit_note: Some(note),
+                limit_warning: true,
+                ..
+            } => writeln!(stderr.lock(), "warning: {}", terminal_safe(note))?,
             AgentEvent::Notice { message } => writeln!(stderr.lock(), "note: {}", terminal_safe(message))?,
             AgentEvent::Background { event } => writeln!(stderr.lock(), "note: {}", terminal_safe(&event.line()))?,
             AgentEvent::Compaction { event } => writeln!(stderr.lock(), "[{}]", event.report_line())?,

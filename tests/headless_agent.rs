@@ -1093,3 +1093,28 @@ fn the_loop_guard_stops_summaries_that_do_not_hold_and_says_why() {
     let summaries = api.requests().iter().filter(|request| request.is_summary()).count();
     assert_eq!(summaries, 4, "the first held; three did not; then none: {stderr}");
 }
+
+/// `-c 512` in plain `-p`: the window cannot hold the system prompt and tools. That is
+/// said on stderr at the start; the refused request asks for no summary (none could
+/// fit), and the run fails with one line.
+#[test]
+fn a_window_too_small_for_the_fixed_part_is_said_at_the_start_and_no_summary_is_sent() {
+    let workspace = Workspace::new();
+    let api = MockApi::start_llama_in_thread(vec![text_reply("never sent")], 512);
+    let output = workspace.run(&api, &["-p", "say hi"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("warning: ") && first.contains("window of 512 tokens cannot hold scratchpad's system prompt"),
+        "said first: {stderr}"
+    );
+    assert!(
+        !api.requests().iter().any(|request| request.is_summary()),
+        "no summary was asked for"
+    );
+    assert!(
+        stderr.contains("Nothing was summarised: no summary could fit either."),
+        "{stderr}"
+    );
+}

@@ -42,6 +42,7 @@ fn session_started(read_only: Option<String>) -> AgentEvent {
             },
         },
         limit_note: None,
+        limit_warning: false,
         read_only,
     }
 }
@@ -1827,6 +1828,7 @@ fn the_first_screen_welcomes_and_the_demo_gets_no_limit_hint() {
             source: WindowSource::Configured,
         },
         limit_note: Some("Compaction starts at 50.0k characters, under a quarter of what this model can hold".into()),
+        limit_warning: false,
         read_only: None,
     };
     let dir = tempfile::tempdir().unwrap();

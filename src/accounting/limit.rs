@@ -137,6 +137,21 @@ pub enum LimitNote {
 }
 
 impl LimitNote {
+    /// Whether it warns of trouble (a clamped or cramped limit, a window too small for
+    /// the fixed part), rather than saying how the limit was chosen: print mode says
+    /// these at the start.
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            LimitNote::Clamped { .. } | LimitNote::Cramped { .. } | LimitNote::WindowTooSmall { .. }
+        )
+    }
+
+    /// The window cannot hold the system prompt and tools with a reply.
+    pub fn window_too_small(&self) -> bool {
+        matches!(self, LimitNote::WindowTooSmall { .. })
+    }
+
     /// The line for the user, if there is something to say.
     pub fn message(&self) -> Option<String> {
         match self {

@@ -433,6 +433,7 @@ impl Agent {
             sandbox_layers: self.tools.sandbox().details(),
             window: self.ledger.window().clone(),
             limit_note: self.ledger.limit().note.message(),
+            limit_warning: self.ledger.limit().note.is_warning(),
             read_only: self.read_only.clone(),
         });
     }

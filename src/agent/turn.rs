@@ -143,6 +143,16 @@ impl Agent {
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
                 Err(CallFailed::Interrupted) => return Ended::Cancelled,
+                // Where the window cannot hold even the system prompt and tools, no
+                // summary can fit either: none is asked for.
+                Err(CallFailed::Provider(ProviderError::ContextTooLong { message, .. }))
+                    if self.ledger.limit().note.window_too_small() =>
+                {
+                    let why = self.ledger.limit().note.message().unwrap_or_default();
+                    return Ended::Failed(format!(
+                        "The prompt is too long for the model: {message}. {why} Nothing was summarised: no summary could fit either."
+                    ));
+                }
                 Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow }))
                     if reactive_rounds < MAX_REACTIVE_ROUNDS =>
                 {

@@ -47,6 +47,10 @@ pub enum AgentEvent {
         window: Window,
         /// How the limit was chosen, when there is something to say about it.
         limit_note: Option<String>,
+        /// The note warns of trouble (the window is too small for what is sent), not
+        /// only how the limit was chosen: print mode says it at the start.
+        #[serde(default)]
+        limit_warning: bool,
         /// A read-only view of a saved session: what it is, in a phrase. Nothing
         /// typed is sent in it.
         #[serde(default, skip_serializing_if = "Option::is_none")]

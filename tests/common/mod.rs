@@ -439,6 +439,15 @@ impl MockApi {
         api
     }
 
+    /// A llama-server of `n_ctx` tokens on a runtime of its own thread: `/props` states
+    /// the window, and a turn request over it is refused as llama.cpp refuses it.
+    pub fn start_llama_in_thread(replies: Vec<Reply>, n_ctx: u64) -> Self {
+        let props = json!({"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1});
+        let api = on_own_runtime(move || MockApi::start_with_props(replies, Some(props)));
+        api.script.lock().unwrap().window = Some(n_ctx);
+        api
+    }
+
     /// Start on a runtime of its own thread, for tests that drive the binary.
     pub fn start_in_thread(replies: Vec<Reply>) -> Self {
         on_own_runtime(move || MockApi::start(replies))

@@ -258,6 +258,8 @@ impl AppState {
                 window,
                 limit_note,
                 read_only,
+                // The app says every note; only print mode picks the warnings.
+                limit_warning: _,
             } => {
                 let first = self.session.window.is_none();
                 // The demo's small limit is the point of the demo: no hint to raise it.
