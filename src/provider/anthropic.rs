@@ -149,6 +149,11 @@ impl AnthropicProvider {
         request.json(body)
     }
 
+    /// Whether the server answers now (while it was not up).
+    async fn answers(&self) -> bool {
+        super::server_answers(&self.client, &self.config.base_url).await
+    }
+
     /// `GET /v1/models/{model}`: the model's input window as the Models API states it.
     async fn stated_window(&self) -> Option<Window> {
         let mut url = reqwest::Url::parse(&self.url("/v1/models")).ok()?;
@@ -304,7 +309,11 @@ impl Provider for AnthropicProvider {
                 );
             }
             let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
-            let response = self.config.retry.run(&sink, || self.attempt(&body, &sink)).await?;
+            let response = self
+                .config
+                .retry
+                .run(&sink, || self.attempt(&body, &sink), || self.answers())
+                .await?;
             let block = response.content.into_iter().find_map(|block| match block {
                 ContentBlock::Unknown(value)
                     if value.get("type").and_then(Value::as_str) == Some(SERVER_COMPACTION_BLOCK) =>
@@ -342,7 +351,10 @@ impl Provider for AnthropicProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let body = self.request_body(request);
-            self.config.retry.run(deltas, || self.attempt(&body, deltas)).await
+            self.config
+                .retry
+                .run(deltas, || self.attempt(&body, deltas), || self.answers())
+                .await
         })
     }
 }

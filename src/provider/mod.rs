@@ -684,6 +684,17 @@ pub(crate) async fn counted_input_tokens(response: reqwest::Response) -> Result<
         .ok_or_else(|| ProviderError::Protocol(format!("the token count answered {text}")))
 }
 
+/// Whether the server answers now, for a wait on one that was not up: any answer of
+/// its `/health` but llama-server's 503 (its model still loading) says it does.
+pub(crate) async fn server_answers(client: &reqwest::Client, base_url: &str) -> bool {
+    let trimmed = base_url.trim_end_matches('/');
+    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    match client.get(format!("{root}/health")).timeout(PROBE_TIMEOUT).send().await {
+        Ok(response) => response.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        Err(_) => false,
+    }
+}
+
 /// Send a request; an error status becomes a classified [`ProviderError`] (with the
 /// server's `retry-after`), a success is returned for streaming.
 pub(crate) async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, ProviderError> {

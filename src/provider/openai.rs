@@ -345,7 +345,11 @@ impl Provider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let body = self.request_body(request);
-            self.config.retry.run(deltas, || self.attempt(&body, deltas)).await
+            let answers = || super::server_answers(&self.client, &self.config.base_url);
+            self.config
+                .retry
+                .run(deltas, || self.attempt(&body, deltas), answers)
+                .await
         })
     }
 }

@@ -9,6 +9,13 @@ use serde::{Deserialize, Serialize};
 use super::error::ProviderError;
 use super::{DeltaSink, StreamEvent};
 
+/// How often a server that is not up is asked whether it answers now: a request waits
+/// at most this long after the server comes up.
+pub const HEALTH_POLL: Duration = Duration::from_millis(250);
+
+/// How often a wait for a server that is not up is said again.
+const WAIT_SAID_EVERY: Duration = Duration::from_secs(10);
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryPolicy {
@@ -57,41 +64,60 @@ impl RetryPolicy {
     /// Run `attempt` until it succeeds, fails for good, or the attempts run out. A
     /// server's `retry-after` replaces the backoff's wait; each retry is announced on
     /// `deltas` (the partial response is to be dropped). While the server is not up,
-    /// the attempts start over until `startup_wait_secs` have passed.
-    pub async fn run<T, F, Fut>(&self, deltas: &DeltaSink, mut attempt: F) -> Result<T, ProviderError>
+    /// `is_up` is polled every [`HEALTH_POLL`] and the attempt goes as soon as it says
+    /// so, until `startup_wait_secs` have passed.
+    pub async fn run<T, F, Fut, U, UpFut>(
+        &self,
+        deltas: &DeltaSink,
+        mut attempt: F,
+        mut is_up: U,
+    ) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, ProviderError>>,
+        U: FnMut() -> UpFut,
+        UpFut: std::future::Future<Output = bool>,
     {
         let started = tokio::time::Instant::now();
         let startup_wait = Duration::from_secs(self.startup_wait_secs);
         let mut failed = 0;
-        let announce = |failed: u32, error: &ProviderError, delay: Duration| {
+        let announce = |failed: u32, reason: String, delay: Duration| {
             let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-            tracing::warn!(attempt = failed, delay_ms, %error, "retrying model call");
+            tracing::warn!(attempt = failed, delay_ms, %reason, "retrying model call");
             let _ = deltas.send(StreamEvent::Retrying {
                 attempt: failed,
                 delay_ms,
-                reason: error.to_string(),
+                reason,
             });
         };
         loop {
             let result = (&mut attempt)
                 .retry(self.backoff())
                 .sleep(tokio::time::sleep)
-                .when(ProviderError::is_retryable)
+                // A server that is not up is polled below, not slept on.
+                .when(|error| error.is_retryable() && !error.server_not_up())
                 .adjust(|error, delay| delay.map(|delay| error.retry_after().unwrap_or(delay)))
                 .notify(|error, delay| {
                     failed += 1;
-                    announce(failed, error, delay);
+                    announce(failed, error.to_string(), delay);
                 })
                 .await;
-            let delay = Duration::from_millis(self.max_delay_ms.max(self.base_delay_ms));
             match result {
-                Err(error) if error.server_not_up() && started.elapsed() + delay < startup_wait => {
-                    failed += 1;
-                    announce(failed, &error, delay);
-                    tokio::time::sleep(delay).await;
+                Err(error) if error.server_not_up() && started.elapsed() + HEALTH_POLL < startup_wait => {
+                    // Said at once and every WAIT_SAID_EVERY: the wait is never silent.
+                    let mut said_at: Option<tokio::time::Instant> = None;
+                    loop {
+                        if said_at.is_none_or(|at| at.elapsed() >= WAIT_SAID_EVERY) {
+                            failed += 1;
+                            let left = startup_wait.saturating_sub(started.elapsed());
+                            announce(failed, format!("{error}; waiting for it to answer"), left);
+                            said_at = Some(tokio::time::Instant::now());
+                        }
+                        tokio::time::sleep(HEALTH_POLL).await;
+                        if started.elapsed() + HEALTH_POLL >= startup_wait || is_up().await {
+                            break;
+                        }
+                    }
                 }
                 done => return done,
             }
@@ -129,15 +155,19 @@ mod tests {
         let mut calls = 0;
         let started = tokio::time::Instant::now();
         let result: Result<(), _> = policy(3)
-            .run(&deltas, || {
-                calls += 1;
-                async {
-                    Err(ProviderError::RateLimited {
-                        retry_after: Some(Duration::from_secs(3)),
-                        message: "slow down".into(),
-                    })
-                }
-            })
+            .run(
+                &deltas,
+                || {
+                    calls += 1;
+                    async {
+                        Err(ProviderError::RateLimited {
+                            retry_after: Some(Duration::from_secs(3)),
+                            message: "slow down".into(),
+                        })
+                    }
+                },
+                || async { true },
+            )
             .await;
         assert!(matches!(result, Err(ProviderError::RateLimited { .. })));
         assert_eq!(calls, 3);
@@ -152,25 +182,30 @@ mod tests {
         }
         let mut once = 0;
         let unauthorised: Result<(), _> = policy(3)
-            .run(&deltas, || {
-                once += 1;
-                async {
-                    Err(ProviderError::Auth {
-                        status: 401,
-                        message: "no".into(),
-                    })
-                }
-            })
+            .run(
+                &deltas,
+                || {
+                    once += 1;
+                    async {
+                        Err(ProviderError::Auth {
+                            status: 401,
+                            message: "no".into(),
+                        })
+                    }
+                },
+                || async { true },
+            )
             .await;
         assert!(unauthorised.is_err());
         assert_eq!(once, 1, "not retryable: tried once");
     }
 
-    /// A restarting server: 3 attempts take well under a second here, but a server
-    /// that refuses connections is waited for until `startup_wait_secs`, and one that
-    /// comes up meanwhile is answered; other failures keep their few attempts.
+    /// A restarting server is not given up on after the few seconds `max_attempts`
+    /// take: its health is polled until `startup_wait_secs`, and the request goes as
+    /// soon as it answers (not after a backoff's sleep); other failures keep their few
+    /// attempts.
     #[tokio::test(start_paused = true)]
-    async fn a_server_that_is_not_up_is_waited_for_until_the_startup_wait() {
+    async fn a_server_that_is_not_up_is_polled_and_asked_as_soon_as_it_answers() {
         let (deltas, mut announced) = tokio::sync::mpsc::unbounded_channel();
         let refused = || ProviderError::NotUp("connection refused at 127.0.0.1:8080 (is the server running?)".into());
         let policy = RetryPolicy {
@@ -180,51 +215,76 @@ mod tests {
         let started = tokio::time::Instant::now();
         let mut calls = 0;
         let result: Result<(), _> = policy
-            .run(&deltas, || {
-                calls += 1;
-                async { Err(refused()) }
-            })
+            .run(
+                &deltas,
+                || {
+                    calls += 1;
+                    async { Err(refused()) }
+                },
+                || async { false },
+            )
             .await;
         assert!(matches!(result, Err(ProviderError::NotUp(_))));
         let waited = started.elapsed();
         assert!(
-            waited >= Duration::from_secs(8) && waited < Duration::from_secs(11),
+            waited >= Duration::from_millis(9_500) && waited <= Duration::from_secs(10),
             "{waited:?}"
         );
-        assert!(calls > 3, "more than max_attempts while the server is not up: {calls}");
-        let mut numbers = Vec::new();
-        while let Ok(StreamEvent::Retrying { attempt, .. }) = announced.try_recv() {
-            numbers.push(attempt);
-        }
         assert_eq!(
-            numbers,
-            (1..calls).collect::<Vec<u32>>(),
-            "every retry said, numbered on"
+            calls, 2,
+            "asked at the start and once more at the end of the wait, not between"
         );
+        assert!(matches!(
+            announced.try_recv(),
+            Ok(StreamEvent::Retrying { attempt: 1, .. })
+        ));
+        assert!(announced.try_recv().is_err(), "the wait is said once");
 
-        // It comes up on the 6th attempt (past max_attempts): answered.
-        let mut calls = 0;
+        // Healthy at +10.6 s: the request goes within a poll of it, not 10 s later.
+        let policy = RetryPolicy {
+            startup_wait_secs: 60,
+            ..policy
+        };
+        let started = tokio::time::Instant::now();
+        let up_at = Duration::from_millis(10_600);
+        let up = move || std::future::ready(started.elapsed() >= up_at);
+        let mut sent_at = Vec::new();
         let result = policy
-            .run(&deltas, || {
-                calls += 1;
-                let up = calls >= 6;
-                async move { if up { Ok("hello") } else { Err(refused()) } }
-            })
+            .run(
+                &deltas,
+                || {
+                    sent_at.push(started.elapsed());
+                    let up = started.elapsed() >= up_at;
+                    async move { if up { Ok("hello") } else { Err(refused()) } }
+                },
+                up,
+            )
             .await;
         assert_eq!(result.unwrap(), "hello");
+        let last = *sent_at.last().unwrap();
+        assert!(last >= up_at && last <= up_at + HEALTH_POLL, "{sent_at:?}");
+        assert_eq!(
+            sent_at.len(),
+            2,
+            "asked when it started and once it answered: {sent_at:?}"
+        );
 
         // A 500 is not a server starting: its 3 attempts, then the error.
         let mut calls = 0;
         let result: Result<(), _> = policy
-            .run(&deltas, || {
-                calls += 1;
-                async {
-                    Err(ProviderError::Server {
-                        status: 500,
-                        message: "boom".into(),
-                    })
-                }
-            })
+            .run(
+                &deltas,
+                || {
+                    calls += 1;
+                    async {
+                        Err(ProviderError::Server {
+                            status: 500,
+                            message: "boom".into(),
+                        })
+                    }
+                },
+                || async { true },
+            )
             .await;
         assert!(result.is_err());
         assert_eq!(calls, 3);

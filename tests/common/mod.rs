@@ -377,6 +377,7 @@ impl MockApi {
             .route("/v1/chat/completions/input_tokens", post(input_tokens))
             .route("/v1/chat/completions", post(chat_completions))
             .route("/props", axum::routing::get(llama_props))
+            .route("/health", axum::routing::get(llama_health))
             .route("/v1/models/{id}", axum::routing::get(model_info))
             .with_state(script.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -671,6 +672,17 @@ async fn model_info(
         }
         None => axum::response::IntoResponse::into_response(StatusCode::NOT_FOUND),
     }
+}
+
+/// llama-server's `/health`: 503 while it loads its model, else 200.
+async fn llama_health(State(script): State<Arc<Mutex<Script>>>) -> Response {
+    let loading = script.lock().unwrap().loading;
+    let (status, body) = if loading {
+        (503, r#"{"error":{"code":503,"message":"Loading model"}}"#)
+    } else {
+        (200, r#"{"status":"ok"}"#)
+    };
+    Response::builder().status(status).body(Body::from(body)).unwrap()
 }
 
 async fn llama_props(State(script): State<Arc<Mutex<Script>>>) -> Response {
