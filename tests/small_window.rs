@@ -176,7 +176,7 @@ async fn a_reply_stopped_by_a_full_window_is_not_blamed_on_max_tokens() {
     assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
     assert!(
         done.notices.iter().any(|n| n
-            == "the reply stopped at the end of the model's window (1500 prompt + 530 reply tokens filled its 2048)"),
+            == "the reply stopped at the end of the model's window (1500 prompt + 530 reply = 2030 of its 2048 tokens)"),
         "{:?}",
         done.notices
     );

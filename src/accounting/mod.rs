@@ -79,9 +79,11 @@ impl std::fmt::Display for ReplyEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReplyEnd::MaxTokens { max_tokens } => write!(f, "its max_tokens limit ({max_tokens} tokens)"),
+            // The sum is said as it is: "filled" read wrong where a few tokens were left.
             ReplyEnd::WindowFull { prompt, reply, window } => write!(
                 f,
-                "the end of the model's window ({prompt} prompt + {reply} reply tokens filled its {window})"
+                "the end of the model's window ({prompt} prompt + {reply} reply = {} of its {window} tokens)",
+                prompt + reply
             ),
         }
     }

@@ -365,7 +365,12 @@ fn a_reply_cut_by_a_full_window_is_not_blamed_on_max_tokens() {
     );
     assert_eq!(
         full.to_string(),
-        "the end of the model's window (1995 prompt + 53 reply tokens filled its 2048)"
+        "the end of the model's window (1995 prompt + 53 reply = 2048 of its 2048 tokens)"
+    );
+    // Said as it adds up: 1771 + 256 left 21 of the window.
+    assert_eq!(
+        small.reply_end(&usage(1_771, 256), 512).to_string(),
+        "the end of the model's window (1771 prompt + 256 reply = 2027 of its 2048 tokens)"
     );
     let limit = small.reply_end(&usage(900, 400), 512);
     assert_eq!(limit.to_string(), "its max_tokens limit (512 tokens)");
