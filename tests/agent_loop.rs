@@ -867,3 +867,32 @@ async fn after_the_loop_guard_stops_a_turn_the_next_request_runs() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// A summary call is said as it starts and as it streams, before its stage's marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_call_says_how_far_it_is() {
+    let long = "A long answer about the lexer and its tokens. ".repeat(40);
+    let api = MockApi::start(vec![text_reply(&long), text_reply(&long)]).await;
+    let mut agent = start(&api, AskPolicy::Refuse).await;
+    for request in ["first question", "second question"] {
+        agent.ops.send(Op::Submit { text: request.into() }).unwrap();
+        until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    }
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    let mut said = Vec::new();
+    loop {
+        match until(&mut agent.events, |e| {
+            matches!(e, AgentEvent::Summarising { .. } | AgentEvent::Compaction { .. })
+        })
+        .await
+        {
+            AgentEvent::Summarising { background, chars } => said.push((background, chars)),
+            _ => break,
+        }
+    }
+    let summary = "Goal: the scripted task. Summary from the mock API.".chars().count();
+    assert_eq!(said.first(), Some(&(false, 0)), "said as it starts: {said:?}");
+    assert_eq!(said.last(), Some(&(false, summary)), "and the whole of it: {said:?}");
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

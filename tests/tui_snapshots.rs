@@ -3770,3 +3770,40 @@ fn a_summary_the_server_wrote_says_so_on_its_marker() {
     assert!(text.contains("written by the server"), "{text}");
     insta::assert_snapshot!("server_summary_marker_80x24", terminal.backend());
 }
+
+/// A summary being written says so on the status line (for the turn) and on the gauge
+/// (in the background), with how far it is.
+#[test]
+fn a_summary_being_written_is_on_the_status_line_and_the_gauge() {
+    let mut s = screen();
+    s.app.apply(AgentEvent::TurnStarted {
+        turn: scratchpad::protocol::TurnId(1),
+        request: "go on with the parser".into(),
+    });
+    s.app.apply(AgentEvent::Summarising {
+        background: false,
+        chars: 1_360,
+    });
+    let terminal = draw(&mut s.app, 80, 24);
+    let text = text_of(&terminal);
+    assert!(text.contains("summarising (0 s, ≈340 tokens so far)"), "{text}");
+    insta::assert_snapshot!("summarising_80x24", terminal.backend());
+
+    let AgentEvent::Context { mut status } = context(36_000, 30) else {
+        unreachable!("context builds a context event")
+    };
+    status.background = Some(scratchpad::protocol::BackgroundStatus {
+        started_at_percent: 71,
+        ready: false,
+    });
+    s.app.apply(AgentEvent::Context { status });
+    s.app.apply(AgentEvent::Summarising {
+        background: true,
+        chars: 800,
+    });
+    let text = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        text.contains("summarising since 71% (0 s, ≈200 tokens so far)"),
+        "{text}"
+    );
+}

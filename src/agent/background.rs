@@ -383,7 +383,7 @@ impl Agent {
         let by_server = self.settings.compaction.summariser == crate::compact::SummariserChoice::Server
             && self.provider.compacts_on_server();
         let store = self.store.clone();
-        let mut summariser = self.summariser();
+        let mut summariser = self.summariser(true);
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.system.clone(), self.tools.specs());
         let task = tokio::spawn(async move {

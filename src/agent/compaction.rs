@@ -50,7 +50,13 @@ impl Agent {
         self.ledger.summary_budget(around)
     }
 
-    pub(super) fn summariser(&self) -> ProviderSummariser {
+    /// The summariser for a summary written now (or in the `background`): each of its
+    /// calls is said as it starts and as its text streams.
+    pub(super) fn summariser(&self, background: bool) -> ProviderSummariser {
+        let events = self.events.clone();
+        let progress: crate::provider::SummaryProgress = std::sync::Arc::new(move |chars| {
+            let _ = events.send(AgentEvent::Summarising { background, chars });
+        });
         ProviderSummariser::new(
             self.provider.clone(),
             tokio::runtime::Handle::current(),
@@ -61,6 +67,7 @@ impl Agent {
             self.system.clone(),
             self.tools.specs(),
         )
+        .with_progress(progress)
     }
 
     /// The pipeline's settings for a run now: the summary input capped to what the
@@ -98,7 +105,7 @@ impl Agent {
         let mut sizes = self.conversation.sizes().clone();
         let config = self.pipeline_config();
         let store = self.store.clone();
-        let mut summariser = self.summariser();
+        let mut summariser = self.summariser(false);
         let joined = tokio::task::spawn_blocking(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 work(&mut messages, &mut sizes, &config, &store, &mut summariser)

@@ -155,6 +155,12 @@ pub enum AgentEvent {
         point: CallPoint,
         usage: Usage,
     },
+    /// A summary is being written (in the `background`, or for the turn): the
+    /// characters of it streamed so far, 0 as a summary call starts.
+    Summarising {
+        background: bool,
+        chars: usize,
+    },
     /// The server said why the call's prompt cache could not reuse the previous
     /// call's prefix (or that it was still comparing); also on the call's point.
     Cache {

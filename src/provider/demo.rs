@@ -313,6 +313,7 @@ impl Provider for DemoProvider {
         &'a self,
         request: &'a SummaryRequest<'a>,
         _max_tokens: u32,
+        _deltas: &'a super::DeltaSink,
     ) -> BoxFuture<'a, Result<super::ModelSummary, ProviderError>> {
         Box::pin(async move {
             ExtractiveSummariser

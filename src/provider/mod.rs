@@ -236,10 +236,12 @@ pub trait Provider: Send + Sync {
 
     /// The lossy summary for compaction, at most `max_tokens` long. By default the
     /// model is asked, with the summary instructions as system prompt and no tools.
+    /// Its text streams to `deltas` as it is written.
     fn summarise<'a>(
         &'a self,
         request: &'a SummaryRequest<'a>,
         max_tokens: u32,
+        deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ModelSummary, ProviderError>> {
         Box::pin(async move {
             let messages = [Message::user_text(format!(
@@ -254,14 +256,53 @@ pub trait Provider: Send + Sync {
                 cache_check: CacheCheck::Off,
                 think: false,
             };
-            let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
-            let response = self.complete(&model_request, &sink).await?;
+            let response = self.complete(&model_request, deltas).await?;
             Ok(ModelSummary {
                 text: response.text(),
                 cut: response.stop_reason.as_deref() == Some(STOP_MAX_TOKENS),
             })
         })
     }
+}
+
+/// How often a summary being written says how far it is.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Told as a summary is written: the characters of it that have streamed so far (0 as
+/// a summary call starts).
+pub type SummaryProgress = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
+
+/// A sink for a summary call's stream, and the future that tells `progress` what
+/// streams into it until the sink is dropped (a retry starts the count again).
+fn watch_summary(progress: Option<SummaryProgress>) -> (DeltaSink, impl std::future::Future<Output = ()>) {
+    let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
+    let watching = async move {
+        let tell = |chars: usize| {
+            if let Some(progress) = &progress {
+                progress(chars);
+            }
+        };
+        tell(0);
+        let mut chars = 0;
+        let mut told = std::time::Instant::now();
+        while let Some(event) = deltas.recv().await {
+            match event {
+                StreamEvent::Text(text) => chars += text.chars().count(),
+                StreamEvent::Retrying { .. } => chars = 0,
+                StreamEvent::Thinking(_) | StreamEvent::ToolUseStarted { .. } => continue,
+            }
+            // Often enough for a status line that counts seconds, not once a token.
+            if chars == 0 || told.elapsed() >= PROGRESS_EVERY {
+                tell(chars);
+                told = std::time::Instant::now();
+            }
+        }
+        // The whole of it, once it has all streamed.
+        if chars > 0 {
+            tell(chars);
+        }
+    };
+    (sink, watching)
 }
 
 /// A summary as the model wrote it, and whether its `max_tokens` cut it off.
@@ -302,6 +343,8 @@ pub struct ProviderSummariser {
     runtime: tokio::runtime::Handle,
     max_tokens: u32,
     notices: Vec<String>,
+    /// Told as a summary is written: how many characters of it have streamed.
+    progress: Option<SummaryProgress>,
     choice: SummariserChoice,
     /// The session's system prompt and tools, which the server's compaction is sent
     /// with (the ordinary request of the messages).
@@ -319,9 +362,16 @@ impl ProviderSummariser {
             runtime,
             max_tokens,
             notices: Vec::new(),
+            progress: None,
             choice: SummariserChoice::Model,
             session: None,
         }
+    }
+
+    /// Tell `progress` as each summary call starts and as its text streams.
+    pub fn with_progress(mut self, progress: SummaryProgress) -> Self {
+        self.progress = Some(progress);
+        self
     }
 
     /// Who writes the summaries (`compaction.summariser`); the server's compaction is
@@ -346,6 +396,10 @@ impl ProviderSummariser {
             instructions: request.instructions.clone(),
             max_tokens: self.max_tokens,
         };
+        // The server's compaction streams no text: its progress is the time it takes.
+        if let Some(progress) = &self.progress {
+            progress(0);
+        }
         let mut answer = self.provider.compact_on_server(&asked).await;
         if matches!(&answer, Err(ProviderError::Compaction { code, .. }) if code == error::COMPACTION_UNAVAILABLE) {
             tokio::time::sleep(COMPACTION_RETRY_PAUSE).await;
@@ -375,7 +429,15 @@ impl ProviderSummariser {
             ),
             ..request.clone()
         };
-        let summary = self.provider.summarise(&sized, self.max_tokens).await?;
+        let (sink, watching) = watch_summary(self.progress.clone());
+        let (provider, max_tokens, asked) = (self.provider.clone(), self.max_tokens, &sized);
+        let call = async move {
+            let summary = provider.summarise(asked, max_tokens, &sink).await;
+            drop(sink);
+            summary
+        };
+        let (summary, ()) = tokio::join!(call, watching);
+        let summary = summary?;
         if !summary.cut {
             return Ok(summary.text);
         }
@@ -449,8 +511,14 @@ impl ProviderSummariser {
             cache_check: CacheCheck::Off,
             think: false,
         };
-        let (sink, _ignored) = tokio::sync::mpsc::unbounded_channel();
-        let answered = match self.provider.complete(&request, &sink).await {
+        let (sink, watching) = watch_summary(self.progress.clone());
+        let (provider, asked) = (self.provider.clone(), &request);
+        let call = async move {
+            let answered = provider.complete(asked, &sink).await;
+            drop(sink);
+            answered
+        };
+        let answered = match tokio::join!(call, watching).0 {
             Ok(response) => response,
             Err(error) => return Some(Err(SummaryError(error.to_string()))),
         };

@@ -101,7 +101,7 @@ const BY_USE: [fn(&mut Shown); 6] = [
     |shown| shown.request_chars = true,
 ];
 
-fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
+fn details(status: &ContextStatus, shown: Shown, writing: Option<&str>) -> Vec<Span<'static>> {
     let percent = status.estimate * 100 / status.limit.max(1);
     let colour = zone_colour(zone(status));
     let mut spans = vec![Span::styled(
@@ -140,7 +140,10 @@ fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
             )
         } else {
             (
-                format!(" · summarising since {}%", background.started_at_percent),
+                match writing {
+                    Some(progress) => format!(" · summarising since {}% ({progress})", background.started_at_percent),
+                    None => format!(" · summarising since {}%", background.started_at_percent),
+                },
                 theme::palette().soft,
             )
         };
@@ -163,16 +166,16 @@ fn details(status: &ContextStatus, shown: Shown) -> Vec<Span<'static>> {
 
 /// The most of the text that fits `width` columns: each field, most useful first,
 /// kept when it still fits.
-fn fitted_details(status: &ContextStatus, width: usize) -> Vec<Span<'static>> {
+fn fitted_details(status: &ContextStatus, width: usize, writing: Option<&str>) -> Vec<Span<'static>> {
     let mut shown = Shown::default();
     for keep in BY_USE {
         let mut more = shown;
         keep(&mut more);
-        if width_of(&details(status, more)) <= width {
+        if width_of(&details(status, more, writing)) <= width {
             shown = more;
         }
     }
-    details(status, shown)
+    details(status, shown, writing)
 }
 
 fn width_of(spans: &[Span]) -> usize {
@@ -207,7 +210,8 @@ pub fn token_text(figure: &TokenFigure, with_chars: bool) -> String {
     )
 }
 
-pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>) {
+/// `writing`: how far a summary being written in the background is, when one is.
+pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>, writing: Option<&str>) {
     let Some(status) = status else {
         frame.render_widget(
             Paragraph::new(Span::styled(
@@ -226,8 +230,8 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         first.extend(bar(status, width - 10));
         // Under the bar, or from the left edge where that shows more.
         let indent = "          ";
-        let under = fitted_details(status, width - indent.len());
-        let edge = fitted_details(status, width - 1);
+        let under = fitted_details(status, width - indent.len(), writing);
+        let edge = fitted_details(status, width - 1, writing);
         let (indent, text) = if width_of(&edge) > width_of(&under) {
             (" ", edge)
         } else {
@@ -237,7 +241,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>)
         second.extend(text);
         frame.render_widget(Paragraph::new(vec![Line::from(first), Line::from(second)]), area);
     } else {
-        let details = fitted_details(status, width.saturating_sub(MIN_BAR + 1));
+        let details = fitted_details(status, width.saturating_sub(MIN_BAR + 1), writing);
         let bar_width = width.saturating_sub(width_of(&details) + 1).max(3);
         let mut line = bar(status, bar_width);
         line.push(Span::raw(" "));

@@ -82,8 +82,20 @@ pub fn turn_label(turn: &TurnState) -> String {
         ),
         TurnState::RunningTool(name) => format!("running {name}"),
         TurnState::Compacting => "compacting".into(),
+        TurnState::Summarising { since, chars } => format!("summarising ({})", summary_progress(*since, *chars)),
         TurnState::AwaitingAnswer { .. } => "waiting for your answer".into(),
     }
+}
+
+/// How far a summary being written is, for the status line and the gauge: `12 s,
+/// ≈340 tokens so far`; the tokens are estimated from the characters streamed.
+pub fn summary_progress(since: std::time::Instant, chars: usize) -> String {
+    let seconds = since.elapsed().as_secs();
+    if chars == 0 {
+        return format!("{seconds} s");
+    }
+    let tokens = (chars as f64 / crate::accounting::DEFAULT_CHARS_PER_TOKEN).round() as usize;
+    format!("{seconds} s, ≈{} tokens so far", crate::compact::short_count(tokens))
 }
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, session: &SessionInfo, turn: &TurnState, tick: usize) {

@@ -94,7 +94,11 @@ impl App {
                 self.tick,
             );
         }
-        gauge::render(frame, gauge_area, self.state.context.as_ref());
+        let writing = self
+            .state
+            .background_summary
+            .map(|(since, chars)| super::status::summary_progress(since, chars));
+        gauge::render(frame, gauge_area, self.state.context.as_ref(), writing.as_deref());
         if let Some(banner) = &self.state.banner {
             status::render_banner(frame, banner_area, banner);
         }

@@ -30,6 +30,9 @@ pub struct AppState {
     pub tools: Vec<ToolCall>,
     pub context: Option<ContextStatus>,
     pub timeline: Vec<CallPoint>,
+    /// A summary being written in the background: since when, and the characters of
+    /// it streamed so far.
+    pub background_summary: Option<(Instant, usize)>,
     pub session: SessionInfo,
     pub turn: TurnState,
     /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
@@ -63,6 +66,7 @@ impl Default for AppState {
             tools: Vec::new(),
             context: None,
             timeline: Vec::new(),
+            background_summary: None,
             undoable: Vec::new(),
             session: SessionInfo::default(),
             turn: TurnState::Idle,
@@ -416,6 +420,24 @@ impl AppState {
                 self.turn = TurnState::AwaitingAnswer { request_id };
             }
             AgentEvent::Compacting => self.turn = TurnState::Compacting,
+            AgentEvent::Summarising {
+                background: true,
+                chars,
+            } => {
+                let since = self.background_summary.map_or_else(Instant::now, |(since, _)| since);
+                let since = if chars == 0 { Instant::now() } else { since };
+                self.background_summary = Some((since, chars));
+            }
+            AgentEvent::Summarising {
+                background: false,
+                chars,
+            } => {
+                let since = match self.turn {
+                    TurnState::Summarising { since, .. } if chars > 0 => since,
+                    _ => Instant::now(),
+                };
+                self.turn = TurnState::Summarising { since, chars };
+            }
             AgentEvent::CompactionRequested { by, focus } => {
                 self.turn = TurnState::Compacting;
                 self.note_compaction_request(by, focus.as_deref());
@@ -427,9 +449,7 @@ impl AppState {
                     // The history shrank: an earlier error (too long, a failed stage) is stale.
                     self.banner = None;
                 }
-                if self.turn == TurnState::Compacting
-                    && matches!(event.stage, Stage::CompactHistory | Stage::ReactiveCompact)
-                {
+                if self.turn.is_compacting() && matches!(event.stage, Stage::CompactHistory | Stage::ReactiveCompact) {
                     self.turn = if self.in_turn {
                         TurnState::Thinking
                     } else {
@@ -496,7 +516,7 @@ impl AppState {
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => {
-                if self.turn == TurnState::Compacting && !self.in_turn {
+                if self.turn.is_compacting() && !self.in_turn {
                     self.turn = TurnState::Idle;
                 }
                 self.banner = Some(message);
@@ -615,6 +635,9 @@ impl AppState {
     /// A background summary moved on: the chat says it quietly (the gauge follows the
     /// context status).
     fn note_background(&mut self, event: &BackgroundEvent) {
+        if !matches!(event, BackgroundEvent::Started { .. }) {
+            self.background_summary = None;
+        }
         self.push(ChatEntry::Notice(event.line()));
     }
 }

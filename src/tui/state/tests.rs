@@ -585,3 +585,46 @@ fn a_cache_miss_line_goes_before_the_answer_still_streaming() {
     assert_eq!(state.chat.len(), 3, "{:?}", state.chat);
     assert_eq!(state.revisions.len(), state.chat.len());
 }
+
+/// A summary call for the turn is said as such while it streams, and the turn goes
+/// back to thinking when the stage that asked for it ends; a background one is kept
+/// apart, for the gauge, until it is ready.
+#[test]
+fn a_summary_being_written_is_said_with_its_progress_until_its_stage_ends() {
+    let mut state = AppState::default();
+    let turn = crate::protocol::TurnId(1);
+    state.apply(AgentEvent::TurnStarted {
+        turn,
+        request: "go on".into(),
+    });
+    state.apply(AgentEvent::Summarising {
+        background: false,
+        chars: 0,
+    });
+    assert!(matches!(state.turn, TurnState::Summarising { chars: 0, .. }));
+    state.apply(AgentEvent::Summarising {
+        background: false,
+        chars: 1_360,
+    });
+    let label = crate::tui::status::turn_label(&state.turn);
+    assert!(label.starts_with("summarising (0 s, ≈340 tokens so far)"), "{label}");
+    state.apply(AgentEvent::Compaction {
+        event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
+    });
+    assert_eq!(state.turn, TurnState::Thinking);
+
+    state.apply(AgentEvent::Summarising {
+        background: true,
+        chars: 400,
+    });
+    assert_eq!(
+        state.turn,
+        TurnState::Thinking,
+        "a background summary leaves the turn as it is"
+    );
+    assert!(matches!(state.background_summary, Some((_, 400))));
+    state.apply(AgentEvent::Background {
+        event: BackgroundEvent::Ready { took_ms: 900 },
+    });
+    assert_eq!(state.background_summary, None);
+}

@@ -18,11 +18,23 @@ pub enum TurnState {
     },
     RunningTool(String),
     Compacting,
+    /// A summary call for the turn: since when, and the characters of it streamed.
+    Summarising {
+        since: Instant,
+        chars: usize,
+    },
     /// Waiting for the user's answer to question `request_id` (a permission, or
     /// whether to summarise).
     AwaitingAnswer {
         request_id: u64,
     },
+}
+
+impl TurnState {
+    /// Compacting, or writing the summary of a compaction.
+    pub fn is_compacting(&self) -> bool {
+        matches!(self, TurnState::Compacting | TurnState::Summarising { .. })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
