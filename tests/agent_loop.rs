@@ -880,15 +880,12 @@ async fn a_summary_call_says_how_far_it_is() {
     }
     agent.ops.send(Op::Compact { focus: None }).unwrap();
     let mut said = Vec::new();
-    loop {
-        match until(&mut agent.events, |e| {
-            matches!(e, AgentEvent::Summarising { .. } | AgentEvent::Compaction { .. })
-        })
-        .await
-        {
-            AgentEvent::Summarising { background, chars } => said.push((background, chars)),
-            _ => break,
-        }
+    while let AgentEvent::Summarising { background, chars } = until(&mut agent.events, |e| {
+        matches!(e, AgentEvent::Summarising { .. } | AgentEvent::Compaction { .. })
+    })
+    .await
+    {
+        said.push((background, chars));
     }
     let summary = "Goal: the scripted task. Summary from the mock API.".chars().count();
     assert_eq!(said.first(), Some(&(false, 0)), "said as it starts: {said:?}");
