@@ -595,10 +595,18 @@ impl StageEvent {
             short_count(self.chars_after)
         );
         if let Some(freed) = &self.freed {
-            let amount = if freed.chars >= 0 {
-                format!("freed {}", short_count(freed.chars.unsigned_abs() as usize))
-            } else {
+            let summarised = matches!(self.stage, Stage::CompactHistory | Stage::ReactiveCompact);
+            let amount = if freed.chars < 0 {
                 format!("grew by {}", short_count(freed.chars.unsigned_abs() as usize))
+            } else if summarised && freed.chars.unsigned_abs() as usize * 5 < self.chars_before {
+                // A summary is worth its loss only where it frees room: saying so keeps
+                // a costly one that did not from passing unnoticed.
+                format!(
+                    "freed only {}, under a fifth of the history",
+                    short_count(freed.chars.unsigned_abs() as usize)
+                )
+            } else {
+                format!("freed {}", short_count(freed.chars.unsigned_abs() as usize))
             };
             match &self.since_previous {
                 Some(since) => line.push_str(&format!(" · {amount}; {}", since.describe())),
@@ -756,4 +764,31 @@ pub trait Summariser {
 pub struct Context<'a> {
     pub config: &'a CompactConfig,
     pub store: &'a dyn Archive,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary that freed under a fifth of the history says so; one that freed more,
+    /// or a stage that summarises nothing, says what it freed plainly.
+    #[test]
+    fn a_summary_that_freed_under_a_fifth_says_so() {
+        let event = |stage: Stage, before: usize, after: usize| {
+            let mut event = StageEvent::start(stage, 10, before, String::new());
+            event.replaced = 4;
+            event.stop(3, after);
+            event.freed = Some(Box::new(Freed {
+                chars: i64::try_from(before - after).unwrap(),
+                tokens: 0,
+            }));
+            event.summary_line()
+        };
+        let poor = event(Stage::CompactHistory, 10_200, 8_600);
+        assert!(poor.contains("freed only 1.6k, under a fifth of the history"), "{poor}");
+        let good = event(Stage::CompactHistory, 10_200, 4_000);
+        assert!(good.contains("freed 6.2k") && !good.contains("under a fifth"), "{good}");
+        let micro = event(Stage::MicroCompact, 10_200, 9_000);
+        assert!(micro.contains("freed 1.2k") && !micro.contains("fifth"), "{micro}");
+    }
 }
