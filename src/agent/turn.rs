@@ -123,7 +123,14 @@ impl Agent {
     }
 
     async fn steps(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Ended {
-        self.discover_again().await;
+        match self.discover_again(ops).await {
+            Ok(()) => {}
+            Err(Interrupted::Quit) => {
+                self.quit = true;
+                return Ended::Cancelled;
+            }
+            Err(Interrupted::Cancel) => return Ended::Cancelled,
+        }
         let mut reactive_rounds = 0;
         let mut step = 0;
         while step < self.settings.max_steps {

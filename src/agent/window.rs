@@ -1,8 +1,10 @@
 //! The model's window as the server tells it: asked again while the server has not
 //! answered, journaled when it is news, and the limit following it.
 
+use tokio::sync::mpsc::UnboundedReceiver;
+
 use super::Agent;
-use crate::protocol::{AgentEvent, Window, WindowSource};
+use crate::protocol::{AgentEvent, Op, Window, WindowSource};
 use crate::session::Record;
 
 impl Agent {
@@ -16,12 +18,34 @@ impl Agent {
 
     /// Ask a server that did not answer at the start again: once it does, its window
     /// and model replace the configured ones, said in a notice and in the session
-    /// line.
-    pub(super) async fn discover_again(&mut self) {
+    /// line. One that still does not answer is waited for (its health polled), so what
+    /// it says applies to the very request the turn is about to send; `Err` when the
+    /// user cancelled the wait.
+    pub(super) async fn discover_again(&mut self, ops: &mut UnboundedReceiver<Op>) -> Result<(), super::Interrupted> {
         if !self.rediscover {
-            return;
+            return Ok(());
         }
-        let facts = self.provider.discover().await;
+        let mut facts = self.provider.discover().await;
+        if facts.unreachable {
+            self.emit(AgentEvent::StreamReset {
+                turn: self.turn,
+                attempt: 1,
+                delay_ms: u64::try_from(crate::provider::retry::HEALTH_POLL.as_millis()).unwrap_or(u64::MAX),
+                reason: "the server does not answer yet; waiting for it (its health is polled)".into(),
+            });
+            let provider = self.provider.clone();
+            let inspect = || self.breakdown();
+            let up = super::unless_interrupted(ops, &self.events, &inspect, provider.wait_until_up()).await?;
+            if up {
+                facts = self.provider.discover().await;
+            }
+        }
+        self.learn_facts(facts);
+        Ok(())
+    }
+
+    /// What a server said about itself once it answered: its model and window.
+    fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
         self.rediscover = facts.unreachable;
         if facts.model.is_some() || facts.window.is_some() {
             self.record_served();

@@ -281,6 +281,14 @@ impl Provider for AnthropicProvider {
         })
     }
 
+    fn wait_until_up(&self) -> BoxFuture<'_, bool> {
+        Box::pin(super::wait_for_server(
+            &self.client,
+            &self.config.base_url,
+            self.config.retry.startup_wait(),
+        ))
+    }
+
     fn compacts_on_server(&self) -> bool {
         self.anthropic_features.load(std::sync::atomic::Ordering::Relaxed)
             && self.server_compaction.load(std::sync::atomic::Ordering::Relaxed)

@@ -213,6 +213,12 @@ pub trait Provider: Send + Sync {
         false
     }
 
+    /// Wait for a server that did not answer until it does (its health polled), for as
+    /// long as the provider waits for one starting; whether it answered.
+    fn wait_until_up(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async { true })
+    }
+
     /// Whether the server compacts a history itself (Anthropic's compaction on demand).
     fn compacts_on_server(&self) -> bool {
         false
@@ -750,6 +756,21 @@ pub(crate) async fn counted_input_tokens(response: reqwest::Response) -> Result<
         .and_then(|value| value.get("input_tokens").and_then(serde_json::Value::as_u64))
         .map(Some)
         .ok_or_else(|| ProviderError::Protocol(format!("the token count answered {text}")))
+}
+
+/// Poll [`server_answers`] every [`retry::HEALTH_POLL`] until it does or `wait` has
+/// passed; whether it answered.
+pub(crate) async fn wait_for_server(client: &reqwest::Client, base_url: &str, wait: std::time::Duration) -> bool {
+    let started = tokio::time::Instant::now();
+    loop {
+        if server_answers(client, base_url).await {
+            return true;
+        }
+        if started.elapsed() + retry::HEALTH_POLL >= wait {
+            return false;
+        }
+        tokio::time::sleep(retry::HEALTH_POLL).await;
+    }
 }
 
 /// Whether the server answers now, for a wait on one that was not up: any answer of

@@ -302,6 +302,14 @@ impl Provider for OpenAiProvider {
         self.model.get()
     }
 
+    fn wait_until_up(&self) -> BoxFuture<'_, bool> {
+        Box::pin(super::wait_for_server(
+            &self.client,
+            &self.config.base_url,
+            self.config.retry.startup_wait(),
+        ))
+    }
+
     fn discover(&self) -> BoxFuture<'_, ServerFacts> {
         Box::pin(async move {
             let facts = super::probe_server(

@@ -57,6 +57,11 @@ impl RetryPolicy {
             .with_jitter()
     }
 
+    /// How long a server that is not up is waited for.
+    pub fn startup_wait(&self) -> Duration {
+        Duration::from_secs(self.startup_wait_secs)
+    }
+
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.idle_timeout_secs)
     }
