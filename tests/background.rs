@@ -941,3 +941,54 @@ async fn with_the_server_as_summariser_the_background_summary_is_its_block() {
     assert_eq!(last.body["messages"][0]["content"][0]["signature"], "sig-compaction-1");
     let _ = agent.ops.send(Op::Quit);
 }
+
+/// On a server whose requests share one cache (llama.cpp, said by `/props`), a
+/// summary written in the background never runs while a turn's request does: it
+/// starts only once a turn is done, and one still running when the next turn's
+/// request goes gives way (set aside, said why) instead of overflowing that cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_server_with_one_cache_a_background_summary_never_runs_with_a_turns_request() {
+    let turns = 14;
+    let props = serde_json::json!({"default_generation_settings": {"n_ctx": 32768}, "total_slots": 1});
+    let api = MockApi::start_with_props(common::report_answers(turns), Some(props)).await;
+    api.script_summaries((0..turns).map(|_| common::slow_summary(2_000)).collect());
+    let mut settings = common::report_settings(AskPolicy::Approve);
+    settings.compaction.background_at_percent = 50;
+    settings.compaction.index_percent = 0;
+    let mut agent = start_agent(&api, settings).await;
+    let (mut running, mut started, mut gave_way) = (false, 0, 0);
+    for turn in 0..turns {
+        agent
+            .ops
+            .send(Op::Submit {
+                text: common::report_request(turn),
+            })
+            .unwrap();
+        loop {
+            match until(&mut agent.events, |_| true).await {
+                AgentEvent::Background { event } => match event {
+                    BackgroundEvent::Started { .. } => {
+                        running = true;
+                        started += 1;
+                    }
+                    BackgroundEvent::Discarded { reason } => {
+                        running = false;
+                        gave_way += usize::from(reason.contains("share the server's one cache"));
+                    }
+                    _ => running = false,
+                },
+                AgentEvent::ModelCall { .. } => {
+                    assert!(
+                        !running,
+                        "a background summary ran with the turn's request (turn {turn})"
+                    );
+                }
+                AgentEvent::TurnDone { .. } => break,
+                _ => {}
+            }
+        }
+    }
+    assert!(started > 0, "a background summary started between turns");
+    assert!(gave_way > 0, "one gave way to a turn's request");
+    let _ = agent.ops.send(Op::Quit);
+}

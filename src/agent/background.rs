@@ -349,6 +349,25 @@ impl Agent {
 
     /// After the history changed: a summary whose messages no longer start it is set
     /// aside, and one is started once the estimate is past the threshold.
+    /// [`Agent::start_background_if_due`] while a turn runs: not where the summary
+    /// would compete with the turn's requests for the server's one cache.
+    pub(super) fn start_background_in_turn(&mut self) {
+        if !self.background_when_idle {
+            self.start_background_if_due();
+        }
+    }
+
+    /// Before a turn's request, on a server whose requests share one cache: a summary
+    /// being written in the background gives way (set aside, to start again once the
+    /// turn is idle) rather than overflow that cache with the request.
+    pub(super) fn give_way_to_the_turn(&mut self) {
+        if self.background_when_idle && matches!(self.background, Background::Running(_)) {
+            self.discard_background(
+                "it would share the server's one cache with the turn's request; it starts again when the turn is done",
+            );
+        }
+    }
+
     pub(super) fn start_background_if_due(&mut self) {
         self.poll_background();
         if let Some(prefix) = self.background.prefix() {

@@ -235,7 +235,7 @@ impl Agent {
         let limit = self.settings.compaction.context_char_limit;
         let estimate = self.conversation.estimate();
         if estimate <= limit {
-            self.start_background_if_due();
+            self.start_background_in_turn();
             return true;
         }
         if ask_first && !self.confirm_lossy(&request, estimate, limit, ops).await {
@@ -303,7 +303,7 @@ impl Agent {
                 Reviewed::Cancelled => return false,
             }
         }
-        self.start_background_if_due();
+        self.start_background_in_turn();
         true
     }
 

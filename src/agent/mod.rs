@@ -143,6 +143,10 @@ pub struct Agent {
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
+    /// The server's requests share one cache (llama.cpp): a background summary runs
+    /// only while no turn does, and gives way to a turn's request, so the two never
+    /// compete for it.
+    background_when_idle: bool,
     /// What the journal last said serves the session (model, window tokens), so a
     /// `served` line is written only when discovery learns something new.
     served_recorded: Option<(String, Option<u64>)>,
@@ -257,6 +261,7 @@ impl Agent {
             cache_chain: cache_chain::CacheChain::default(),
             cache_missed: None,
             rediscover: false,
+            background_when_idle: false,
             served_recorded: None,
             read_only: None,
             mcp_revision: 0,
@@ -442,6 +447,7 @@ impl Agent {
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
         let facts = self.provider.discover().await;
         self.rediscover = facts.unreachable;
+        self.background_when_idle = facts.shared_cache;
         if let Some(window) = facts.window.clone() {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);

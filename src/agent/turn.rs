@@ -306,6 +306,8 @@ impl Agent {
         ops: &mut UnboundedReceiver<Op>,
     ) -> Result<crate::provider::ModelResponse, CallFailed> {
         self.guard_pairing();
+        self.poll_background();
+        self.give_way_to_the_turn();
         let mut request = self.model_request();
         request.cache_check = self.cache_chain.check();
         request.think = true;

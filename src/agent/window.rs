@@ -47,6 +47,7 @@ impl Agent {
     /// What a server said about itself once it answered: its model and window.
     fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
         self.rediscover = facts.unreachable;
+        self.background_when_idle |= facts.shared_cache;
         if facts.model.is_some() || facts.window.is_some() {
             self.record_served();
         }

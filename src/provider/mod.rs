@@ -648,6 +648,9 @@ pub struct ServerFacts {
     /// The server did not answer at all (down, or still loading its model): worth
     /// asking again before the next request.
     pub unreachable: bool,
+    /// Its requests share one cache (llama.cpp's slots, all in the `-c` it was started
+    /// with): a second request at once competes with the first for it.
+    pub shared_cache: bool,
 }
 
 /// A provider's model id: the configured one, else the one the server says it serves,
@@ -726,6 +729,7 @@ pub(crate) async fn probe_server(
         facts.window = crate::accounting::window_from_props(&props).map(|tokens| window(tokens, "/props"));
         facts.model = crate::accounting::model_from_props(&props);
         facts.renders_tools = crate::accounting::tools_from_props(&props);
+        facts.shared_cache = true;
     }
     if (facts.window.is_none() || facts.model.is_none())
         && let Some(models) = get("/v1/models").await
