@@ -76,10 +76,11 @@ pub fn turn_label(turn: &TurnState) -> String {
     match turn {
         TurnState::Idle => "ready".into(),
         TurnState::Thinking => "thinking".into(),
-        TurnState::Retrying { at, attempt, reason } => format!(
-            "retrying in {:.1} s (attempt {attempt}): {reason}",
-            at.saturating_duration_since(std::time::Instant::now()).as_secs_f64()
-        ),
+        // Past its time with no news, the retry waits on the server (a health poll).
+        TurnState::Retrying { at, attempt, reason } => match at.saturating_duration_since(std::time::Instant::now()) {
+            left if left.is_zero() => format!("waiting (attempt {attempt}): {reason}"),
+            left => format!("retrying in {:.1} s (attempt {attempt}): {reason}", left.as_secs_f64()),
+        },
         TurnState::RunningTool(name) => format!("running {name}"),
         TurnState::Compacting => "compacting".into(),
         TurnState::Summarising { since, chars } => format!("summarising ({})", summary_progress(*since, *chars)),
@@ -291,6 +292,33 @@ fn model_label(model: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    /// A retry's time passed with no news: it waits on the server, and says so rather
+    /// than counting down from nothing ("retrying in 0.0 s").
+    #[test]
+    fn a_retry_past_its_time_says_it_waits() {
+        let now = std::time::Instant::now();
+        let reason = "the server does not answer yet".to_string();
+        let waiting = TurnState::Retrying {
+            at: now - std::time::Duration::from_secs(1),
+            attempt: 1,
+            reason: reason.clone(),
+        };
+        assert_eq!(
+            turn_label(&waiting),
+            "waiting (attempt 1): the server does not answer yet"
+        );
+        let soon = TurnState::Retrying {
+            at: now + std::time::Duration::from_secs(30),
+            attempt: 2,
+            reason,
+        };
+        let label = turn_label(&soon);
+        assert!(
+            label.starts_with("retrying in ") && label.contains("(attempt 2)"),
+            "{label}"
+        );
+    }
+
     use super::*;
 
     fn demo_session() -> SessionInfo {
