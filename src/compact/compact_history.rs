@@ -444,8 +444,25 @@ pub(super) fn summarise_prefix(
     } else {
         path.clone()
     };
+    // A request the kept messages hold is referred to, not repeated: repeating it made
+    // reactive compaction of a short history grow the prompt.
+    let kept_request = messages[job.end..]
+        .iter()
+        .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
+    let request = (!kept_request).then_some(job.active_request);
+    let kept_after = sizes.total_with_empty_prefix(job.end);
+    // The summary may take half of what the target leaves after the kept messages and
+    // the `[Compacted]` frame; the index and a margin take the rest. A summary the
+    // server's maximum sized freed little (10.2k to 8.0k chars).
+    let frame = Framing {
+        index: "",
+        path: &record_path,
+        count: record.messages.len(),
+    };
+    let frame_chars = sizes.measure(&fitted_message(request, "", frame, usize::MAX, sizes).0);
     let asked = SummaryRequest {
         span: &messages[..job.end],
+        room_chars: Some(job.within.saturating_sub(kept_after + frame_chars) / 2),
         ..summary_request(&record, job.focus, ctx.config)
     };
     let Summary {
@@ -472,14 +489,8 @@ pub(super) fn summarise_prefix(
     } else {
         summary.as_str()
     };
-    // A request the kept messages hold is referred to, not repeated: repeating it made
-    // reactive compaction of a short history grow the prompt.
-    let kept_request = messages[job.end..]
-        .iter()
-        .any(|message| classify(message) == MessageKind::UserPrompt(job.active_request.to_string()));
-    let rest = sizes.total_with_empty_prefix(job.end) + server_chars;
+    let rest = kept_after + server_chars;
     let budget = ctx.config.context_char_limit.saturating_sub(rest);
-    let request = (!kept_request).then_some(job.active_request);
     let framing = Framing {
         index: "",
         path: &record_path,
@@ -640,6 +651,7 @@ pub fn summary_request<'a>(record: &'a Record, focus: Option<&'a str>, config: &
         history_text: summary_input::render(&record.messages, &record.left_out, config.summary_input_chars),
         messages: &record.messages,
         span: &record.messages,
+        room_chars: None,
         left_out: &record.left_out,
         focus,
     }
@@ -997,6 +1009,42 @@ mod tests {
         let note = second.summary_note.as_ref().unwrap();
         assert_eq!(note.previous_summary_chars, Some(220));
         assert_eq!(note.summary_percent_of_limit, 440 * 100 / 50_000);
+    }
+
+    /// The summariser is told the room the summary has: half of what the history may
+    /// hold (for a point the user chose, the limit) after the kept messages and the
+    /// frame.
+    #[test]
+    fn the_summariser_is_told_the_room_the_summary_has() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        struct Room(Option<usize>);
+        impl Summariser for Room {
+            fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError> {
+                self.0 = request.room_chars;
+                Ok("Goal: fix the parser.".into())
+            }
+        }
+        let config = CompactConfig::default();
+        let mut history = big_history(2_000);
+        history.push(Message::assistant_text("y".repeat(9_000)));
+        history.push(Message::user_text("and now the docs"));
+        let mut summariser = Room(None);
+        summarise_up_to(
+            &mut history,
+            3,
+            Asked::by("the user", "r"),
+            &config,
+            &store,
+            &mut summariser,
+        )
+        .unwrap();
+        let room = summariser.0.expect("a room was said");
+        let limit = config.context_char_limit;
+        assert!(
+            room < (limit - 9_000) / 2 && room > (limit - 9_000) / 2 - 1_000,
+            "{room}"
+        );
     }
 
     /// A summary asked for that could not free the floor is not run: it would only

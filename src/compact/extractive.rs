@@ -115,6 +115,7 @@ mod tests {
             history_text: String::new(),
             messages,
             span: messages,
+            room_chars: None,
             left_out: &[],
             focus,
         };

@@ -726,6 +726,9 @@ pub struct SummaryRequest<'a> {
     /// The messages as the history holds them now (what the model sees), for a
     /// summariser that asks the server to compact them.
     pub span: &'a [Message],
+    /// The characters the summary may take in the history (a share of what the target
+    /// leaves), for a summariser that sizes its reply; `None` when nothing says.
+    pub room_chars: Option<usize>,
     /// Archive files the record could not take back, a line each.
     pub left_out: &'a [String],
     /// What `/compact focus` or the `compact` tool asked to keep in detail.

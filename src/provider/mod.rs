@@ -423,20 +423,35 @@ impl ProviderSummariser {
         std::mem::take(&mut self.notices)
     }
 
+    /// The summary's reply: what the window leaves it, and no more than the room the
+    /// history has for it, at the default characters per token (at least
+    /// [`crate::accounting::MIN_REPLY_TOKENS`]).
+    fn reply_tokens(&self, request: &SummaryRequest<'_>) -> u32 {
+        let Some(room) = request.room_chars else {
+            return self.max_tokens;
+        };
+        let fits = (room as f64 / crate::accounting::DEFAULT_CHARS_PER_TOKEN) as u64;
+        let tokens = fits
+            .max(crate::accounting::MIN_REPLY_TOKENS)
+            .min(u64::from(self.max_tokens));
+        u32::try_from(tokens).unwrap_or(self.max_tokens)
+    }
+
     /// One summary request, told how long the summary may be (so that it leaves room
     /// in a small window); a summary its `max_tokens` cut off is trimmed to its last
     /// full sentence, with a notice.
     async fn ask(&mut self, request: &SummaryRequest<'_>) -> Result<String, ProviderError> {
+        let max_tokens = self.reply_tokens(request);
         let sized = SummaryRequest {
             instructions: format!(
                 "{}\nKeep the summary under {} words.",
                 request.instructions,
-                u64::from(self.max_tokens) * 3 / 4
+                u64::from(max_tokens) * 3 / 4
             ),
             ..request.clone()
         };
         let (sink, watching) = watch_summary(self.progress.clone());
-        let (provider, max_tokens, asked) = (self.provider.clone(), self.max_tokens, &sized);
+        let (provider, asked) = (self.provider.clone(), &sized);
         let call = async move {
             let summary = provider.summarise(asked, max_tokens, &sink).await;
             drop(sink);
@@ -450,7 +465,7 @@ impl ProviderSummariser {
         let kept = to_last_sentence(&summary.text).to_string();
         self.notices.push(format!(
             "the summary reached its max_tokens limit ({} tokens) and was cut off; {} of its {} characters were kept, to the last full sentence",
-            self.max_tokens,
+            max_tokens,
             crate::compact::short_count(kept.chars().count()),
             crate::compact::short_count(summary.text.chars().count())
         ));
@@ -840,6 +855,32 @@ pub(crate) async fn read_events<T>(
 #[cfg(test)]
 mod tests {
     use super::to_last_sentence;
+
+    /// The summary's reply follows the room the history has for it: no more than the
+    /// window's share, no less than the floor, all of the window's share when nothing
+    /// says.
+    #[tokio::test]
+    async fn the_summarys_reply_is_sized_to_the_room_it_has() {
+        let provider = std::sync::Arc::new(super::demo::DemoProvider::new(std::time::Duration::ZERO));
+        let summariser = super::ProviderSummariser::new(provider, tokio::runtime::Handle::current(), 4_000);
+        let request = |room: Option<usize>| crate::compact::SummaryRequest {
+            instructions: String::new(),
+            history_text: String::new(),
+            messages: &[],
+            span: &[],
+            room_chars: room,
+            left_out: &[],
+            focus: None,
+        };
+        assert_eq!(summariser.reply_tokens(&request(None)), 4_000);
+        assert_eq!(summariser.reply_tokens(&request(Some(2_000))), 500);
+        assert_eq!(summariser.reply_tokens(&request(Some(100))), 256, "the floor");
+        assert_eq!(
+            summariser.reply_tokens(&request(Some(100_000))),
+            4_000,
+            "the window's share"
+        );
+    }
 
     #[test]
     fn a_cut_summary_is_trimmed_to_its_last_full_sentence() {
