@@ -117,6 +117,11 @@ pub fn breakdown(
                                 pinned.push(describe_result(messages, at, tool_use_id, config.describe_input));
                             }
                         }
+                        ContentBlock::Unknown(value) if crate::compact::markers::is_server_compaction_block(value) => {
+                            let summary = crate::compact::markers::server_summary_text(value);
+                            let shown = format!("[server's summary] {summary}");
+                            push(Category::CompactionSummary, chars, &shown, None, None)
+                        }
                         ContentBlock::Unknown(value) => match value.get("type").and_then(serde_json::Value::as_str) {
                             Some("thinking") => {
                                 let thought = value.get("thinking").and_then(serde_json::Value::as_str);
@@ -125,11 +130,6 @@ pub fn breakdown(
                             }
                             Some("redacted_thinking") => {
                                 push(Category::Thinking, chars, "[redacted thinking]", None, None)
-                            }
-                            Some(crate::compact::markers::SERVER_COMPACTION_BLOCK) => {
-                                let summary = crate::compact::markers::server_summary_text(value);
-                                let shown = format!("[server's summary] {summary}");
-                                push(Category::CompactionSummary, chars, &shown, None, None)
                             }
                             _ => push(Category::Other, chars, &value.to_string(), None, None),
                         },

@@ -108,22 +108,17 @@ impl CacheChain {
         id: Option<String>,
         diagnosis: Option<CacheDiagnosis>,
     ) -> Option<CacheReport> {
-        let previous = self.previous.replace(sent);
         let stages = std::mem::take(&mut self.stages);
-        // A server that gives no id cannot be compared with: the chain starts again.
-        self.previous_id = id;
-        let diagnosis = diagnosis?;
-        let ours = previous.map(|previous| {
-            self.previous
-                .as_ref()
-                .map_or_else(Vec::new, |now| now.changes_since(&previous))
-        });
-        Some(CacheReport {
+        let report = diagnosis.map(|diagnosis| CacheReport {
             reason: diagnosis.reason,
             missed_input_tokens: diagnosis.missed_input_tokens,
-            ours,
+            ours: self.previous.as_ref().map(|previous| sent.changes_since(previous)),
             stages,
-        })
+        });
+        self.previous = Some(sent);
+        // A server that gives no id cannot be compared with: the chain starts again.
+        self.previous_id = id;
+        report
     }
 }
 

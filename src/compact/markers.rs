@@ -103,7 +103,12 @@ pub fn compacted_text(request: Option<&str>, summary: &str, index: &str, path: &
 pub const SERVER_SUMMARY_POINTER: &str = "(the summary is the server's compaction block just before this message)";
 
 /// The type of the block the server's compaction answers with (Anthropic's).
-pub const SERVER_COMPACTION_BLOCK: &str = "compaction";
+const SERVER_COMPACTION_BLOCK: &str = "compaction";
+
+/// Whether a block, as JSON, is the server's compaction block.
+pub fn is_server_compaction_block(block: &serde_json::Value) -> bool {
+    block.get("type").and_then(serde_json::Value::as_str) == Some(SERVER_COMPACTION_BLOCK)
+}
 
 /// The server's compaction block of an assistant message that holds one: the summary
 /// the API keeps first in the history, not ours to edit.
@@ -112,11 +117,7 @@ pub fn server_compaction(message: &Message) -> Option<&serde_json::Value> {
         return None;
     }
     message.block_slice().iter().find_map(|block| match block {
-        crate::message::ContentBlock::Unknown(value)
-            if value.get("type").and_then(serde_json::Value::as_str) == Some(SERVER_COMPACTION_BLOCK) =>
-        {
-            Some(value)
-        }
+        crate::message::ContentBlock::Unknown(value) if is_server_compaction_block(value) => Some(value),
         _ => None,
     })
 }

@@ -57,9 +57,7 @@ pub fn piece(block: &ContentBlock) -> Piece<'_> {
             error: *is_error == Some(true),
         },
         // The server's summary is text the model reads: a later summary reads it too.
-        ContentBlock::Unknown(value)
-            if value.get("type").and_then(Value::as_str) == Some(super::markers::SERVER_COMPACTION_BLOCK) =>
-        {
+        ContentBlock::Unknown(value) if super::markers::is_server_compaction_block(value) => {
             Piece::Text(super::markers::server_summary_text(value))
         }
         ContentBlock::Unknown(value) => Piece::Unknown(value.get("type").and_then(Value::as_str).unwrap_or("unknown")),

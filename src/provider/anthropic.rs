@@ -13,7 +13,7 @@ use super::{
     CacheCheck, CacheDiagnosis, DeltaSink, ModelName, ModelRequest, ModelResponse, Provider, STOP_MAX_TOKENS,
     ServerCompaction, ServerFacts, StreamEvent, Thinking, Usage, http_client, read_events, send,
 };
-use crate::compact::markers::{CutCall, SERVER_COMPACTION_BLOCK};
+use crate::compact::markers::{CutCall, is_server_compaction_block};
 use crate::message::ContentBlock;
 use crate::protocol::{Window, WindowSource};
 
@@ -202,11 +202,7 @@ fn betas_of(body: &Value) -> Vec<&'static str> {
     let starts_with_compaction = body
         .pointer("/messages/0/content")
         .and_then(Value::as_array)
-        .is_some_and(|blocks| {
-            blocks
-                .iter()
-                .any(|block| block.get("type").and_then(Value::as_str) == Some(SERVER_COMPACTION_BLOCK))
-        });
+        .is_some_and(|blocks| blocks.iter().any(is_server_compaction_block));
     if body.get("compaction").is_some() || starts_with_compaction {
         betas.push(COMPACTION_BETA);
     }
@@ -323,11 +319,7 @@ impl Provider for AnthropicProvider {
                 .run(&sink, || self.attempt(&body, &sink), || self.answers())
                 .await?;
             let block = response.content.into_iter().find_map(|block| match block {
-                ContentBlock::Unknown(value)
-                    if value.get("type").and_then(Value::as_str) == Some(SERVER_COMPACTION_BLOCK) =>
-                {
-                    Some(value)
-                }
+                ContentBlock::Unknown(value) if is_server_compaction_block(&value) => Some(value),
                 _ => None,
             });
             let stop = response.stop_reason.unwrap_or_else(|| "none".into());
