@@ -278,9 +278,13 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(200
 /// a summary call starts).
 pub type SummaryProgress = std::sync::Arc<dyn Fn(usize) + Send + Sync>;
 
-/// A sink for a summary call's stream, and the future that tells `progress` what
-/// streams into it until the sink is dropped (a retry starts the count again).
-fn watch_summary(progress: Option<SummaryProgress>) -> (DeltaSink, impl std::future::Future<Output = ()>) {
+/// Run a summary `call` that streams into the sink it is given (and owns, so the
+/// stream ends with it), telling `progress` what has streamed meanwhile (a retry
+/// starts the count again).
+async fn watched<T, Call>(progress: Option<SummaryProgress>, call: impl FnOnce(DeltaSink) -> Call) -> T
+where
+    Call: std::future::Future<Output = T>,
+{
     let (sink, mut deltas) = tokio::sync::mpsc::unbounded_channel();
     let watching = async move {
         let tell = |chars: usize| {
@@ -308,7 +312,7 @@ fn watch_summary(progress: Option<SummaryProgress>) -> (DeltaSink, impl std::fut
             tell(chars);
         }
     };
-    (sink, watching)
+    tokio::join!(call(sink), watching).0
 }
 
 /// A summary as the model wrote it, and whether its `max_tokens` cut it off.
@@ -450,15 +454,11 @@ impl ProviderSummariser {
             ),
             ..request.clone()
         };
-        let (sink, watching) = watch_summary(self.progress.clone());
         let (provider, asked) = (self.provider.clone(), &sized);
-        let call = async move {
-            let summary = provider.summarise(asked, max_tokens, &sink).await;
-            drop(sink);
-            summary
-        };
-        let (summary, ()) = tokio::join!(call, watching);
-        let summary = summary?;
+        let summary = watched(self.progress.clone(), |sink| async move {
+            provider.summarise(asked, max_tokens, &sink).await
+        })
+        .await?;
         if !summary.cut {
             return Ok(summary.text);
         }
@@ -532,14 +532,11 @@ impl ProviderSummariser {
             cache_check: CacheCheck::Off,
             think: false,
         };
-        let (sink, watching) = watch_summary(self.progress.clone());
         let (provider, asked) = (self.provider.clone(), &request);
-        let call = async move {
-            let answered = provider.complete(asked, &sink).await;
-            drop(sink);
-            answered
-        };
-        let answered = match tokio::join!(call, watching).0 {
+        let answered = watched(self.progress.clone(), |sink| async move {
+            provider.complete(asked, &sink).await
+        });
+        let answered = match answered.await {
             Ok(response) => response,
             Err(error) => return Some(Err(SummaryError(error.to_string()))),
         };
