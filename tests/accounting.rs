@@ -11,7 +11,6 @@ use common::{
 use scratchpad::accounting::{Fit, LimitChoice, fixed_chars};
 use scratchpad::agent::AskPolicy;
 use scratchpad::compact::{EstimateMode, Stage, estimate_chars};
-use scratchpad::context_map::ContextBreakdown;
 use scratchpad::protocol::{AgentEvent, CallPoint, ContextStatus, Op, TokenBasis, TokenFigure, Window, WindowSource};
 use scratchpad::tools::{ToolBox, ToolsConfig};
 use serde_json::json;
@@ -33,14 +32,6 @@ async fn next_context(agent: &mut Running) -> ContextStatus {
 async fn next_call(agent: &mut Running) -> CallPoint {
     match until(&mut agent.events, |e| matches!(e, AgentEvent::ModelCall { .. })).await {
         AgentEvent::ModelCall { point, .. } => point,
-        _ => unreachable!("until returns only what it waited for"),
-    }
-}
-
-async fn breakdown(agent: &mut Running) -> ContextBreakdown {
-    agent.ops.send(Op::Inspect).unwrap();
-    match until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await {
-        AgentEvent::Breakdown { breakdown } => breakdown,
         _ => unreachable!("until returns only what it waited for"),
     }
 }
@@ -98,18 +89,12 @@ async fn tokens_and_characters_come_from_the_same_call_and_every_view_agrees() {
 
     // After the turn the gauge and /context count the same characters.
     let status = status_after_turn(&mut agent).await;
-    let map = breakdown(&mut agent).await;
+    let map = common::breakdown_of(&mut agent).await;
     assert_eq!(
         (map.estimate, map.fixed, map.limit),
         (status.estimate, status.fixed, status.limit)
     );
-    let counted: usize = map
-        .totals
-        .iter()
-        .filter(|(category, _)| category.counts_against_limit())
-        .map(|(_, chars)| chars)
-        .sum();
-    assert_eq!(counted, status.estimate);
+    assert_eq!(common::counted_chars(&map), status.estimate);
 
     // /context's refresh: the provider counts the history exactly.
     agent.ops.send(Op::CountTokens).unwrap();

@@ -186,19 +186,8 @@ async fn context_rows_sum_with_the_rest_to_the_requests_fixed_part() {
     let mut agent = start_agent_in(dir, &api, agent_settings(AskPolicy::Refuse));
     let done = turn(&mut agent, "hi").await;
     assert_eq!(done.outcome, TurnOutcome::Completed, "{:?}", done.errors);
-    agent.ops.send(Op::Inspect).unwrap();
-    let AgentEvent::Breakdown { breakdown } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    let total = |category: Category| {
-        breakdown
-            .totals
-            .iter()
-            .find(|(c, _)| *c == category)
-            .map_or(0, |(_, chars)| *chars)
-    };
+    let breakdown = common::breakdown_of(&mut agent).await;
+    let total = |category: Category| common::total_of(&breakdown, category);
     assert_eq!(breakdown.instructions.len(), 1);
     let row = &breakdown.instructions[0];
     assert_eq!(

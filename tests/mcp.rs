@@ -373,14 +373,7 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
         "{:?}",
         first.notices
     );
-    agent.ops.send(scratchpad::protocol::Op::Inspect).unwrap();
-    let scratchpad::protocol::AgentEvent::Breakdown { breakdown } = until(&mut agent.events, |event| {
-        matches!(event, scratchpad::protocol::AgentEvent::Breakdown { .. })
-    })
-    .await
-    else {
-        unreachable!("until returns only a breakdown")
-    };
+    let breakdown = common::breakdown_of(&mut agent).await;
     let sent_definitions = tool_definitions(&api.turn_requests()[0], "mcp__");
     assert_eq!(breakdown.mcp_servers.len(), 1);
     assert_eq!(

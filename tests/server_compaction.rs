@@ -30,6 +30,22 @@ fn beta_of(request: &common::Recorded) -> String {
         .to_string()
 }
 
+/// Two long answers (a history worth summarising), then `after`.
+fn two_long_answers_then(after: &[&str]) -> Vec<common::Reply> {
+    let long = LONG.repeat(20);
+    [long.as_str(), long.as_str()]
+        .iter()
+        .chain(after)
+        .map(|text| text_reply(text))
+        .collect()
+}
+
+/// The two questions [`two_long_answers_then`] answers.
+async fn two_questions(agent: &mut Running) {
+    ask(agent, "first question").await;
+    ask(agent, "second question").await;
+}
+
 async fn ask(agent: &mut Running, text: &str) {
     agent.ops.send(Op::Submit { text: text.into() }).unwrap();
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
@@ -47,16 +63,9 @@ async fn compact(agent: &mut Running) -> scratchpad::compact::StageEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_servers_block_goes_first_byte_for_byte_and_undo_puts_the_history_back() {
-    let api = MockApi::start(vec![
-        text_reply(&LONG.repeat(20)),
-        text_reply(&LONG.repeat(20)),
-        text_reply("After the summary."),
-        text_reply("After the undo."),
-    ])
-    .await;
+    let api = MockApi::start(two_long_answers_then(&["After the summary.", "After the undo."])).await;
     let mut agent = start_agent(&api, server_settings()).await;
-    ask(&mut agent, "first question").await;
-    ask(&mut agent, "second question").await;
+    two_questions(&mut agent).await;
 
     let event = compact(&mut agent).await;
     assert!(event.errors.is_empty(), "{:?}", event.errors);
@@ -124,15 +133,9 @@ async fn the_servers_block_goes_first_byte_for_byte_and_undo_puts_the_history_ba
 /// A resumed session sends the block as it was written, signature included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_session_sends_the_block_as_the_server_wrote_it() {
-    let api = MockApi::start(vec![
-        text_reply(&LONG.repeat(20)),
-        text_reply(&LONG.repeat(20)),
-        text_reply("Resumed."),
-    ])
-    .await;
+    let api = MockApi::start(two_long_answers_then(&["Resumed."])).await;
     let (mut agent, path) = start_agent_journaled(&api, server_settings());
-    ask(&mut agent, "first question").await;
-    ask(&mut agent, "second question").await;
+    two_questions(&mut agent).await;
     compact(&mut agent).await;
     let Running { ops, task, .. } = agent;
     ops.send(Op::Quit).unwrap();
@@ -179,11 +182,10 @@ async fn where_the_servers_compaction_fails_the_model_writes_the_summary_and_say
         ),
     ];
     for (replies, said) in cases {
-        let api = MockApi::start(vec![text_reply(&LONG.repeat(20)), text_reply(&LONG.repeat(20))]).await;
+        let api = MockApi::start(two_long_answers_then(&[])).await;
         api.script_compactions(replies);
         let mut agent = start_agent(&api, server_settings()).await;
-        ask(&mut agent, "first question").await;
-        ask(&mut agent, "second question").await;
+        two_questions(&mut agent).await;
         agent.ops.send(Op::Compact { focus: None }).unwrap();
         let notice = until(
             &mut agent.events,
@@ -245,16 +247,9 @@ async fn a_server_without_compaction_is_said_at_the_start() {
 /// A fork from after the compaction starts with the block as the server wrote it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_after_the_compaction_carries_the_block() {
-    let api = MockApi::start(vec![
-        text_reply(&LONG.repeat(20)),
-        text_reply(&LONG.repeat(20)),
-        text_reply("After the summary."),
-        text_reply("In the fork."),
-    ])
-    .await;
+    let api = MockApi::start(two_long_answers_then(&["After the summary.", "In the fork."])).await;
     let (mut agent, path) = start_agent_journaled(&api, server_settings());
-    ask(&mut agent, "first question").await;
-    ask(&mut agent, "second question").await;
+    two_questions(&mut agent).await;
     compact(&mut agent).await;
     ask(&mut agent, "third question").await;
     let past = scratchpad::session::restore(&path).unwrap().past;

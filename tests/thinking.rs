@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{MockApi, agent_settings, start_agent_thinking, text_reply, thinking_reply, until};
+use common::{
+    MockApi, agent_settings, breakdown_of, counted_chars, start_agent_thinking, text_reply, thinking_reply, total_of,
+    until,
+};
 use scratchpad::agent::AskPolicy;
 use scratchpad::protocol::{AgentEvent, Category, Op};
 use scratchpad::provider::Thinking;
@@ -45,27 +48,17 @@ async fn thinking_blocks_round_trip_count_in_the_estimate_and_stay_out_of_the_su
     );
     assert_eq!(assistant["content"][2]["type"], "tool_use");
 
-    agent.ops.send(Op::Inspect).unwrap();
-    let AgentEvent::Breakdown { breakdown } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    let total = |category: Category| {
-        breakdown
-            .totals
-            .iter()
-            .find(|(c, _)| *c == category)
-            .map_or(0, |(_, chars)| *chars)
-    };
-    assert!(total(Category::Thinking) > THOUGHT.len(), "{:?}", breakdown.totals);
-    let counted: usize = breakdown
-        .totals
-        .iter()
-        .filter(|(category, _)| category.counts_against_limit())
-        .map(|(_, chars)| chars)
-        .sum();
-    assert_eq!(counted, breakdown.estimate, "the categories sum to the estimate");
+    let breakdown = breakdown_of(&mut agent).await;
+    assert!(
+        total_of(&breakdown, Category::Thinking) > THOUGHT.len(),
+        "{:?}",
+        breakdown.totals
+    );
+    assert_eq!(
+        counted_chars(&breakdown),
+        breakdown.estimate,
+        "the categories sum to the estimate"
+    );
     assert_eq!(breakdown.thinking_tokens, None, "the last reply did not think");
 
     // A summary of this history never reads the thinking.
@@ -94,13 +87,7 @@ async fn the_last_replys_thinking_tokens_reach_context() {
         turn.body["thinking"],
         json!({"type": "enabled", "budget_tokens": 2_048})
     );
-    agent.ops.send(Op::Inspect).unwrap();
-    let AgentEvent::Breakdown { breakdown } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    assert_eq!(breakdown.thinking_tokens, Some(377));
+    assert_eq!(breakdown_of(&mut agent).await.thinking_tokens, Some(377));
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }

@@ -752,19 +752,23 @@ mod tests {
         assert_eq!(response.cache_diagnosis, None);
     }
 
+    /// A provider of model `claude-test` at an address nothing answers.
+    fn test_config(prompt_caching: bool, thinking: Thinking) -> AnthropicConfig {
+        AnthropicConfig {
+            base_url: "http://127.0.0.1:1".into(),
+            api_key: "sk-secret".into(),
+            model: "claude-test".into(),
+            prompt_caching,
+            thinking,
+            retry: RetryPolicy::default(),
+        }
+    }
+
     /// A turn call asks with the previous response's id (`null` first) and the beta
     /// header; a request that does not ask carries neither.
     #[test]
     fn a_request_that_checks_the_cache_names_the_previous_response_and_the_beta() {
-        let provider = AnthropicProvider::new(AnthropicConfig {
-            base_url: "http://127.0.0.1:1".into(),
-            api_key: "sk-secret".into(),
-            model: "claude-test".into(),
-            prompt_caching: true,
-            thinking: Thinking::Off,
-            retry: RetryPolicy::default(),
-        })
-        .unwrap();
+        let provider = AnthropicProvider::new(test_config(true, Thinking::Off)).unwrap();
         let messages = [crate::message::Message::user_text("hi")];
         let body_with = |cache_check: CacheCheck| {
             provider.request_body(&ModelRequest {
@@ -789,17 +793,7 @@ mod tests {
     /// read where the server reports them.
     #[test]
     fn thinking_is_asked_for_on_a_turns_calls_as_configured() {
-        let provider = |thinking: Thinking| {
-            AnthropicProvider::new(AnthropicConfig {
-                base_url: "http://127.0.0.1:1".into(),
-                api_key: "sk-secret".into(),
-                model: "claude-test".into(),
-                prompt_caching: false,
-                thinking,
-                retry: RetryPolicy::default(),
-            })
-            .unwrap()
-        };
+        let provider = |thinking: Thinking| AnthropicProvider::new(test_config(false, thinking)).unwrap();
         let messages = [crate::message::Message::user_text("hi")];
         let request = |think: bool| ModelRequest {
             messages: &messages,
@@ -833,14 +827,7 @@ mod tests {
 
     #[test]
     fn request_body_has_cache_breakpoints_and_can_drop_them() {
-        let mut config = AnthropicConfig {
-            base_url: "http://127.0.0.1:1".into(),
-            api_key: "sk-secret".into(),
-            model: "claude-test".into(),
-            prompt_caching: true,
-            thinking: Thinking::Off,
-            retry: RetryPolicy::default(),
-        };
+        let mut config = test_config(true, Thinking::Off);
         let request = ModelRequest {
             system: "sys".into(),
             tools: vec![super::super::ToolSpec {

@@ -1245,6 +1245,35 @@ pub struct Running {
     pub dir: tempfile::TempDir,
 }
 
+/// `/context`'s breakdown, as the agent answers it now.
+pub async fn breakdown_of(agent: &mut Running) -> scratchpad::protocol::ContextBreakdown {
+    use scratchpad::protocol::{AgentEvent, Op};
+    agent.ops.send(Op::Inspect).unwrap();
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::Breakdown { .. })).await {
+        AgentEvent::Breakdown { breakdown } => breakdown,
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}
+
+/// The characters `breakdown` gives `category`.
+pub fn total_of(breakdown: &scratchpad::protocol::ContextBreakdown, category: scratchpad::protocol::Category) -> usize {
+    breakdown
+        .totals
+        .iter()
+        .find(|(c, _)| *c == category)
+        .map_or(0, |(_, chars)| *chars)
+}
+
+/// The characters of `breakdown`'s message categories: what the limit applies to.
+pub fn counted_chars(breakdown: &scratchpad::protocol::ContextBreakdown) -> usize {
+    breakdown
+        .totals
+        .iter()
+        .filter(|(category, _)| category.counts_against_limit())
+        .map(|(_, chars)| chars)
+        .sum()
+}
+
 /// Settings for an in-process agent: the default thresholds, a short system prompt and
 /// a 200k-token configured window.
 pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::AgentSettings {
