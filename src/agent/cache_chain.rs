@@ -73,6 +73,9 @@ pub(super) struct CacheChain {
     previous: Option<PrefixPrint>,
     /// Compaction stages (event ids) that changed the history since the previous call.
     stages: Vec<String>,
+    /// The previous call's report, when the server named a miss: the gauge says it
+    /// until a call without one.
+    last_miss: Option<CacheReport>,
 }
 
 impl CacheChain {
@@ -90,6 +93,11 @@ impl CacheChain {
             Some(id) => CacheCheck::After(id.clone()),
             None => CacheCheck::Start,
         }
+    }
+
+    /// The previous call's cache miss, as the server named it.
+    pub(super) fn last_miss(&self) -> Option<&CacheReport> {
+        self.last_miss.as_ref()
     }
 
     /// A compaction stage changed the history before the next call.
@@ -118,6 +126,7 @@ impl CacheChain {
         self.previous = Some(sent);
         // A server that gives no id cannot be compared with: the chain starts again.
         self.previous_id = id;
+        self.last_miss = report.clone().filter(CacheReport::missed);
         report
     }
 }

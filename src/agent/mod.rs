@@ -138,8 +138,6 @@ pub struct Agent {
     background_marks: (Option<usize>, bool),
     /// The previous call for the server's cache diagnostics, and what it sent.
     cache_chain: cache_chain::CacheChain,
-    /// The last call's cache miss, for the gauge until a call without one.
-    cache_missed: Option<crate::protocol::CacheReport>,
     /// The server did not answer at the start (down, or loading its model): it is
     /// asked again before each request until it does.
     rediscover: bool,
@@ -259,7 +257,6 @@ impl Agent {
             background: background::Background::Idle,
             background_marks: (None, false),
             cache_chain: cache_chain::CacheChain::default(),
-            cache_missed: None,
             rediscover: false,
             background_when_idle: false,
             served_recorded: None,
@@ -419,7 +416,7 @@ impl Agent {
                 fixed: self.ledger.fixed(),
                 tokens: self.ledger.tokens().cloned(),
                 background: self.background.status(),
-                cache_missed: self.cache_missed.clone(),
+                cache_missed: self.cache_chain.last_miss().cloned(),
             },
         });
     }

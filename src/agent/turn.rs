@@ -364,7 +364,6 @@ impl Agent {
                     .answered(sent, response.id.clone(), response.cache_diagnosis.clone());
                 point.response_id = response.id.clone();
                 point.cache = report.clone();
-                self.cache_missed = report.clone().filter(crate::protocol::CacheReport::missed);
                 self.note(Record::Call(point.clone()));
                 self.model_calls += 1;
                 self.apply_limit(note);
