@@ -60,84 +60,43 @@ pub fn breakdown(
         pinned: false,
     }));
     let mut pinned = Vec::new();
-    for (at, message) in messages.iter().enumerate() {
-        let role = role_name(message.role());
+    walk_messages(messages, config, |at, block| {
+        let role = role_name(messages[at].role());
+        let Block {
+            category,
+            chars,
+            text,
+            saved_path,
+            tool_use_id: id,
+        } = block;
         // A tool result is told by its call (`bash cargo test (result)`): the text of a
         // cleared one is only its reference.
-        let mut push = |category: Category, chars: usize, text: &str, saved_path: Option<String>, id: Option<&str>| {
-            let preview = match (id, category) {
-                (Some(id), Category::ToolResult) => format!(
-                    "{} · {}",
-                    describe_result(messages, at, id, config.describe_input),
-                    one_line(text)
-                ),
-                (Some(id), _) => describe_result(messages, at, id, config.describe_input),
-                (None, _) => one_line(text),
-            };
-            items.push(Item {
-                category,
-                chars,
-                message: at + 1,
-                role: role.into(),
-                preview,
-                saved_path,
-                text: prefix_chars(text, SHOWN_TEXT).to_string(),
-                tool_use_id: id.map(str::to_string),
-                pinned: id.is_some_and(|id| config.pinned.contains(id)),
-            });
+        let preview = match (id, category) {
+            (Some(id), Category::ToolResult) => format!(
+                "{} · {}",
+                describe_result(messages, at, id, config.describe_input),
+                one_line(&text)
+            ),
+            (Some(id), _) => describe_result(messages, at, id, config.describe_input),
+            (None, _) => one_line(&text),
         };
-        let kind = classify(message);
-        match &message.content() {
-            Content::Text(text) => push(text_category(&kind), mode.count(&message.content()), text, None, None),
-            Content::Blocks(blocks) => {
-                for block in blocks {
-                    let chars = mode.count(block);
-                    let text = piece(block).text().into_owned();
-                    match block {
-                        ContentBlock::Text { .. } => push(text_category(&kind), chars, &text, None, None),
-                        ContentBlock::ToolUse { .. } => push(Category::ToolUseInput, chars, &text, None, None),
-                        ContentBlock::ToolResult {
-                            tool_use_id, content, ..
-                        } => {
-                            let id = Some(tool_use_id.as_str());
-                            match classify_result(content) {
-                                ResultKind::Persisted(block) => push(
-                                    Category::PersistedPreview,
-                                    chars,
-                                    &text,
-                                    Some(block.path.to_string()),
-                                    id,
-                                ),
-                                ResultKind::Cleared { path } => {
-                                    push(Category::ClearedReference, chars, &text, Some(path.to_string()), id)
-                                }
-                                ResultKind::Whole => push(Category::ToolResult, chars, &text, None, id),
-                            }
-                            if config.pinned.contains(tool_use_id) {
-                                pinned.push(describe_result(messages, at, tool_use_id, config.describe_input));
-                            }
-                        }
-                        ContentBlock::Unknown(value) if crate::compact::markers::is_server_compaction_block(value) => {
-                            let summary = crate::compact::markers::server_summary_text(value);
-                            let shown = format!("[server's summary] {summary}");
-                            push(Category::CompactionSummary, chars, &shown, None, None)
-                        }
-                        ContentBlock::Unknown(value) => match value.get("type").and_then(serde_json::Value::as_str) {
-                            Some("thinking") => {
-                                let thought = value.get("thinking").and_then(serde_json::Value::as_str);
-                                let shown = format!("[thinking] {}", thought.unwrap_or(""));
-                                push(Category::Thinking, chars, &shown, None, None)
-                            }
-                            Some("redacted_thinking") => {
-                                push(Category::Thinking, chars, "[redacted thinking]", None, None)
-                            }
-                            _ => push(Category::Other, chars, &value.to_string(), None, None),
-                        },
-                    }
-                }
-            }
+        if let Some(id) = id
+            && config.pinned.contains(id)
+        {
+            pinned.push(describe_result(messages, at, id, config.describe_input));
         }
-    }
+        items.push(Item {
+            category,
+            chars,
+            message: at + 1,
+            role: role.into(),
+            preview,
+            saved_path,
+            text: prefix_chars(&text, SHOWN_TEXT).to_string(),
+            tool_use_id: id.map(str::to_string),
+            pinned: id.is_some_and(|id| config.pinned.contains(id)),
+        });
+    });
     let mut totals: Vec<(Category, usize)> = Category::ALL.iter().map(|&c| (c, 0)).collect();
     let mut add = |category: Category, chars: usize| {
         if let Some(entry) = totals.iter_mut().find(|(c, _)| *c == category) {
@@ -174,6 +133,107 @@ pub fn breakdown(
         instructions: instructions.to_vec(),
         mcp_servers: mcp_servers.to_vec(),
         thinking_tokens: None,
+        counted: None,
+    }
+}
+
+/// The whole text each message category holds, all of it: what the server tokenizes
+/// for the counted column of `/context`.
+pub fn category_texts(messages: &[Message], config: &CompactConfig) -> Vec<(Category, String)> {
+    let mut texts: Vec<(Category, String)> = Vec::new();
+    walk_messages(messages, config, |_, block| {
+        match texts.iter_mut().find(|(category, _)| *category == block.category) {
+            Some((_, text)) => {
+                text.push('\n');
+                text.push_str(&block.text);
+            }
+            None => texts.push((block.category, block.text)),
+        }
+    });
+    texts
+}
+
+/// One block of a message as `/context` sorts it.
+struct Block<'a> {
+    category: Category,
+    /// As the estimate counts the block.
+    chars: usize,
+    text: String,
+    saved_path: Option<String>,
+    tool_use_id: Option<&'a str>,
+}
+
+/// Each block of each message, with the index of its message, sorted into its
+/// category.
+fn walk_messages<'a>(messages: &'a [Message], config: &CompactConfig, mut visit: impl FnMut(usize, Block<'a>)) {
+    let mode = config.estimate;
+    for (at, message) in messages.iter().enumerate() {
+        let kind = classify(message);
+        let mut push = |category: Category, chars: usize, text: String, saved_path, id| {
+            visit(
+                at,
+                Block {
+                    category,
+                    chars,
+                    text,
+                    saved_path,
+                    tool_use_id: id,
+                },
+            )
+        };
+        match message.content() {
+            Content::Text(text) => push(
+                text_category(&kind),
+                mode.count(&message.content()),
+                text.clone(),
+                None,
+                None,
+            ),
+            Content::Blocks(blocks) => {
+                for block in blocks {
+                    let chars = mode.count(block);
+                    let text = piece(block).text().into_owned();
+                    match block {
+                        ContentBlock::Text { .. } => push(text_category(&kind), chars, text, None, None),
+                        ContentBlock::ToolUse { .. } => push(Category::ToolUseInput, chars, text, None, None),
+                        ContentBlock::ToolResult {
+                            tool_use_id, content, ..
+                        } => {
+                            let id = Some(tool_use_id.as_str());
+                            match classify_result(content) {
+                                ResultKind::Persisted(block) => push(
+                                    Category::PersistedPreview,
+                                    chars,
+                                    text,
+                                    Some(block.path.to_string()),
+                                    id,
+                                ),
+                                ResultKind::Cleared { path } => {
+                                    push(Category::ClearedReference, chars, text, Some(path.to_string()), id)
+                                }
+                                ResultKind::Whole => push(Category::ToolResult, chars, text, None, id),
+                            }
+                        }
+                        ContentBlock::Unknown(value) if crate::compact::markers::is_server_compaction_block(value) => {
+                            let summary = crate::compact::markers::server_summary_text(value);
+                            let shown = format!("[server's summary] {summary}");
+                            push(Category::CompactionSummary, chars, shown, None, None)
+                        }
+                        ContentBlock::Unknown(value) => match value.get("type").and_then(serde_json::Value::as_str) {
+                            Some("thinking") => {
+                                let thought = value.get("thinking").and_then(serde_json::Value::as_str);
+                                let shown = format!("[thinking] {}", thought.unwrap_or(""));
+                                push(Category::Thinking, chars, shown, None, None)
+                            }
+                            Some("redacted_thinking") => {
+                                push(Category::Thinking, chars, "[redacted thinking]".to_string(), None, None)
+                            }
+                            _ => push(Category::Other, chars, value.to_string(), None, None),
+                        },
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -89,6 +89,7 @@ pub fn resolve_offline_limit(config: &mut Config) -> Option<String> {
             &ToolBox::specs_for(&config.tools),
             config.compaction.estimate,
         ),
+        fixed_tokens: None,
     };
     let decision = crate::accounting::decide_limit(LimitChoice::Auto, config.compaction.context_char_limit, &fit);
     config.compaction.context_char_limit = decision.chars;

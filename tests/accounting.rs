@@ -157,6 +157,7 @@ fn fit(window: u64) -> Fit {
         max_tokens: 100,
         chars_per_token: 4.0,
         fixed_chars: fixed(),
+        fixed_tokens: None,
     }
 }
 
@@ -298,6 +299,143 @@ async fn an_exact_count_over_the_openai_wire_asks_llama_cpps_counting_endpoint()
         count_request.body.to_string().len() as u64 / 4,
         "the mock's count"
     );
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+/// Issue 45: a llama-server counts each request before it goes. Every call is
+/// predicted at the server's own count of what it sent: after tool results of digits
+/// joined (which a ratio of characters per token gets wrong) and after a compaction
+/// took some away. The fixed part is counted once, as a request of no messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_counts_predicts_every_call_at_its_own_count() {
+    let ids = ["toolu_1", "toolu_2", "toolu_3", "toolu_4", "toolu_5"];
+    let mut replies: Vec<_> = ids
+        .iter()
+        .map(|id| common::tool_reply("Counting.", &[common::bash_call(id, "seq 1 900")]))
+        .collect();
+    replies.push(text_reply("Done."));
+    let api = MockApi::start_with_props(replies, llama_props(32_768)).await;
+    let mut settings = agent_settings(AskPolicy::Approve);
+    settings.compaction.context_char_limit = 10_000;
+    let mut agent = start_agent(&api, settings).await;
+    agent
+        .ops
+        .send(scratchpad::protocol::Op::Submit { text: "count".into() })
+        .unwrap();
+    let mut points = Vec::new();
+    while points.len() < ids.len() + 1 {
+        points.push(next_call(&mut agent).await);
+    }
+    let sent = api.turn_requests();
+    assert_eq!(sent.len(), points.len());
+    for (point, request) in points.iter().zip(&sent) {
+        assert_eq!(
+            point.predicted_tokens,
+            Some(common::mock_tokens(&request.body)),
+            "{point:?}"
+        );
+    }
+    assert!(
+        points.iter().any(|point| point.stages.contains(&Stage::MicroCompact)),
+        "a compaction ran between two calls: {points:?}"
+    );
+    let fixed_part: Vec<_> = api
+        .counts()
+        .into_iter()
+        .filter(|count| count.body["messages"].as_array().is_some_and(Vec::is_empty))
+        .collect();
+    assert_eq!(fixed_part.len(), 1, "the fixed part is counted once");
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+/// A count that fails leaves the figure estimated, said once however many calls it
+/// fails for, and said again when the server counts once more; the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_count_falls_back_to_the_estimate_and_says_so_once() {
+    let replies = vec![
+        common::tool_reply("Listing.", &[common::bash_call("toolu_1", "seq 1 50")]),
+        text_reply("Done."),
+        text_reply("Again."),
+    ];
+    let api = MockApi::start_with_props(replies, llama_props(32_768)).await;
+    api.fail_counts(true);
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    let failed = common::turn(&mut agent, "list").await;
+    assert_eq!(failed.outcome, scratchpad::protocol::TurnOutcome::Completed);
+    let said: Vec<_> = failed
+        .notices
+        .iter()
+        .filter(|notice| notice.starts_with("the server's token count failed ("))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", failed.notices);
+    assert!(
+        said[0].ends_with("the token figure is estimated until it counts again"),
+        "{}",
+        said[0]
+    );
+    api.fail_counts(false);
+    let again = common::turn(&mut agent, "again").await;
+    assert!(
+        again
+            .notices
+            .contains(&"the server counts again: the token figure is its own count".to_string()),
+        "{:?}",
+        again.notices
+    );
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+/// `/context` on a server that counts: each message category is its text tokenized
+/// alone, the fixed part its own count, and the chat template's share (message framing)
+/// what the whole request's count leaves; the column says it was counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_gives_each_category_the_servers_count() {
+    let replies = vec![
+        common::tool_reply("Listing.", &[common::bash_call("toolu_1", "seq 1 300")]),
+        text_reply("Done listing."),
+    ];
+    let api = MockApi::start_with_props(replies, llama_props(32_768)).await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    assert_eq!(
+        common::turn(&mut agent, "list").await.outcome,
+        scratchpad::protocol::TurnOutcome::Completed
+    );
+    let breakdown = common::breakdown_of(&mut agent).await;
+    let counted = breakdown.counted.expect("the server counted each category");
+    use scratchpad::protocol::Category;
+    let tokens_of = |text: &str| common::mock_tokens(&json!({ "messages": [text] }));
+    let tokenized = |path: &str| {
+        api.counts()
+            .into_iter()
+            .filter(|count| count.path == path)
+            .map(|count| count.body["content"].as_str().unwrap_or_default().to_string())
+            .collect::<Vec<_>>()
+    };
+    let results = tokenized("/tokenize")
+        .into_iter()
+        .find(|text| text.contains("\n300"))
+        .expect("the tool results were tokenized");
+    assert_eq!(counted.of(Category::ToolResult), Some(tokens_of(&results)));
+    let in_text: u64 = counted
+        .categories
+        .iter()
+        .filter(|(category, _)| !category.is_fixed() && *category != Category::Framing)
+        .map(|(_, tokens)| tokens)
+        .sum();
+    assert_eq!(
+        counted.of(Category::Framing),
+        Some(counted.total - counted.fixed - in_text)
+    );
+    let fixed_rows: u64 = counted
+        .categories
+        .iter()
+        .filter(|(category, _)| category.is_fixed())
+        .map(|(_, tokens)| tokens)
+        .sum();
+    assert_eq!(fixed_rows, counted.fixed);
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{
-    MockApi, Reply, Running, agent_settings, llama_too_long, messages_of, openai_cut_off_reply, openai_reply,
-    sse_cut_off_reply, sse_text, start_agent, start_openai_agent, text_reply, turn, until,
+    MockApi, Reply, Running, agent_settings, llama_too_long, messages_of, mock_tokens, openai_cut_off_reply,
+    openai_reply, sse_cut_off_reply, sse_text, start_agent, start_openai_agent, text_reply, turn, until,
 };
 use scratchpad::agent::{AgentSettings, AskPolicy};
 use scratchpad::compact::pairing::check_pairing;
@@ -142,18 +142,11 @@ async fn max_tokens_is_capped_to_what_the_window_leaves_after_the_prompt() {
     assert_eq!(turn(&mut agent, "and again").await.outcome, TurnOutcome::Completed);
     for request in api.turn_requests() {
         let max_tokens = request.body["max_tokens"].as_u64().unwrap();
-        // The request's own characters at the default 4 per token (the mock's 1,500
-        // reported tokens measure more per token, so the estimate errs on the safe side).
-        let prompt_chars = ["system", "tools", "messages"]
-            .iter()
-            .map(|key| request.body[key].to_string().chars().count())
-            .sum::<usize>() as u64;
-        assert!(max_tokens < 2_048, "{max_tokens} of a 2048-token window");
+        // The server counted the request before it went: the reply gets what its
+        // count leaves, less the twentieth kept in reserve.
+        let prompt = mock_tokens(&request.body);
         assert!(max_tokens >= 256, "{max_tokens}");
-        assert!(
-            max_tokens + prompt_chars / 5 <= 2_048,
-            "{max_tokens} + a {prompt_chars}-char prompt overfill the window"
-        );
+        assert_eq!(max_tokens, 2_048 - prompt - prompt / 20, "a {prompt}-token prompt");
     }
     // Without `/props` the configured 200k window leaves the setting as it is.
     let without_window = MockApi::start(vec![text_reply("hello")]).await;

@@ -9,6 +9,9 @@ use super::*;
 pub struct Ledger {
     window: Window,
     fixed: usize,
+    /// The fixed part's tokens as the server counted them (for `fixed` chars): the
+    /// limit sets them aside as they are.
+    fixed_tokens: Option<u64>,
     max_tokens: u64,
     choice: LimitChoice,
     configured: usize,
@@ -39,6 +42,9 @@ pub struct Ledger {
 /// rate (a template's few tokens, a short reply).
 const LEARN_FROM_UNITS: usize = 200;
 
+/// Fewer message tokens than this give a ratio of a greeting, not of the history.
+const MESSAGES_RATIO_FROM_TOKENS: u64 = 64;
+
 /// Tokens per unit outside this range are a server's odd count, not text.
 const PLAUSIBLE_TOKENS_PER_UNIT: std::ops::RangeInclusive<f64> = 0.3..=3.0;
 
@@ -47,6 +53,7 @@ impl Ledger {
         let mut ledger = Ledger {
             window,
             fixed,
+            fixed_tokens: None,
             max_tokens,
             choice,
             configured,
@@ -98,13 +105,30 @@ impl Ledger {
             .map_or(DEFAULT_CHARS_PER_TOKEN, |figure| figure.chars_per_token)
     }
 
+    /// The fixed part's tokens as the server counted them, when it did.
+    pub fn fixed_tokens(&self) -> Option<u64> {
+        self.fixed_tokens
+    }
+
     fn fit(&self) -> Fit {
-        let ratio = self.chars_per_token();
+        // With the fixed part counted, the messages' own ratio converts the room they
+        // have; a history of a few tokens says too little about it, and the whole
+        // request's ratio does instead.
+        let messages_ratio = self
+            .fixed_tokens
+            .zip(self.tokens.as_ref())
+            .and_then(|(fixed_tokens, figure)| {
+                let tokens = figure.tokens.saturating_sub(fixed_tokens);
+                let chars = figure.request_chars.saturating_sub(self.fixed);
+                (tokens >= MESSAGES_RATIO_FROM_TOKENS).then(|| chars as f64 / tokens as f64)
+            });
+        let ratio = messages_ratio.unwrap_or_else(|| self.chars_per_token());
         Fit {
             window_tokens: self.window.tokens,
             max_tokens: self.max_tokens,
             chars_per_token: ratio.clamp(*PLAUSIBLE_CHARS_PER_TOKEN.start(), *PLAUSIBLE_CHARS_PER_TOKEN.end()),
             fixed_chars: self.fixed,
+            fixed_tokens: self.fixed_tokens,
         }
     }
 
@@ -151,6 +175,7 @@ impl Ledger {
     /// again, and the next call's cache cost is reported as a compaction's is.
     pub fn fixed_changed(&mut self, fixed: usize, before: Extent, after: Extent) -> Option<String> {
         self.fixed = fixed;
+        self.fixed_tokens = None;
         self.prefix_changed = true;
         self.rescale(before, after);
         self.redecide()
@@ -270,6 +295,12 @@ impl Ledger {
     /// The provider counted the history as it is (`estimate`) exactly.
     pub fn counted(&mut self, tokens: u64, sent: Extent) -> Option<String> {
         self.measure(tokens, sent, TokenBasis::Counted)
+    }
+
+    /// The server counted the fixed part (a request of it alone) at `tokens`.
+    pub fn fixed_counted(&mut self, tokens: u64) -> Option<String> {
+        self.fixed_tokens = Some(tokens);
+        self.redecide()
     }
 
     /// The newest measured call of a resumed session.

@@ -21,8 +21,14 @@ const LARGER_WINDOWS: std::ops::RangeInclusive<u32> = 1..=10;
 pub struct Fit {
     pub window_tokens: u64,
     pub max_tokens: u64,
+    /// The messages' characters per token where the fixed part was counted, else the
+    /// whole request's.
     pub chars_per_token: f64,
     pub fixed_chars: usize,
+    /// The fixed part's tokens as the server counted them: set aside as they are,
+    /// where without a count its characters are set aside at the request's ratio
+    /// (the tool definitions' JSON packs fewer characters into a token than prose).
+    pub fixed_tokens: Option<u64>,
 }
 
 impl Fit {
@@ -32,8 +38,17 @@ impl Fit {
     }
 
     fn messages_chars(&self, prompt_tokens: u64) -> usize {
-        let chars = (prompt_tokens as f64 * self.chars_per_token) as usize;
-        chars.saturating_sub(self.fixed_chars).max(MIN_CONTEXT_CHAR_LIMIT)
+        let chars = match self.fixed_tokens {
+            Some(fixed) => (prompt_tokens.saturating_sub(fixed) as f64 * self.chars_per_token) as usize,
+            None => ((prompt_tokens as f64 * self.chars_per_token) as usize).saturating_sub(self.fixed_chars),
+        };
+        chars.max(MIN_CONTEXT_CHAR_LIMIT)
+    }
+
+    /// The fixed part in tokens: as counted, else its characters at the ratio.
+    pub fn fixed_part_tokens(&self) -> u64 {
+        self.fixed_tokens
+            .unwrap_or_else(|| (self.fixed_chars as f64 / self.chars_per_token).ceil() as u64)
     }
 
     /// The most message characters a request can hold and still leave the reply room.
@@ -194,18 +209,26 @@ impl LimitNote {
 
 /// The limit for `configured` chars under `choice`, given what the window holds.
 pub fn decide_limit(choice: LimitChoice, configured: usize, fit: &Fit) -> LimitDecision {
-    let describe = |chars: usize, percent: u64| {
-        format!(
+    let describe = |chars: usize, percent: u64| match fit.fixed_tokens {
+        Some(fixed_tokens) => format!(
+            "{} chars ({percent}% of {} tokens − {} for the reply − {} the server counted for the system prompt and tools, × {:.1} chars/token)",
+            short_count(chars),
+            short_count(fit.window_tokens as usize),
+            short_count(fit.reply_reserve() as usize),
+            short_count(fixed_tokens as usize),
+            fit.chars_per_token,
+        ),
+        None => format!(
             "{} chars ({percent}% of {} tokens − {} for the reply, × {:.1} chars/token, − {} fixed)",
             short_count(chars),
             short_count(fit.window_tokens as usize),
             short_count(fit.reply_reserve() as usize),
             fit.chars_per_token,
             short_count(fit.fixed_chars)
-        )
+        ),
     };
     let holds = fit.holds_chars();
-    let fixed_tokens = (fit.fixed_chars as f64 / fit.chars_per_token).ceil() as u64;
+    let fixed_tokens = fit.fixed_part_tokens();
     if fixed_tokens + MIN_REPLY_TOKENS >= fit.window_tokens {
         // The limit cannot help: say so rather than a limit worked out from less
         // than nothing.

@@ -10,6 +10,7 @@ fn fit(window: u64, max_tokens: u64) -> Fit {
         max_tokens,
         chars_per_token: DEFAULT_CHARS_PER_TOKEN,
         fixed_chars: 2_400,
+        fixed_tokens: None,
     }
 }
 
@@ -81,6 +82,7 @@ fn an_automatic_limit_leaves_a_turn_room_or_says_the_window_is_too_small() {
         max_tokens: 8_192,
         chars_per_token: 3.5,
         fixed_chars: 3_500,
+        fixed_tokens: None,
     };
     let share = ((4_096 * 80 / 100 - 2_048) as f64 * 3.5) as usize - 3_500;
     assert!(share < MIN_CONTEXT_CHAR_LIMIT, "{share}");
@@ -378,4 +380,44 @@ fn a_reply_cut_by_a_full_window_is_not_blamed_on_max_tokens() {
         small.reply_end(&usage(0, 0), 512),
         ReplyEnd::MaxTokens { max_tokens: 512 }
     );
+}
+
+/// The server counted the fixed part (tool definitions' JSON packs three characters a
+/// token, the messages' prose four): the automatic limit sets aside its counted tokens
+/// and converts the rest at the messages' own ratio, where the whole request's blended
+/// ratio gave the messages less room than the window has for them.
+#[test]
+fn a_counted_fixed_part_is_set_aside_as_counted_and_the_messages_convert_at_their_own_ratio() {
+    let window = Window {
+        tokens: 8_192,
+        source: WindowSource::Configured,
+    };
+    let mut ledger = Ledger::new(window, 6_000, 1_000, LimitChoice::Auto, 50_000);
+    let sent = Extent {
+        estimate: 8_000,
+        units: 4_000,
+    };
+    ledger.counted(4_000, sent);
+    let share = 8_192 * AUTO_WINDOW_PERCENT / 100 - 1_000;
+    assert_eq!(ledger.limit().chars, (share as f64 * 3.5) as usize - 6_000, "blended");
+    ledger.fixed_counted(2_000);
+    assert_eq!(ledger.limit().chars, ((share - 2_000) * 4) as usize);
+    let said = ledger.limit().note.message().unwrap();
+    assert!(
+        said.contains("− 2.0k the server counted for the system prompt and tools, × 4.0 chars/token"),
+        "{said}"
+    );
+    // A history of a few tokens says nothing of the messages' ratio: the request's.
+    ledger.counted(
+        2_010,
+        Extent {
+            estimate: 60,
+            units: 2_010,
+        },
+    );
+    let blended = 6_060.0 / 2_010.0;
+    assert_eq!(ledger.limit().chars, ((share - 2_000) as f64 * blended) as usize);
+    // A changed fixed part is counted again before it is trusted.
+    ledger.fixed_changed(6_500, sent, sent);
+    assert_eq!(ledger.fixed_tokens(), None);
 }

@@ -16,7 +16,21 @@ impl Agent {
             &self.settings.compaction,
         );
         breakdown.thinking_tokens = self.ledger.thinking_tokens();
+        breakdown.counted = self.counted_categories();
         AgentEvent::Breakdown { breakdown }
+    }
+
+    /// `/context` opened between turns: where the server counts, each category is
+    /// counted for it first (a failure leaves the column estimated, and says why).
+    pub(super) async fn inspect(&mut self) {
+        if self.server_counts()
+            && let Err(why) = self.count_categories().await
+        {
+            self.emit(AgentEvent::Notice {
+                message: format!("/context's tokens are estimated: the server's count failed ({why})"),
+            });
+        }
+        self.emit(self.breakdown());
     }
 
     /// `r` in `/context`: a shortened tool result back in full.
@@ -160,8 +174,21 @@ impl Agent {
         }
     }
 
-    /// `/context`'s exact refresh: the provider counts the request as it is now.
+    /// `/context`'s exact refresh: the provider counts the request as it is now
+    /// (and each category, where the server counts locally).
     pub(super) async fn count_exactly(&mut self) {
+        if self.server_counts() {
+            match self.count_categories().await {
+                Ok(()) => {
+                    self.emit_context();
+                    self.emit(self.breakdown());
+                }
+                Err(why) => self.emit(AgentEvent::Error {
+                    message: format!("counting tokens failed: {why}"),
+                }),
+            }
+            return;
+        }
         match self.provider.count_tokens(&self.model_request()).await {
             Ok(Some(tokens)) => {
                 let note = self.ledger.counted(tokens, self.extent());

@@ -26,6 +26,9 @@ pub(super) struct Conversation {
     /// The stages that changed the history and can be undone, oldest first.
     stage_log: Vec<StageEvent>,
     mode: EstimateMode,
+    /// Counts the changes to `messages`: a count of the request made at one revision
+    /// holds until the next.
+    revision: u64,
 }
 
 impl Conversation {
@@ -37,11 +40,17 @@ impl Conversation {
             journal,
             stage_log: Vec::new(),
             mode,
+            revision: 0,
         }
     }
 
     pub(super) fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// Which state of the history this is: any change gives a new one.
+    pub(super) fn revision(&self) -> u64 {
+        self.revision
     }
 
     pub(super) fn sizes(&self) -> &Sizes {
@@ -75,6 +84,7 @@ impl Conversation {
             message: message.clone(),
         });
         self.messages.push(message);
+        self.revision += 1;
         journaled
     }
 
@@ -216,6 +226,7 @@ impl Conversation {
         self.units = history_units(&messages);
         self.messages = messages;
         self.sizes = sizes;
+        self.revision += 1;
     }
 }
 

@@ -11,6 +11,7 @@ mod conversation;
 mod instructions;
 mod mcp;
 mod sessions;
+mod token_count;
 mod tool_calls;
 mod tool_runner;
 mod turn;
@@ -145,6 +146,8 @@ pub struct Agent {
     /// only while no turn does, and gives way to a turn's request, so the two never
     /// compete for it.
     background_when_idle: bool,
+    /// Whether the server counts each request (and what it counted last).
+    server_count: token_count::ServerCount,
     /// What the journal last said serves the session (model, window tokens), so a
     /// `served` line is written only when discovery learns something new.
     served_recorded: Option<(String, Option<u64>)>,
@@ -259,6 +262,7 @@ impl Agent {
             cache_chain: cache_chain::CacheChain::default(),
             rediscover: false,
             background_when_idle: false,
+            server_count: token_count::ServerCount::default(),
             served_recorded: None,
             read_only: None,
             mcp_revision: 0,
@@ -445,6 +449,7 @@ impl Agent {
         let facts = self.provider.discover().await;
         self.rediscover = facts.unreachable;
         self.background_when_idle = facts.shared_cache;
+        self.server_count.set_asks(facts.counts_locally);
         if let Some(window) = facts.window.clone() {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);
@@ -563,7 +568,7 @@ impl Agent {
                 Op::Permissions { revoke } => self.permissions(revoke),
                 Op::Instructions => self.reload_instructions(),
                 Op::Mcp { action } => self.mcp_command(action).await,
-                Op::Inspect => self.emit(self.breakdown()),
+                Op::Inspect => self.inspect().await,
                 Op::CountTokens => self.count_exactly().await,
                 Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),
                 Op::Restore { tool_use_id } => self.restore_result(&tool_use_id),

@@ -141,11 +141,15 @@ impl Agent {
                 return Ended::Cancelled;
             }
             self.refresh_instructions();
+            // The server's count before the pipeline decides, and again for what a
+            // stage left: the limit and the reply's `max_tokens` follow its tokenizer.
+            self.count_request().await;
             match self.prepare_history(request, ops).await {
                 compaction::Readied::Go => {}
                 compaction::Readied::Cancelled => return Ended::Cancelled,
                 compaction::Readied::Stopped(why) => return Ended::Failed(why),
             }
+            self.count_request().await;
             let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
                 Ok(response) => response,

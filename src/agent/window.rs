@@ -48,6 +48,9 @@ impl Agent {
     fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
         self.rediscover = facts.unreachable;
         self.background_when_idle |= facts.shared_cache;
+        if facts.counts_locally {
+            self.server_count.set_asks(true);
+        }
         if facts.model.is_some() || facts.window.is_some() {
             self.record_served();
         }

@@ -122,6 +122,36 @@ pub struct ContextBreakdown {
     /// The tokens the last reply spent thinking, where the server reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_tokens: Option<u64>,
+    /// Each category's tokens as the server counted them, where it counts (for the
+    /// history as it is now); without them `/context` divides by the last ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<CountedTokens>,
+}
+
+/// A request's tokens as the server counted them, by category. The message
+/// categories are their text alone; message framing is what the chat template adds
+/// around them; the fixed part is a request of the system prompt and tools alone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountedTokens {
+    /// The whole request.
+    pub total: u64,
+    /// The system prompt and tools (and the instruction files and MCP servers in them).
+    pub fixed: u64,
+    pub categories: Vec<(Category, u64)>,
+}
+
+impl CountedTokens {
+    pub fn of(&self, category: Category) -> Option<u64> {
+        self.categories
+            .iter()
+            .find(|(counted, _)| *counted == category)
+            .map(|(_, tokens)| *tokens)
+    }
+
+    /// The messages' tokens: the request less its fixed part.
+    pub fn messages(&self) -> u64 {
+        self.total.saturating_sub(self.fixed)
+    }
 }
 
 /// One MCP server's share of the fixed part: its tool definitions and its

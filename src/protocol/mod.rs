@@ -13,7 +13,7 @@ pub use crate::session::record::{
     BackgroundEvent, CacheReport, CallPoint, CompactionRequester, ForkPoint, InstructionRow, InstructionsNote, Origin,
     Past, PrefixChange, TurnOutcome,
 };
-pub use breakdown::{Category, ContextBreakdown, Item, McpServerRow};
+pub use breakdown::{Category, ContextBreakdown, CountedTokens, Item, McpServerRow};
 pub use context::{BackgroundStatus, ContextStatus, TokenBasis, TokenFigure, Window, WindowSource};
 pub use events::{AgentEvent, ToolStatus, TurnId, Usage};
 pub use ops::{ForkAt, McpAction, Op, PermissionAnswer, ReviewAnswer};

@@ -262,6 +262,12 @@ impl Provider for AnthropicProvider {
         })
     }
 
+    fn tokenize<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        Box::pin(super::tokenized(&self.client, &self.config.base_url, text, |request| {
+            request.header("x-api-key", &self.config.api_key)
+        }))
+    }
+
     /// `/v1/messages/count_tokens` (Anthropic's API and llama.cpp's): the exact prompt
     /// size of the history as it is.
     fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {

@@ -91,6 +91,15 @@ impl ProviderError {
         )
     }
 
+    /// The answer of a server without the endpoint asked (a token count on vLLM,
+    /// Ollama or an older llama.cpp): not found, not allowed, or not implemented.
+    pub fn offers_nothing_here(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::BadRequest { status: 404 | 405, .. } | ProviderError::Server { status: 501, .. }
+        )
+    }
+
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::RateLimited { retry_after, .. } => *retry_after,

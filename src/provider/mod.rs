@@ -202,6 +202,13 @@ pub trait Provider: Send + Sync {
         Box::pin(async { Ok(None) })
     }
 
+    /// The tokens of `text` alone, without a chat template, where the server
+    /// tokenizes on request (llama.cpp's `/tokenize`); `None` when it does not.
+    fn tokenize<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        let _ = text;
+        Box::pin(async { Ok(None) })
+    }
+
     /// Where this provider's prompt token counts come from.
     fn token_basis(&self) -> crate::protocol::TokenBasis {
         crate::protocol::TokenBasis::Reported
@@ -663,6 +670,10 @@ pub struct ServerFacts {
     /// Its requests share one cache (llama.cpp's slots, all in the `-c` it was started
     /// with): a second request at once competes with the first for it.
     pub shared_cache: bool,
+    /// It counts a request's tokens itself, in milliseconds and beside a running
+    /// request (llama.cpp's counting endpoints and `/tokenize`): worth asking before
+    /// every call, so that the figure the limit and the gauge use is its own count.
+    pub counts_locally: bool,
 }
 
 /// A provider's model id: the configured one, else the one the server says it serves,
@@ -742,6 +753,7 @@ pub(crate) async fn probe_server(
         facts.model = crate::accounting::model_from_props(&props);
         facts.renders_tools = crate::accounting::tools_from_props(&props);
         facts.shared_cache = true;
+        facts.counts_locally = true;
     }
     if (facts.window.is_none() || facts.model.is_none())
         && let Some(models) = get("/v1/models").await
@@ -772,6 +784,42 @@ pub(crate) async fn counted_input_tokens(response: reqwest::Response) -> Result<
         .and_then(|value| value.get("input_tokens").and_then(serde_json::Value::as_u64))
         .map(Some)
         .ok_or_else(|| ProviderError::Protocol(format!("the token count answered {text}")))
+}
+
+/// llama.cpp's `POST /tokenize` at the server's root (`base_url` may end in `/v1`):
+/// how many tokens `text` alone is. A server without it offers no count (`None`).
+pub(crate) async fn tokenized(
+    client: &reqwest::Client,
+    base_url: &str,
+    text: &str,
+    authorise: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+) -> Result<Option<u64>, ProviderError> {
+    let trimmed = base_url.trim_end_matches('/');
+    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let request = authorise(
+        client
+            .post(format!("{root}/tokenize"))
+            .json(&serde_json::json!({"content": text})),
+    );
+    let response = match send(request).await {
+        Ok(response) => response,
+        Err(error) if error.offers_nothing_here() => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let text = response
+        .text()
+        .await
+        .map_err(|error| ProviderError::Network(error.to_string()))?;
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|value| {
+            value
+                .get("tokens")
+                .and_then(Value::as_array)
+                .map(|tokens| tokens.len() as u64)
+        })
+        .map(Some)
+        .ok_or_else(|| ProviderError::Protocol(format!("/tokenize answered {}", crate::text::prefix_chars(&text, 200))))
 }
 
 /// Poll [`server_answers`] every [`retry::HEALTH_POLL`] until it does or `wait` has

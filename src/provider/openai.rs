@@ -109,15 +109,6 @@ impl OpenAiProvider {
     }
 }
 
-/// The answer of a server that has no token-counting endpoint (vLLM, Ollama, older
-/// llama.cpp): not found, not allowed, or not implemented.
-fn offers_no_count(error: &ProviderError) -> bool {
-    matches!(
-        error,
-        ProviderError::BadRequest { status: 404 | 405, .. } | ProviderError::Server { status: 501, .. }
-    )
-}
-
 fn to_openai(message: &Message, out: &mut Vec<Value>) {
     let role = match message.role() {
         Role::User => "user",
@@ -327,6 +318,18 @@ impl Provider for OpenAiProvider {
         })
     }
 
+    fn tokenize<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
+        Box::pin(super::tokenized(
+            &self.client,
+            &self.config.base_url,
+            text,
+            |request| match &self.config.api_key {
+                Some(key) => request.bearer_auth(key),
+                None => request,
+            },
+        ))
+    }
+
     /// llama.cpp's `POST /v1/chat/completions/input_tokens` counts the request as its
     /// template renders it; a server without that endpoint offers no count.
     fn count_tokens<'a>(&'a self, request: &'a ModelRequest<'a>) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
@@ -339,7 +342,7 @@ impl Provider for OpenAiProvider {
             }
             let response = match send(self.post("/chat/completions/input_tokens", &body)).await {
                 Ok(response) => response,
-                Err(error) if offers_no_count(&error) => return Ok(None),
+                Err(error) if error.offers_nothing_here() => return Ok(None),
                 Err(error) => return Err(error),
             };
             super::counted_input_tokens(response).await
@@ -382,12 +385,12 @@ mod tests {
     fn a_server_without_a_counting_endpoint_offers_no_count_and_other_errors_stay_errors() {
         let answered = |status: u16| ProviderError::from_http(status, None, "{\"error\":{\"message\":\"x\"}}");
         for status in [404, 405, 501] {
-            assert!(offers_no_count(&answered(status)), "{status}");
+            assert!(answered(status).offers_nothing_here(), "{status}");
         }
         for status in [400, 401, 429, 500, 503] {
-            assert!(!offers_no_count(&answered(status)), "{status}");
+            assert!(!answered(status).offers_nothing_here(), "{status}");
         }
-        assert!(!offers_no_count(&ProviderError::Network("refused".into())));
+        assert!(!ProviderError::Network("refused".into()).offers_nothing_here());
     }
 
     #[test]

@@ -49,7 +49,9 @@ pub(super) fn shown_categories(breakdown: &ContextBreakdown) -> impl Iterator<It
 
 /// Characters and tokens per category. The message categories sum to the gauge's
 /// estimate (the total row), which is what the limit applies to; the fixed part is the
-/// gauge's `+N fixed`, outside the limit.
+/// gauge's `+N fixed`, outside the limit. Tokens are the server's count where it
+/// counted this history (the column says `counted`), else characters at the last
+/// call's ratio.
 pub(super) fn render_table(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -57,11 +59,22 @@ pub(super) fn render_table(
     chars_per_token: Option<f64>,
 ) {
     let limit = breakdown.limit.max(1);
-    let tokens = |chars: usize| {
+    let by_ratio = |chars: usize| {
         chars_per_token
             .filter(|r| *r > 0.0)
             .map(|ratio| short_count((chars as f64 / ratio) as usize))
             .unwrap_or_else(|| "–".into())
+    };
+    let counted = breakdown.counted.as_ref();
+    // A row's tokens: the categories it holds as counted, else its chars by ratio.
+    let tokens = |categories: &[Category], chars: usize| match counted {
+        Some(counted) => short_count(categories.iter().filter_map(|c| counted.of(*c)).sum::<u64>() as usize),
+        None => by_ratio(chars),
+    };
+    // A file's or server's part of its category: its share of the counted tokens.
+    let part_tokens = |category: Category, part: usize, whole: usize| match counted.and_then(|c| c.of(category)) {
+        Some(tokens) => short_count((tokens as f64 * part as f64 / whole.max(1) as f64).round() as usize),
+        None => by_ratio(part),
     };
     let share = |chars: usize| format!("{:.1}%", chars as f64 * 100.0 / limit as f64);
     // When the rows do not fit, the smallest message categories share one row, so
@@ -87,7 +100,7 @@ pub(super) fn render_table(
     if merged.len() < 2 {
         merged.clear();
     }
-    let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String| {
+    let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String, tokens: String| {
         Row::new(vec![
             colour.map_or_else(
                 || Span::raw(" "),
@@ -96,7 +109,7 @@ pub(super) fn render_table(
             Span::raw(label),
             Span::raw(short_count(chars)),
             Span::raw(of_limit),
-            Span::raw(tokens(chars)),
+            Span::raw(tokens),
         ])
     };
     let mut rows: Vec<Row> = Vec::new();
@@ -115,7 +128,7 @@ pub(super) fn render_table(
             } else {
                 format!("{} smaller categories", merged.len())
             };
-            rows.push(row(None, label, sum, share(sum)));
+            rows.push(row(None, label, sum, share(sum), tokens(&merged, sum)));
         }
         let of_limit = if category.is_fixed() {
             "outside".to_string()
@@ -130,11 +143,18 @@ pub(super) fn render_table(
             ),
             _ => category.label().to_string(),
         };
-        rows.push(row(Some(*category), label, *chars, of_limit));
+        // Free space is not text: its tokens are what the limit's ratio makes of it.
+        let category_tokens = if *category == Category::Free {
+            by_ratio(*chars)
+        } else {
+            tokens(&[*category], *chars)
+        };
+        rows.push(row(Some(*category), label, *chars, of_limit, category_tokens));
         if *category == Category::ProjectInstructions {
             for file in &breakdown.instructions {
                 let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });
-                rows.push(row(None, label, file.prompt_chars, String::new()));
+                let tokens = part_tokens(*category, file.prompt_chars, *chars);
+                rows.push(row(None, label, file.prompt_chars, String::new(), tokens));
             }
         }
         if *category == Category::McpServers {
@@ -145,7 +165,8 @@ pub(super) fn render_table(
                     server.tools,
                     if server.tools == 1 { "" } else { "s" }
                 );
-                rows.push(row(None, label, server.chars, String::new()));
+                let tokens = part_tokens(*category, server.chars, *chars);
+                rows.push(row(None, label, server.chars, String::new(), tokens));
             }
         }
     }
@@ -156,7 +177,10 @@ pub(super) fn render_table(
             Span::raw("messages: the estimate (limited)"),
             Span::raw(short_count(breakdown.estimate)),
             Span::raw(share(breakdown.estimate)),
-            Span::raw(tokens(breakdown.estimate)),
+            Span::raw(counted.map_or_else(
+                || by_ratio(breakdown.estimate),
+                |counted| short_count(counted.messages() as usize),
+            )),
         ])
         .style(bold),
     );
@@ -165,7 +189,10 @@ pub(super) fn render_table(
         Span::raw("request: + fixed part"),
         Span::raw(short_count(breakdown.estimate + breakdown.fixed)),
         Span::raw(""),
-        Span::raw(tokens(breakdown.estimate + breakdown.fixed)),
+        Span::raw(counted.map_or_else(
+            || by_ratio(breakdown.estimate + breakdown.fixed),
+            |counted| short_count(counted.total as usize),
+        )),
     ]));
     let table = Table::new(
         rows,
@@ -178,7 +205,14 @@ pub(super) fn render_table(
         ],
     )
     .header(
-        Row::new(vec!["", "category", "chars", "of limit", "tokens"]).style(Style::default().fg(theme::palette().soft)),
+        Row::new(vec![
+            "",
+            "category",
+            "chars",
+            "of limit",
+            if counted.is_some() { "counted" } else { "tokens" },
+        ])
+        .style(Style::default().fg(theme::palette().soft)),
     );
     frame.render_widget(table, area);
 }

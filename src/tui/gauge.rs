@@ -195,7 +195,7 @@ pub fn token_text(figure: &TokenFigure, with_chars: bool) -> String {
         TokenBasis::Reported => ("", "last call", ", "),
         TokenBasis::DemoCount => ("", "demo count", " of "),
         TokenBasis::Estimated => ("≈", "estimated", " for "),
-        TokenBasis::Counted => ("", "counted", ", "),
+        TokenBasis::Counted => ("", "server's count", ", "),
     };
     let chars = if with_chars {
         format!("{joint}{} chars", short_count(figure.request_chars))

@@ -64,6 +64,11 @@ impl Recorded {
             || self.asks_the_server_to_compact()
     }
 
+    /// A count, not a model call: a counting endpoint's or `/tokenize`'s.
+    pub fn is_count(&self) -> bool {
+        self.path.ends_with("count_tokens") || self.path.ends_with("input_tokens") || self.path == "/tokenize"
+    }
+
     /// A request for the server's own compaction (a top-level `compaction`).
     pub fn asks_the_server_to_compact(&self) -> bool {
         self.body.get("compaction").is_some()
@@ -240,6 +245,8 @@ struct Script {
     props: Option<Value>,
     /// `GET /props` answers 503 (llama-server loading its model) while set.
     loading: bool,
+    /// Counting endpoints answer 500 while set.
+    counts_fail: bool,
     /// Replies to summary requests, in order; once used up, a fixed summary.
     summary_replies: VecDeque<Reply>,
     /// A window in tokens, by [`mock_tokens`]: a turn request over it is refused as
@@ -375,6 +382,7 @@ impl MockApi {
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/v1/chat/completions/input_tokens", post(input_tokens))
+            .route("/tokenize", post(tokenize))
             .route("/v1/chat/completions", post(chat_completions))
             .route("/props", axum::routing::get(llama_props))
             .route("/health", axum::routing::get(llama_health))
@@ -426,6 +434,11 @@ impl MockApi {
             .extend(answers);
     }
 
+    /// Answer counting requests with a server error while `failing`.
+    pub fn fail_counts(&self, failing: bool) {
+        self.script.lock().unwrap().counts_fail = failing;
+    }
+
     /// Answer `GET /props` with 503, as llama-server does while it loads its model,
     /// until told otherwise.
     pub fn set_loading(&self, loading: bool) {
@@ -458,9 +471,17 @@ impl MockApi {
         self.script.lock().unwrap().requests.clone()
     }
 
-    /// The agent's own model calls, without summary requests.
+    /// The agent's own model calls, without summary requests or counts.
     pub fn turn_requests(&self) -> Vec<Recorded> {
-        self.requests().into_iter().filter(|r| !r.is_summary()).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| !r.is_summary() && !r.is_count())
+            .collect()
+    }
+
+    /// The counts asked of the server (counting endpoints and `/tokenize`).
+    pub fn counts(&self) -> Vec<Recorded> {
+        self.requests().into_iter().filter(Recorded::is_count).collect()
     }
 
     /// Answer the next summary requests with `replies` (refusals, say) before the
@@ -706,18 +727,47 @@ async fn count_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderM
     counted(&script, "/v1/messages/count_tokens", headers, &body, json!({}))
 }
 
+/// llama.cpp's `/tokenize` (a llama-server mock only): the tokens of `content` by
+/// [`mock_tokens`], recorded.
+async fn tokenize(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: Value = scratchpad::json::from_slice(&body).unwrap_or(Value::Null);
+    let mut script = script.lock().unwrap();
+    if script.props.is_none() {
+        return Response::builder().status(404).body(Body::empty()).unwrap();
+    }
+    let tokens = mock_tokens(&json!({"messages": [body["content"].clone()]}));
+    script.requests.push(Recorded {
+        path: "/tokenize".into(),
+        headers,
+        body,
+    });
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"tokens": vec![0; tokens as usize]}).to_string()))
+        .unwrap()
+}
+
 /// llama.cpp's OpenAI-shaped counting endpoint.
 async fn input_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes) -> Response {
     let object = json!({"object": "response.input_tokens"});
     counted(&script, "/v1/chat/completions/input_tokens", headers, &body, object)
 }
 
-/// Record a counting request and answer its body's length over 4 as `input_tokens`,
-/// with `extra` fields.
+/// Record a counting request and answer `input_tokens`, with `extra` fields: as a
+/// llama-server mock (one that answers `/props`) by [`mock_tokens`], as its turn
+/// requests are measured, else the body's length over 4.
 fn counted(script: &Mutex<Script>, path: &str, headers: HeaderMap, body: &[u8], mut extra: Value) -> Response {
     let body: Value = scratchpad::json::from_slice(body).unwrap_or(Value::Null);
-    extra["input_tokens"] = json!(body.to_string().len() / 4);
-    script.lock().unwrap().requests.push(Recorded {
+    let mut script = script.lock().unwrap();
+    if script.counts_fail {
+        return respond(error_reply(500, json!({"error": {"message": "the counter broke"}})));
+    }
+    extra["input_tokens"] = if script.props.is_some() {
+        json!(mock_tokens(&body))
+    } else {
+        json!(body.to_string().len() / 4)
+    };
+    script.requests.push(Recorded {
         path: path.into(),
         headers,
         body,
