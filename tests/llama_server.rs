@@ -594,15 +594,30 @@ fn prose_request(seed: usize, chars: usize) -> String {
     format!("Read this and say ok. {}", sentence.repeat(chars / sentence.len()))
 }
 
+/// How far each call's predicted tokens were from what the server then reported:
+/// the mean and the largest error, as shares of the reported count.
+fn prediction_errors(calls: &[(u64, u64)]) -> (f64, f64) {
+    let errors: Vec<f64> = calls
+        .iter()
+        .map(|&(predicted, reported)| (predicted as f64 - reported as f64).abs() / reported as f64)
+        .collect();
+    let mean = errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+    (mean, errors.iter().copied().fold(0.0, f64::max))
+}
+
 /// The gauge's token figure against the server's own count, call by call, over a
 /// session whose compactions take away text of other kinds than what stays: a file
 /// of digits read, then pasted requests of spaced digits (a token a character) and of
-/// prose (about four) in turn, snipped away as the session grows. Every prediction is
-/// within 15% of what the server then reported, and their mean within 5%.
-#[test]
-#[ignore = "needs llama-server; see NEEDS_PEER"]
-fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compactions() {
+/// prose (about four) in turn, snipped away as the session grows. The server counts
+/// each request before it goes, so every prediction is within 5% of what it then
+/// reported, and their mean within 2% (issue 45; chars per token missed by 31%).
+fn token_figure_through_compactions(wire: &str) {
     let server = server(8192);
+    let base_url = if wire == "openai" {
+        format!("{}/v1", server.url)
+    } else {
+        server.url.clone()
+    };
     let workspace = Workspace::new();
     std::fs::write(workspace.path().join("main.rs"), digits_request(2_400)).unwrap();
     // Short replies: the figure is about prompts, and a 135M model's long ones would
@@ -615,9 +630,9 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
     let run = |args: &[&str]| -> Output {
         let mut all = vec![
             "--provider",
-            "anthropic",
+            wire,
             "--base-url",
-            &server.url,
+            &base_url,
             "--yes",
             "--events",
             "jsonl",
@@ -626,7 +641,7 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
         ];
         all.extend(args);
         workspace
-            .command_at(Command::new(env!("CARGO_BIN_EXE_scratchpad")), &server.url, &all)
+            .command_at(Command::new(env!("CARGO_BIN_EXE_scratchpad")), &base_url, &all)
             .output()
             .expect("run the binary")
     };
@@ -642,6 +657,7 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
     }));
     let mut calls: Vec<(u64, u64)> = Vec::new();
     let mut compactions = 0;
+    let mut counted_statuses = 0;
     for (turn, request) in requests.iter().enumerate() {
         let mut args = vec!["-p", request.as_str()];
         if turn > 0 {
@@ -651,6 +667,10 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
         compactions += events
             .iter()
             .filter(|e| e["type"] == "compaction" && e["event"]["replaced"].as_u64() > Some(0))
+            .count();
+        counted_statuses += events
+            .iter()
+            .filter(|e| e["type"] == "context" && e["status"]["tokens"]["basis"] == "counted")
             .count();
         for call in events.iter().filter(|e| e["type"] == "model_call") {
             let point = &call["point"];
@@ -664,24 +684,35 @@ fn the_token_figure_stays_within_five_percent_of_the_servers_count_through_compa
     }
     assert!(compactions >= 2, "the session compacted at least twice: {compactions}");
     assert!(calls.len() >= 10, "at least ten predicted calls: {calls:?}");
-    let errors: Vec<f64> = calls
-        .iter()
-        .map(|&(predicted, reported)| (predicted as f64 - reported as f64).abs() / reported as f64)
-        .collect();
-    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-    let max = errors.iter().copied().fold(0.0, f64::max);
+    assert!(
+        counted_statuses >= calls.len(),
+        "the gauge said the figure was the server's count"
+    );
+    let (mean, max) = prediction_errors(&calls);
     eprintln!(
-        "token figure against the server over {} calls: mean error {:.1}%, max {:.1}%",
+        "{wire}: token figure against the server over {} calls: mean error {:.1}%, max {:.1}%",
         calls.len(),
         mean * 100.0,
         max * 100.0
     );
     assert!(
-        max < 0.15,
-        "every prediction within 15%: max {:.1}% in {calls:?}",
+        max <= 0.05,
+        "every prediction within 5%: max {:.1}% in {calls:?}",
         max * 100.0
     );
-    assert!(mean < 0.05, "the mean within 5%: {:.1}% in {calls:?}", mean * 100.0);
+    assert!(mean <= 0.02, "the mean within 2%: {:.1}% in {calls:?}", mean * 100.0);
+}
+
+#[test]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+fn the_token_figure_is_the_servers_count_through_compactions_over_the_anthropic_api() {
+    token_figure_through_compactions("anthropic");
+}
+
+#[test]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+fn the_token_figure_is_the_servers_count_through_compactions_over_the_openai_api() {
+    token_figure_through_compactions("openai");
 }
 
 /// A session started before the server: the agent begins with the configured window
@@ -771,4 +802,76 @@ fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
         "its window applies to the turn that waited: {stderr}"
     );
     assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty(), "answered");
+}
+
+/// Issue 45: six turns on each wire through llama-server at `-c 4096` with `--limit
+/// auto` and short replies, each a paste of prose that takes the history past where a
+/// background summary starts. One starts between turns and the next turn's request
+/// goes at once: on a server whose requests share one cache the summary gives way
+/// (they used to collide, the server cut both streams, and the turn failed after
+/// 137 s). Every turn completes, and each call's prediction is the server's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs llama-server; see NEEDS_PEER"]
+async fn six_turns_beside_background_summaries_complete_on_both_wires() {
+    use scratchpad::agent::{AgentSettings, AskPolicy};
+    use scratchpad::protocol::{AgentEvent, BackgroundEvent, Op, TurnOutcome};
+    let server = tokio::task::block_in_place(|| server(4096));
+    let (anthropic, openai) = providers(&server.url);
+    let wires: [Arc<dyn Provider>; 2] = [Arc::new(anthropic), Arc::new(openai)];
+    for provider in wires {
+        let wire = provider.kind();
+        let settings = AgentSettings {
+            max_tokens: 64,
+            limit_choice: scratchpad::accounting::LimitChoice::Auto,
+            ..common::agent_settings(AskPolicy::Approve)
+        };
+        let mut agent = common::start_with(provider, settings);
+        let mut calls: Vec<(u64, u64)> = Vec::new();
+        let mut started = 0;
+        for turn in 0..6 {
+            agent
+                .ops
+                .send(Op::Submit {
+                    text: prose_request(turn, 1_500),
+                })
+                .unwrap();
+            loop {
+                let event = common::until(&mut agent.events, |e| {
+                    matches!(
+                        e,
+                        AgentEvent::ModelCall { .. } | AgentEvent::Background { .. } | AgentEvent::TurnDone { .. }
+                    )
+                })
+                .await;
+                match event {
+                    AgentEvent::ModelCall { point, .. } => {
+                        if let (Some(predicted), Some(reported)) = (point.predicted_tokens, point.input_tokens) {
+                            calls.push((predicted, reported));
+                        }
+                    }
+                    AgentEvent::Background {
+                        event: BackgroundEvent::Started { .. },
+                    } => started += 1,
+                    AgentEvent::TurnDone { outcome, .. } => {
+                        assert_eq!(outcome, TurnOutcome::Completed, "{wire}: turn {turn}");
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(started >= 1, "{wire}: a background summary started between turns");
+        let (mean, max) = prediction_errors(&calls);
+        eprintln!(
+            "{wire}: six turns, {} calls, {started} background summaries started; prediction error mean {:.1}%, max {:.1}%",
+            calls.len(),
+            mean * 100.0,
+            max * 100.0
+        );
+        assert!(calls.len() >= 6, "{wire}: {calls:?}");
+        assert!(max <= 0.05, "{wire}: every prediction within 5%: {calls:?}");
+        assert!(mean <= 0.02, "{wire}: the mean within 2%: {calls:?}");
+        agent.ops.send(Op::Quit).unwrap();
+        agent.task.await.unwrap();
+    }
 }

@@ -3807,3 +3807,62 @@ fn a_summary_being_written_is_on_the_status_line_and_the_gauge() {
         "{text}"
     );
 }
+
+/// Where the server counted each category, `/context`'s column says `counted` and
+/// gives its figures (message framing what the template adds), and the gauge says the
+/// figure is the server's count.
+#[test]
+fn the_servers_count_in_context_and_on_the_gauge() {
+    use scratchpad::protocol::{Category, CountedTokens, TokenBasis, TokenFigure};
+    let mut s = screen();
+    let AgentEvent::Context { mut status } = context(9_400, 3) else {
+        unreachable!("context builds a status")
+    };
+    status.tokens = Some(TokenFigure {
+        tokens: 3_605,
+        window_tokens: 4_096,
+        request_chars: 11_800,
+        chars_per_token: 11_800.0 / 3_605.0,
+        basis: TokenBasis::Counted,
+    });
+    s.app.apply(AgentEvent::Context { status });
+    let gauge = text_of(&draw(&mut s.app, 120, 40));
+    assert!(
+        gauge.contains("3.6k of 4.1k tokens (server's count)"),
+        "{gauge}"
+    );
+    s.app
+        .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
+    let messages = [
+        Message::user_text("Read this and say ok. ".repeat(60)),
+        Message::assistant_text("ok"),
+        Message::user_text("4 8 15 16 23 42 ".repeat(300)),
+    ];
+    let mut map = breakdown(
+        "You are scratchpad.",
+        &[],
+        &[],
+        &[],
+        &messages,
+        &CompactConfig::default(),
+    );
+    map.counted = Some(CountedTokens {
+        total: 3_605,
+        fixed: 1_146,
+        categories: vec![
+            (Category::UserText, 2_391),
+            (Category::AssistantText, 1),
+            (Category::Framing, 67),
+            (Category::SystemAndTools, 1_146),
+            (Category::ProjectInstructions, 0),
+            (Category::McpServers, 0),
+        ],
+    });
+    s.app.apply(AgentEvent::Breakdown { breakdown: map });
+    let terminal = draw(&mut s.app, 120, 40);
+    let text = text_of(&terminal);
+    assert!(text.contains("counted"), "{text}");
+    assert!(text.contains("2.4k"), "the user text's count: {text}");
+    assert!(text.contains("3.6k"), "the request's count: {text}");
+    insta::assert_snapshot!("servers_count_in_context_120x40", terminal.backend());
+}

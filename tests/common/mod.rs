@@ -1456,7 +1456,9 @@ pub async fn turn(agent: &mut Running, request: &str) -> Turn {
     }
 }
 
-fn start_with(
+/// Start an agent with `settings` talking through `provider` (one at a real peer's
+/// address), in a fresh workspace.
+pub fn start_with(
     provider: Arc<dyn scratchpad::provider::Provider>,
     settings: scratchpad::agent::AgentSettings,
 ) -> Running {
