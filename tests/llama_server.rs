@@ -805,7 +805,7 @@ fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
 }
 
 /// Issue 45: six turns on each wire through llama-server at `-c 4096` with `--limit
-/// auto` and short replies, each a paste of prose that takes the history past where a
+/// auto` and short replies, each a paste of prose, the history growing past where a
 /// background summary starts. One starts between turns and the next turn's request
 /// goes at once: on a server whose requests share one cache the summary gives way
 /// (they used to collide, the server cut both streams, and the turn failed after
@@ -820,11 +820,14 @@ async fn six_turns_beside_background_summaries_complete_on_both_wires() {
     let wires: [Arc<dyn Provider>; 2] = [Arc::new(anthropic), Arc::new(openai)];
     for provider in wires {
         let wire = provider.kind();
-        let settings = AgentSettings {
+        let mut settings = AgentSettings {
             max_tokens: 64,
             limit_choice: scratchpad::accounting::LimitChoice::Auto,
             ..common::agent_settings(AskPolicy::Approve)
         };
+        // From half the limit (about 9k chars here), while the newest five messages
+        // still leave a swap room: the summary starts after the fourth turn or so.
+        settings.compaction.background_at_percent = 50;
         let mut agent = common::start_with(provider, settings);
         let mut calls: Vec<(u64, u64)> = Vec::new();
         let mut started = 0;
@@ -832,26 +835,28 @@ async fn six_turns_beside_background_summaries_complete_on_both_wires() {
             agent
                 .ops
                 .send(Op::Submit {
-                    text: prose_request(turn, 1_500),
+                    text: prose_request(turn, 900),
                 })
                 .unwrap();
             loop {
-                let event = common::until(&mut agent.events, |e| {
-                    matches!(
-                        e,
-                        AgentEvent::ModelCall { .. } | AgentEvent::Background { .. } | AgentEvent::TurnDone { .. }
-                    )
-                })
-                .await;
+                // A summary by a 135M model on two cores takes a while; a turn that
+                // hangs still fails here.
+                let event = tokio::time::timeout(Duration::from_secs(600), agent.events.recv())
+                    .await
+                    .unwrap_or_else(|_| panic!("{wire}: turn {turn} said nothing for ten minutes"))
+                    .expect("the agent runs");
                 match event {
                     AgentEvent::ModelCall { point, .. } => {
                         if let (Some(predicted), Some(reported)) = (point.predicted_tokens, point.input_tokens) {
                             calls.push((predicted, reported));
                         }
                     }
-                    AgentEvent::Background {
-                        event: BackgroundEvent::Started { .. },
-                    } => started += 1,
+                    AgentEvent::Background { event } => {
+                        eprintln!("{wire}: turn {turn}: {}", event.line());
+                        started += usize::from(matches!(event, BackgroundEvent::Started { .. }));
+                    }
+                    AgentEvent::Notice { message } => eprintln!("{wire}: turn {turn}: {message}"),
+                    AgentEvent::StreamReset { reason, .. } => eprintln!("{wire}: turn {turn}: retry: {reason}"),
                     AgentEvent::TurnDone { outcome, .. } => {
                         assert_eq!(outcome, TurnOutcome::Completed, "{wire}: turn {turn}");
                         break;

@@ -3827,10 +3827,7 @@ fn the_servers_count_in_context_and_on_the_gauge() {
     });
     s.app.apply(AgentEvent::Context { status });
     let gauge = text_of(&draw(&mut s.app, 120, 40));
-    assert!(
-        gauge.contains("3.6k of 4.1k tokens (server's count)"),
-        "{gauge}"
-    );
+    assert!(gauge.contains("3.6k of 4.1k tokens (server's count)"), "{gauge}");
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     let messages = [

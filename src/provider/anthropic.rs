@@ -149,9 +149,12 @@ impl AnthropicProvider {
         request.json(body)
     }
 
-    /// Whether the server answers now (while it was not up).
-    async fn answers(&self) -> bool {
-        super::server_answers(&self.client, &self.config.base_url).await
+    /// The server, as the retries ask about it.
+    fn server(&self) -> super::ServerAt<'_> {
+        super::ServerAt {
+            client: &self.client,
+            base_url: &self.config.base_url,
+        }
     }
 
     /// `GET /v1/models/{model}`: the model's input window as the Models API states it.
@@ -322,7 +325,7 @@ impl Provider for AnthropicProvider {
             let response = self
                 .config
                 .retry
-                .run(&sink, || self.attempt(&body, &sink), || self.answers())
+                .run(&sink, || self.attempt(&body, &sink), &self.server())
                 .await?;
             let block = response.content.into_iter().find_map(|block| match block {
                 ContentBlock::Unknown(value) if is_server_compaction_block(&value) => Some(value),
@@ -359,7 +362,7 @@ impl Provider for AnthropicProvider {
             let body = self.request_body(request);
             self.config
                 .retry
-                .run(deltas, || self.attempt(&body, deltas), || self.answers())
+                .run(deltas, || self.attempt(&body, deltas), &self.server())
                 .await
         })
     }

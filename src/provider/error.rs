@@ -35,6 +35,12 @@ pub enum ProviderError {
     NotUp(String),
     #[error("the response stream was cut: {0}")]
     StreamCut(String),
+    /// llama.cpp's slots share one cache (its `-c`): a request running beside this
+    /// one took the room this one needed, and the server stopped it.
+    #[error(
+        "a collision: another request on the server filled the cache its slots share, and the server stopped this one ({message})"
+    )]
+    Collision { message: String },
     #[error("malformed response from the API: {0}")]
     Protocol(String),
     /// The server's compaction refused or failed, by its code (`compaction_unavailable`,
@@ -78,6 +84,7 @@ impl ProviderError {
                 | ProviderError::Network(_)
                 | ProviderError::NotUp(_)
                 | ProviderError::StreamCut(_)
+                | ProviderError::Collision { .. }
         )
     }
 
@@ -89,6 +96,12 @@ impl ProviderError {
             self,
             ProviderError::NotUp(_) | ProviderError::Server { status: 503, .. }
         )
+    }
+
+    /// Another request took the server's shared cache: retrying is of use only once
+    /// that request is done.
+    pub fn is_collision(&self) -> bool {
+        matches!(self, ProviderError::Collision { .. })
     }
 
     /// The answer of a server without the endpoint asked (a token count on vLLM,
@@ -118,6 +131,9 @@ impl ProviderError {
         if let Some(code) = kind.filter(|kind| kind.starts_with(COMPACTION_ERROR)) {
             return ProviderError::Compaction { code, message };
         }
+        if is_shared_cache_full(&message) {
+            return ProviderError::Collision { message };
+        }
         match status {
             429 => ProviderError::RateLimited {
                 retry_after: retry_after.and_then(parse_retry_after),
@@ -143,6 +159,9 @@ impl ProviderError {
                 code: code.to_string(),
                 message,
             };
+        }
+        if is_shared_cache_full(&message) {
+            return ProviderError::Collision { message };
         }
         match kind.as_deref() {
             Some("overloaded_error") => ProviderError::Overloaded { message },
@@ -230,6 +249,13 @@ fn is_context_overflow(kind: Option<&str>, message: &str) -> bool {
         || message.contains("maximum context length")
 }
 
+/// llama.cpp's words when its cache has no room left for the next token of a request
+/// it already accepted (a request too long for the window is refused before it starts,
+/// as too long): the room went to another request in a slot beside it.
+fn is_shared_cache_full(message: &str) -> bool {
+    message.contains("Context size has been exceeded")
+}
+
 /// `retry-after` in seconds (the API sends whole or fractional seconds).
 fn parse_retry_after(value: &str) -> Option<Duration> {
     value
@@ -270,6 +296,23 @@ mod tests {
             assert_eq!(ProviderError::from_stream_error(&body), expected);
             assert!(!expected.is_retryable(), "the summariser decides, not the retry loop");
         }
+    }
+
+    /// llama.cpp stops a request whose room in its shared cache another request took,
+    /// in the stream or before it: a collision, named as such and retried, where it
+    /// used to read as a server error like any other.
+    #[test]
+    fn a_full_shared_cache_is_a_collision() {
+        let body = r#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#;
+        for error in [
+            ProviderError::from_stream_error(body),
+            ProviderError::from_http(500, None, body),
+        ] {
+            assert!(error.is_collision() && error.is_retryable(), "{error:?}");
+            assert!(error.to_string().starts_with("a collision: "), "{error}");
+        }
+        let too_long = r#"{"error":{"code":400,"message":"request (5422 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error"}}"#;
+        assert!(!ProviderError::from_http(400, None, too_long).is_collision());
     }
 
     /// Every line of the shared fixture, classified.

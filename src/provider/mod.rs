@@ -837,6 +837,46 @@ pub(crate) async fn wait_for_server(client: &reqwest::Client, base_url: &str, wa
     }
 }
 
+/// The server at `base_url` as the retries ask about it: whether it answers, whether
+/// a request runs on it.
+pub(crate) struct ServerAt<'a> {
+    pub client: &'a reqwest::Client,
+    pub base_url: &'a str,
+}
+
+impl retry::ServerProbe for ServerAt<'_> {
+    fn answers(&self) -> impl std::future::Future<Output = bool> + Send {
+        server_answers(self.client, self.base_url)
+    }
+
+    fn idle(&self) -> impl std::future::Future<Output = Option<bool>> + Send {
+        server_idle(self.client, self.base_url)
+    }
+}
+
+/// Whether no request runs on the server now, for a retry after a collision:
+/// llama.cpp's `GET /slots`, every slot not processing. `None` where the server does
+/// not say (no such endpoint, or it is turned off).
+pub(crate) async fn server_idle(client: &reqwest::Client, base_url: &str) -> Option<bool> {
+    let trimmed = base_url.trim_end_matches('/');
+    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let response = client
+        .get(format!("{root}/slots"))
+        .timeout(PROBE_TIMEOUT)
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let slots: Value = response.json().await.ok()?;
+    let busy = slots
+        .as_array()?
+        .iter()
+        .any(|slot| slot.get("is_processing").and_then(Value::as_bool) == Some(true));
+    Some(!busy)
+}
+
 /// Whether the server answers now, for a wait on one that was not up: any answer of
 /// its `/health` but llama-server's 503 (its model still loading) says it does.
 pub(crate) async fn server_answers(client: &reqwest::Client, base_url: &str) -> bool {

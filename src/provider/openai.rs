@@ -356,10 +356,13 @@ impl Provider for OpenAiProvider {
     ) -> BoxFuture<'a, Result<ModelResponse, ProviderError>> {
         Box::pin(async move {
             let body = self.request_body(request);
-            let answers = || super::server_answers(&self.client, &self.config.base_url);
+            let server = super::ServerAt {
+                client: &self.client,
+                base_url: &self.config.base_url,
+            };
             self.config
                 .retry
-                .run(deltas, || self.attempt(&body, deltas), answers)
+                .run(deltas, || self.attempt(&body, deltas), &server)
                 .await
         })
     }

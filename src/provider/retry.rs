@@ -69,23 +69,24 @@ impl RetryPolicy {
     /// Run `attempt` until it succeeds, fails for good, or the attempts run out. A
     /// server's `retry-after` replaces the backoff's wait; each retry is announced on
     /// `deltas` (the partial response is to be dropped). While the server is not up,
-    /// `is_up` is polled every [`HEALTH_POLL`] and the attempt goes as soon as it says
-    /// so, until `startup_wait_secs` have passed.
-    pub async fn run<T, F, Fut, U, UpFut>(
+    /// `server.answers()` is polled every [`HEALTH_POLL`] and the attempt goes as soon
+    /// as it says so, until `startup_wait_secs` have passed. After a collision (another
+    /// request took the server's shared cache) the retry waits until `server.idle()`
+    /// says no request runs, so that it does not collide again.
+    pub async fn run<T, F, Fut>(
         &self,
         deltas: &DeltaSink,
         mut attempt: F,
-        mut is_up: U,
+        server: &(impl ServerProbe + ?Sized),
     ) -> Result<T, ProviderError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, ProviderError>>,
-        U: FnMut() -> UpFut,
-        UpFut: std::future::Future<Output = bool>,
     {
         let started = tokio::time::Instant::now();
         let startup_wait = Duration::from_secs(self.startup_wait_secs);
         let mut failed = 0;
+        let mut collisions = 0;
         let announce = |failed: u32, reason: String, delay: Duration| {
             let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
             tracing::warn!(attempt = failed, delay_ms, %reason, "retrying model call");
@@ -99,8 +100,9 @@ impl RetryPolicy {
             let result = (&mut attempt)
                 .retry(self.backoff())
                 .sleep(tokio::time::sleep)
-                // A server that is not up is polled below, not slept on.
-                .when(|error| error.is_retryable() && !error.server_not_up())
+                // A server that is not up, or busy with a request that collided with
+                // this one, is polled below, not slept on.
+                .when(|error| error.is_retryable() && !error.server_not_up() && !error.is_collision())
                 .adjust(|error, delay| delay.map(|delay| error.retry_after().unwrap_or(delay)))
                 .notify(|error, delay| {
                     failed += 1;
@@ -119,10 +121,18 @@ impl RetryPolicy {
                             said_at = Some(tokio::time::Instant::now());
                         }
                         tokio::time::sleep(HEALTH_POLL).await;
-                        if started.elapsed() + HEALTH_POLL >= startup_wait || is_up().await {
+                        if started.elapsed() + HEALTH_POLL >= startup_wait || server.answers().await {
                             break;
                         }
                     }
+                }
+                Err(error) if error.is_collision() && collisions + 1 < self.max_attempts => {
+                    collisions += 1;
+                    failed += 1;
+                    self.wait_until_idle(server, collisions, |reason, delay| {
+                        announce(failed, format!("{error}; {reason}"), delay)
+                    })
+                    .await;
                 }
                 done => return done,
             }
@@ -130,11 +140,94 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// After the `collisions`th collision: wait until no request runs on the server
+    /// (its slots polled every [`HEALTH_POLL`], the wait said at once and every
+    /// [`WAIT_SAID_EVERY`], at most `idle_timeout_secs`), or, where it does not say,
+    /// the backoff's wait for that attempt.
+    async fn wait_until_idle(
+        &self,
+        server: &(impl ServerProbe + ?Sized),
+        collisions: u32,
+        mut say: impl FnMut(&str, Duration),
+    ) {
+        let waited = tokio::time::Instant::now();
+        let mut said_at: Option<tokio::time::Instant> = None;
+        loop {
+            match server.idle().await {
+                Some(true) => {
+                    if said_at.is_none() {
+                        say("the server is free now; trying again", Duration::ZERO);
+                    }
+                    return;
+                }
+                Some(false) if waited.elapsed() < self.idle_timeout() => {
+                    if said_at.is_none_or(|at| at.elapsed() >= WAIT_SAID_EVERY) {
+                        let left = self.idle_timeout().saturating_sub(waited.elapsed());
+                        say("waiting for the other request to finish", left);
+                        said_at = Some(tokio::time::Instant::now());
+                    }
+                    tokio::time::sleep(HEALTH_POLL).await;
+                }
+                Some(false) => return,
+                None => {
+                    let exponent = collisions.saturating_sub(1).min(16);
+                    let delay = Duration::from_millis(self.base_delay_ms.saturating_mul(1 << exponent))
+                        .min(Duration::from_millis(self.max_delay_ms));
+                    say("trying again after a wait", delay);
+                    tokio::time::sleep(delay).await;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What the retries ask of the server between attempts.
+pub trait ServerProbe: Sync {
+    /// Whether it answers now (while it was not up).
+    fn answers(&self) -> impl std::future::Future<Output = bool> + Send;
+    /// Whether no request runs on it now, where it says (`None` where it does not).
+    fn idle(&self) -> impl std::future::Future<Output = Option<bool>> + Send;
+}
+
 #[cfg(test)]
 mod tests {
     use backon::BackoffBuilder;
 
     use super::*;
+
+    /// A server for the tests: it answers from `up_at` and runs another request until
+    /// `idle_at` (both from `started`); with no `idle_at` it does not say.
+    struct Probe {
+        started: tokio::time::Instant,
+        up_at: Duration,
+        idle_at: Option<Duration>,
+    }
+
+    impl Probe {
+        fn up() -> Self {
+            Probe::up_from(Duration::ZERO)
+        }
+
+        fn up_from(up_at: Duration) -> Self {
+            Probe {
+                started: tokio::time::Instant::now(),
+                up_at,
+                idle_at: Some(Duration::ZERO),
+            }
+        }
+    }
+
+    impl ServerProbe for Probe {
+        fn answers(&self) -> impl std::future::Future<Output = bool> + Send {
+            std::future::ready(self.started.elapsed() >= self.up_at)
+        }
+
+        fn idle(&self) -> impl std::future::Future<Output = Option<bool>> + Send {
+            std::future::ready(self.idle_at.map(|at| self.started.elapsed() >= at))
+        }
+    }
 
     fn policy(max_attempts: u32) -> RetryPolicy {
         RetryPolicy {
@@ -171,7 +264,7 @@ mod tests {
                         })
                     }
                 },
-                || async { true },
+                &Probe::up(),
             )
             .await;
         assert!(matches!(result, Err(ProviderError::RateLimited { .. })));
@@ -198,7 +291,7 @@ mod tests {
                         })
                     }
                 },
-                || async { true },
+                &Probe::up(),
             )
             .await;
         assert!(unauthorised.is_err());
@@ -226,7 +319,7 @@ mod tests {
                     calls += 1;
                     async { Err(refused()) }
                 },
-                || async { false },
+                &Probe::up_from(Duration::from_secs(3_600)),
             )
             .await;
         assert!(matches!(result, Err(ProviderError::NotUp(_))));
@@ -252,7 +345,11 @@ mod tests {
         };
         let started = tokio::time::Instant::now();
         let up_at = Duration::from_millis(10_600);
-        let up = move || std::future::ready(started.elapsed() >= up_at);
+        let up = Probe {
+            started,
+            up_at,
+            idle_at: Some(Duration::ZERO),
+        };
         let mut sent_at = Vec::new();
         let result = policy
             .run(
@@ -262,7 +359,7 @@ mod tests {
                     let up = started.elapsed() >= up_at;
                     async move { if up { Ok("hello") } else { Err(refused()) } }
                 },
-                up,
+                &up,
             )
             .await;
         assert_eq!(result.unwrap(), "hello");
@@ -288,10 +385,84 @@ mod tests {
                         })
                     }
                 },
-                || async { true },
+                &Probe::up(),
             )
             .await;
         assert!(result.is_err());
         assert_eq!(calls, 3);
+    }
+
+    /// After a collision (another request took the server's shared cache) the retry
+    /// waits until no request runs on the server, polled, and goes within a poll of it
+    /// (it used to retry into the same collision); the wait names the collision. A
+    /// server that does not say waits the backoff's delay instead.
+    #[tokio::test(start_paused = true)]
+    async fn a_collision_is_retried_once_the_other_request_is_done() {
+        let (deltas, mut announced) = tokio::sync::mpsc::unbounded_channel();
+        let collided = || {
+            ProviderError::from_stream_error(
+                r#"{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}"#,
+            )
+        };
+        assert!(collided().is_collision());
+        let started = tokio::time::Instant::now();
+        let busy_until = Duration::from_millis(7_300);
+        let server = Probe {
+            started,
+            up_at: Duration::ZERO,
+            idle_at: Some(busy_until),
+        };
+        let mut sent_at = Vec::new();
+        let result = policy(3)
+            .run(
+                &deltas,
+                || {
+                    sent_at.push(started.elapsed());
+                    let first = sent_at.len() == 1;
+                    async move { if first { Err(collided()) } else { Ok("answered") } }
+                },
+                &server,
+            )
+            .await;
+        assert_eq!(result.unwrap(), "answered");
+        assert_eq!(sent_at.len(), 2, "{sent_at:?}");
+        assert!(
+            sent_at[1] >= busy_until && sent_at[1] <= busy_until + HEALTH_POLL,
+            "{sent_at:?}"
+        );
+        let mut said = Vec::new();
+        while let Ok(StreamEvent::Retrying { reason, .. }) = announced.try_recv() {
+            said.push(reason);
+        }
+        assert!(
+            said[0].starts_with("a collision: another request on the server filled the cache its slots share")
+                && said[0].ends_with("waiting for the other request to finish"),
+            "{said:?}"
+        );
+
+        // Where the server does not say, the backoff's first delay (100 ms here).
+        let started = tokio::time::Instant::now();
+        let silent = Probe {
+            started,
+            up_at: Duration::ZERO,
+            idle_at: None,
+        };
+        let mut sent_at = Vec::new();
+        let result: Result<(), _> = policy(3)
+            .run(
+                &deltas,
+                || {
+                    sent_at.push(started.elapsed());
+                    async { Err(collided()) }
+                },
+                &silent,
+            )
+            .await;
+        assert!(result.is_err_and(|error| error.is_collision()));
+        assert_eq!(
+            sent_at,
+            [Duration::ZERO, Duration::from_millis(100), Duration::from_millis(300)],
+            "three attempts in all, the waits doubling"
+        );
     }
 }
