@@ -403,8 +403,15 @@ async fn context_gives_each_category_the_servers_count() {
         common::turn(&mut agent, "list").await.outcome,
         scratchpad::protocol::TurnOutcome::Completed
     );
+    // Opening `/context` counts: the gauge takes the count (and the limit that
+    // follows it) before the breakdown comes, so the two agree.
+    agent.ops.send(Op::Inspect).unwrap();
+    let status = next_context(&mut agent).await;
     let breakdown = common::breakdown_of(&mut agent).await;
+    assert_eq!(breakdown.limit, status.limit);
     let counted = breakdown.counted.expect("the server counted each category");
+    assert_eq!(tokens(&status).basis, TokenBasis::Counted);
+    assert_eq!(tokens(&status).tokens, counted.total);
     use scratchpad::protocol::Category;
     let tokens_of = |text: &str| common::mock_tokens(&json!({ "messages": [text] }));
     let tokenized = |path: &str| {

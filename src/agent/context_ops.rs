@@ -23,12 +23,14 @@ impl Agent {
     /// `/context` opened between turns: where the server counts, each category is
     /// counted for it first (a failure leaves the column estimated, and says why).
     pub(super) async fn inspect(&mut self) {
-        if self.server_counts()
-            && let Err(why) = self.count_categories().await
-        {
-            self.emit(AgentEvent::Notice {
-                message: format!("/context's tokens are estimated: the server's count failed ({why})"),
-            });
+        if self.server_counts() {
+            match self.count_categories().await {
+                // The count is the gauge's figure now, and the limit may follow it.
+                Ok(()) => self.emit_context(),
+                Err(why) => self.emit(AgentEvent::Notice {
+                    message: format!("/context's tokens are estimated: the server's count failed ({why})"),
+                }),
+            }
         }
         self.emit(self.breakdown());
     }
