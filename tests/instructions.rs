@@ -282,3 +282,30 @@ async fn the_instructions_command_reloads_and_lists_the_files() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// On a server that counts, an instruction file edited to the same length is still a
+/// new fixed part: it is counted again before the next request, not taken for the old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_of_the_same_length_is_counted_again_on_a_server_that_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("AGENTS.md");
+    std::fs::write(&file, PROJECT).unwrap();
+    let props = serde_json::json!({"default_generation_settings": {"n_ctx": 32_768}});
+    let api = MockApi::start_with_props(vec![text_reply("one"), text_reply("two")], Some(props)).await;
+    let mut agent = start_agent_in(dir, &api, agent_settings(AskPolicy::Refuse));
+    assert_eq!(turn(&mut agent, "first").await.outcome, TurnOutcome::Completed);
+    let edited = PROJECT.replace("short", "small");
+    assert_eq!(edited.len(), PROJECT.len());
+    std::fs::write(&file, &edited).unwrap();
+    assert_eq!(turn(&mut agent, "second").await.outcome, TurnOutcome::Completed);
+    let fixed_parts: Vec<String> = api
+        .counts()
+        .iter()
+        .filter(|count| count.body["messages"].as_array().is_some_and(Vec::is_empty))
+        .map(|count| system_text(&count.body))
+        .collect();
+    assert_eq!(fixed_parts.len(), 2, "counted at the start and after the edit");
+    assert!(fixed_parts[1].contains("Keep functions small."), "{}", fixed_parts[1]);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
