@@ -5,6 +5,7 @@ use super::tool_runner::CompactRequest;
 use super::*;
 use crate::accounting::ReplyEnd;
 use crate::compact::markers::{MessageKind, classify, cut_off_note};
+use crate::compact::{Aim, TooLong};
 use crate::provider::STOP_MAX_TOKENS;
 
 /// Refusals as too long one model call may answer with a reactive compaction: a
@@ -150,19 +151,39 @@ impl Agent {
                 compaction::Readied::Stopped(why) => return Ended::Failed(why),
             }
             self.count_request().await;
+            // A request the server's count says its window cannot take with a reply
+            // would only be refused: it is shrunk as after a refusal, unsent.
+            if let Some(overflow) = self.counted_overflow()
+                && reactive_rounds < MAX_REACTIVE_ROUNDS
+            {
+                if self.ledger.limit().note.window_too_small() {
+                    return self.no_summary_fits(&format!(
+                        "the server counted {} tokens, more than its {}-token window holds with a reply",
+                        overflow.prompt_tokens, overflow.max_tokens
+                    ));
+                }
+                reactive_rounds += 1;
+                step -= 1;
+                let cause = TooLong::Counted {
+                    tokens: overflow.prompt_tokens,
+                    window: overflow.max_tokens,
+                };
+                if !self.shrink_to_fit(request, Some(overflow), cause).await {
+                    return Ended::Failed(format!(
+                        "The request is too long for the model's window ({} tokens as the server counted it, of its {}) and compaction could not shrink it.",
+                        overflow.prompt_tokens, overflow.max_tokens
+                    ));
+                }
+                continue;
+            }
             let max_tokens = self.reply_tokens();
             let response = match self.call_model(ops).await {
                 Ok(response) => response,
                 Err(CallFailed::Interrupted) => return Ended::Cancelled,
-                // Where the window cannot hold even the system prompt and tools, no
-                // summary can fit either: none is asked for.
                 Err(CallFailed::Provider(ProviderError::ContextTooLong { message, .. }))
                     if self.ledger.limit().note.window_too_small() =>
                 {
-                    let why = self.ledger.limit().note.message().unwrap_or_default();
-                    return Ended::Failed(format!(
-                        "The prompt is too long for the model: {message}. {why} Nothing was summarised: no summary could fit either."
-                    ));
+                    return self.no_summary_fits(&message);
                 }
                 Err(CallFailed::Provider(ProviderError::ContextTooLong { message, overflow }))
                     if reactive_rounds < MAX_REACTIVE_ROUNDS =>
@@ -181,27 +202,10 @@ impl Agent {
                         };
                         self.learn_window(window, "the server's refusal stated the window");
                     }
-                    let fit = overflow.map(|overflow| self.refusal_fit(overflow));
-                    let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));
-                    if !self.reactive_round(request, goal).await {
+                    if !self.shrink_to_fit(request, overflow, TooLong::Refused).await {
                         return Ended::Failed(format!(
                             "The prompt is too long and reactive compaction could not shrink it: {message}"
                         ));
-                    }
-                    // By construction: while the server's own measure says the retry
-                    // would still not fit, aim lower before sending it.
-                    if let Some(fit) = fit {
-                        for _ in 0..MAX_REACTIVE_ROUNDS {
-                            let predicted = self.predicted_tokens(&fit);
-                            if predicted <= fit.budget_tokens {
-                                break;
-                            }
-                            let goal =
-                                (self.conversation.estimate() as f64 * fit.budget_tokens / predicted * 0.95) as usize;
-                            if !self.reactive_round(request, Some(goal)).await {
-                                break;
-                            }
-                        }
                     }
                     continue;
                 }
@@ -266,14 +270,66 @@ impl Agent {
         ))
     }
 
-    /// One reactive compaction aimed at `goal` characters (half the history when the
-    /// server did not say how much it takes). Whether it made the history smaller.
-    async fn reactive_round(&mut self, request: &str, goal: Option<usize>) -> bool {
+    /// A prompt too long for the window (`overflow`: its tokens and the window, where
+    /// the server said) shrunk by reactive compaction aimed at what the window takes;
+    /// while the server's own measure says the result would still not fit, aimed lower
+    /// before it is sent. Whether the first round made the history smaller.
+    async fn shrink_to_fit(&mut self, request: &str, overflow: Option<TokenOverflow>, cause: TooLong) -> bool {
+        let fit = overflow.map(|overflow| self.refusal_fit(overflow));
+        let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));
+        let aim = Aim { target: goal, cause };
+        if !self.reactive_round(request, aim).await {
+            return false;
+        }
+        if let Some(fit) = fit {
+            for _ in 0..MAX_REACTIVE_ROUNDS {
+                let predicted = self.predicted_tokens(&fit);
+                if predicted <= fit.budget_tokens {
+                    break;
+                }
+                let goal = (self.conversation.estimate() as f64 * fit.budget_tokens / predicted * 0.95) as usize;
+                let aim = Aim {
+                    target: Some(goal),
+                    cause,
+                };
+                if !self.reactive_round(request, aim).await {
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    /// Where the window cannot hold even the system prompt and tools, no summary can
+    /// fit either: none is asked for, and the turn fails saying why.
+    fn no_summary_fits(&self, too_long: &str) -> Ended {
+        let why = self.ledger.limit().note.message().unwrap_or_default();
+        Ended::Failed(format!(
+            "The prompt is too long for the model: {too_long}. {why} Nothing was summarised: no summary could fit either."
+        ))
+    }
+
+    /// The request as the server just counted it, where its window cannot take it
+    /// with the least reply: what a refusal would have said.
+    fn counted_overflow(&self) -> Option<TokenOverflow> {
+        let figure = self.ledger.tokens()?;
+        let window = self.ledger.window().tokens;
+        (figure.basis == crate::protocol::TokenBasis::Counted
+            && figure.tokens + crate::accounting::MIN_REPLY_TOKENS > window)
+            .then_some(TokenOverflow {
+                prompt_tokens: figure.tokens,
+                max_tokens: window,
+            })
+    }
+
+    /// One reactive compaction aimed as `aim` says (half the history when the server
+    /// did not say how much it takes). Whether it made the history smaller.
+    async fn reactive_round(&mut self, request: &str, aim: Aim) -> bool {
         self.emit(AgentEvent::Compacting);
         let request = request.to_string();
         let events = self
             .on_history(move |messages, sizes, config, store, summariser| {
-                let events = reactive_compact(messages, &request, goal, config, store, summariser);
+                let events = reactive_compact(messages, &request, aim, config, store, summariser);
                 *sizes = Sizes::of(messages, config.estimate);
                 events
             })

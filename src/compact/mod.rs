@@ -42,7 +42,7 @@ pub use compact_history::{Asked, SUMMARY_INSTRUCTIONS, force_compact};
 pub use estimate::{EstimateMode, Sizes, estimate_chars};
 pub use extractive::ExtractiveSummariser;
 pub use prepare::{Prepared, newest_request, prepare, prepare_recoverable, prepare_sized};
-pub use reactive_compact::reactive_compact;
+pub use reactive_compact::{Aim, TooLong, reactive_compact};
 
 /// Every threshold of the pipeline, in characters of the serialised history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

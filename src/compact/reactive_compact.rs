@@ -13,21 +13,49 @@ use super::pairing::{tail_start_backward, tail_start_forward};
 use super::{CompactConfig, Context, Stage, StageEvent, Summariser, short_count, timed};
 use crate::message::Message;
 
-/// `target`: the estimate the server would take, from the size it reported converted
-/// with the measured characters per token; `None` when it did not say (then half the
-/// current estimate). The events say what happened; when none replaced anything, or
-/// one carries an error about growth, the history is unchanged.
+/// Why the prompt is too long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TooLong {
+    /// The server refused it.
+    Refused,
+    /// The server counted it before it was sent: more `tokens` than its `window`
+    /// holds with a reply, so it was not sent.
+    Counted { tokens: u64, window: u64 },
+}
+
+/// What a reactive compaction aims at, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aim {
+    /// The estimate the server would take, from the size it reported converted with
+    /// the measured characters per token; `None` when it did not say (then half the
+    /// current estimate).
+    pub target: Option<usize>,
+    pub cause: TooLong,
+}
+
+impl Aim {
+    /// After a refusal, at `target` where the server said how much it takes.
+    pub fn refused(target: Option<usize>) -> Self {
+        Aim {
+            target,
+            cause: TooLong::Refused,
+        }
+    }
+}
+
+/// The events say what happened; when none replaced anything, or one carries an error
+/// about growth, the history is unchanged.
 pub fn reactive_compact(
     messages: &mut Vec<Message>,
     active_request: &str,
-    target: Option<usize>,
+    aim: Aim,
     config: &CompactConfig,
     store: &dyn Archive,
     summariser: &mut dyn Summariser,
 ) -> Vec<StageEvent> {
     let mut sizes = Sizes::of(messages, config.estimate);
     let before = sizes.total();
-    let goal = target.unwrap_or(before / 2).min(before.saturating_sub(1));
+    let goal = aim.target.unwrap_or(before / 2).min(before.saturating_sub(1));
     // The recoverable stages aim straight at the goal.
     let aimed = CompactConfig {
         context_char_limit: goal,
@@ -36,10 +64,13 @@ pub fn reactive_compact(
     };
     let ctx = Context { config: &aimed, store };
     let original = messages.clone();
-    let trigger = format!(
-        "the API refused the prompt as too long; aiming at {} chars",
-        short_count(goal)
-    );
+    let why = match aim.cause {
+        TooLong::Refused => "the API refused the prompt as too long".to_string(),
+        TooLong::Counted { tokens, window } => format!(
+            "the server counted {tokens} tokens, more than its {window}-token window holds with a reply, so it was not sent"
+        ),
+    };
+    let trigger = format!("{why}; aiming at {} chars", short_count(goal));
     let mut events = Vec::new();
     events.extend(timed(|| micro_compact(messages, &mut sizes, &ctx)));
     events.extend(timed(|| fit_tool_results(messages, &mut sizes, &ctx)));
@@ -119,7 +150,7 @@ mod tests {
         let events = reactive_compact(
             &mut history,
             "task",
-            None,
+            Aim::refused(None),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
@@ -146,7 +177,7 @@ mod tests {
         let events = reactive_compact(
             &mut history,
             "b",
-            None,
+            Aim::refused(None),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
@@ -178,7 +209,7 @@ mod tests {
         let events = reactive_compact(
             &mut history,
             "read the three files",
-            Some(20_000),
+            Aim::refused(Some(20_000)),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
@@ -222,7 +253,7 @@ mod tests {
         let events = reactive_compact(
             &mut history,
             &current,
-            Some(target),
+            Aim::refused(Some(target)),
             &CompactConfig::default(),
             &store,
             &mut ExtractiveSummariser,
