@@ -351,7 +351,8 @@ async fn a_server_that_counts_predicts_every_call_at_its_own_count() {
 }
 
 /// A count that fails leaves the figure estimated, said once however many calls it
-/// fails for, and said again when the server counts once more; the turn goes on.
+/// fails for (and asked once for each request), and said again when the server
+/// counts once more; the turn goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_count_falls_back_to_the_estimate_and_says_so_once() {
     let replies = vec![
@@ -370,6 +371,11 @@ async fn a_failing_count_falls_back_to_the_estimate_and_says_so_once() {
         .filter(|notice| notice.starts_with("the server's token count failed ("))
         .collect();
     assert_eq!(said.len(), 1, "{:?}", failed.notices);
+    assert_eq!(
+        api.counts().len(),
+        api.turn_requests().len(),
+        "a request whose count failed is not asked about again before it is sent"
+    );
     assert!(
         said[0].ends_with("the token figure is estimated until it counts again"),
         "{}",

@@ -113,8 +113,10 @@ impl Conversation {
         events: Vec<StageEvent>,
     ) -> (Vec<StageEvent>, Journaled) {
         if events.iter().all(|event| event.replaced == 0) {
-            // Nothing the stages did changed a message: nothing to journal or undo.
-            self.put(messages, sizes);
+            // Nothing the stages did changed a message: nothing to journal or undo, and
+            // the history is the same revision (a count of its request still holds).
+            self.messages = messages;
+            self.sizes = sizes;
             return (events, Ok(()));
         }
         let mut journaled = self.replace_sized(messages, sizes);

@@ -26,7 +26,8 @@ const COUNT_WAIT: Duration = Duration::from_secs(2);
 pub(super) struct ServerCount {
     /// The server counts locally: it is asked before every call.
     asks: bool,
-    /// The request last counted: the history's revision and the fixed part's chars.
+    /// The request last asked about (counted, or the count failed): the history's
+    /// revision and the fixed part's chars. The same request is not asked twice.
     counted_at: Option<(u64, usize)>,
     /// The last count failed and the figure is estimated: said once, until a count
     /// succeeds again.
@@ -82,13 +83,15 @@ impl Agent {
         if !self.server_count.asks || self.server_count.counted_at == Some(self.count_key()) {
             return;
         }
+        // A failed count is not asked again for the same request: a server slow to
+        // count costs a step its wait once, not before and after the pipeline.
+        self.server_count.counted_at = Some(self.count_key());
         let counted = match self.count_fixed_part().await {
             Ok(()) => self.ask_count(&self.model_request()).await,
             Err(why) => Err(why),
         };
         match counted {
             Ok(tokens) => {
-                self.server_count.counted_at = Some(self.count_key());
                 let note = self.ledger.counted(tokens, self.extent());
                 self.apply_limit(note);
                 if std::mem::take(&mut self.server_count.failing) {

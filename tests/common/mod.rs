@@ -759,9 +759,6 @@ async fn input_tokens(State(script): State<Arc<Mutex<Script>>>, headers: HeaderM
 fn counted(script: &Mutex<Script>, path: &str, headers: HeaderMap, body: &[u8], mut extra: Value) -> Response {
     let body: Value = scratchpad::json::from_slice(body).unwrap_or(Value::Null);
     let mut script = script.lock().unwrap();
-    if script.counts_fail {
-        return respond(error_reply(500, json!({"error": {"message": "the counter broke"}})));
-    }
     extra["input_tokens"] = if script.props.is_some() {
         json!(mock_tokens(&body))
     } else {
@@ -772,6 +769,9 @@ fn counted(script: &Mutex<Script>, path: &str, headers: HeaderMap, body: &[u8], 
         headers,
         body,
     });
+    if script.counts_fail {
+        return respond(error_reply(500, json!({"error": {"message": "the counter broke"}})));
+    }
     Response::builder()
         .header("content-type", "application/json")
         .body(Body::from(extra.to_string()))
