@@ -720,8 +720,7 @@ pub(crate) async fn probe_server(
     authorise: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
 ) -> ServerFacts {
     use crate::protocol::{Window, WindowSource};
-    let trimmed = base_url.trim_end_matches('/');
-    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let root = server_root(base_url);
     let unreachable = std::sync::atomic::AtomicBool::new(false);
     let get = |path: &str| {
         let request = authorise(client.get(format!("{root}{path}")).timeout(PROBE_TIMEOUT));
@@ -770,6 +769,13 @@ pub(crate) async fn probe_server(
     facts
 }
 
+/// The server's root, where llama.cpp's own endpoints are (`/props`, `/health`,
+/// `/slots`, `/tokenize`): `base_url` without a trailing `/v1`.
+fn server_root(base_url: &str) -> &str {
+    let trimmed = base_url.trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed)
+}
+
 pub(crate) const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// The `input_tokens` of a token-counting endpoint's answer (Anthropic's
@@ -794,8 +800,7 @@ pub(crate) async fn tokenized(
     text: &str,
     authorise: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
 ) -> Result<Option<u64>, ProviderError> {
-    let trimmed = base_url.trim_end_matches('/');
-    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let root = server_root(base_url);
     let request = authorise(
         client
             .post(format!("{root}/tokenize"))
@@ -858,8 +863,7 @@ impl retry::ServerProbe for ServerAt<'_> {
 /// llama.cpp's `GET /slots`, every slot not processing. `None` where the server does
 /// not say (no such endpoint, or it is turned off).
 pub(crate) async fn server_idle(client: &reqwest::Client, base_url: &str) -> Option<bool> {
-    let trimmed = base_url.trim_end_matches('/');
-    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let root = server_root(base_url);
     let response = client
         .get(format!("{root}/slots"))
         .timeout(PROBE_TIMEOUT)
@@ -880,8 +884,7 @@ pub(crate) async fn server_idle(client: &reqwest::Client, base_url: &str) -> Opt
 /// Whether the server answers now, for a wait on one that was not up: any answer of
 /// its `/health` but llama-server's 503 (its model still loading) says it does.
 pub(crate) async fn server_answers(client: &reqwest::Client, base_url: &str) -> bool {
-    let trimmed = base_url.trim_end_matches('/');
-    let root = trimmed.strip_suffix("/v1").unwrap_or(trimmed);
+    let root = server_root(base_url);
     match client.get(format!("{root}/health")).timeout(PROBE_TIMEOUT).send().await {
         Ok(response) => response.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE,
         Err(_) => false,
