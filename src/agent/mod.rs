@@ -448,8 +448,8 @@ impl Agent {
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
         let facts = self.provider.discover().await;
         self.rediscover = facts.unreachable;
-        self.background_when_idle = facts.shared_cache;
-        self.server_count.set_asks(facts.counts_locally);
+        self.background_when_idle = facts.llama_cpp;
+        self.server_count.set_asks(facts.llama_cpp);
         if let Some(window) = facts.window.clone() {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);

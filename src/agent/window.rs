@@ -47,8 +47,8 @@ impl Agent {
     /// What a server said about itself once it answered: its model and window.
     fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
         self.rediscover = facts.unreachable;
-        self.background_when_idle |= facts.shared_cache;
-        if facts.counts_locally {
+        if facts.llama_cpp {
+            self.background_when_idle = true;
             self.server_count.set_asks(true);
         }
         if facts.model.is_some() || facts.window.is_some() {

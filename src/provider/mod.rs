@@ -667,13 +667,12 @@ pub struct ServerFacts {
     /// The server did not answer at all (down, or still loading its model): worth
     /// asking again before the next request.
     pub unreachable: bool,
-    /// Its requests share one cache (llama.cpp's slots, all in the `-c` it was started
-    /// with): a second request at once competes with the first for it.
-    pub shared_cache: bool,
-    /// It counts a request's tokens itself, in milliseconds and beside a running
-    /// request (llama.cpp's counting endpoints and `/tokenize`): worth asking before
-    /// every call, so that the figure the limit and the gauge use is its own count.
-    pub counts_locally: bool,
+    /// It is llama.cpp's server (it answers `/props`). Its requests share one cache
+    /// (its slots, all in the `-c` it was started with), so a second request at once
+    /// competes with the first for it; and it counts a request's tokens itself, in
+    /// milliseconds and beside a running request, so it is worth asking before every
+    /// call.
+    pub llama_cpp: bool,
 }
 
 /// A provider's model id: the configured one, else the one the server says it serves,
@@ -751,8 +750,7 @@ pub(crate) async fn probe_server(
         facts.window = crate::accounting::window_from_props(&props).map(|tokens| window(tokens, "/props"));
         facts.model = crate::accounting::model_from_props(&props);
         facts.renders_tools = crate::accounting::tools_from_props(&props);
-        facts.shared_cache = true;
-        facts.counts_locally = true;
+        facts.llama_cpp = true;
     }
     if (facts.window.is_none() || facts.model.is_none())
         && let Some(models) = get("/v1/models").await
