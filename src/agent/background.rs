@@ -347,8 +347,6 @@ impl Agent {
         }
     }
 
-    /// After the history changed: a summary whose messages no longer start it is set
-    /// aside, and one is started once the estimate is past the threshold.
     /// [`Agent::start_background_if_due`] while a turn runs: not where the summary
     /// would compete with the turn's requests for the server's one cache.
     pub(super) fn start_background_in_turn(&mut self) {
@@ -368,6 +366,8 @@ impl Agent {
         }
     }
 
+    /// After the history changed: a summary whose messages no longer start it is set
+    /// aside, and one is started once the estimate is past the threshold.
     pub(super) fn start_background_if_due(&mut self) {
         self.poll_background();
         if let Some(prefix) = self.background.prefix() {

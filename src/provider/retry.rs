@@ -138,9 +138,7 @@ impl RetryPolicy {
             }
         }
     }
-}
 
-impl RetryPolicy {
     /// After the `collisions`th collision: wait until no request runs on the server
     /// (its slots polled every [`HEALTH_POLL`], the wait said at once and every
     /// [`WAIT_SAID_EVERY`], at most `idle_timeout_secs`), or, where it does not say,
