@@ -83,17 +83,8 @@ impl Agent {
         if !self.server_count.asks || self.server_count.counted_at == Some(self.count_key()) {
             return;
         }
-        // A failed count is not asked again for the same request: a server slow to
-        // count costs a step its wait once, not before and after the pipeline.
-        self.server_count.counted_at = Some(self.count_key());
-        let counted = match self.count_fixed_part().await {
-            Ok(()) => self.ask_count(&self.model_request()).await,
-            Err(why) => Err(why),
-        };
-        match counted {
-            Ok(tokens) => {
-                let note = self.ledger.counted(tokens, self.extent());
-                self.apply_limit(note);
+        match self.count_now().await {
+            Ok(_) => {
                 if std::mem::take(&mut self.server_count.failing) {
                     self.emit(AgentEvent::Notice {
                         message: "the server counts again: the token figure is its own count".into(),
@@ -103,6 +94,19 @@ impl Agent {
             }
             Err(why) => self.count_failed(why),
         }
+    }
+
+    /// The request the history makes now, counted (the fixed part first, where it has
+    /// not been): the ledger takes the count, and the limit follows it. A failed count
+    /// is not asked again for the same request: a server slow to count costs a step
+    /// its wait once, not before and after the pipeline.
+    async fn count_now(&mut self) -> Result<u64, NoCount> {
+        self.server_count.counted_at = Some(self.count_key());
+        self.count_fixed_part().await?;
+        let tokens = self.ask_count(&self.model_request()).await?;
+        let note = self.ledger.counted(tokens, self.extent());
+        self.apply_limit(note);
+        Ok(tokens)
     }
 
     /// The fixed part (a request of the system prompt and tools alone), counted once
@@ -145,14 +149,7 @@ impl Agent {
         if self.server_count.categories.as_ref().is_some_and(|(at, _)| *at == key) {
             return Ok(());
         }
-        self.count_fixed_part().await.map_err(|why| why.to_string())?;
-        let total = self
-            .ask_count(&self.model_request())
-            .await
-            .map_err(|why| why.to_string())?;
-        let note = self.ledger.counted(total, self.extent());
-        self.apply_limit(note);
-        self.server_count.counted_at = Some(key);
+        let total = self.count_now().await.map_err(|why| why.to_string())?;
         let fixed = self.ledger.fixed_tokens().unwrap_or_default();
         let mut categories = Vec::new();
         let texts = crate::context_map::category_texts(self.conversation.messages(), &self.settings.compaction);
