@@ -367,48 +367,32 @@ async fn after_a_request_the_window_cannot_take_the_session_can_still_send_hi() 
 /// A request the server counts as more than its window holds with a reply is not sent
 /// to be refused (issue 45: the count was there, and the request went anyway): it is
 /// shrunk as after a refusal, its marker says why, and what is sent fits.
-#[test]
-fn a_request_counted_over_the_window_is_shrunk_before_it_is_sent() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_counted_over_the_window_is_shrunk_before_it_is_sent() {
     let api = MockApi::start_llama_in_thread(vec![text_reply("Noted.")], 2_048);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        let mut agent = start_agent(&api, settings_for_a_small_window()).await;
-        // Under the limit in characters, but a token a character to the server.
-        let digits = "7 ".repeat(800);
-        agent.ops.send(Op::Submit { text: digits }).unwrap();
-        let mut compactions = Vec::new();
-        loop {
-            match until(&mut agent.events, |e| {
-                matches!(e, AgentEvent::Compaction { .. } | AgentEvent::TurnDone { .. })
-            })
-            .await
-            {
-                AgentEvent::Compaction { event } => compactions.push(event),
-                AgentEvent::TurnDone { outcome, .. } => {
-                    assert_eq!(outcome, TurnOutcome::Completed);
-                    break;
-                }
-                _ => unreachable!("until returns only what it waited for"),
-            }
-        }
-        let reactive = compactions
-            .iter()
-            .find(|event| event.stage == scratchpad::compact::Stage::ReactiveCompact)
-            .expect("shrunk as after a refusal");
-        assert!(
-            reactive.trigger.starts_with("the server counted ")
-                && reactive
-                    .trigger
-                    .contains("more than its 2048-token window holds with a reply, so it was not sent"),
-            "{}",
-            reactive.trigger
-        );
-        let turns = api.turn_requests();
-        assert_eq!(turns.len(), 1, "one request, and it fit");
-        assert!(mock_tokens(&turns[0].body) + 256 <= 2_048);
-        agent.ops.send(Op::Quit).unwrap();
-        agent.task.await.unwrap();
-    });
+    let mut agent = start_agent(&api, settings_for_a_small_window()).await;
+    // Under the limit in characters, but a token a character to the server.
+    let digits = "7 ".repeat(800);
+    let done = turn(&mut agent, &digits).await;
+    assert_eq!(done.outcome, TurnOutcome::Completed);
+    let reactive = done
+        .compactions
+        .iter()
+        .find(|event| event.stage == scratchpad::compact::Stage::ReactiveCompact)
+        .expect("shrunk as after a refusal");
+    assert!(
+        reactive.trigger.starts_with("the server counted ")
+            && reactive
+                .trigger
+                .contains("more than its 2048-token window holds with a reply, so it was not sent"),
+        "{}",
+        reactive.trigger
+    );
+    let turns = api.turn_requests();
+    assert_eq!(turns.len(), 1, "one request, and it fit");
+    assert!(mock_tokens(&turns[0].body) + 256 <= 2_048);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
 }
 
 /// What the agent said when the session started, and the notices right after.

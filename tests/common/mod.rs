@@ -64,6 +64,11 @@ impl Recorded {
             || self.asks_the_server_to_compact()
     }
 
+    /// A count of the fixed part alone: a request of no messages.
+    pub fn counts_the_fixed_part(&self) -> bool {
+        self.is_count() && self.body["messages"].as_array().is_some_and(Vec::is_empty)
+    }
+
     /// A count, not a model call: a counting endpoint's or `/tokenize`'s.
     pub fn is_count(&self) -> bool {
         self.path.ends_with("count_tokens") || self.path.ends_with("input_tokens") || self.path == "/tokenize"
@@ -1422,6 +1427,8 @@ pub struct Turn {
     pub outcome: scratchpad::protocol::TurnOutcome,
     pub notices: Vec<String>,
     pub errors: Vec<String>,
+    /// The compaction stages that ran in it, in order.
+    pub compactions: Vec<scratchpad::compact::StageEvent>,
 }
 
 pub async fn turn(agent: &mut Running, request: &str) -> Turn {
@@ -1431,12 +1438,14 @@ pub async fn turn(agent: &mut Running, request: &str) -> Turn {
         .unwrap();
     let mut notices = Vec::new();
     let mut errors = Vec::new();
+    let mut compactions = Vec::new();
     loop {
         match until(&mut agent.events, |e| {
             matches!(
                 e,
                 scratchpad::protocol::AgentEvent::Notice { .. }
                     | scratchpad::protocol::AgentEvent::Error { .. }
+                    | scratchpad::protocol::AgentEvent::Compaction { .. }
                     | scratchpad::protocol::AgentEvent::TurnDone { .. }
             )
         })
@@ -1444,11 +1453,13 @@ pub async fn turn(agent: &mut Running, request: &str) -> Turn {
         {
             scratchpad::protocol::AgentEvent::Notice { message } => notices.push(message),
             scratchpad::protocol::AgentEvent::Error { message } => errors.push(message),
+            scratchpad::protocol::AgentEvent::Compaction { event } => compactions.push(event),
             scratchpad::protocol::AgentEvent::TurnDone { outcome, .. } => {
                 return Turn {
                     outcome,
                     notices,
                     errors,
+                    compactions,
                 };
             }
             _ => unreachable!("until returns only what it waited for"),
