@@ -88,7 +88,13 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 runtime = scratchpad::json::runtime()?;
                 let provider = launch::build_provider(&config, &env)?;
                 let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
-                model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens);
+                // As the agent asks: the server's own compaction first where
+                // `compaction.summariser = "server"` and the server has one.
+                model = ProviderSummariser::new(provider, runtime.handle().clone(), max_tokens).choosing(
+                    config.compaction.summariser,
+                    scratchpad::agent::SYSTEM_PROMPT.to_string(),
+                    Vec::new(),
+                );
                 &mut model
             };
             let until = args

@@ -457,6 +457,7 @@ async fn confirm_lossy_asks_before_summarising() {
         estimate,
         limit,
         preview,
+        ..
     } = until(&mut agent.events, question).await
     else {
         unreachable!("until returns only what it waited for")

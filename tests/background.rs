@@ -992,3 +992,66 @@ async fn on_a_server_with_one_cache_a_background_summary_never_runs_with_a_turns
     assert!(gave_way > 0, "one gave way to a turn's request");
     let _ = agent.ops.send(Op::Quit);
 }
+
+/// `/summary` between turns, in the app: the review says what not applying does
+/// between turns, and every answer, Esc and Ctrl+C included, ends ready (it used to
+/// stay "thinking" for good); Esc leaves the summary ready, and the next request runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summary_review_between_turns_ends_ready_whatever_the_answer() {
+    use crossterm::event::{KeyCode, KeyModifiers};
+    let presses = [
+        (KeyCode::Esc, KeyModifiers::NONE),
+        (KeyCode::Char('c'), KeyModifiers::CONTROL),
+        (KeyCode::Char('s'), KeyModifiers::CONTROL),
+        (KeyCode::Char('r'), KeyModifiers::CONTROL),
+    ];
+    let api = MockApi::start(common::report_answers(40)).await;
+    api.script_summaries((0..4).map(|_| common::slow_summary(50)).collect());
+    let mut agent = start_agent(&api, common::report_settings(AskPolicy::Approve)).await;
+    let mut outcome = Outcome::default();
+    turns_until_a_summary_starts(&mut agent, &mut outcome).await;
+    settle_background(&mut agent, &mut outcome).await;
+    let mut driven = common::Driven::new(agent);
+    for (code, modifiers) in presses {
+        let mark = driven.seen.len();
+        driven.send("/summary");
+        driven.until_asked().await;
+        let review = driven.app.state.turn.review().cloned().expect("the review");
+        assert!(!review.in_turn);
+        let screen = driven.draw();
+        assert!(screen.contains("Esc closes it, nothing changes"), "{screen}");
+        assert!(!screen.contains("this call goes over the limit"), "{screen}");
+        driven.key(code, modifiers);
+        let answered = driven
+            .until_said(
+                |event| matches!(event, AgentEvent::Answered { request_id } if *request_id == review.request_id),
+            )
+            .await;
+        driven.until_ready(answered).await;
+        assert_eq!(
+            driven.app.state.turn.state(),
+            scratchpad::tui::state::TurnState::Idle,
+            "{code:?}"
+        );
+        let set_aside = driven.seen[mark..].iter().any(|event| {
+            matches!(
+                event,
+                AgentEvent::Background {
+                    event: BackgroundEvent::Discarded { .. }
+                }
+            )
+        });
+        assert_eq!(set_aside, code == KeyCode::Char('r'), "{code:?}");
+        if code == KeyCode::Char('r') {
+            // Set aside until the history grows: nothing to review for now.
+            break;
+        }
+    }
+    let mark = driven.seen.len();
+    driven.send(&common::report_request(90));
+    driven.until_ready(mark).await;
+    assert_eq!(
+        driven.last_outcome(),
+        Some(scratchpad::protocol::TurnOutcome::Completed)
+    );
+}

@@ -281,3 +281,31 @@ async fn a_fork_after_the_compaction_carries_the_block() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// `scratchpad compact` honours `compaction.summariser` as the agent does: with
+/// "server" it asks the server for its compaction, with "model" the model writes the
+/// summary.
+#[test]
+fn the_compact_command_asks_whom_compaction_summariser_names() {
+    let history = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded-history.json");
+    for (choice, server_asked) in [("server", true), ("model", false)] {
+        let api = MockApi::start_in_thread(Vec::new());
+        let workspace = common::Workspace::new();
+        let config = workspace.home.path().join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap();
+        text.push_str(&format!("[compaction]\nsummariser = \"{choice}\"\n"));
+        std::fs::write(&config, text).unwrap();
+        let output = workspace.run(&api, &["compact", "--input", history, "--keep-from", "40"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let requests = api.requests();
+        assert!(
+            requests.iter().any(common::Recorded::is_summary),
+            "a summary was asked for"
+        );
+        assert_eq!(
+            requests.iter().any(common::Recorded::asks_the_server_to_compact),
+            server_asked,
+            "summariser = {choice}"
+        );
+    }
+}

@@ -551,18 +551,18 @@ fn the_modal_ignores_keys_typed_before_and_just_after_it_appeared() {
     // Typed while the agent worked, before the modal was ever drawn.
     s.app.handle_key(key(KeyCode::Char('a')));
     assert!(
-        s.app.state.permission.is_some(),
+        s.app.state.turn.permission().is_some(),
         "a key before the modal was drawn is ignored"
     );
     draw(&mut s.app, 120, 40);
     s.app.handle_key(key(KeyCode::Char('y')));
     assert!(
-        s.app.state.permission.is_some(),
+        s.app.state.turn.permission().is_some(),
         "a key right after it appeared is ignored"
     );
     std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
     s.app.handle_key(key(KeyCode::Char('n')));
-    assert!(s.app.state.permission.is_none(), "a deliberate answer is taken");
+    assert!(s.app.state.turn.permission().is_none(), "a deliberate answer is taken");
     match s._ops.try_recv() {
         Ok(Op::Permission { request_id: 3, answer }) => assert_eq!(answer, PermissionAnswer::Deny),
         other => panic!("expected the deny answer, got {other:?}"),
@@ -1555,6 +1555,7 @@ fn the_summarise_question_shows_what_it_would_summarise() {
         estimate: 61_000,
         limit: 50_000,
         preview: vec![event],
+        asked_by: None,
     });
     insta::assert_snapshot!("lossy_question_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "the summarise question");
@@ -1597,11 +1598,14 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let mut s = screen();
     let mut history = scratchpad::history::History::new()
         .request("fix the parser")
-        .round(scratchpad::history::Call::new(
-            "bash",
-            serde_json::json!({"command": "cargo test --lib lexer"}),
-            "test lexer::tokens ... FAILED at src/lexer.rs:42",
-        ))
+        .round(
+            scratchpad::history::Call::new(
+                "bash",
+                serde_json::json!({"command": "cargo test --lib lexer"}),
+                "test lexer::tokens ... FAILED at src/lexer.rs:42\n[exit code 101]",
+            )
+            .failed(),
+        )
         .answer("The lexer test fails in src/lexer.rs.")
         .build();
     let archive = scratchpad::compact::MemoryArchive::new();
@@ -1662,7 +1666,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     assert!(
         history[0]
             .text()
-            .contains("- ran (line 2): cargo test --lib lexer · ok"),
+            .contains("- ran (line 2): cargo test --lib lexer · failed, exit code 101"),
         "{}",
         history[0].text()
     );
@@ -2143,6 +2147,7 @@ fn set_up(setup: Setup) -> Screen {
                 estimate: 60_000,
                 limit: 50_000,
                 preview: Vec::new(),
+                asked_by: None,
             });
             draw(&mut s.app, 120, 40);
             std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
@@ -3279,7 +3284,7 @@ fn a_call_is_denied_with_words_for_the_model() {
         }
         other => panic!("expected the denial with words, got {other:?}"),
     }
-    assert!(s.app.state.permission.is_none());
+    assert!(s.app.state.turn.permission().is_none());
     assert_eq!(s.app.input.text(), "a draft", "the draft comes back");
     insta::assert_snapshot!("modal_120x40_after_denial", draw(&mut s.app, 120, 40).backend());
 }
@@ -3340,11 +3345,14 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
     let mut s = screen();
     let mut history = scratchpad::history::History::new()
         .request("fix the parser")
-        .round(scratchpad::history::Call::new(
-            "bash",
-            serde_json::json!({"command": "cargo test --lib lexer"}),
-            "test lexer::tokens ... FAILED at src/lexer.rs:42",
-        ))
+        .round(
+            scratchpad::history::Call::new(
+                "bash",
+                serde_json::json!({"command": "cargo test --lib lexer"}),
+                "test lexer::tokens ... FAILED at src/lexer.rs:42\n[exit code 101]",
+            )
+            .failed(),
+        )
         .answer("The lexer test fails in src/lexer.rs.")
         .build();
     // A result cleared to a file this session never wrote: not trusted, left out.
@@ -3421,6 +3429,8 @@ fn a_summary_in_review_is_edited_and_applied() {
         ),
         covers: 12,
         retention: Some("keeps 5/6: paths 2/2, commands 1/2, errors 2/2".into()),
+        if_not_applied: "not applied, the history stays as it was and this call goes over the limit".into(),
+        in_turn: true,
     };
     s.app.apply(review());
     insta::assert_snapshot!("summary_review_120x40", draw(&mut s.app, 120, 40).backend());
@@ -3482,6 +3492,8 @@ fn a_summary_in_review_is_edited_and_applied() {
         ),
         covers: 40,
         retention: None,
+        if_not_applied: "not applied, the history stays as it was".into(),
+        in_turn: true,
     });
     let long = draw(&mut s.app, 80, 24).backend().to_string();
     assert!(long.contains("… 13 more lines of index"), "{long}");

@@ -277,6 +277,8 @@ impl Agent {
             index,
             covers: end,
             retention: None,
+            if_not_applied: "not applied, it is set aside until the history has grown".into(),
+            in_turn: false,
         });
     }
 
@@ -321,6 +323,17 @@ impl Agent {
                     retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
                 };
             }
+        }
+    }
+
+    /// Esc on a `/summary` review between turns: closed unanswered, the summary kept
+    /// as it is, ready for the limit.
+    pub(super) fn close_ready_review(&mut self) {
+        if let Some(request_id) = self.reviewing_ready.take() {
+            self.emit(AgentEvent::Answered { request_id });
+            self.emit(AgentEvent::Notice {
+                message: "the review was closed; the background summary stays ready (/summary shows it again)".into(),
+            });
         }
     }
 

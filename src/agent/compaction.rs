@@ -42,6 +42,48 @@ enum Reviewed {
     Cancelled,
 }
 
+/// The answer to the summarise question.
+pub(super) enum LossyAnswer {
+    Summarise,
+    NotNow,
+    /// Esc or Ctrl+C: the turn stops here (or the app quits).
+    Cancelled,
+}
+
+/// Where a summary came from, for the gate every summary passes with
+/// `compaction.confirm_lossy`: the question before it where nobody asked for it,
+/// the review after it on every route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Route {
+    /// Stage 4, or the swap of a summary prepared in the background.
+    Limit,
+    /// The model's `compact` tool.
+    Tool,
+    /// After a refusal as too long, or a count over the window.
+    Reactive,
+    /// The user asked: `/compact`, or `s` to summarise up to a request.
+    User,
+}
+
+impl Route {
+    /// Whether the user is asked before the summary is written: only where nobody
+    /// asked for one (the limit, the model's tool). A refusal cannot be sent as it is,
+    /// so it is not asked, but its summary is still reviewed.
+    fn asks_first(self) -> bool {
+        matches!(self, Route::Limit | Route::Tool)
+    }
+}
+
+/// What the gate made of a summary.
+pub(super) enum Gated {
+    /// In the history (or there was no summary to gate).
+    Applied,
+    /// The user said no, before or after; the history is as it was.
+    Declined,
+    /// The turn was cancelled (or the app quit) at the question or the review.
+    Cancelled,
+}
+
 impl Agent {
     /// What a summary request may take of the window: its reply and its history text.
     fn summary_budget(&self) -> crate::accounting::SummaryBudget {
@@ -222,7 +264,6 @@ impl Agent {
 
     async fn prepare_and_compact(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> bool {
         let request = request.to_string();
-        let ask_first = self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask;
         self.poll_background();
         self.on_history(|messages, sizes, config, store, _| {
             let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
@@ -233,22 +274,24 @@ impl Agent {
         })
         .await;
         let limit = self.settings.compaction.context_char_limit;
-        let estimate = self.conversation.estimate();
-        if estimate <= limit {
+        if self.conversation.estimate() <= limit {
             self.start_background_in_turn();
             return true;
         }
-        if ask_first && !self.confirm_lossy(&request, estimate, limit, ops).await {
-            if !self.quit {
+        // Asked before the wait for a background summary: "not now" waits for nothing.
+        match self.ask_first(Route::Limit, &request, ops).await {
+            LossyAnswer::Summarise => {}
+            LossyAnswer::NotNow => {
                 self.emit(AgentEvent::Notice {
                     message: format!(
                         "not summarised: this call goes over the limit ({} > {} chars)",
-                        crate::compact::short_count(estimate),
+                        crate::compact::short_count(self.conversation.estimate()),
                         crate::compact::short_count(limit)
                     ),
                 });
+                return true;
             }
-            return true;
+            LossyAnswer::Cancelled => return false,
         }
         let mut waited = std::time::Duration::ZERO;
         if matches!(self.background, background::Background::Running(_)) {
@@ -260,11 +303,12 @@ impl Agent {
         }
         let ready = self.take_ready_summary();
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
-        let outcome = self
-            .run_on_history(move |messages, sizes, config, store, summariser| {
+        let summarised = request.clone();
+        let (gated, events) = self
+            .summarise_gated(Route::Limit, ops, move |messages, sizes, config, store, summariser| {
                 let ctx = crate::compact::Context { config, store };
                 let mut events = crate::compact::timed(|| {
-                    compact_history_swapping(messages, sizes, &request, &ctx, summariser, ready.as_ref())
+                    compact_history_swapping(messages, sizes, &summarised, &ctx, summariser, ready.as_ref())
                 });
                 for event in &mut events {
                     if let Some(swapped) = &mut event.swapped {
@@ -274,52 +318,102 @@ impl Agent {
                 events
             })
             .await;
-        if let Some((mut messages, mut sizes, mut events)) = outcome {
-            let reviewed = if ask_first {
-                self.review_summary(&mut messages, &mut sizes, &mut events, ops).await
-            } else {
-                Reviewed::Apply
-            };
-            match reviewed {
-                Reviewed::Apply => {
-                    let summarised = self
-                        .compacted(messages, sizes, events)
-                        .iter()
-                        .any(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0);
-                    if summarised {
-                        self.summary_ran(false);
-                    }
+        match gated {
+            Gated::Cancelled => return false,
+            Gated::Declined => {}
+            Gated::Applied => {
+                if events
+                    .iter()
+                    .any(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0)
+                {
+                    self.summary_ran(false);
                 }
-                Reviewed::Reject => {
-                    let estimate = self.conversation.estimate();
-                    self.emit(AgentEvent::Notice {
-                        message: format!(
-                            "the summary was not applied: this call goes over the limit ({} > {} chars)",
-                            crate::compact::short_count(estimate),
-                            crate::compact::short_count(limit)
-                        ),
-                    });
-                }
-                Reviewed::Cancelled => return false,
             }
         }
         self.start_background_in_turn();
         true
     }
 
-    /// Show a summary stage 4 wrote for review before the model reads it, and take the
+    /// Whether summaries pass the gate: `compaction.confirm_lossy` where someone is
+    /// there to answer.
+    fn gates_summaries(&self) -> bool {
+        self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask
+    }
+
+    /// Write a summary with `work` and let it into the history through the one gate
+    /// every summary passes (`compaction.confirm_lossy`): reviewed on every route
+    /// (asked first, [`Agent::ask_first`], where nobody asked for it). The events of
+    /// what went in; none when the user said no, cancelled, or the work failed (said).
+    pub(super) async fn summarise_gated<F>(
+        &mut self,
+        route: Route,
+        ops: &mut UnboundedReceiver<Op>,
+        work: F,
+    ) -> (Gated, Vec<StageEvent>)
+    where
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+            + Send
+            + 'static,
+    {
+        let Some((mut messages, mut sizes, mut events)) = self.run_on_history(work).await else {
+            return (Gated::Applied, Vec::new());
+        };
+        let reviewed = if self.gates_summaries() {
+            self.review_summary(route, &mut messages, &mut sizes, &mut events, ops)
+                .await
+        } else {
+            Reviewed::Apply
+        };
+        match reviewed {
+            Reviewed::Apply => (Gated::Applied, self.compacted(messages, sizes, events)),
+            Reviewed::Reject => {
+                let limit = self.settings.compaction.context_char_limit;
+                let estimate = self.conversation.estimate();
+                let over = if route == Route::User || estimate <= limit {
+                    String::new()
+                } else {
+                    format!(
+                        ": this call goes over the limit ({} > {} chars)",
+                        crate::compact::short_count(estimate),
+                        crate::compact::short_count(limit)
+                    )
+                };
+                self.emit(AgentEvent::Notice {
+                    message: format!("the summary was not applied; the history is as it was{over}"),
+                });
+                (Gated::Declined, Vec::new())
+            }
+            Reviewed::Cancelled => (Gated::Cancelled, Vec::new()),
+        }
+    }
+
+    /// The question before a summary nobody asked for, where the gate is on: asked
+    /// before anything is taken for it (a background summary stays ready after "not
+    /// now").
+    async fn ask_first(&mut self, route: Route, request: &str, ops: &mut UnboundedReceiver<Op>) -> LossyAnswer {
+        if !self.gates_summaries() || !route.asks_first() {
+            return LossyAnswer::Summarise;
+        }
+        let asked_by = (route == Route::Tool).then_some(CompactionRequester::Model);
+        self.confirm_lossy(request, asked_by, ops).await
+    }
+
+    /// Show a summary a stage wrote for review before the model reads it, and take the
     /// answer in: as written, edited (the event keeps the model's text), or not at all.
     async fn review_summary(
         &mut self,
+        route: Route,
         messages: &mut [Message],
         sizes: &mut Sizes,
         events: &mut [StageEvent],
         ops: &mut UnboundedReceiver<Op>,
     ) -> Reviewed {
-        let Some(event) = events
-            .iter_mut()
-            .find(|event| event.stage == crate::compact::Stage::CompactHistory && event.replaced > 0)
-        else {
+        let Some(event) = events.iter_mut().find(|event| {
+            matches!(
+                event.stage,
+                crate::compact::Stage::CompactHistory | crate::compact::Stage::ReactiveCompact
+            ) && event.replaced > 0
+        }) else {
             return Reviewed::Apply;
         };
         let text = messages.first().map(Message::text).unwrap_or_default();
@@ -328,12 +422,20 @@ impl Agent {
         };
         let request_id = self.next_request_id;
         self.next_request_id += 1;
+        let if_not_applied = match route {
+            Route::Limit => "not applied, the history stays as it was and this call goes over the limit",
+            Route::Reactive => "not applied, the history stays as it was and the turn ends: the server refuses it",
+            Route::Tool => "not applied, the history stays as it was and the model carries on",
+            Route::User => "not applied, the history stays as it was",
+        };
         self.emit(AgentEvent::SummaryReview {
             request_id,
             summary: event.summary.clone().unwrap_or_else(|| parts.summary.to_string()),
             index: parts.index.to_string(),
             covers: event.replaced,
             retention: event.loss.as_ref().and_then(|loss| loss.retention_line()),
+            if_not_applied: if_not_applied.into(),
+            in_turn: route != Route::User,
         });
         let answer = loop {
             match ops.recv().await {
@@ -342,7 +444,10 @@ impl Agent {
                     self.quit = true;
                     return Reviewed::Cancelled;
                 }
-                Some(Op::Cancel) => return Reviewed::Cancelled,
+                Some(Op::Cancel) => {
+                    self.emit(AgentEvent::Answered { request_id });
+                    return Reviewed::Cancelled;
+                }
                 Some(Op::Inspect) => self.emit(self.breakdown()),
                 Some(_) => {}
             }
@@ -369,22 +474,24 @@ impl Agent {
         }
     }
 
-    /// Ask whether to summarise now, showing what it would do. `false` for not now
-    /// (and when the turn is cancelled or the app quits).
-    pub(super) async fn confirm_lossy(
+    /// Ask whether to summarise now, showing what it would do.
+    async fn confirm_lossy(
         &mut self,
         request: &str,
-        estimate: usize,
-        limit: usize,
+        asked_by: Option<CompactionRequester>,
         ops: &mut UnboundedReceiver<Op>,
-    ) -> bool {
+    ) -> LossyAnswer {
         let preview = {
             use crate::compact::preview::{Preview, preview};
             let messages = self.conversation.messages().to_vec();
             let request = request.to_string();
             let config = self.settings.compaction.clone();
             let workspace = self.tools.workspace().root().to_path_buf();
-            tokio::task::spawn_blocking(move || preview(&messages, &request, &config, &workspace, &Preview::Prepare))
+            let what = match asked_by {
+                Some(_) => Preview::Compact { focus: None },
+                None => Preview::Prepare,
+            };
+            tokio::task::spawn_blocking(move || preview(&messages, &request, &config, &workspace, &what))
                 .await
                 .unwrap_or_default()
         };
@@ -392,9 +499,10 @@ impl Agent {
         self.next_request_id += 1;
         self.emit(AgentEvent::LossyQuestion {
             request_id,
-            estimate,
-            limit,
+            estimate: self.conversation.estimate(),
+            limit: self.settings.compaction.context_char_limit,
             preview,
+            asked_by,
         });
         loop {
             match ops.recv().await {
@@ -403,13 +511,20 @@ impl Agent {
                     compact_now,
                 }) if id == request_id => {
                     self.emit(AgentEvent::Answered { request_id });
-                    return compact_now;
+                    return if compact_now {
+                        LossyAnswer::Summarise
+                    } else {
+                        LossyAnswer::NotNow
+                    };
                 }
                 None | Some(Op::Quit) => {
                     self.quit = true;
-                    return false;
+                    return LossyAnswer::Cancelled;
                 }
-                Some(Op::Cancel) => return false,
+                Some(Op::Cancel) => {
+                    self.emit(AgentEvent::Answered { request_id });
+                    return LossyAnswer::Cancelled;
+                }
                 Some(Op::Inspect) => self.emit(self.breakdown()),
                 Some(_) => {}
             }
@@ -418,7 +533,7 @@ impl Agent {
 
     /// Summarise everything before a request of the history (the `later_same`-th
     /// from the end among those with its text) and keep it and what follows verbatim.
-    pub(super) async fn summarise_up_to(&mut self, request: &str, later_same: usize) {
+    pub(super) async fn summarise_up_to(&mut self, request: &str, later_same: usize, ops: &mut UnboundedReceiver<Op>) {
         let found = self
             .conversation
             .messages()
@@ -447,46 +562,44 @@ impl Agent {
         self.discard_background("the history was summarised up to a point you chose");
         self.emit(AgentEvent::Compacting);
         let active = self.active_request();
-        let outcome = self
-            .run_on_history(move |messages, sizes, config, store, summariser| {
-                let asked = Asked::by("the user (summarise up to a request)", &active);
-                match crate::compact::compact_history::summarise_up_to(
-                    messages,
-                    at + 1,
-                    asked,
-                    config,
-                    store,
-                    summariser,
-                ) {
-                    Ok(event) => {
-                        *sizes = Sizes::of(messages, config.estimate);
-                        vec![event]
-                    }
-                    Err(error) => {
-                        let mut refused = StageEvent::start(
-                            crate::compact::Stage::CompactHistory,
-                            messages.len(),
-                            sizes.total(),
-                            String::new(),
-                        );
-                        refused.errors.push(error.to_string());
-                        vec![refused]
-                    }
+        let summarised = active.clone();
+        self.summarise_gated(Route::User, ops, move |messages, sizes, config, store, summariser| {
+            let asked = Asked::by("the user (summarise up to a request)", &summarised);
+            match crate::compact::compact_history::summarise_up_to(messages, at + 1, asked, config, store, summariser) {
+                Ok(event) => {
+                    *sizes = Sizes::of(messages, config.estimate);
+                    vec![event]
                 }
-            })
-            .await;
-        if let Some((messages, sizes, events)) = outcome {
-            self.compacted(messages, sizes, events);
-        }
+                Err(error) => {
+                    let mut refused = StageEvent::start(
+                        crate::compact::Stage::CompactHistory,
+                        messages.len(),
+                        sizes.total(),
+                        String::new(),
+                    );
+                    refused.errors.push(error.to_string());
+                    vec![refused]
+                }
+            }
+        })
+        .await;
     }
 
-    pub(super) async fn compact_now(&mut self, by: CompactionRequester, focus: Option<String>, request: String) {
+    /// A summary now, asked for by the user (`/compact`) or the model (the `compact`
+    /// tool), through the gate.
+    pub(super) async fn compact_now(
+        &mut self,
+        by: CompactionRequester,
+        focus: Option<String>,
+        request: String,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Gated {
         // Nothing is journaled for a request that does nothing.
         if self.conversation.messages().is_empty() {
             self.emit(AgentEvent::Error {
                 message: "Nothing to compact yet.".into(),
             });
-            return;
+            return Gated::Declined;
         }
         self.note(Record::Shown {
             item: Past::CompactionRequested {
@@ -498,23 +611,36 @@ impl Agent {
             by,
             focus: focus.clone(),
         });
-        let requested_by = match by {
-            CompactionRequester::User => "the user (/compact)",
-            CompactionRequester::Model => "the model (the compact tool)",
+        let (requested_by, route) = match by {
+            CompactionRequester::User => ("the user (/compact)", Route::User),
+            CompactionRequester::Model => ("the model (the compact tool)", Route::Tool),
         };
+        match self.ask_first(route, &request, ops).await {
+            LossyAnswer::Summarise => {}
+            LossyAnswer::NotNow => {
+                self.emit(AgentEvent::Notice {
+                    message: "not summarised: the model carries on with the history as it is".into(),
+                });
+                return Gated::Declined;
+            }
+            LossyAnswer::Cancelled => return Gated::Cancelled,
+        }
         self.poll_background();
         let ready = self.take_ready_summary();
-        self.on_history(move |messages, sizes, config, store, summariser| {
-            let asked = Asked {
-                focus: focus.as_deref(),
-                ready: ready.as_ref(),
-                ..Asked::by(requested_by, &request)
-            };
-            let event = crate::compact::compact_history::force_compact(messages, asked, config, store, summariser);
-            *sizes = Sizes::of(messages, config.estimate);
-            vec![event]
-        })
-        .await;
+        let summarised = request.clone();
+        let (gated, _) = self
+            .summarise_gated(route, ops, move |messages, sizes, config, store, summariser| {
+                let asked = Asked {
+                    focus: focus.as_deref(),
+                    ready: ready.as_ref(),
+                    ..Asked::by(requested_by, &summarised)
+                };
+                let event = crate::compact::compact_history::force_compact(messages, asked, config, store, summariser);
+                *sizes = Sizes::of(messages, config.estimate);
+                vec![event]
+            })
+            .await;
+        gated
     }
 
     /// What a refusal measured: the server's tokens per unit of the request it refused

@@ -447,7 +447,7 @@ impl Agent {
     /// Serve ops until the channel closes or the user quits.
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
         let facts = self.provider.discover().await;
-        self.rediscover = facts.unreachable;
+        self.rediscover = facts.unreachable.is_some();
         self.background_when_idle = facts.llama_cpp;
         self.server_count.set_asks(facts.llama_cpp);
         if let Some(window) = facts.window.clone() {
@@ -548,6 +548,8 @@ impl Agent {
                         turn: self.turn,
                         outcome: TurnOutcome::Failed,
                     });
+                } else {
+                    self.emit(AgentEvent::Ready);
                 }
                 continue;
             }
@@ -557,11 +559,13 @@ impl Agent {
                 op,
                 Op::Compact { .. } | Op::SummariseUpTo { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
             );
+            let is_turn = matches!(op, Op::Submit { .. });
             match op {
                 Op::Submit { text } => self.turn(text, &mut ops).await,
                 Op::Compact { focus } => {
                     let request = self.active_request();
-                    self.compact_now(CompactionRequester::User, focus, request).await;
+                    self.compact_now(CompactionRequester::User, focus, request, &mut ops)
+                        .await;
                     self.sync_journal();
                 }
                 Op::Clear => self.clear(),
@@ -579,12 +583,14 @@ impl Agent {
                 Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
                 Op::ReviewReady => self.review_ready(),
                 Op::SummariseUpTo { request, later_same } => {
-                    self.summarise_up_to(&request, later_same).await;
+                    self.summarise_up_to(&request, later_same, &mut ops).await;
                     self.sync_journal();
                 }
                 Op::Review { request_id, answer } => self.reviewed_ready(request_id, answer),
                 Op::Quit => break,
-                Op::Cancel | Op::Permission { .. } | Op::Lossy { .. } => {}
+                // Between turns, Esc closes a `/summary` review; the summary stays ready.
+                Op::Cancel => self.close_ready_review(),
+                Op::Permission { .. } | Op::Lossy { .. } => {}
             }
             if changes_history {
                 self.start_background_if_due();
@@ -594,6 +600,11 @@ impl Agent {
                     self.journal_size();
                     self.sync_journal();
                 }
+            }
+            // A turn ends with its own TurnDone; anything else done between turns ends
+            // here, whatever it said on the way.
+            if !is_turn {
+                self.emit(AgentEvent::Ready);
             }
         }
         let (messages, synced) = self.conversation.end();

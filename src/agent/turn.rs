@@ -14,6 +14,16 @@ use crate::provider::STOP_MAX_TOKENS;
 /// aim lower before the retry, while the server's measure says it would not fit.
 const MAX_REACTIVE_ROUNDS: u32 = 2;
 
+/// What a reactive compaction did to a request too long for the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shrunk {
+    Smaller,
+    /// Nothing could be taken out (or the user declined the summary).
+    Not,
+    /// The user cancelled the turn at the summary's review.
+    Cancelled,
+}
+
 impl Agent {
     /// The newest user prompt (tool results travel as user messages too).
     pub(super) fn active_request(&self) -> String {
@@ -168,7 +178,11 @@ impl Agent {
                     tokens: overflow.prompt_tokens,
                     window: overflow.max_tokens,
                 };
-                if !self.shrink_to_fit(request, Some(overflow), cause).await {
+                let shrunk = self.shrink_to_fit(request, Some(overflow), cause, ops).await;
+                if shrunk == Shrunk::Cancelled {
+                    return Ended::Cancelled;
+                }
+                if shrunk == Shrunk::Not {
                     return Ended::Failed(format!(
                         "The request is too long for the model's window ({} tokens as the server counted it, of its {}) and compaction could not shrink it.",
                         overflow.prompt_tokens, overflow.max_tokens
@@ -202,7 +216,11 @@ impl Agent {
                         };
                         self.learn_window(window, "the server's refusal stated the window");
                     }
-                    if !self.shrink_to_fit(request, overflow, TooLong::Refused).await {
+                    let shrunk = self.shrink_to_fit(request, overflow, TooLong::Refused, ops).await;
+                    if shrunk == Shrunk::Cancelled {
+                        return Ended::Cancelled;
+                    }
+                    if shrunk == Shrunk::Not {
                         return Ended::Failed(format!(
                             "The prompt is too long and reactive compaction could not shrink it: {message}"
                         ));
@@ -259,9 +277,12 @@ impl Agent {
             if batch.cancelled {
                 return Ended::Cancelled;
             }
-            if let Some(CompactRequest { focus }) = batch.compact {
-                self.compact_now(CompactionRequester::Model, focus, request.to_string())
-                    .await;
+            if let Some(CompactRequest { focus }) = batch.compact
+                && let compaction::Gated::Cancelled = self
+                    .compact_now(CompactionRequester::Model, focus, request.to_string(), ops)
+                    .await
+            {
+                return Ended::Cancelled;
             }
         }
         Ended::Failed(format!(
@@ -274,12 +295,19 @@ impl Agent {
     /// the server said) shrunk by reactive compaction aimed at what the window takes;
     /// while the server's own measure says the result would still not fit, aimed lower
     /// before it is sent. Whether the first round made the history smaller.
-    async fn shrink_to_fit(&mut self, request: &str, overflow: Option<TokenOverflow>, cause: TooLong) -> bool {
+    async fn shrink_to_fit(
+        &mut self,
+        request: &str,
+        overflow: Option<TokenOverflow>,
+        cause: TooLong,
+        ops: &mut UnboundedReceiver<Op>,
+    ) -> Shrunk {
         let fit = overflow.map(|overflow| self.refusal_fit(overflow));
         let goal = fit.as_ref().map(|fit| self.fitting_goal(fit));
         let aim = Aim { target: goal, cause };
-        if !self.reactive_round(request, aim).await {
-            return false;
+        let first = self.reactive_round(request, aim, ops).await;
+        if first != Shrunk::Smaller {
+            return first;
         }
         if let Some(fit) = fit {
             for _ in 0..MAX_REACTIVE_ROUNDS {
@@ -292,12 +320,14 @@ impl Agent {
                     target: Some(goal),
                     cause,
                 };
-                if !self.reactive_round(request, aim).await {
-                    break;
+                match self.reactive_round(request, aim, ops).await {
+                    Shrunk::Smaller => {}
+                    Shrunk::Not => break,
+                    Shrunk::Cancelled => return Shrunk::Cancelled,
                 }
             }
         }
-        true
+        Shrunk::Smaller
     }
 
     /// Where the window cannot hold even the system prompt and tools, no summary can
@@ -323,24 +353,37 @@ impl Agent {
     }
 
     /// One reactive compaction aimed as `aim` says (half the history when the server
-    /// did not say how much it takes). Whether it made the history smaller.
-    async fn reactive_round(&mut self, request: &str, aim: Aim) -> bool {
+    /// did not say how much it takes), its summary through the gate.
+    async fn reactive_round(&mut self, request: &str, aim: Aim, ops: &mut UnboundedReceiver<Op>) -> Shrunk {
         self.emit(AgentEvent::Compacting);
         let request = request.to_string();
-        let events = self
-            .on_history(move |messages, sizes, config, store, summariser| {
-                let events = reactive_compact(messages, &request, aim, config, store, summariser);
-                *sizes = Sizes::of(messages, config.estimate);
-                events
-            })
+        let (gated, events) = self
+            .summarise_gated(
+                compaction::Route::Reactive,
+                ops,
+                move |messages, sizes, config, store, summariser| {
+                    let events = reactive_compact(messages, &request, aim, config, store, summariser);
+                    *sizes = Sizes::of(messages, config.estimate);
+                    events
+                },
+            )
             .await;
+        match gated {
+            compaction::Gated::Cancelled => return Shrunk::Cancelled,
+            compaction::Gated::Declined => return Shrunk::Not,
+            compaction::Gated::Applied => {}
+        }
         if events
             .iter()
             .any(|event| event.stage == crate::compact::Stage::ReactiveCompact && event.replaced > 0)
         {
             self.summary_ran(true);
         }
-        events.iter().any(|event| event.replaced > 0)
+        if events.iter().any(|event| event.replaced > 0) {
+            Shrunk::Smaller
+        } else {
+            Shrunk::Not
+        }
     }
 
     /// The request the history makes now.

@@ -26,12 +26,12 @@ impl Agent {
             return Ok(());
         }
         let mut facts = self.provider.discover().await;
-        if facts.unreachable {
+        if let Some(why) = &facts.unreachable {
             self.emit(AgentEvent::StreamReset {
                 turn: self.turn,
                 attempt: 1,
                 delay_ms: u64::try_from(crate::provider::retry::HEALTH_POLL.as_millis()).unwrap_or(u64::MAX),
-                reason: "the server does not answer yet; waiting for it (its health is polled)".into(),
+                reason: format!("{why}; waiting for it to answer (its health is polled)"),
             });
             let provider = self.provider.clone();
             let inspect = || self.breakdown();
@@ -46,7 +46,7 @@ impl Agent {
 
     /// What a server said about itself once it answered: its model and window.
     fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
-        self.rediscover = facts.unreachable;
+        self.rediscover = facts.unreachable.is_some();
         if facts.llama_cpp {
             self.background_when_idle = true;
             self.server_count.set_asks(true);

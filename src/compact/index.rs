@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::loss::{is_error_line, is_measured_line};
+use super::loss::{error_lines, is_error_line, is_measured_line};
 use super::markers::{MessageKind, classify};
 use super::record::Pointer;
 use crate::message::{ContentBlock, Message};
@@ -100,12 +100,13 @@ impl Index {
                     }
                 }
                 MessageKind::ToolResults => {
+                    for line in error_lines(message) {
+                        index.note(EntryKind::Error, &line, &at);
+                    }
                     for block in message.block_slice() {
                         if let ContentBlock::ToolResult { content, .. } = block {
                             for line in content.full_text().lines() {
-                                if is_error_line(line) {
-                                    index.note(EntryKind::Error, line.trim(), &at);
-                                } else if is_measured_line(line) {
+                                if is_measured_line(line) && !is_error_line(line) {
                                     index.note(EntryKind::Measured, line.trim(), &at);
                                 }
                             }
@@ -440,6 +441,43 @@ mod tests {
             vec!["Do not touch config/prod.toml. @1", "Keep MAX_DEPTH at 64. @1"]
         );
         assert_eq!(texts(&index, EntryKind::Asked).len(), 1);
+    }
+
+    /// A file or a search that merely says "error" (README prose, a config table) is
+    /// no error: an error entry comes only from a result that failed.
+    #[test]
+    fn prose_that_says_error_in_a_successful_read_is_no_error_entry() {
+        let record = vec![
+            Message::user_text("read the README"),
+            Message::blocks(
+                Role::Assistant,
+                vec![
+                    ContentBlock::tool_use("a", "read_file", json!({"path": "README.md"})),
+                    ContentBlock::tool_use("b", "grep", json!({"pattern": "error"})),
+                ],
+            ),
+            Message::blocks(
+                Role::User,
+                vec![
+                    ContentBlock::tool_result(
+                        "a",
+                        "| provider.retry.max_attempts | 5 | how often retryable errors are tried |\nAn error is one plain line.\nFAILED tests are listed.",
+                        false,
+                    ),
+                    ContentBlock::tool_result("b", "src/main.rs:3: fatal: an error here", false),
+                ],
+            ),
+        ];
+        let index = Index::build(&record, ".transcripts/r.jsonl");
+        assert_eq!(texts(&index, EntryKind::Error), Vec::<String>::new());
+        let loss = crate::compact::loss::report(&record, "", ".transcripts/r.jsonl");
+        assert!(
+            loss.tally
+                .iter()
+                .all(|tally| tally.kind != crate::compact::loss::LossKind::Error || tally.found == 0),
+            "{:?}",
+            loss.tally
+        );
     }
 
     /// Rendered, put in a `[Compacted]` message and parsed back, the index is the

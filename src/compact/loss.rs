@@ -193,9 +193,9 @@ pub fn report(summarised: &[Message], kept: &str, record: &str) -> LossReport {
             for number in NUMBER.find_iter(text) {
                 note(LossKind::Number, number.as_str(), position, from_user);
             }
-            for line in text.lines().filter(|line| is_error_line(line)) {
-                note(LossKind::Error, prefix_chars(line.trim(), 120), position, from_user);
-            }
+        }
+        for line in error_lines(message) {
+            note(LossKind::Error, prefix_chars(&line, 120), position, from_user);
         }
         for block in message.block_slice() {
             if let ContentBlock::ToolUse { input, .. } = block
@@ -274,6 +274,27 @@ fn squeeze(text: &str) -> String {
 /// A line that reports a measured figure (`finished in 3.5 s`, `12 tests`).
 pub(crate) fn is_measured_line(line: &str) -> bool {
     NUMBER.is_match(line)
+}
+
+/// The lines of `message` that are errors: those that say so in a result that
+/// failed (a failed command's output, a build's or a test's diagnostics, a tool's
+/// error). A file read or a search that merely contains the word is no error.
+pub(crate) fn error_lines(message: &Message) -> impl Iterator<Item = String> + '_ {
+    message.block_slice().iter().flat_map(|block| {
+        let failed = match block {
+            ContentBlock::ToolResult {
+                content,
+                is_error: Some(true),
+                ..
+            } => content.full_text(),
+            _ => String::new(),
+        };
+        failed
+            .lines()
+            .filter(|line| is_error_line(line))
+            .map(|line| line.trim().to_string())
+            .collect::<Vec<_>>()
+    })
 }
 
 /// A line that reports an error or a failure.

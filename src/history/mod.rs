@@ -20,6 +20,8 @@ pub struct Call<'a> {
     pub tool: &'a str,
     pub input: Value,
     pub output: String,
+    /// The result is an error (a command that failed).
+    pub failed: bool,
 }
 
 impl<'a> Call<'a> {
@@ -28,7 +30,13 @@ impl<'a> Call<'a> {
             tool,
             input,
             output: output.into(),
+            failed: false,
         }
+    }
+
+    /// The same call, its result an error (a command that failed).
+    pub fn failed(self) -> Self {
+        Call { failed: true, ..self }
     }
 }
 
@@ -62,7 +70,7 @@ impl History {
             let id = format!("t{}", self.calls);
             self.calls += 1;
             uses.push(ContentBlock::tool_use(id.clone(), call.tool, call.input));
-            results.push(ContentBlock::tool_result(id, call.output, false));
+            results.push(ContentBlock::tool_result(id, call.output, call.failed));
         }
         self.messages.push(Message::blocks(Role::Assistant, uses));
         self.messages.push(Message::blocks(Role::User, results));

@@ -174,13 +174,18 @@ pub enum AgentEvent {
         chars_before: usize,
         chars_after: usize,
     },
-    /// `compaction.confirm_lossy`: the recoverable stages were not enough; summarise
-    /// (`preview` is what it would do) or not?
+    /// `compaction.confirm_lossy`: a summary nobody asked for is about to be written
+    /// (the recoverable stages were not enough, or the model called `compact`);
+    /// summarise (`preview` is what it would do) or not?
     LossyQuestion {
         request_id: u64,
         estimate: usize,
         limit: usize,
         preview: Vec<StageEvent>,
+        /// Who asked for the summary: the model's `compact` tool, or nobody (the
+        /// limit was reached).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_by: Option<CompactionRequester>,
     },
     /// `compaction.confirm_lossy`: a summary is written and waits for review before the
     /// model reads it: apply it, edit it, or keep the history as it was.
@@ -194,6 +199,14 @@ pub enum AgentEvent {
         covers: usize,
         /// What the summary and the index keep of the record (`keeps 18/20: …`).
         retention: Option<String>,
+        /// What not applying it leaves, in a phrase (the history as it was, and
+        /// whether a call then goes over the limit).
+        #[serde(default)]
+        if_not_applied: String,
+        /// Whether a turn waits on it (Esc cancels the turn) or none runs (Esc
+        /// closes it).
+        #[serde(default)]
+        in_turn: bool,
     },
     /// The answer to `Op::Preview`: the receipts `/compact` would produce.
     Preview {
@@ -215,6 +228,9 @@ pub enum AgentEvent {
         turn: TurnId,
         outcome: TurnOutcome,
     },
+    /// What was asked between turns (`/compact`, `/summary`, an undo, a cancel, ...)
+    /// is done and no turn runs: the app is ready for a request.
+    Ready,
 }
 
 /// Which request of the session a turn-scoped event belongs to (1 for the first), so

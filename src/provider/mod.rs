@@ -664,9 +664,10 @@ pub struct ServerFacts {
     /// Whether its chat template renders tool definitions (llama.cpp's
     /// `chat_template_caps.supports_tools`); `None` when it does not say.
     pub renders_tools: Option<bool>,
-    /// The server did not answer at all (down, or still loading its model): worth
-    /// asking again before the next request.
-    pub unreachable: bool,
+    /// Why the server did not answer at all (nothing listens, or it is still loading
+    /// its model), said as a request error says it: worth asking again before the
+    /// next request.
+    pub unreachable: Option<String>,
     /// It is llama.cpp's server (it answers `/props`). Its requests share one cache
     /// (its slots, all in the `-c` it was started with), so a second request at once
     /// competes with the first for it; and it counts a request's tokens itself, in
@@ -720,18 +721,26 @@ pub(crate) async fn probe_server(
 ) -> ServerFacts {
     use crate::protocol::{Window, WindowSource};
     let root = server_root(base_url);
-    let unreachable = std::sync::atomic::AtomicBool::new(false);
+    let unreachable = std::sync::Mutex::new(None::<String>);
     let get = |path: &str| {
         let request = authorise(client.get(format!("{root}{path}")).timeout(PROBE_TIMEOUT));
         let unreachable = &unreachable;
+        let say = move |why: String| {
+            if let Ok(mut said) = unreachable.lock() {
+                said.get_or_insert(why);
+            }
+        };
         async move {
-            let Ok(response) = request.send().await else {
-                unreachable.store(true, std::sync::atomic::Ordering::Relaxed);
-                return None;
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(error) => {
+                    say(ProviderError::from_request(&error).to_string());
+                    return None;
+                }
             };
             // llama-server answers 503 while it loads its model.
             if response.status() == reqwest::StatusCode::SERVICE_UNAVAILABLE {
-                unreachable.store(true, std::sync::atomic::Ordering::Relaxed);
+                say(format!("{root} answers 503 (still loading its model?)"));
             }
             if !response.status().is_success() {
                 return None;
@@ -763,7 +772,11 @@ pub(crate) async fn probe_server(
             facts.model = crate::accounting::model_from_models(&models);
         }
     }
-    facts.unreachable = unreachable.into_inner() && facts.window.is_none();
+    facts.unreachable = unreachable
+        .into_inner()
+        .ok()
+        .flatten()
+        .filter(|_| facts.window.is_none());
     facts
 }
 

@@ -101,8 +101,11 @@ impl RetryPolicy {
                 .retry(self.backoff())
                 .sleep(tokio::time::sleep)
                 // A server that is not up, or busy with a request that collided with
-                // this one, is polled below, not slept on.
-                .when(|error| error.is_retryable() && !error.server_not_up() && !error.is_collision())
+                // this one, is polled below, not slept on; with no startup wait, one
+                // that is not up is retried as any network error.
+                .when(|error| {
+                    error.is_retryable() && (startup_wait.is_zero() || !error.server_not_up()) && !error.is_collision()
+                })
                 .adjust(|error, delay| delay.map(|delay| error.retry_after().unwrap_or(delay)))
                 .notify(|error, delay| {
                     failed += 1;
@@ -294,6 +297,47 @@ mod tests {
             .await;
         assert!(unauthorised.is_err());
         assert_eq!(once, 1, "not retryable: tried once");
+    }
+
+    /// With no startup wait (`provider.retry.startup_wait_secs = 0`) a refused
+    /// connection is retried as any network error: `max_attempts` tries, with the
+    /// backoff between them, each said.
+    #[tokio::test(start_paused = true)]
+    async fn with_no_startup_wait_a_refused_connection_is_retried_as_a_network_error() {
+        let (deltas, mut announced) = tokio::sync::mpsc::unbounded_channel();
+        let policy = RetryPolicy {
+            startup_wait_secs: 0,
+            ..policy(3)
+        };
+        let mut calls = 0;
+        let result: Result<(), _> = policy
+            .run(
+                &deltas,
+                || {
+                    calls += 1;
+                    async {
+                        Err(ProviderError::NotUp(
+                            "connection refused at 127.0.0.1:9 (is the server running?)".into(),
+                        ))
+                    }
+                },
+                &Probe::up_from(Duration::from_secs(3_600)),
+            )
+            .await;
+        assert!(matches!(result, Err(ProviderError::NotUp(_))));
+        assert_eq!(calls, 3, "tried max_attempts times");
+        let said: Vec<String> = std::iter::from_fn(|| announced.try_recv().ok())
+            .filter_map(|event| match event {
+                StreamEvent::Retrying { reason, .. } => Some(reason),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said.iter()
+                .all(|reason| reason.contains("connection refused at 127.0.0.1:9")),
+            "{said:?}"
+        );
     }
 
     /// A restarting server is not given up on after the few seconds `max_attempts`

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
@@ -52,20 +52,23 @@ pub(super) fn key(k: &'static str, label: &'static str, colour: Color) -> Vec<Sp
 const LOSSY_ITEMS_SHOWN: usize = 5;
 
 pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
-    let popup = centered(area, 80, 16);
-    frame.render_widget(Clear, popup);
     let soft = Style::default().fg(theme::palette().soft);
     let items: Vec<&crate::compact::ReceiptItem> = prompt.preview.iter().flat_map(|event| &event.items).collect();
     let chars: usize = items.iter().map(|item| item.chars_before).sum();
+    let why = match prompt.asked_by {
+        Some(by) => format!(
+            "The {by} asks for a summary of the history ({} of {} chars).",
+            crate::compact::short_count(prompt.estimate),
+            crate::compact::short_count(prompt.limit)
+        ),
+        None => format!(
+            "The recoverable stages were not enough: {} > {} chars.",
+            crate::compact::short_count(prompt.estimate),
+            crate::compact::short_count(prompt.limit)
+        ),
+    };
     let mut text = vec![
-        Line::from(Span::styled(
-            format!(
-                "The recoverable stages were not enough: {} > {} chars.",
-                crate::compact::short_count(prompt.estimate),
-                crate::compact::short_count(prompt.limit)
-            ),
-            Style::default().add_modifier(Modifier::BOLD),
-        )),
+        Line::from(Span::styled(why, Style::default().add_modifier(Modifier::BOLD))),
         Line::from(Span::styled(
             format!(
                 "Summarising replaces {} ({} chars) with one summary; the transcript keeps them.",
@@ -93,24 +96,36 @@ pub fn render_lossy(frame: &mut Frame<'_>, area: Rect, prompt: &LossyPrompt) {
             soft,
         )));
     }
-    text.push(Line::from(""));
     let mut keys = key("c", "compact now", theme::palette().success);
     keys.extend(key("n", "not now", theme::palette().attention));
     keys.extend(key("x", "open /context", theme::palette().info));
-    text.push(Line::from(keys));
-    text.push(Line::from(Span::styled(
-        "      not now sends this call over the limit · Esc cancels the turn",
-        soft,
-    )));
-    frame.render_widget(
-        Paragraph::new(text).wrap(Wrap { trim: false }).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .border_style(Style::default().fg(theme::palette().attention))
-                .title(" summarise the history? "),
-        ),
-        popup,
-    );
+    let not_now = match prompt.asked_by {
+        Some(_) => "not now leaves the history as it is",
+        None => "not now sends this call over the limit",
+    };
+    let keys = vec![
+        Line::from(keys),
+        Line::from(Span::styled(format!("{not_now} · Esc cancels the turn"), soft)),
+    ];
+    // As tall as what it says, and the keys always in view below it: a short terminal
+    // cuts the list, never the keys.
+    let width = area.width.min(80);
+    let inner_width = usize::from(width.saturating_sub(2)).max(1);
+    let rows =
+        |lines: &[Line<'_>]| -> usize { lines.iter().map(|line| line.width().max(1).div_ceil(inner_width)).sum() };
+    let height = u16::try_from(rows(&text) + rows(&keys) + 2).unwrap_or(u16::MAX);
+    let popup = centered(area, width, height);
+    frame.render_widget(Clear, popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme::palette().attention))
+        .title(" summarise the history? ");
+    let inner = block.inner(popup);
+    frame.render_widget(block, popup);
+    let keys_rows = u16::try_from(rows(&keys)).unwrap_or(2).min(inner.height);
+    let [body, keys_area] = Layout::vertical([Constraint::Min(0), Constraint::Length(keys_rows)]).areas(inner);
+    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), body);
+    frame.render_widget(Paragraph::new(keys).wrap(Wrap { trim: false }), keys_area);
 }
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &PermissionPrompt) {

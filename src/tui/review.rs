@@ -105,10 +105,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     if let Some(retention) = &prompt.retention {
         said.push(Line::from(Span::styled(format!("with the index it {retention}"), soft)));
     }
-    said.push(Line::from(Span::styled(
-        "not applied, the history stays as it was and this call goes over the limit",
-        soft,
-    )));
+    said.push(Line::from(Span::styled(prompt.if_not_applied.clone(), soft)));
     frame.render_widget(Paragraph::new(said).wrap(Wrap { trim: false }), heading);
     editor.textarea.set_block(
         Block::default()
@@ -139,6 +136,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     );
     let mut keys = key("Ctrl+S", "apply", palette.success);
     keys.extend(key("Ctrl+R", "do not apply", palette.attention));
-    keys.push(Span::styled("Esc cancels the turn", soft));
+    keys.push(Span::styled(
+        if prompt.in_turn {
+            "Esc cancels the turn"
+        } else {
+            "Esc closes it, nothing changes"
+        },
+        soft,
+    ));
     frame.render_widget(Paragraph::new(Line::from(keys)), keys_area);
 }

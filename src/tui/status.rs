@@ -84,7 +84,9 @@ pub fn turn_label(turn: &TurnState) -> String {
         TurnState::RunningTool(name) => format!("running {name}"),
         TurnState::Compacting => "compacting".into(),
         TurnState::Summarising { since, chars } => format!("summarising ({})", summary_progress(*since, *chars)),
-        TurnState::AwaitingAnswer { .. } => "waiting for your answer".into(),
+        TurnState::Asking => "waiting for your answer".into(),
+        TurnState::Reviewing => "reviewing the summary".into(),
+        TurnState::Cancelling => "cancelling".into(),
     }
 }
 

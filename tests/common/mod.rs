@@ -1679,3 +1679,146 @@ pub fn processes_running(command: &str) -> Vec<i32> {
         })
         .collect()
 }
+
+/// The app on a real agent, as the terminal's loop joins them: what the agent says
+/// goes to the app's state, what the app sends goes straight to the agent, and every
+/// step is drawn (a question is answerable only once drawn and read).
+pub struct Driven {
+    pub app: scratchpad::tui::app::App,
+    pub agent: Running,
+    /// Every event the agent sent, in order.
+    pub seen: Vec<scratchpad::protocol::AgentEvent>,
+    terminal: ratatui::Terminal<ratatui::backend::TestBackend>,
+}
+
+impl Driven {
+    pub fn new(agent: Running) -> Self {
+        let app = scratchpad::tui::app::App::new(
+            agent.ops.clone(),
+            agent.dir.path().to_path_buf(),
+            scratchpad::compact::CompactConfig::default(),
+        );
+        Driven {
+            app,
+            agent,
+            seen: Vec::new(),
+            terminal: ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap(),
+        }
+    }
+
+    pub fn draw(&mut self) -> String {
+        let app = &mut self.app;
+        self.terminal.draw(|frame| app.render(frame)).unwrap();
+        self.terminal.backend().to_string()
+    }
+
+    pub fn key(&mut self, code: crossterm::event::KeyCode, modifiers: crossterm::event::KeyModifiers) {
+        self.app.handle_key(crossterm::event::KeyEvent::new(code, modifiers));
+        self.draw();
+    }
+
+    /// Type `text` at the prompt and press Enter.
+    pub fn send(&mut self, text: &str) {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        for c in text.chars() {
+            self.key(KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        self.key(KeyCode::Enter, KeyModifiers::NONE);
+    }
+
+    /// Take the agent's events into the app until `done` holds (20 s at most).
+    pub async fn until(&mut self, what: &str, done: impl Fn(&scratchpad::tui::app::App) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            self.draw();
+            if done(&self.app) {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, self.agent.events.recv()).await {
+                Ok(Some(event)) => {
+                    self.seen.push(event.clone());
+                    self.app.apply(event);
+                }
+                Ok(None) => panic!("the agent stopped while waiting for {what}"),
+                Err(_) => panic!(
+                    "no {what} in 20 s; the status says {:?}; the agent said {}",
+                    self.app.state.turn.state(),
+                    self.seen
+                        .iter()
+                        .map(|event| scratchpad::text::prefix_chars(&format!("{event:?}"), 160).to_string())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Take the agent's events into the app until one `said` accepts arrives (20 s at
+    /// most); where it is in [`Driven::seen`].
+    pub async fn until_said(&mut self, said: impl Fn(&scratchpad::protocol::AgentEvent) -> bool) -> usize {
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(20), self.agent.events.recv())
+                .await
+                .expect("the event in time")
+                .expect("agent alive");
+            self.seen.push(event.clone());
+            self.app.apply(event);
+            self.draw();
+            if said(self.seen.last().expect("just pushed")) {
+                return self.seen.len() - 1;
+            }
+        }
+    }
+
+    /// Until the question on screen has been there long enough to be answered.
+    pub async fn until_asked(&mut self) {
+        self.until("a question", |app| app.state.turn.question().is_some())
+            .await;
+        self.draw();
+        tokio::time::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE).await;
+    }
+
+    /// Until the app is ready, and the agent said, after event `since`, that the turn
+    /// ended or it is ready.
+    pub async fn until_ready(&mut self, since: usize) {
+        let said = |seen: &[scratchpad::protocol::AgentEvent]| {
+            seen.iter().any(|event| {
+                matches!(
+                    event,
+                    scratchpad::protocol::AgentEvent::TurnDone { .. } | scratchpad::protocol::AgentEvent::Ready
+                )
+            })
+        };
+        loop {
+            self.until("ready", |app| {
+                !app.state.is_busy() && app.state.turn.question().is_none()
+            })
+            .await;
+            if said(&self.seen[since.min(self.seen.len())..]) {
+                return;
+            }
+            let event = tokio::time::timeout(Duration::from_secs(20), self.agent.events.recv())
+                .await
+                .expect("the agent says it is done")
+                .expect("agent alive");
+            self.seen.push(event.clone());
+            self.app.apply(event);
+        }
+    }
+
+    /// The outcome of the newest turn the agent ended.
+    pub fn last_outcome(&self) -> Option<scratchpad::protocol::TurnOutcome> {
+        self.seen.iter().rev().find_map(|event| match event {
+            scratchpad::protocol::AgentEvent::TurnDone { outcome, .. } => Some(*outcome),
+            _ => None,
+        })
+    }
+
+    /// The tool calls the agent started running after event `from`.
+    pub fn calls_run_after(&self, from: usize) -> usize {
+        self.seen[from..]
+            .iter()
+            .filter(|event| matches!(event, scratchpad::protocol::AgentEvent::ToolRunning { .. }))
+            .count()
+    }
+}

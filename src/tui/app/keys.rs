@@ -7,7 +7,7 @@ impl App {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.handle_key(key),
             // A summary in review takes a paste, as it takes typed keys.
-            Event::Paste(text) if self.state.review.is_some() => {
+            Event::Paste(text) if self.state.turn.review().is_some() => {
                 if let Some(editor) = self.review_editor() {
                     editor.paste(&text);
                 }
@@ -33,6 +33,97 @@ impl App {
             },
             _ => {}
         }
+    }
+
+    /// A key while the agent waits on a question or a review: Esc and Ctrl+C cancel
+    /// (one route for every question), the question's own keys answer it once it has
+    /// been on screen long enough to be read, and the review's editor takes the rest.
+    /// Whether the key was the question's.
+    fn answer_question(&mut self, key: KeyEvent) -> bool {
+        // Typing why a call is denied: Esc goes back to the question; every other key
+        // is the prompt's, and Enter denies with its text (see `submit`).
+        if self.denying.is_some() {
+            if keymap::action(View::Permission, &key) == Some(Action::CancelTurn) {
+                self.stop_denying();
+                return true;
+            }
+            return false;
+        }
+        let Some(question) = self.state.turn.question().cloned() else {
+            return false;
+        };
+        // The summarise question waits under an open view (x opens /context).
+        if matches!(question, Question::Summarise(_)) && !matches!(self.overlay, Overlay::None) {
+            return false;
+        }
+        let view = match question {
+            Question::Permission(_) => View::Permission,
+            Question::Summarise(_) => View::Summarise,
+            Question::Review(_) => View::Review,
+        };
+        let action = keymap::action(view, &key);
+        if action == Some(Action::CancelTurn) {
+            self.cancel();
+            return true;
+        }
+        let mut question = question;
+        if !modal::deliberate(*question.shown_at_mut()) {
+            return true;
+        }
+        let request_id = question.request_id();
+        let op = match (question, action) {
+            (Question::Review(_), Some(Action::ApplySummary)) => self.review_editor().map(|editor| Op::Review {
+                request_id,
+                answer: editor.applied(),
+            }),
+            (Question::Review(_), Some(Action::RejectSummary)) => Some(Op::Review {
+                request_id,
+                answer: crate::protocol::ReviewAnswer::Reject,
+            }),
+            (Question::Review(_), _) => {
+                if let Some(editor) = self.review_editor() {
+                    editor.input(key);
+                }
+                None
+            }
+            (Question::Summarise(_), Some(Action::CompactNow | Action::NotNow)) => Some(Op::Lossy {
+                request_id,
+                compact_now: action == Some(Action::CompactNow),
+            }),
+            (Question::Summarise(_), Some(Action::OpenContext)) => {
+                self.open_context();
+                None
+            }
+            (Question::Permission(prompt), action) => {
+                let answer = match action {
+                    Some(Action::AllowOnce) => Some(PermissionAnswer::AllowOnce),
+                    Some(Action::Deny) => Some(PermissionAnswer::Deny),
+                    Some(Action::DenyBecause) => {
+                        self.denying = Some(Denying {
+                            request_id,
+                            draft: self.input.text(),
+                        });
+                        self.input.clear();
+                        self.focus = Focus::Input;
+                        None
+                    }
+                    Some(Action::AlwaysAllow) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
+                    Some(Action::AlwaysForProject) if prompt.always.is_some() => {
+                        Some(PermissionAnswer::AlwaysForProject)
+                    }
+                    _ => None,
+                };
+                answer.map(|answer| Op::Permission { request_id, answer })
+            }
+            (Question::Summarise(_), _) => None,
+        };
+        if let Some(op) = op {
+            self.send(op);
+            // Gone at once: the agent's Answered says the same when it takes it.
+            self.state.turn.answered(request_id);
+            self.review_editor = None;
+        }
+        true
     }
 
     fn scroll(&mut self, delta: isize) {
@@ -86,108 +177,7 @@ impl App {
             self.interrupt();
             return;
         }
-        // A summary in review takes every key: its own, and the editor's.
-        if let Some(prompt) = self.state.review.clone() {
-            let deliberate = modal::deliberate(prompt.shown_at);
-            let action = keymap::action(View::Review, &key);
-            if action == Some(Action::CancelTurn) {
-                self.cancel_turn();
-                self.state.review = None;
-                self.review_editor = None;
-                return;
-            }
-            if !deliberate {
-                return;
-            }
-            let Some(editor) = self.review_editor() else {
-                return;
-            };
-            let answer = match action {
-                Some(Action::ApplySummary) => Some(editor.applied()),
-                Some(Action::RejectSummary) => Some(crate::protocol::ReviewAnswer::Reject),
-                _ => {
-                    editor.input(key);
-                    None
-                }
-            };
-            if let Some(answer) = answer {
-                self.send(Op::Review {
-                    request_id: prompt.request_id,
-                    answer,
-                });
-                self.state.review = None;
-                self.review_editor = None;
-            }
-            return;
-        }
-        // The summarise question waits under an open view (x opens /context).
-        if matches!(self.overlay, Overlay::None)
-            && let Some(prompt) = self.state.lossy.clone()
-        {
-            let deliberate = modal::deliberate(prompt.shown_at);
-            let answer = match keymap::action(View::Summarise, &key) {
-                Some(Action::CancelTurn) => {
-                    self.cancel_turn();
-                    self.state.lossy = None;
-                    None
-                }
-                _ if !deliberate => None,
-                Some(Action::CompactNow) => Some(true),
-                Some(Action::NotNow) => Some(false),
-                Some(Action::OpenContext) => {
-                    self.open_context();
-                    None
-                }
-                _ => None,
-            };
-            if let Some(compact_now) = answer {
-                self.send(Op::Lossy {
-                    request_id: prompt.request_id,
-                    compact_now,
-                });
-                self.state.lossy = None;
-            }
-            return;
-        }
-        // Typing why a call is denied: Esc goes back to the question; every other key
-        // is the prompt's, and Enter denies with its text (see `submit`).
-        if self.denying.is_some() && keymap::action(View::Permission, &key) == Some(Action::CancelTurn) {
-            self.stop_denying();
-            return;
-        }
-        if let Some(prompt) = self.state.permission.clone()
-            && self.denying.is_none()
-        {
-            let deliberate = modal::deliberate(prompt.shown_at);
-            let answer = match keymap::action(View::Permission, &key) {
-                Some(Action::CancelTurn) => {
-                    self.cancel_turn();
-                    self.state.permission = None;
-                    None
-                }
-                _ if !deliberate => None,
-                Some(Action::AllowOnce) => Some(PermissionAnswer::AllowOnce),
-                Some(Action::Deny) => Some(PermissionAnswer::Deny),
-                Some(Action::DenyBecause) => {
-                    self.denying = Some(Denying {
-                        request_id: prompt.request_id,
-                        draft: self.input.text(),
-                    });
-                    self.input.clear();
-                    self.focus = Focus::Input;
-                    None
-                }
-                Some(Action::AlwaysAllow) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForSession),
-                Some(Action::AlwaysForProject) if prompt.always.is_some() => Some(PermissionAnswer::AlwaysForProject),
-                _ => None,
-            };
-            if let Some(answer) = answer {
-                self.send(Op::Permission {
-                    request_id: prompt.request_id,
-                    answer,
-                });
-                self.state.permission = None;
-            }
+        if self.answer_question(key) {
             return;
         }
         match &mut self.overlay {
@@ -297,7 +287,7 @@ impl App {
             }
             Some(Action::CancelOrBack) => {
                 if self.state.is_busy() {
-                    self.cancel_turn();
+                    self.cancel();
                 } else if self.focus == Focus::Input && self.input.is_empty() {
                     let now = Instant::now();
                     if self
@@ -450,7 +440,7 @@ impl App {
                 request_id,
                 answer: PermissionAnswer::DenyBecause(text),
             });
-            self.state.permission = None;
+            self.state.turn.answered(request_id);
             return;
         }
         match SlashCommand::parse(&text) {
@@ -496,11 +486,9 @@ impl App {
     /// press, often in haste, that must not end the session.
     fn interrupt(&mut self) {
         let now = Instant::now();
-        if self.state.is_busy() {
+        if self.state.is_busy() || self.state.turn.question().is_some() {
             self.last_interrupt = None;
-            self.cancel_turn();
-            self.state.permission = None;
-            self.tell("turn cancelled · Ctrl+C on an empty prompt, twice, quits");
+            self.cancel();
             return;
         }
         if !self.input.is_empty() {

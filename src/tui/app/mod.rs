@@ -24,7 +24,7 @@ use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::keymap::{self, Action, View};
 use super::picker::{Picker, PickerAction};
-use super::state::{AppState, ChatEntry};
+use super::state::{AppState, ChatEntry, Question};
 use super::toast::{TOAST_FOR, Toast};
 use super::tree::{TreeAction, TreeView};
 use super::{gauge, help, modal, status, tools_pane};
@@ -109,7 +109,7 @@ impl App {
     /// The editor of the summary in review, made for it when first asked for; `None`
     /// when no summary waits.
     fn review_editor(&mut self) -> Option<&mut super::review::ReviewEditor> {
-        let prompt = self.state.review.as_ref()?;
+        let prompt = self.state.turn.review()?;
         if self
             .review_editor
             .as_ref()
@@ -227,7 +227,7 @@ impl App {
             self.state.collapse_newest_request(&full, shown);
         }
         // The question went away (the turn ended): no reason is wanted any more.
-        if self.state.permission.is_none() {
+        if self.state.turn.permission().is_none() {
             self.stop_denying();
         }
         if let Some(text) = self.state.edit_request.take() {
@@ -258,15 +258,24 @@ impl App {
         Some(denying.request_id)
     }
 
-    /// Stop the turn (Esc, Ctrl+C, or the cancel key of a question). A request queued
+    /// Stop the turn, or close a review between turns (Esc, Ctrl+C, or the cancel key
+    /// of a question): the one cancel every route takes. A request queued
     /// for after it stays in the prompt, unsent: stopping means stop, not "go on
     /// with the next one".
-    fn cancel_turn(&mut self) {
+    fn cancel(&mut self) {
         if std::mem::take(&mut self.queued) {
             let text = self.input.text().trim_end().to_string();
             self.input.set_text(&text);
         }
-        self.send(Op::Cancel);
+        let in_turn = self.state.turn.in_turn() || self.state.is_busy();
+        self.stop_denying();
+        self.review_editor = None;
+        if self.state.turn.cancel() {
+            self.send(Op::Cancel);
+            if in_turn {
+                self.tell("cancelling the turn · Ctrl+C on an empty prompt, twice, quits");
+            }
+        }
     }
 
     pub fn on_tick(&mut self) {
@@ -284,8 +293,8 @@ impl App {
     /// Whether pasted text goes to the prompt now: no view or question is on top.
     pub fn takes_paste(&self) -> bool {
         matches!(self.overlay, Overlay::None)
-            && (self.state.permission.is_none() || self.denying.is_some())
-            && self.state.lossy.is_none()
+            && (self.state.turn.permission().is_none() || self.denying.is_some())
+            && self.state.turn.lossy().is_none()
     }
 
     /// Feedback from the app, shown over the open view for a few seconds.
@@ -395,7 +404,10 @@ impl App {
     /// Where the last frame drew paths, for OSC 8 hyperlinks over them.
     pub fn hyperlinks(&self) -> &[Hyperlink] {
         // A modal or the command popup on top hides what is under it: no links through.
-        if self.state.permission.is_some() || self.state.lossy.is_some() || !self.input.completions().is_empty() {
+        if self.state.turn.permission().is_some()
+            || self.state.turn.lossy().is_some()
+            || !self.input.completions().is_empty()
+        {
             return &[];
         }
         match &self.overlay {

@@ -38,7 +38,13 @@ impl App {
             Constraint::Length(input_height),
         ])
         .areas(area);
-        status::render(frame, status_area, &self.state.session, &self.state.turn, self.tick);
+        status::render(
+            frame,
+            status_area,
+            &self.state.session,
+            &self.state.turn.state(),
+            self.tick,
+        );
         self.tools_visible = area.width >= 90;
         if !self.tools_visible && self.focus == Focus::Tools {
             self.focus = Focus::Input;
@@ -151,22 +157,24 @@ impl App {
         if let Some(toast) = &self.toast {
             toast.render(frame, overlay_area);
         }
-        if let Some(prompt) = &mut self.state.permission
-            && self.denying.is_none()
-        {
-            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
-            modal::render(frame, area, prompt);
+        let covered = !matches!(self.overlay, Overlay::None);
+        let drawn = match self.state.turn.question_mut() {
+            Some(Question::Permission(prompt)) if self.denying.is_none() => {
+                modal::render(frame, area, prompt);
+                true
+            }
+            // The summarise question waits under an open view (x opens /context).
+            Some(Question::Summarise(prompt)) if !covered => {
+                modal::render_lossy(frame, area, prompt);
+                true
+            }
+            Some(Question::Review(_)) => true,
+            _ => false,
+        };
+        if drawn && let Some(question) = self.state.turn.question_mut() {
+            question.shown_at_mut().get_or_insert_with(std::time::Instant::now);
         }
-        if matches!(self.overlay, Overlay::None)
-            && let Some(prompt) = &mut self.state.lossy
-        {
-            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
-            modal::render_lossy(frame, area, prompt);
-        }
-        if let Some(prompt) = &mut self.state.review {
-            prompt.shown_at.get_or_insert_with(std::time::Instant::now);
-        }
-        if let Some(prompt) = self.state.review.clone()
+        if let Some(prompt) = self.state.turn.review().cloned()
             && let Some(editor) = self.review_editor()
         {
             super::super::review::render(frame, area, &prompt, editor);

@@ -18,9 +18,9 @@ use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
 
 pub use cells::{CallState, ChatEntry, Compaction, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
-pub use turn::{LossyPrompt, PermissionPrompt, ReviewPrompt, SessionInfo, TurnState};
+pub use turn::{LossyPrompt, PermissionPrompt, Question, ReviewPrompt, SessionInfo, Turn, TurnState};
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct AppState {
     pub chat: Vec<ChatEntry>,
     /// Bumped whenever `chat[i]` changes, so wrapped lines can be cached.
@@ -34,18 +34,13 @@ pub struct AppState {
     /// it streamed so far.
     pub background_summary: Option<(Instant, usize)>,
     pub session: SessionInfo,
-    pub turn: TurnState,
-    /// Between TurnStarted and TurnDone (compaction can also run outside a turn).
-    in_turn: bool,
+    /// Where the turn is and what it asks: the one place that decides it.
+    pub turn: Turn,
     /// The newest turn the agent started: streamed text of any other is stale.
     current_turn: Option<TurnId>,
     /// Requests started so far, numbering the tool calls' turns.
     pub turns: usize,
     pub banner: Option<String>,
-    pub permission: Option<PermissionPrompt>,
-    pub lossy: Option<LossyPrompt>,
-    /// A summary waiting for review before the model reads it.
-    pub review: Option<ReviewPrompt>,
     pub usage: Option<Usage>,
     pub breakdown: Option<ContextBreakdown>,
     /// Where each file the pipeline wrote came from, for the browser.
@@ -57,43 +52,14 @@ pub struct AppState {
     pub edit_request: Option<String>,
 }
 
-impl Default for AppState {
-    fn default() -> Self {
-        AppState {
-            chat: Vec::new(),
-            revisions: Vec::new(),
-            next_revision: 0,
-            tools: Vec::new(),
-            context: None,
-            timeline: Vec::new(),
-            background_summary: None,
-            undoable: Vec::new(),
-            session: SessionInfo::default(),
-            turn: TurnState::Idle,
-            in_turn: false,
-            current_turn: None,
-            turns: 0,
-            banner: None,
-            permission: None,
-            lossy: None,
-            review: None,
-            usage: None,
-            breakdown: None,
-            written_by: Vec::new(),
-            edit_request: None,
-        }
-    }
-}
-
 impl AppState {
     pub fn is_busy(&self) -> bool {
-        self.turn != TurnState::Idle
+        self.turn.is_busy()
     }
 
-    /// A request was sent: busy from now, not only once the agent says the turn
-    /// started, so that a second request typed at once is queued instead of sent.
+    /// A request was sent (see [`Turn::submitted`]).
     pub fn submitted(&mut self) {
-        self.turn = TurnState::Thinking;
+        self.turn.submitted();
     }
 
     /// Add a chat entry. Its revision is new to the whole session, so a render cache
@@ -241,7 +207,7 @@ impl AppState {
         | AgentEvent::StreamReset { turn, .. } = &event
             && self
                 .current_turn
-                .is_some_and(|current| current != *turn || !self.in_turn)
+                .is_some_and(|current| current != *turn || !self.turn.in_turn())
         {
             // Streamed after its turn ended (or of an earlier turn): nothing to show.
             return;
@@ -296,13 +262,12 @@ impl AppState {
                 self.current_turn = Some(turn);
                 self.turns += 1;
                 self.push(ChatEntry::User(request));
-                self.turn = TurnState::Thinking;
-                self.in_turn = true;
+                self.turn.started();
                 self.banner = None;
             }
             AgentEvent::TextDelta { text, .. } => {
-                if matches!(self.turn, TurnState::Retrying { .. }) {
-                    self.turn = TurnState::Thinking;
+                if matches!(self.turn.activity(), TurnState::Retrying { .. }) {
+                    self.turn.working(TurnState::Thinking);
                 }
                 match self.chat.last_mut() {
                     Some(ChatEntry::Assistant {
@@ -334,11 +299,11 @@ impl AppState {
                     attempt + 1,
                     delay_ms as f64 / 1000.0
                 )));
-                self.turn = TurnState::Retrying {
+                self.turn.working(TurnState::Retrying {
                     at: Instant::now() + Duration::from_millis(delay_ms),
                     attempt: attempt + 1,
                     reason,
-                };
+                });
             }
             AgentEvent::AssistantMessage { message, .. } => {
                 let text = screen_safe(&message.text()).into_owned();
@@ -356,7 +321,7 @@ impl AppState {
                 }
             }
             AgentEvent::ToolStarted { id, name, summary, .. } => {
-                self.turn = TurnState::RunningTool(name.clone());
+                self.turn.working(TurnState::RunningTool(name.clone()));
                 self.add_tool(ToolCall {
                     id,
                     name,
@@ -370,24 +335,11 @@ impl AppState {
             AgentEvent::ToolRunning { id, .. } => {
                 if let Some(call) = self.tools.iter_mut().rev().find(|t| t.id == id) {
                     call.state = CallState::Running { since: Instant::now() };
-                    self.turn = TurnState::RunningTool(call.name.clone());
+                    self.turn.working(TurnState::RunningTool(call.name.clone()));
                 }
                 self.touch_tool(&id);
             }
-            AgentEvent::Answered { request_id } => {
-                if self.permission.as_ref().is_some_and(|p| p.request_id == request_id) {
-                    self.permission = None;
-                }
-                if self.lossy.as_ref().is_some_and(|p| p.request_id == request_id) {
-                    self.lossy = None;
-                }
-                if self.review.as_ref().is_some_and(|p| p.request_id == request_id) {
-                    self.review = None;
-                }
-                if self.turn == (TurnState::AwaitingAnswer { request_id }) {
-                    self.turn = TurnState::Thinking;
-                }
-            }
+            AgentEvent::Answered { request_id } => self.turn.answered(request_id),
             AgentEvent::ToolFinished { id, status, output, .. } => {
                 if let Some(call) = self.tools.iter_mut().rev().find(|t| t.id == id) {
                     let took = match call.state {
@@ -399,7 +351,7 @@ impl AppState {
                     call.output = OutputPreview::of(&output);
                 }
                 self.touch_tool(&id);
-                self.turn = TurnState::Thinking;
+                self.turn.working(TurnState::Thinking);
             }
             AgentEvent::PermissionRequest {
                 request_id,
@@ -408,18 +360,15 @@ impl AppState {
                 subject,
                 always,
                 ..
-            } => {
-                self.permission = Some(PermissionPrompt {
-                    request_id,
-                    tool,
-                    question: screen_safe(&question).into_owned(),
-                    subject: screen_safe(&subject).into_owned(),
-                    always,
-                    shown_at: None,
-                });
-                self.turn = TurnState::AwaitingAnswer { request_id };
-            }
-            AgentEvent::Compacting => self.turn = TurnState::Compacting,
+            } => self.turn.asked(Question::Permission(PermissionPrompt {
+                request_id,
+                tool,
+                question: screen_safe(&question).into_owned(),
+                subject: screen_safe(&subject).into_owned(),
+                always,
+                shown_at: None,
+            })),
+            AgentEvent::Compacting => self.turn.working(TurnState::Compacting),
             AgentEvent::Summarising {
                 background: true,
                 chars,
@@ -432,14 +381,14 @@ impl AppState {
                 background: false,
                 chars,
             } => {
-                let since = match self.turn {
-                    TurnState::Summarising { since, .. } if chars > 0 => since,
+                let since = match self.turn.activity() {
+                    TurnState::Summarising { since, .. } if chars > 0 => *since,
                     _ => Instant::now(),
                 };
-                self.turn = TurnState::Summarising { since, chars };
+                self.turn.working(TurnState::Summarising { since, chars });
             }
             AgentEvent::CompactionRequested { by, focus } => {
-                self.turn = TurnState::Compacting;
+                self.turn.working(TurnState::Compacting);
                 self.note_compaction_request(by, focus.as_deref());
             }
             AgentEvent::Compaction { event } => {
@@ -449,12 +398,8 @@ impl AppState {
                     // The history shrank: an earlier error (too long, a failed stage) is stale.
                     self.banner = None;
                 }
-                if self.turn.is_compacting() && matches!(event.stage, Stage::CompactHistory | Stage::ReactiveCompact) {
-                    self.turn = if self.in_turn {
-                        TurnState::Thinking
-                    } else {
-                        TurnState::Idle
-                    };
+                if matches!(event.stage, Stage::CompactHistory | Stage::ReactiveCompact) {
+                    self.turn.compaction_done();
                 }
                 self.add_marker(event);
             }
@@ -487,46 +432,38 @@ impl AppState {
                 index,
                 covers,
                 retention,
-            } => {
-                self.review = Some(ReviewPrompt {
-                    request_id,
-                    summary,
-                    index,
-                    covers,
-                    retention,
-                    shown_at: None,
-                });
-                self.turn = TurnState::AwaitingAnswer { request_id };
-            }
+                if_not_applied,
+                in_turn,
+            } => self.turn.asked(Question::Review(ReviewPrompt {
+                request_id,
+                summary,
+                index,
+                covers,
+                retention,
+                if_not_applied,
+                in_turn,
+                shown_at: None,
+            })),
             AgentEvent::LossyQuestion {
                 request_id,
                 estimate,
                 limit,
                 preview,
-            } => {
-                self.lossy = Some(LossyPrompt {
-                    request_id,
-                    estimate,
-                    limit,
-                    preview,
-                    shown_at: None,
-                });
-                self.turn = TurnState::AwaitingAnswer { request_id };
-            }
+                asked_by,
+            } => self.turn.asked(Question::Summarise(LossyPrompt {
+                request_id,
+                estimate,
+                limit,
+                preview,
+                asked_by,
+                shown_at: None,
+            })),
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
-            AgentEvent::Error { message } => {
-                if self.turn.is_compacting() && !self.in_turn {
-                    self.turn = TurnState::Idle;
-                }
-                self.banner = Some(message);
-            }
+            AgentEvent::Error { message } => self.banner = Some(message),
+            AgentEvent::Ready => self.turn.ready(),
             AgentEvent::TurnDone { outcome, .. } => {
-                self.turn = TurnState::Idle;
-                self.in_turn = false;
-                self.permission = None;
-                self.lossy = None;
-                self.review = None;
+                self.turn.done();
                 if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {
                     *streaming = false;
                     self.touch_last();

@@ -133,7 +133,7 @@ fn a_recorded_turn_builds_chat_tools_and_timeline() {
     ));
     assert_eq!(state.timeline.len(), 1);
     assert_eq!(state.timeline[0].stages, vec![Stage::ToolResultBudget]);
-    assert_eq!(state.turn, TurnState::Idle);
+    assert_eq!(state.turn.state(), TurnState::Idle);
 }
 
 #[test]
@@ -143,11 +143,11 @@ fn a_user_compaction_outside_a_turn_ends_idle() {
         by: crate::protocol::CompactionRequester::User,
         focus: None,
     });
-    assert_eq!(state.turn, TurnState::Compacting);
+    assert_eq!(state.turn.state(), TurnState::Compacting);
     state.apply(AgentEvent::Compaction {
         event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
     });
-    assert_eq!(state.turn, TurnState::Idle);
+    assert_eq!(state.turn.state(), TurnState::Idle);
 }
 
 #[test]
@@ -193,7 +193,7 @@ fn a_retry_shows_as_retrying_until_text_flows_and_a_compaction_clears_a_stale_ba
         delay_ms: 1_100,
         reason: "overloaded".into(),
     });
-    let label = crate::tui::status::turn_label(&state.turn);
+    let label = crate::tui::status::turn_label(&state.turn.state());
     assert!(
         label.starts_with("retrying in 1.") && label.ends_with("(attempt 2): overloaded"),
         "{label}"
@@ -202,7 +202,7 @@ fn a_retry_shows_as_retrying_until_text_flows_and_a_compaction_clears_a_stale_ba
         turn: crate::protocol::TurnId(1),
         text: "ok".into(),
     });
-    assert_eq!(state.turn, TurnState::Thinking);
+    assert_eq!(state.turn.state(), TurnState::Thinking);
     state.apply(AgentEvent::Error {
         message: "the prompt is too long".into(),
     });
@@ -459,11 +459,11 @@ fn a_reactive_compaction_shows_as_compacting_until_its_marker() {
         request: "go".into(),
     });
     state.apply(AgentEvent::Compacting);
-    assert_eq!(state.turn, TurnState::Compacting);
+    assert_eq!(state.turn.state(), TurnState::Compacting);
     state.apply(AgentEvent::Compaction {
         event: stage_event(Stage::ReactiveCompact, &[".transcripts/t.jsonl"]),
     });
-    assert_eq!(state.turn, TurnState::Thinking);
+    assert_eq!(state.turn.state(), TurnState::Thinking);
 }
 
 /// After a question is answered the status says what the turn does next, and a call's
@@ -490,30 +490,31 @@ fn an_answered_question_stops_waiting_and_a_call_is_timed_from_its_start() {
         subject: "rm -rf build".into(),
         always: None,
     });
-    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 7 });
+    assert_eq!(state.turn.state(), TurnState::Asking);
     assert_eq!(state.tools[0].state, CallState::Pending, "asked about, not running");
     state.apply(AgentEvent::Answered { request_id: 6 });
-    assert_eq!(
-        state.turn,
-        TurnState::AwaitingAnswer { request_id: 7 },
-        "another question's answer"
-    );
+    assert_eq!(state.turn.state(), TurnState::Asking, "another question's answer");
     state.apply(AgentEvent::Answered { request_id: 7 });
-    assert_eq!(state.turn, TurnState::Thinking);
-    assert!(state.permission.is_none());
+    assert_eq!(
+        state.turn.state(),
+        TurnState::RunningTool("bash".into()),
+        "back to what the turn was doing"
+    );
+    assert!(state.turn.permission().is_none());
     state.apply(AgentEvent::ToolRunning { turn, id: "t1".into() });
-    assert_eq!(state.turn, TurnState::RunningTool("bash".into()));
+    assert_eq!(state.turn.state(), TurnState::RunningTool("bash".into()));
     assert!(matches!(state.tools[0].state, CallState::Running { since } if since.elapsed() < Duration::from_secs(1)));
     state.apply(AgentEvent::LossyQuestion {
         request_id: 8,
         estimate: 60_000,
         limit: 50_000,
         preview: Vec::new(),
+        asked_by: None,
     });
-    assert_eq!(state.turn, TurnState::AwaitingAnswer { request_id: 8 });
+    assert_eq!(state.turn.state(), TurnState::Asking);
     state.apply(AgentEvent::Answered { request_id: 8 });
-    assert_eq!(state.turn, TurnState::Thinking);
-    assert!(state.lossy.is_none());
+    assert_eq!(state.turn.state(), TurnState::RunningTool("bash".into()));
+    assert!(state.turn.lossy().is_none());
 }
 
 /// A miss no marker of ours explains (the tool list changed) is a line of its own; a
@@ -601,24 +602,24 @@ fn a_summary_being_written_is_said_with_its_progress_until_its_stage_ends() {
         background: false,
         chars: 0,
     });
-    assert!(matches!(state.turn, TurnState::Summarising { chars: 0, .. }));
+    assert!(matches!(state.turn.state(), TurnState::Summarising { chars: 0, .. }));
     state.apply(AgentEvent::Summarising {
         background: false,
         chars: 1_360,
     });
-    let label = crate::tui::status::turn_label(&state.turn);
+    let label = crate::tui::status::turn_label(&state.turn.state());
     assert!(label.starts_with("summarising (0 s, ≈340 tokens so far)"), "{label}");
     state.apply(AgentEvent::Compaction {
         event: stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]),
     });
-    assert_eq!(state.turn, TurnState::Thinking);
+    assert_eq!(state.turn.state(), TurnState::Thinking);
 
     state.apply(AgentEvent::Summarising {
         background: true,
         chars: 400,
     });
     assert_eq!(
-        state.turn,
+        state.turn.state(),
         TurnState::Thinking,
         "a background summary leaves the turn as it is"
     );

@@ -1,0 +1,270 @@
+//! The turn-state machine, driven as a user drives it: the app on a real agent (an
+//! in-process server on loopback), every question and review with each answer and
+//! with Esc and Ctrl+C, while a turn runs and between turns. Each ends with the app
+//! ready, no tool call started after a cancel, and the next request runs.
+
+mod common;
+
+use common::{Driven, MockApi, agent_settings, bash_call, start_agent, text_reply, tool_reply};
+use crossterm::event::{KeyCode, KeyModifiers};
+use scratchpad::agent::AskPolicy;
+use scratchpad::protocol::{AgentEvent, TurnOutcome};
+use scratchpad::tui::state::TurnState;
+
+/// Prose long enough, repeated, for a summary to be worth writing.
+const LONG: &str = "The lexer reads the source and hands the parser its tokens, one at a time. ";
+
+/// How a question is met: one of its answers, or one of the two cancels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Press {
+    Key(char),
+    Ctrl(char),
+    Esc,
+    CtrlC,
+}
+
+impl Press {
+    fn press(self, driven: &mut Driven) {
+        match self {
+            Press::Key(c) => driven.key(KeyCode::Char(c), KeyModifiers::NONE),
+            Press::Ctrl(c) => driven.key(KeyCode::Char(c), KeyModifiers::CONTROL),
+            Press::Esc => driven.key(KeyCode::Esc, KeyModifiers::NONE),
+            Press::CtrlC => driven.key(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        }
+    }
+
+    fn cancels(self) -> bool {
+        matches!(self, Press::Esc | Press::CtrlC)
+    }
+}
+
+/// After a cancel the status says so at once, and the turn ends cancelled with no
+/// tool call run after it; after an answer that goes on, the turn completes.
+async fn ends_as_pressed(driven: &mut Driven, press: Press, mark: usize) {
+    if press.cancels() {
+        assert_eq!(
+            driven.app.state.turn.state(),
+            TurnState::Cancelling,
+            "{press:?}: the status follows the cancel at once"
+        );
+    }
+    driven.until_ready(mark).await;
+    assert_eq!(driven.app.state.turn.state(), TurnState::Idle, "{press:?}");
+    if press.cancels() {
+        assert_eq!(driven.last_outcome(), Some(TurnOutcome::Cancelled), "{press:?}");
+        assert_eq!(
+            driven.calls_run_after(mark),
+            0,
+            "{press:?}: a tool call ran after the cancel"
+        );
+    } else {
+        assert_eq!(driven.last_outcome(), Some(TurnOutcome::Completed), "{press:?}");
+    }
+}
+
+/// The next request runs and completes (a history still over the limit asks again,
+/// answered "not now").
+async fn next_request_runs(driven: &mut Driven) {
+    let mark = driven.seen.len();
+    driven.send("and now this");
+    loop {
+        driven
+            .until("the turn's end or a question", |app| {
+                !app.state.is_busy() || app.state.turn.question().is_some()
+            })
+            .await;
+        if driven.app.state.turn.lossy().is_none() {
+            break;
+        }
+        driven.until_asked().await;
+        Press::Key('n').press(driven);
+    }
+    driven.until_ready(mark).await;
+    assert!(
+        driven.seen[mark..].iter().any(|event| matches!(
+            event,
+            AgentEvent::TurnDone {
+                outcome: TurnOutcome::Completed,
+                ..
+            }
+        )),
+        "the next request ran"
+    );
+}
+
+/// A permission question in a turn: allowed, denied, Esc and Ctrl+C.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_to_a_permission_question_ends_ready() {
+    for press in [Press::Key('y'), Press::Key('n'), Press::Esc, Press::CtrlC] {
+        // A cancelled turn reads no more of the script: the next request gets the rest.
+        let script = if press.cancels() {
+            vec![
+                tool_reply("Deleting.", &[bash_call("t1", "rm -f gone.txt")]),
+                text_reply("next done"),
+            ]
+        } else {
+            vec![
+                tool_reply("Deleting.", &[bash_call("t1", "rm -f gone.txt")]),
+                tool_reply("Again.", &[bash_call("t2", "rm -f also-gone.txt")]),
+                text_reply("done"),
+                text_reply("next done"),
+            ]
+        };
+        let api = MockApi::start(script).await;
+        let mut driven = Driven::new(start_agent(&api, agent_settings(AskPolicy::Ask)).await);
+        driven.send("make a file");
+        driven.until_asked().await;
+        assert!(driven.app.state.turn.permission().is_some());
+        assert_eq!(driven.app.state.turn.state(), TurnState::Asking);
+        let mark = driven.seen.len();
+        press.press(&mut driven);
+        if !press.cancels() {
+            // The second call asks too: answered the same way.
+            driven.until_asked().await;
+            press.press(&mut driven);
+        }
+        ends_as_pressed(&mut driven, press, mark).await;
+        next_request_runs(&mut driven).await;
+    }
+}
+
+/// With `compaction.confirm_lossy`: the summarise question and then the review, in
+/// a turn, each with every answer and both cancels. After the cancel the scripted
+/// tool call is never run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_to_the_summarise_question_and_the_review_ends_ready() {
+    let cases = [
+        (Press::Key('n'), None),
+        (Press::Esc, None),
+        (Press::CtrlC, None),
+        (Press::Key('c'), Some(Press::Ctrl('s'))),
+        (Press::Key('c'), Some(Press::Ctrl('r'))),
+        (Press::Key('c'), Some(Press::Esc)),
+        (Press::Key('c'), Some(Press::CtrlC)),
+    ];
+    for (asked, reviewed) in cases {
+        let api = MockApi::start(vec![
+            tool_reply("Listing.", &[bash_call("t1", "ls")]),
+            text_reply("done"),
+            text_reply("next done"),
+            text_reply("more"),
+        ])
+        .await;
+        let mut settings = agent_settings(AskPolicy::Ask);
+        settings.compaction.confirm_lossy = true;
+        settings.compaction.context_char_limit = 2_000;
+        let mut driven = Driven::new(start_agent(&api, settings).await);
+        driven.app.input.set_text(&"a".repeat(2_500));
+        driven.key(KeyCode::Enter, KeyModifiers::NONE);
+        driven.until_asked().await;
+        assert!(driven.app.state.turn.lossy().is_some(), "{asked:?}");
+        let mark = driven.seen.len();
+        asked.press(&mut driven);
+        let last = match reviewed {
+            Some(review) => {
+                driven.until_asked().await;
+                assert!(driven.app.state.turn.review().is_some());
+                assert_eq!(driven.app.state.turn.state(), TurnState::Reviewing);
+                review.press(&mut driven);
+                review
+            }
+            None => asked,
+        };
+        // "Not now" and a rejected review send the long request over the limit: the
+        // next model call asks again, answered "not now" until the turn ends.
+        while !last.cancels() {
+            driven
+                .until("the turn's end or a question", |app| {
+                    !app.state.is_busy() || app.state.turn.lossy().is_some()
+                })
+                .await;
+            if driven.app.state.turn.lossy().is_none() {
+                break;
+            }
+            driven.until_asked().await;
+            Press::Key('n').press(&mut driven);
+        }
+        ends_as_pressed(&mut driven, last, mark).await;
+        assert!(
+            driven
+                .seen
+                .iter()
+                .filter(|e| matches!(e, AgentEvent::LossyQuestion { .. }))
+                .count()
+                <= 3,
+            "{asked:?}/{reviewed:?}: asked again and again"
+        );
+        next_request_runs(&mut driven).await;
+    }
+}
+
+/// `/compact` between turns with `compaction.confirm_lossy`: the summary is reviewed
+/// (the user asked, so there is no question first), and every answer, Esc and Ctrl+C
+/// included, ends ready with words that fit being idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_between_turns_ends_ready_whatever_the_answer() {
+    for press in [Press::Ctrl('s'), Press::Ctrl('r'), Press::Esc, Press::CtrlC] {
+        let api = MockApi::start(vec![text_reply(&LONG.repeat(40)), text_reply("next done")]).await;
+        let mut settings = agent_settings(AskPolicy::Ask);
+        settings.compaction.confirm_lossy = true;
+        let mut driven = Driven::new(start_agent(&api, settings).await);
+        let mark = driven.seen.len();
+        driven.send("hello there");
+        driven.until_ready(mark).await;
+        let mark = driven.seen.len();
+        driven.send("/compact");
+        driven.until_asked().await;
+        let review = driven.app.state.turn.review().cloned().expect("a review");
+        assert!(!review.in_turn);
+        let screen = driven.draw();
+        assert!(screen.contains("Esc closes it, nothing changes"), "{screen}");
+        assert!(!screen.contains("goes over the limit"), "{screen}");
+        press.press(&mut driven);
+        driven.until_ready(mark).await;
+        assert_eq!(driven.app.state.turn.state(), TurnState::Idle, "{press:?}");
+        let applied = driven.seen[mark..]
+            .iter()
+            .any(|event| matches!(event, AgentEvent::Compaction { event } if event.replaced > 0));
+        assert_eq!(applied, press == Press::Ctrl('s'), "{press:?}");
+        next_request_runs(&mut driven).await;
+    }
+}
+
+/// The model's `compact` tool passes the same gate as stage 4: asked first (the model
+/// asked, not the user), reviewed after; Esc at the question ends the turn there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compact_tool_asks_before_its_summary_goes_in() {
+    for press in [Press::Key('c'), Press::Esc] {
+        let api = MockApi::start(vec![
+            text_reply(&LONG.repeat(40)),
+            tool_reply("Compacting.", &[("k1", "compact", serde_json::json!({}))]),
+            tool_reply("Listing.", &[bash_call("t1", "ls")]),
+            text_reply("done"),
+            text_reply("next done"),
+        ])
+        .await;
+        let mut settings = agent_settings(AskPolicy::Ask);
+        settings.compaction.confirm_lossy = true;
+        let mut driven = Driven::new(start_agent(&api, settings).await);
+        let mark = driven.seen.len();
+        driven.send("tell me about the lexer");
+        driven.until_ready(mark).await;
+        driven.send("tidy up");
+        driven.until_asked().await;
+        let asked = driven.app.state.turn.lossy().cloned().expect("the summarise question");
+        assert_eq!(asked.asked_by, Some(scratchpad::protocol::CompactionRequester::Model));
+        assert!(
+            !api.requests().iter().any(common::Recorded::is_summary),
+            "nothing is summarised before the answer"
+        );
+        let mark = driven.seen.len();
+        press.press(&mut driven);
+        if press == Press::Key('c') {
+            driven.until_asked().await;
+            assert!(driven.app.state.turn.review().is_some(), "reviewed after");
+            Press::Ctrl('s').press(&mut driven);
+        }
+        ends_as_pressed(&mut driven, press, mark).await;
+        next_request_runs(&mut driven).await;
+    }
+}
