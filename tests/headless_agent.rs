@@ -1120,3 +1120,44 @@ fn a_window_too_small_for_the_fixed_part_is_said_at_the_start_and_no_summary_is_
         "{stderr}"
     );
 }
+
+/// With the default wait for a server to come up (60 s), an OpenAI-compatible server
+/// that is not there is named at once, by address and likely cause, before the wait
+/// (it used to say only "the server does not answer yet" for the whole minute).
+#[test]
+fn a_closed_port_is_named_at_once_while_its_server_is_waited_for() {
+    use std::io::{BufRead, BufReader};
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.path().join("config.toml"),
+        format!("[provider.retry]\nstartup_wait_secs = 60\n{}", common::TEST_CONFIG),
+    )
+    .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let started = Instant::now();
+    let mut child = workspace
+        .command_at(
+            Command::new(env!("CARGO_BIN_EXE_scratchpad")),
+            &base,
+            &["--provider", "openai", "--base-url", &base, "-p", "hi"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = format!("connection refused at 127.0.0.1:{port} (is the server running?)");
+    let first = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .next()
+        .unwrap_or_default();
+    let took = started.elapsed();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.contains(&said), "the first line names it: {first}");
+    assert!(first.contains("waiting for it to answer"), "and the wait: {first}");
+    assert!(took < Duration::from_secs(2), "at once: {took:?}");
+}

@@ -798,6 +798,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
         .count();
     assert!(shown <= 1, "{largest}");
 
+    s.app.handle_key(key(KeyCode::Up));
     s.app.handle_key(key(KeyCode::Char('f')));
     let every = listed(&mut s);
     assert!(
@@ -2367,23 +2368,23 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Unchanged,
         ),
         (
-            "t in /context",
+            "↑, t in /context",
             Setup::Context,
-            vec![plain('t')],
+            vec![key(KeyCode::Up), plain('t')],
             vec![Op::CountTokens],
             Shown::Context,
         ),
         (
-            "f, r in /context",
+            "↑, f, r in /context",
             Setup::Context,
-            vec![plain('f'), plain('r')],
+            vec![key(KeyCode::Up), plain('f'), plain('r')],
             vec![restore("toolu_c")],
             Shown::Context,
         ),
         (
-            "f, p in /context",
+            "↑, f, p in /context",
             Setup::Context,
-            vec![plain('f'), plain('p')],
+            vec![key(KeyCode::Up), plain('f'), plain('p')],
             vec![Op::Pin {
                 tool_use_id: "toolu_c".into(),
                 pinned: true,
@@ -2391,9 +2392,9 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Context,
         ),
         (
-            "f, d in /context",
+            "↑, f, d in /context",
             Setup::Context,
-            vec![plain('f'), plain('d')],
+            vec![key(KeyCode::Up), plain('f'), plain('d')],
             vec![Op::Drop {
                 tool_use_id: "toolu_c".into(),
             }],
@@ -3148,6 +3149,64 @@ fn the_gauge_gives_up_whole_fields_and_keeps_its_bar() {
     }
 }
 
+/// Prose typed while a view is open goes to the prompt, not to the view's commands
+/// (a request typed over /context used to restore with `r`, archive with `d` and
+/// open a viewer with Enter): the view closes at the first letter, says so, and the
+/// request is sent as typed. Once the user has moved in the view, its letters act.
+#[test]
+fn prose_typed_over_a_view_goes_to_the_prompt() {
+    let messages = vec![
+        Message::user_text("x".repeat(500)),
+        Message::blocks(
+            Role::Assistant,
+            vec![ContentBlock::tool_use(
+                "toolu_a",
+                "bash",
+                serde_json::json!({"command": "ls"}),
+            )],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::tool_result("toolu_a", "y".repeat(300), false)],
+        ),
+    ];
+    let opens: [(&str, fn(&mut App)); 3] = [
+        ("/context", |app| {
+            app.handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL))
+        }),
+        ("/tree", |app| {
+            app.handle_key(key(KeyCode::Esc));
+            app.handle_key(key(KeyCode::Esc));
+        }),
+        ("the help", |app| app.handle_key(key(KeyCode::F(1)))),
+    ];
+    for (view, open) in opens {
+        let mut s = screen();
+        open(&mut s.app);
+        s.app.apply(AgentEvent::Breakdown {
+            breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
+        });
+        while s._ops.try_recv().is_ok() {}
+        type_text(&mut s.app, "read the drop-down code");
+        let screen = text_of(&draw(&mut s.app, 120, 40));
+        assert_eq!(overlay_name(&s.app), "none", "{view}: {screen}");
+        assert!(
+            screen.contains("closed: what you type goes to the prompt"),
+            "{view}: {screen}"
+        );
+        assert_eq!(s.app.input.text(), "read the drop-down code", "{view}");
+        s.app.handle_key(key(KeyCode::Enter));
+        let sent: Vec<Op> = std::iter::from_fn(|| s._ops.try_recv().ok()).collect();
+        assert_eq!(
+            sent,
+            vec![Op::Submit {
+                text: "read the drop-down code".into()
+            }],
+            "{view}: nothing but the request"
+        );
+    }
+}
+
 /// What `/context` said goes with it: after Esc the main screen shows no toast about
 /// a view that is closed.
 #[test]
@@ -3159,6 +3218,7 @@ fn a_context_toast_goes_with_the_view() {
     s.app.apply(AgentEvent::Breakdown {
         breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
     });
+    s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Char('r')));
     let open = text_of(&draw(&mut s.app, 120, 40));
     assert!(open.contains("r, p and d act on tool results"), "{open}");

@@ -85,10 +85,20 @@ impl BurstDetector {
         }
     }
 
-    /// Hand on the gathered paste, then the held keys, in the order they came.
+    /// Hand on the gathered paste, then the held keys, in the order they came. A
+    /// burst of one line and then Enter is a line typed faster than a hand types (a
+    /// multiplexer's `send-keys`, a typing tool) and sent, as a shell takes it: its
+    /// text, then the Enter. An Enter within a burst makes it a paste of lines.
     fn release(&mut self, out: &mut Vec<Event>) {
         if !self.paste.is_empty() {
-            out.push(Event::Paste(std::mem::take(&mut self.paste)));
+            let paste = std::mem::take(&mut self.paste);
+            match paste.strip_suffix('\n') {
+                Some(line) if !line.is_empty() && !line.contains('\n') => {
+                    out.push(Event::Paste(line.to_string()));
+                    out.push(Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+                }
+                _ => out.push(Event::Paste(paste)),
+            }
         }
         out.extend(self.held.drain(..).map(|(_, event)| event));
     }
@@ -157,6 +167,29 @@ mod tests {
         let enter_at = over + Duration::from_millis(300);
         assert_eq!(detector.take(vec![(enter_at, key('\n'))], true), vec![]);
         assert_eq!(detector.due(enter_at + SETTLE), vec![key('\n')]);
+    }
+
+    /// A line and Enter in one burst (tmux's `send-keys "survey this workspace"
+    /// Enter`, a fast typist with rollover) is sent; a burst with an Enter inside it
+    /// is still a paste of lines, its Enters newlines.
+    #[test]
+    fn a_line_and_enter_in_one_burst_sends_and_lines_stay_a_paste() {
+        let mut detector = BurstDetector::default();
+        let start = Instant::now();
+        let fast = Duration::from_micros(200);
+        assert_eq!(
+            detector.take(keys("survey this workspace\n", start, fast), true),
+            vec![]
+        );
+        let over = detector.deadline().expect("held");
+        assert_eq!(
+            detector.due(over),
+            vec![Event::Paste("survey this workspace".into()), key('\n')]
+        );
+        let later = over + Duration::from_secs(1);
+        assert_eq!(detector.take(keys("rm -rf build\nls\n", later, fast), true), vec![]);
+        let over = detector.deadline().expect("held");
+        assert_eq!(detector.due(over), vec![Event::Paste("rm -rf build\nls\n".into())]);
     }
 
     #[test]

@@ -126,6 +126,39 @@ impl App {
         true
     }
 
+    /// Prose typed while a view is open is the prompt's, not the view's commands
+    /// (`r` in /context restores, `s` in /tree summarises): a letter typed before
+    /// the user has moved in the view closes it and goes to the prompt, said in a
+    /// toast. A key that moves in the view puts it in hand, and its letters act.
+    fn hand_typing_to_the_prompt(&mut self, key: &KeyEvent) {
+        if matches!(self.overlay, Overlay::None) {
+            self.in_hand = None;
+            return;
+        }
+        let open = std::mem::discriminant(&self.overlay);
+        if self.in_hand != Some(open) && self.in_hand.is_some() {
+            self.in_hand = None;
+        }
+        let letter = matches!(key.code, KeyCode::Char(_))
+            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        if !letter {
+            if !matches!(key.code, KeyCode::Esc) {
+                self.in_hand = Some(open);
+            }
+            return;
+        }
+        if self.in_hand == Some(open) || self.overlay.takes_typing() {
+            return;
+        }
+        let name = self.overlay.name();
+        self.overlay = Overlay::None;
+        self.context_return = None;
+        self.focus = Focus::Input;
+        self.tell(format!(
+            "{name} closed: what you type goes to the prompt (move in {name} with ↑↓ first to use its keys)"
+        ));
+    }
+
     fn scroll(&mut self, delta: isize) {
         match &mut self.overlay {
             Overlay::Browser(browser) => {
@@ -180,6 +213,7 @@ impl App {
         if self.answer_question(key) {
             return;
         }
+        self.hand_typing_to_the_prompt(&key);
         match &mut self.overlay {
             Overlay::Help(view) => {
                 match keymap::action(View::Help, &key) {

@@ -56,6 +56,30 @@ pub enum Overlay {
     Tree(TreeView),
 }
 
+impl Overlay {
+    /// Its name, as the user opened it.
+    fn name(&self) -> &'static str {
+        match self {
+            Overlay::None => "the chat",
+            Overlay::Help(_) => "the help",
+            Overlay::Browser(_) => "the transcript browser",
+            Overlay::Context(_) => "/context",
+            Overlay::Picker(_) => "/resume",
+            Overlay::Tree(_) => "/tree",
+        }
+    }
+
+    /// Whether typed letters are its own text (the picker's filter, a search being
+    /// typed, a file being read), not commands that typing prose could set off.
+    fn takes_typing(&self) -> bool {
+        match self {
+            Overlay::Picker(_) => true,
+            Overlay::Browser(browser) => browser.viewer.is_some(),
+            Overlay::None | Overlay::Help(_) | Overlay::Context(_) | Overlay::Tree(_) => false,
+        }
+    }
+}
+
 /// A permission question the user is denying with words for the model.
 struct Denying {
     request_id: u64,
@@ -103,6 +127,9 @@ pub struct App {
     pub toast: Option<Toast>,
     /// The editor of the summary in review, made when the review is first shown.
     review_editor: Option<super::review::ReviewEditor>,
+    /// The open view the user has moved in (an arrow, Tab, a page key): only then
+    /// are its letters its commands; before, typing goes to the prompt.
+    in_hand: Option<std::mem::Discriminant<Overlay>>,
 }
 
 impl App {
@@ -146,6 +173,7 @@ impl App {
             config,
             toast: None,
             review_editor: None,
+            in_hand: None,
         }
     }
 
