@@ -64,6 +64,37 @@ fn table(name: &str, measured: &[Measured], before: Option<&[(FactKind, bool)]>)
     println!("limits where stage 4 fires: {}", limits.join(", "));
 }
 
+/// (b) at every limit where stage 4 fires, not only the largest: the planted paths,
+/// commands and errors (what the index keeps) in context after a one-line summary.
+fn every_limit() {
+    println!("\n(b) at every limit where stage 4 fires: paths, commands and errors in context");
+    for limit in planted::STAGE_FOUR_LIMITS {
+        let (mut kept, mut all, mut sessions) = (0, 0, 0);
+        for &(seed, rounds) in &SESSIONS {
+            let session = planted::session(seed, rounds);
+            let config = CompactConfig {
+                context_char_limit: limit,
+                ..CompactConfig::default()
+            };
+            let measured = planted::measure(&session, &config, &mut planted::OneLine);
+            if !measured.stages.contains(&scratchpad::compact::Stage::CompactHistory) {
+                continue;
+            }
+            sessions += 1;
+            for (_, standing) in measured.standings.iter().filter(|(fact, _)| fact.kind.indexed()) {
+                all += 1;
+                kept += usize::from(standing.in_context);
+            }
+        }
+        if sessions > 0 {
+            println!(
+                "{limit:>6} chars: {kept}/{all} ({}%) over {sessions} sessions",
+                kept * 100 / all.max(1)
+            );
+        }
+    }
+}
+
 fn main() {
     let sessions = sessions();
     let before: Vec<(FactKind, bool)> = sessions
@@ -93,6 +124,7 @@ fn main() {
         Some(&before),
     );
     table("(b) a fixed one-line summary", &run(&mut planted::OneLine, None), None);
+    every_limit();
     match llama::start() {
         Some((server, mut summariser, _runtime)) => {
             // The summary input sized to the 8192-token window (as the agent sizes it

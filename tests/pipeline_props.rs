@@ -573,6 +573,9 @@ proptest! {
         history.push(Message::assistant_text("ok"));
         history.extend(later);
         let second = scratchpad::compact::force_compact(&mut history, asked, &config, &store, &mut ExtractiveSummariser);
+        // A second summary that could free too little is rightly not written: then
+        // there is no merged index to check.
+        prop_assume!(!second.errors.iter().any(|error| error.contains("summary_floor_chars")));
         prop_assert!(second.replaced > 0, "{:?}", second.errors);
         check_index(&history[0], &store)?;
         let merged = Index::parse(&history[0].text()).unwrap_or_default();

@@ -497,9 +497,14 @@ pub(super) fn summarise_prefix(
         count: record.messages.len(),
     };
     let without_index = sizes.measure(&fitted_message(request, in_message, framing, budget, sizes).0);
-    let index_room = ctx
-        .config
-        .index_room()
+    // The index's share of the limit, and what the summary left of its half: a short
+    // summary leaves the index room to keep more of what the record holds. No share
+    // (`index_percent = 0`) is no index.
+    let summary_left = match ctx.config.index_percent {
+        0 => 0,
+        _ => asked.room_chars.unwrap_or(0).saturating_sub(in_message.chars().count()),
+    };
+    let index_room = (ctx.config.index_room() + summary_left)
         .min(budget / 3)
         .min(job.within.saturating_sub(rest + without_index));
     // Counted as the estimate counts it: escaped, with the blank line after it.

@@ -47,12 +47,15 @@ impl EntryKind {
         self.into()
     }
 
-    /// What is cut last: the user's words, then what failed, what changed, what ran.
+    /// What is cut last: the user's words and what failed (cut only where nothing
+    /// else is left), then what changed, what ran, what was measured. Reads are folded
+    /// into one line a record before anything is cut, and that line goes first.
     fn value(self) -> u8 {
         match self {
             EntryKind::Asked | EntryKind::Constraint => 7,
             EntryKind::Error => 6,
-            EntryKind::Changed | EntryKind::Wrote | EntryKind::Ran => 5,
+            EntryKind::Changed | EntryKind::Wrote => 5,
+            EntryKind::Ran => 4,
             EntryKind::Measured => 2,
             EntryKind::Read => 1,
         }
@@ -182,42 +185,73 @@ impl Index {
     }
 
     /// Of equal entries, the newest alone, in the order of the ones kept: a record
-    /// notes thousands, so this is one pass rather than a search at each.
+    /// notes thousands, so this is one pass rather than a search at each. A command
+    /// run again is one entry: the newest run, with how often it ran (`cargo test ·
+    /// failed, exit code 101 · 3 runs`).
     fn newest_only(&mut self) {
         let mut seen = std::collections::HashSet::new();
+        let mut runs: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         let mut kept: Vec<Entry> = std::mem::take(&mut self.entries)
             .into_iter()
             .rev()
-            .filter(|entry| seen.insert((entry.kind, entry.text.clone())))
+            .filter(|entry| {
+                if entry.kind != EntryKind::Ran {
+                    return seen.insert((entry.kind, entry.text.clone()));
+                }
+                let run = Run::of(&entry.text);
+                let first = !runs.contains_key(run.command);
+                *runs.entry(run.command.to_string()).or_default() += run.times;
+                first
+            })
             .collect();
         kept.reverse();
+        for entry in kept.iter_mut().filter(|entry| entry.kind == EntryKind::Ran) {
+            let run = Run::of(&entry.text);
+            let times = runs.get(run.command).copied().unwrap_or(1);
+            entry.text = run.with_times(times);
+        }
         self.entries = kept;
     }
 
-    /// The index as the `[Compacted]` message carries it, as much as `fits`: the
-    /// least valuable entries (the oldest of them first) cut until it fits, and the cut
-    /// said. Always at least the heading when it fits, so that the last heading in the
-    /// message is ours.
+    /// The index as the `[Compacted]` message carries it, as much as `fits`. Folded
+    /// before anything is cut: the files read become one line a record (how many,
+    /// the lines they are on, their folders). Then cut, least valuable first and the
+    /// oldest of them first: that line, measured figures, commands, edits; the user's
+    /// words and failures last. The cut is said. Always at least the heading when it
+    /// fits, so that the last heading in the message is ours.
     pub fn render(&self, fits: impl Fn(&str) -> bool) -> Rendered {
-        let whole: Vec<&Entry> = self.entries.iter().collect();
-        let text = layout(&whole, &[]);
+        let all: Vec<&Entry> = self.entries.iter().collect();
+        let text = layout(&all, &[], false);
         if fits(&text) {
             return Rendered { text, cut: 0 };
         }
-        // Least valuable first, the oldest of them first; how many to cut is found by
-        // halving (a record can hold thousands of entries).
-        let mut by_value: Vec<usize> = (0..self.entries.len()).collect();
+        let text = layout(&all, &[], true);
+        if fits(&text) {
+            return Rendered { text, cut: 0 };
+        }
+        // Reads gone (the folded line with them), then the rest least valuable first;
+        // how many to cut is found by halving (a record can hold thousands).
+        let reads: Vec<usize> = (0..self.entries.len())
+            .filter(|&at| self.entries[at].kind == EntryKind::Read)
+            .collect();
+        let mut by_value: Vec<usize> = (0..self.entries.len())
+            .filter(|&at| self.entries[at].kind != EntryKind::Read)
+            .collect();
         by_value.sort_by_key(|&at| (self.entries[at].kind.value(), self.entries[at].at.line));
         let with_cut = |count: usize| {
-            let cut: std::collections::HashSet<usize> = by_value[..count].iter().copied().collect();
+            let cut: std::collections::HashSet<usize> = reads.iter().chain(&by_value[..count]).copied().collect();
             let kept: Vec<&Entry> = (0..self.entries.len())
                 .filter(|at| !cut.contains(at))
                 .map(|at| &self.entries[at])
                 .collect();
-            let kinds: Vec<EntryKind> = by_value[..count].iter().map(|&at| self.entries[at].kind).collect();
-            layout(&kept, &kinds)
+            let kinds: Vec<EntryKind> = reads
+                .iter()
+                .chain(&by_value[..count])
+                .map(|&at| self.entries[at].kind)
+                .collect();
+            layout(&kept, &kinds, false)
         };
-        let (mut low, mut high) = (1, self.entries.len());
+        let (mut low, mut high) = (0, by_value.len());
         if !fits(&with_cut(high)) {
             return Rendered {
                 text: String::new(),
@@ -234,7 +268,7 @@ impl Index {
         }
         Rendered {
             text: with_cut(high),
-            cut: high,
+            cut: reads.len() + high,
         }
     }
 
@@ -294,7 +328,10 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 
 /// The index as text: grouped by record (in the order they first appear), each
 /// group's entries by kind, then by line.
-fn layout(kept: &[&Entry], cut: &[EntryKind]) -> String {
+/// The index of `kept` grouped by record, with `cut` said at the end; with
+/// `fold_reads`, the files read of each record are one line (how many, the lines of
+/// the record they are on, their folders), which [`Index::parse`] leaves out.
+fn layout(kept: &[&Entry], cut: &[EntryKind], fold_reads: bool) -> String {
     let mut text = INDEX_HEADING.to_string();
     let mut paths: Vec<&str> = Vec::new();
     for entry in kept {
@@ -306,13 +343,19 @@ fn layout(kept: &[&Entry], cut: &[EntryKind]) -> String {
         text.push_str(&format!("\n{GROUP_PREFIX}{path}:"));
         let mut group: Vec<&&Entry> = kept.iter().filter(|entry| entry.at.path == path).collect();
         group.sort_by_key(|entry| (entry.kind, entry.at.line));
-        for entry in group {
+        let (reads, others): (Vec<&&Entry>, Vec<&&Entry>) = group
+            .into_iter()
+            .partition(|entry| fold_reads && entry.kind == EntryKind::Read);
+        for entry in others {
             text.push_str(&format!(
                 "\n- {} (line {}): {}",
                 entry.kind.label(),
                 entry.at.line,
                 entry.text
             ));
+        }
+        if let Some(folded) = folded_reads(&reads) {
+            text.push_str(&folded);
         }
     }
     if kept.is_empty() && cut.is_empty() {
@@ -327,13 +370,65 @@ fn layout(kept: &[&Entry], cut: &[EntryKind]) -> String {
             }
         }
         let said: Vec<String> = counts.iter().map(|(kind, n)| format!("{n} {}", kind.label())).collect();
-        text.push_str(&format!(
-            "\n[{} cut to fit, least valuable first: {}; each is in its record]",
-            super::counted(cut.len(), "entry", "entries"),
-            said.join(", ")
-        ));
+        text.push_str(&format!("\n[cut to fit: {}; each is in its record]", said.join(", ")));
     }
     text
+}
+
+/// The files read of one record as one line: `- read (lines 3–118): 33 files in
+/// src/, tests/`.
+fn folded_reads(reads: &[&&Entry]) -> Option<String> {
+    let first = reads.iter().map(|entry| entry.at.line).min()?;
+    let last = reads.iter().map(|entry| entry.at.line).max()?;
+    let mut folders: Vec<&str> = Vec::new();
+    for entry in reads {
+        let folder = entry.text.rsplit_once('/').map_or(".", |(folder, _)| folder);
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    let shown: Vec<String> = folders.iter().take(4).map(|folder| format!("{folder}/")).collect();
+    let more = if folders.len() > 4 { ", …" } else { "" };
+    Some(format!(
+        "\n- read (lines {first}–{last}): {} in {}{more}",
+        super::counted(reads.len(), "file", "files"),
+        shown.join(", ")
+    ))
+}
+
+/// A command entry's parts: `cargo test · failed, exit code 101 · 3 runs` (the
+/// command first, as the record has it, so its pointer still says what it says).
+struct Run<'a> {
+    command: &'a str,
+    times: usize,
+    ended: Option<&'a str>,
+}
+
+impl<'a> Run<'a> {
+    fn of(text: &'a str) -> Self {
+        let counted = text
+            .strip_suffix(" runs")
+            .and_then(|rest| rest.rsplit_once(" · "))
+            .and_then(|(body, times)| Some((body, times.parse::<usize>().ok()?)));
+        let (body, times) = counted.unwrap_or((text, 1));
+        let (command, ended) = match body.split_once(" · ") {
+            Some((command, ended)) => (command, Some(ended)),
+            None => (body, None),
+        };
+        Run { command, times, ended }
+    }
+
+    fn with_times(&self, times: usize) -> String {
+        let times = if times > 1 {
+            format!(" · {times} runs")
+        } else {
+            String::new()
+        };
+        match self.ended {
+            Some(ended) => format!("{} · {ended}{times}", self.command),
+            None => format!("{}{times}", self.command),
+        }
+    }
 }
 
 /// The index as text and how many entries it had to leave out.
@@ -518,12 +613,87 @@ mod tests {
         assert!(rendered.text.chars().count() <= whole - 10);
         assert!(rendered.cut >= 1);
         assert!(!rendered.text.contains("- read (line"), "{}", rendered.text);
-        assert!(
-            rendered.text.contains("least valuable first: 1 read"),
-            "{}",
-            rendered.text
-        );
+        assert!(rendered.text.contains("[cut to fit: 1 read"), "{}", rendered.text);
         assert!(rendered.text.contains("mismatched types"));
         assert_eq!(index.render(|text| text.len() <= 10).text, "");
+    }
+
+    /// Reads fold into one line before anything is cut; then reads go before
+    /// commands, commands before edits, and the user's words and failures stay. A
+    /// command run again is one entry with how often it ran.
+    #[test]
+    fn reads_fold_first_and_commands_are_cut_before_edits() {
+        let mut calls = Vec::new();
+        let mut results = Vec::new();
+        for n in 0..30 {
+            let id = format!("r{n}");
+            calls.push(ContentBlock::tool_use(
+                &id,
+                "read_file",
+                json!({"path": format!("src/parse/module_{n}.rs")}),
+            ));
+            results.push(ContentBlock::tool_result(&id, "fn f() {}", false));
+        }
+        for n in 0..3 {
+            let id = format!("t{n}");
+            calls.push(ContentBlock::tool_use(&id, "bash", json!({"command": "cargo test"})));
+            results.push(ContentBlock::tool_result(
+                &id,
+                "error: test failed\n[exit code 101]",
+                true,
+            ));
+        }
+        calls.push(ContentBlock::tool_use(
+            "e",
+            "edit_file",
+            json!({"path": "src/lexer.rs"}),
+        ));
+        results.push(ContentBlock::tool_result("e", "edited", false));
+        calls.push(ContentBlock::tool_use(
+            "g",
+            "bash",
+            json!({"command": "grep -rn peek src"}),
+        ));
+        results.push(ContentBlock::tool_result("g", "src/lexer.rs:3: peek", false));
+        let record = vec![
+            Message::user_text("Do not touch vendor/."),
+            Message::blocks(Role::Assistant, calls),
+            Message::blocks(Role::User, results),
+        ];
+        let index = Index::build(&record, ".transcripts/r.jsonl");
+        assert_eq!(
+            texts(&index, EntryKind::Ran),
+            vec![
+                "cargo test · failed, exit code 101 · 3 runs @2",
+                "grep -rn peek src · ok @2"
+            ]
+        );
+        let whole = index.render(|_| true).text;
+        let folded = index.render(|text| text.chars().count() < whole.chars().count() / 2);
+        assert_eq!(folded.cut, 0, "{}", folded.text);
+        assert!(
+            folded.text.contains("- read (lines 2–2): 30 files in src/parse/"),
+            "{}",
+            folded.text
+        );
+        assert!(
+            folded.text.contains("cargo test · failed, exit code 101 · 3 runs"),
+            "{}",
+            folded.text
+        );
+        // Room for the user's words, the failure, the edit and one command: the grep
+        // (a command) goes before the edit, and the reads before both.
+        let without_grep = |text: &str| !text.contains("grep -rn") && text.contains("src/lexer.rs");
+        let tight = (100..whole.chars().count())
+            .map(|room| index.render(|text| text.chars().count() <= room))
+            .find(|rendered| rendered.cut > 0 && rendered.text.contains("src/lexer.rs"))
+            .expect("a room that keeps the edit");
+        assert!(!tight.text.contains("- read ("), "{}", tight.text);
+        assert!(tight.text.contains("Do not touch vendor/"), "{}", tight.text);
+        assert!(tight.text.contains("error: test failed"), "{}", tight.text);
+        let smaller = (100..whole.chars().count())
+            .map(|room| index.render(|text| text.chars().count() <= room))
+            .find(|rendered| without_grep(&rendered.text));
+        assert!(smaller.is_some(), "a room where the command is cut and the edit kept");
     }
 }

@@ -393,31 +393,32 @@ pub fn measure(planted: &Planted, config: &CompactConfig, summariser: &mut dyn S
     }
 }
 
-/// The smallest of a few limits (from the default down) at which `planted` makes stage
-/// 4 fire after the recoverable stages, so that every session is measured where a
-/// summary is written.
+/// The limits tried, largest first, for where stage 4 fires.
+pub const STAGE_FOUR_LIMITS: [usize; 8] = [50_000, 40_000, 30_000, 20_000, 12_000, 8_000, 5_000, 3_000];
+
+/// The largest of [`STAGE_FOUR_LIMITS`] at which `planted` makes stage 4 fire after
+/// the recoverable stages, so that every session is measured where a summary is
+/// written.
 pub fn limit_where_stage_four_fires(planted: &Planted, base: &CompactConfig) -> Option<CompactConfig> {
-    [50_000, 40_000, 30_000, 20_000, 12_000, 8_000, 5_000, 3_000]
-        .into_iter()
-        .find_map(|limit| {
-            let config = CompactConfig {
-                context_char_limit: limit,
-                ..base.clone()
-            };
-            let archive = MemoryArchive::new();
-            let prepared = prepare(
-                planted.messages.clone(),
-                &planted.request,
-                &config,
-                &archive,
-                &mut crate::compact::ExtractiveSummariser,
-            );
-            prepared
-                .events
-                .iter()
-                .any(|event| event.stage == Stage::CompactHistory && event.replaced > 0)
-                .then_some(config)
-        })
+    STAGE_FOUR_LIMITS.into_iter().find_map(|limit| {
+        let config = CompactConfig {
+            context_char_limit: limit,
+            ..base.clone()
+        };
+        let archive = MemoryArchive::new();
+        let prepared = prepare(
+            planted.messages.clone(),
+            &planted.request,
+            &config,
+            &archive,
+            &mut crate::compact::ExtractiveSummariser,
+        );
+        prepared
+            .events
+            .iter()
+            .any(|event| event.stage == Stage::CompactHistory && event.replaced > 0)
+            .then_some(config)
+    })
 }
 
 /// A summariser that answers one fixed line, whatever it is asked: what survives it
