@@ -3170,7 +3170,8 @@ fn prose_typed_over_a_view_goes_to_the_prompt() {
             vec![ContentBlock::tool_result("toolu_a", "y".repeat(300), false)],
         ),
     ];
-    let opens: [(&str, fn(&mut App)); 3] = [
+    type Open = fn(&mut App);
+    let opens: [(&str, Open); 3] = [
         ("/context", |app| {
             app.handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL))
         }),
