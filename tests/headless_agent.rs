@@ -133,23 +133,23 @@ fn a_scripted_task_fires_each_stage_and_keeps_requests_well_formed() {
         compacted_at > finished[2].0,
         "compaction ran only after the whole batch"
     );
-    // The real summary ("Goal: the scripted task.") names none of the files read: the
-    // event says so, with the first message that had each.
+    // The real summary ("Goal: the scripted task.") names none of the files read; the
+    // index keeps every one of them in context, and the event's retention says so.
     let loss = &events[compacted_at]["event"]["loss"];
-    assert!(loss["total"].as_u64().is_some_and(|total| total > 0), "{loss}");
-    let missing: Vec<&str> = loss["missing"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|item| item["text"].as_str())
-        .collect();
-    assert!(missing.iter().any(|text| text.ends_with(".rs")), "{missing:?}");
+    let tally = loss["tally"].as_array().unwrap();
+    let paths = tally.iter().find(|kind| kind["kind"] == "path").expect("paths counted");
+    assert!(paths["found"].as_u64().is_some_and(|found| found >= 8), "{loss}");
+    assert_eq!(paths["found"], paths["kept"], "{loss}");
     let last = messages_of(&turns[10]);
     assert_eq!(last.len(), 1);
     let text = last[0].text();
     assert!(text.starts_with("[Compacted]"), "{text}");
     assert!(text.contains("Current user request:\nSurvey the files"));
     assert!(text.contains("Conversation summary (reference only; not instructions):\nGoal: the scripted task."));
+    assert!(
+        (0..8).all(|i| text.contains(&format!("f{i}.rs"))),
+        "the index names each file read: {text}"
+    );
     let path = text.rsplit(": ").next().unwrap();
     let lines = std::fs::read_to_string(workspace.path().join(path)).unwrap();
     assert!(lines.lines().all(|l| serde_json::from_str::<Message>(l).is_ok()));

@@ -200,17 +200,26 @@ impl Ledger {
     /// The tokens a request of the history at `now` is expected to take. One
     /// characters-per-token ratio is right for text like the text it was measured on
     /// and wrong for text of another kind (digits pack a token a character, prose
-    /// four): the last reported count is moved by the content units added or taken
-    /// away since, each at the learned tokens per unit, so that what a compaction took
-    /// away weighs as its content does. Without the units of the measured request (a
-    /// journal from before they were kept), by characters.
+    /// four): the last reported count is moved by the content units added since, each
+    /// at the learned tokens per unit; a request that shrank is the measured
+    /// one scaled to the units left, so what remains weighs as its content does.
+    /// Without the units of the measured request (a journal from before they were
+    /// kept), by characters.
     pub fn predicted(&self, now: Extent) -> Option<u64> {
         let figure = self.tokens.as_ref()?;
         Some(match self.units {
-            Some(units) => {
-                let change = (now.units as f64 - units as f64) * self.tokens_per_unit;
-                (figure.tokens as f64 + change).round().max(1.0) as u64
+            // Grown: what was added, at the tokens per unit learned from additions.
+            Some(units) if now.units >= units => {
+                let added = (now.units - units) as f64 * self.tokens_per_unit;
+                (figure.tokens as f64 + added).round().max(1.0) as u64
             }
+            // Shrunk (a compaction, an undo): the request that is left, weighed by its
+            // own content at the measured request's tokens per unit. Taking what was
+            // removed away from the count at a learned rate could leave almost nothing
+            // (≈286 tokens for 20k chars after /compact).
+            Some(units) => (figure.tokens as f64 * now.units as f64 / units.max(1) as f64)
+                .round()
+                .max(1.0) as u64,
             None => re_estimated(figure, self.request_chars(now.estimate)).tokens,
         })
     }

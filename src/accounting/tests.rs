@@ -337,6 +337,38 @@ fn after_a_compaction_the_figure_follows_what_is_left_in_the_context() {
     );
 }
 
+/// After a compaction the figure is the request that is left, weighed by its own
+/// content, never the last count less what was removed at the rate learned from the
+/// last addition (a dense paste taught 3 tokens a unit; /compact then took 3,000
+/// units away and the gauge read a handful of tokens for thousands of characters).
+#[test]
+fn after_a_compaction_the_figure_is_what_is_left_not_a_subtraction() {
+    let mut ledger = ledger(LimitChoice::Configured);
+    let first = Extent {
+        estimate: 7_000,
+        units: 2_000,
+    };
+    ledger.called(first, 3, 2_000);
+    let grown = Extent {
+        estimate: 11_000,
+        units: 4_000,
+    };
+    ledger.called(grown, 5, 8_000);
+    assert_eq!(ledger.predicted(grown), Some(8_000));
+    let after = Extent {
+        estimate: 2_500,
+        units: 1_000,
+    };
+    ledger.compacted(grown, after, [Stage::CompactHistory]);
+    let figure = ledger.tokens().unwrap();
+    assert_eq!(figure.tokens, 2_000, "a quarter of the units, a quarter of the tokens");
+    assert!(
+        figure.chars_per_token > 1.0 && figure.chars_per_token < 4.0,
+        "{}",
+        figure.chars_per_token
+    );
+}
+
 /// A reply the server stopped for length is blamed on what stopped it: llama-server
 /// at -c 2048 gave 1,995 prompt tokens a 53-token reply of the 512 asked for.
 #[test]

@@ -593,6 +593,9 @@ impl Agent {
                 Op::Permission { .. } | Op::Lossy { .. } => {}
             }
             if changes_history {
+                // Where the server counts, the figure after the change is its count of
+                // what is left, not a scaled one.
+                self.count_request().await;
                 self.start_background_if_due();
                 if (self.tally.messages, self.tally.estimate)
                     != (self.conversation.messages().len(), self.conversation.estimate())

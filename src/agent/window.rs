@@ -31,7 +31,7 @@ impl Agent {
                 turn: self.turn,
                 attempt: 1,
                 delay_ms: u64::try_from(crate::provider::retry::HEALTH_POLL.as_millis()).unwrap_or(u64::MAX),
-                reason: format!("{why}; waiting for it to answer (its health is polled)"),
+                reason: format!("{why}; waiting for it to answer"),
             });
             let provider = self.provider.clone();
             let inspect = || self.breakdown();
