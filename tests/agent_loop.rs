@@ -894,3 +894,38 @@ async fn a_summary_call_says_how_far_it_is() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// A compaction between turns is not said to be "in this turn", and `/clear` starts
+/// the count afresh: the first compaction of the new conversation has none before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_since_the_last_compaction_is_said_between_turns_and_starts_again_after_clear() {
+    let long = "The lexer reads the source and hands the parser its tokens, one at a time. ".repeat(40);
+    let api = MockApi::start(vec![text_reply(&long), text_reply(&long), text_reply(&long)]).await;
+    let mut agent = start(&api, AskPolicy::Approve).await;
+    common::turn(&mut agent, "tell me about the lexer").await;
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    let first = compacted(&mut agent).await;
+    assert!(first.replaced > 0, "{:?}", first.errors);
+    common::turn(&mut agent, "and the parser").await;
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    let second = compacted(&mut agent).await;
+    let since = second.since_previous.expect("the first came before");
+    assert!(since.between_turns);
+    assert!(!since.describe().contains("in this turn"), "{}", since.describe());
+    agent.ops.send(Op::Clear).unwrap();
+    common::turn(&mut agent, "a new start").await;
+    agent.ops.send(Op::Compact { focus: None }).unwrap();
+    let third = compacted(&mut agent).await;
+    assert!(third.replaced > 0, "{:?}", third.errors);
+    assert!(third.since_previous.is_none(), "{:?}", third.since_previous);
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}
+
+/// The next compaction the agent reports.
+async fn compacted(agent: &mut Running) -> scratchpad::compact::StageEvent {
+    match until(&mut agent.events, |e| matches!(e, AgentEvent::Compaction { .. })).await {
+        AgentEvent::Compaction { event } => event,
+        _ => unreachable!("until returns only what it waited for"),
+    }
+}

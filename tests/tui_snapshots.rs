@@ -3606,6 +3606,7 @@ fn compaction_health_on_the_markers_and_in_context() {
                 model_calls: turns * 3,
                 secs: 60,
                 estimate_after_previous: 12_000,
+                between_turns: false,
             })
         });
         s.app.apply(AgentEvent::Compaction { event });
@@ -3935,4 +3936,41 @@ fn the_servers_count_in_context_and_on_the_gauge() {
     assert!(text.contains("2.4k"), "the user text's count: {text}");
     assert!(text.contains("3.6k"), "the request's count: {text}");
     insta::assert_snapshot!("servers_count_in_context_120x40", terminal.backend());
+}
+
+/// The retention line's mark and colour follow its figure: a summary that kept 57
+/// of 361 is a red `!`, not a green tick; one that kept nearly all is `✓`.
+#[test]
+fn the_retention_mark_follows_the_figure() {
+    use scratchpad::compact::loss::{LossKind, LossReport, Tally};
+    for (kept, found, mark, colour) in [
+        (57, 361, "!", scratchpad::tui::theme::palette().failure),
+        (350, 361, "✓", scratchpad::tui::theme::palette().success),
+    ] {
+        let mut s = screen();
+        let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 30, 40_000, 9_000, &[]) else {
+            unreachable!("stage gives a compaction")
+        };
+        event.loss = Some(LossReport {
+            missing: Vec::new(),
+            total: found - kept,
+            tally: vec![Tally {
+                kind: LossKind::Path,
+                found,
+                kept,
+            }],
+        });
+        s.app.apply(AgentEvent::Compaction { event });
+        let terminal = draw(&mut s.app, 120, 40);
+        let buffer = terminal.backend().buffer();
+        let line = format!("{mark} keeps {kept}/{found}");
+        let row = (0..40)
+            .find(|&y| {
+                let text: String = (0..120).map(|x| buffer[(x, y)].symbol()).collect();
+                text.contains(&line)
+            })
+            .unwrap_or_else(|| panic!("{line} on screen: {}", text_of(&terminal)));
+        let x = (0..120).find(|&x| buffer[(x, row)].symbol() == mark).expect("the mark");
+        assert_eq!(buffer[(x, row)].fg, colour, "{line}");
+    }
 }

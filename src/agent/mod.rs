@@ -125,6 +125,8 @@ pub struct Agent {
     guard: compaction::LoopGuard,
     /// The running (or last) turn: its events carry it.
     turn: TurnId,
+    /// A turn runs now (else what happens is between turns: `/compact`, an undo).
+    in_turn: bool,
     quit: bool,
     /// Shown once the session starts (what restoring it mended).
     notices: Vec<String>,
@@ -253,6 +255,7 @@ impl Agent {
             last_compaction: None,
             guard: compaction::LoopGuard::default(),
             turn: TurnId::default(),
+            in_turn: false,
             quit: false,
             notices: approvals_problem.into_iter().collect(),
             past: Vec::new(),
@@ -386,6 +389,7 @@ impl Agent {
             model_calls: self.model_calls.saturating_sub(last.model_calls),
             secs: now.saturating_sub(last.unix),
             estimate_after_previous: last.estimate_after,
+            between_turns: !self.in_turn,
         });
         let mut changed = None;
         for event in events.iter_mut().filter(|event| event.replaced > 0) {
@@ -619,6 +623,8 @@ impl Agent {
 
     fn clear(&mut self) {
         self.discard_background("/clear started a new conversation");
+        // A new conversation counts its compactions afresh.
+        self.last_compaction = None;
         self.approvals.clear();
         self.tally = crate::session::Tally::default();
         self.ledger.clear();

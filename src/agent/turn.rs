@@ -32,6 +32,7 @@ impl Agent {
 
     pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
         self.turn = TurnId(self.turn.0 + 1);
+        self.in_turn = true;
         self.emit(AgentEvent::TurnStarted {
             turn: self.turn,
             request: request.clone(),
@@ -61,6 +62,7 @@ impl Agent {
                 item: Past::TurnEnded { outcome },
             });
         }
+        self.in_turn = false;
         self.journal_tally(&request);
         self.start_background_if_due();
         self.sync_journal();

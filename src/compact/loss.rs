@@ -106,14 +106,17 @@ pub struct Tally {
 }
 
 impl LossReport {
+    /// (kept, found) of everything counted; `None` where nothing was.
+    pub fn retained(&self) -> Option<(usize, usize)> {
+        let found: usize = self.tally.iter().map(|tally| tally.found).sum();
+        let kept: usize = self.tally.iter().map(|tally| tally.kept).sum();
+        (found > 0).then_some((kept, found))
+    }
+
     /// `keeps 18/20: paths 6/6, commands 4/5, errors 3/4`; `None` for a report made
     /// before retention was counted, or of a record with nothing to count.
     pub fn retention_line(&self) -> Option<String> {
-        let found: usize = self.tally.iter().map(|tally| tally.found).sum();
-        if found == 0 {
-            return None;
-        }
-        let kept: usize = self.tally.iter().map(|tally| tally.kept).sum();
+        let (kept, found) = self.retained()?;
         let kinds: Vec<String> = self
             .tally
             .iter()

@@ -390,17 +390,21 @@ pub struct SincePrevious {
     pub secs: u64,
     /// The estimate the previous compaction left, which this one started from.
     pub estimate_after_previous: usize,
+    /// This one ran between turns (`/compact`, `s`), not in one.
+    #[serde(default)]
+    pub between_turns: bool,
 }
 
 impl SincePrevious {
-    /// `the last one was 4 turns ago`, or `… in this turn, 3 calls ago`.
+    /// `the last one was 4 turns ago`, `… in this turn, 3 model calls ago`, or between
+    /// turns `… in the turn before, 3 model calls ago`.
     pub fn describe(&self) -> String {
-        match self.turns {
-            0 => format!(
-                "the last one was in this turn, {} ago",
-                counted(self.model_calls, "model call", "model calls")
-            ),
-            turns => format!("the last one was {} ago", counted(turns, "turn", "turns")),
+        let calls = counted(self.model_calls, "model call", "model calls");
+        match (self.turns, self.between_turns) {
+            (0, false) => format!("the last one was in this turn, {calls} ago"),
+            (0, true) if self.model_calls == 0 => "the last one was just before, with no model call since".into(),
+            (0, true) => format!("the last one was in the turn before, {calls} ago"),
+            (turns, _) => format!("the last one was {} ago", counted(turns, "turn", "turns")),
         }
     }
 }
@@ -772,6 +776,32 @@ pub struct Context<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Between turns a compaction is not "in this turn": `/compact` right after a turn
+    /// that compacted says the turn before.
+    #[test]
+    fn the_time_since_the_last_compaction_says_between_turns() {
+        let since = |turns, model_calls, between_turns| SincePrevious {
+            turns,
+            model_calls,
+            secs: 5,
+            estimate_after_previous: 1_000,
+            between_turns,
+        };
+        assert_eq!(
+            since(0, 3, false).describe(),
+            "the last one was in this turn, 3 model calls ago"
+        );
+        assert_eq!(
+            since(0, 3, true).describe(),
+            "the last one was in the turn before, 3 model calls ago"
+        );
+        assert_eq!(
+            since(0, 0, true).describe(),
+            "the last one was just before, with no model call since"
+        );
+        assert_eq!(since(2, 9, true).describe(), "the last one was 2 turns ago");
+    }
 
     /// A summary that freed under a fifth of the history says so; one that freed more,
     /// or a stage that summarises nothing, says what it freed plainly.

@@ -185,11 +185,14 @@ pub(super) fn marker_lines(
         };
         lines.extend(markdown::wrap(&[(said, style)], width, Span::styled("  ", muted), "  "));
     }
-    if let Some(retention) = newest.loss.as_ref().and_then(|loss| loss.retention_line()) {
+    if let Some(loss) = &newest.loss
+        && let (Some(retention), Some((kept, found))) = (loss.retention_line(), loss.retained())
+    {
+        let (mark, colour) = retention_mark(kept, found);
         lines.extend(markdown::wrap(
             &[(retention, soft)],
             width,
-            Span::styled("  ✓ ", muted),
+            Span::styled(format!("  {mark} "), Style::default().fg(colour)),
             "    ",
         ));
     }
@@ -457,4 +460,15 @@ fn where_missing(missing: &crate::compact::loss::Missing, note: Option<&crate::c
     };
     note.and_then(|note| at.strip_prefix(note.path.as_str())?.strip_prefix(':'))
         .map_or_else(|| at.clone(), |line| format!("record line {line}"))
+}
+
+/// The mark and colour of a retention figure: they follow the figure, so a summary
+/// that kept a sixth of what its record held is never a green tick.
+pub fn retention_mark(kept: usize, found: usize) -> (&'static str, ratatui::style::Color) {
+    let palette = theme::palette();
+    match kept * 100 / found.max(1) {
+        90.. => ("✓", palette.success),
+        50..=89 => ("~", palette.attention),
+        _ => ("!", palette.failure),
+    }
 }
