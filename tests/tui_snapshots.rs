@@ -1645,7 +1645,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
         "{screen}"
     );
     assert!(
-        screen.contains("✓ keeps 0/3: paths 0/1, commands 0/1, errors 0/1"),
+        screen.contains("! keeps 0/3: paths 0/1, commands 0/1, errors 0/1"),
         "{screen}"
     );
 

@@ -168,6 +168,7 @@ pub fn drop_result(
     let what = describe_result(messages, position.0, id, ctx.config.describe_input);
     let trigger = "dropped by the user from /context".to_string();
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
+    event.by_user = true;
     let replaced = clear(messages, sizes, ctx, position, what, &mut event)
         .into_iter()
         .collect();

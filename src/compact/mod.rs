@@ -369,6 +369,10 @@ pub struct StageEvent {
     /// history (none for the session's first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_previous: Option<Box<SincePrevious>>,
+    /// The user did this by hand (a result dropped from /context), not the pipeline:
+    /// the marker says so and is never grouped with the pipeline's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_user: bool,
     /// What a summarising stage wrote its summary from, and whether you edited it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_note: Option<Box<SummaryNote>>,
@@ -527,6 +531,7 @@ impl StageEvent {
             summary_note: None,
             freed: None,
             since_previous: None,
+            by_user: false,
         }
     }
 
@@ -585,6 +590,12 @@ impl StageEvent {
         let what = match self.stage {
             Stage::ToolResultBudget => format!("{} persisted", counted(n, "tool result", "tool results")),
             Stage::SnipCompact => format!("{} archived", counted(n, "message", "messages")),
+            Stage::MicroCompact if self.by_user => {
+                format!(
+                    "{} dropped by you from /context",
+                    counted(n, "tool result", "tool results")
+                )
+            }
             Stage::MicroCompact => format!("{} cleared", counted(n, "old tool result", "old tool results")),
             Stage::FitToolResults => format!("{} shortened", counted(n, "tool result", "tool results")),
             Stage::CompactHistory | Stage::ReactiveCompact => {

@@ -50,6 +50,9 @@ pub struct AppState {
     undoable: Vec<(usize, usize)>,
     /// A request given back to edit (a fork made before it), for the prompt to take.
     pub edit_request: Option<String>,
+    /// The pipeline's newest marker, which a next event of its stage joins until the
+    /// user does something (see [`AppState::add_marker`]).
+    joins_marker: Option<usize>,
 }
 
 impl AppState {
@@ -137,23 +140,22 @@ impl AppState {
         }
     }
 
-    /// Show a stage event: folded into the marker of the same stage since the last
-    /// request when there is one (and neither failed), else as a new marker.
+    /// Show a stage event: folded into the pipeline's newest marker when it is of the
+    /// same stage and nothing the user did came between (a request, an undo, a
+    /// compaction asked for, an action between turns), and neither failed; else a new
+    /// marker. What the user did by hand is a marker of its own: the chat reads in
+    /// order.
     fn add_marker(&mut self, event: StageEvent) {
-        let previous = self.chat.iter().rposition(|entry| {
-            matches!(
-                entry,
-                ChatEntry::User(_) | ChatEntry::Pasted { .. } | ChatEntry::Marker(_)
-            )
-        });
         let undoable = event.can_be_undone();
-        if let Some(at) = previous
-            && let ChatEntry::Marker(run) = &mut self.chat[at]
+        if let Some(at) = self.joins_marker.take()
+            && !event.by_user
+            && let Some(ChatEntry::Marker(run)) = self.chat.get_mut(at)
             && run
                 .newest()
                 .is_some_and(|last| last.stage == event.stage && !last.failed())
             && !event.failed()
         {
+            self.joins_marker = Some(at);
             run.events.push(event);
             let member = run.events.len() - 1;
             if undoable {
@@ -163,10 +165,12 @@ impl AppState {
             self.revisions[at] = revision;
             return;
         }
+        let by_user = event.by_user;
         self.push(ChatEntry::Marker(MarkerRun::new(event)));
         if undoable {
             self.undoable.push((self.chat.len() - 1, 0));
         }
+        self.joins_marker = (!by_user).then_some(self.chat.len() - 1);
     }
 
     /// The newest firing still in force was undone: its marker says so.
@@ -262,6 +266,7 @@ impl AppState {
                 self.current_turn = Some(turn);
                 self.turns += 1;
                 self.push(ChatEntry::User(request));
+                self.joins_marker = None;
                 self.turn.started();
                 self.banner = None;
             }
@@ -388,6 +393,7 @@ impl AppState {
                 self.turn.working(TurnState::Summarising { since, chars });
             }
             AgentEvent::CompactionRequested { by, focus } => {
+                self.joins_marker = None;
                 self.turn.working(TurnState::Compacting);
                 self.note_compaction_request(by, focus.as_deref());
             }
@@ -417,6 +423,7 @@ impl AppState {
                 chars_before,
                 chars_after,
             } => {
+                self.joins_marker = None;
                 self.mark_undone();
                 self.push(ChatEntry::Notice(format!(
                     "↶ undid {stage}: {} → {} chars, the history is as it was before it",
@@ -461,7 +468,10 @@ impl AppState {
             AgentEvent::Breakdown { breakdown } => self.breakdown = Some(breakdown),
             AgentEvent::Notice { message } => self.push(ChatEntry::Notice(message)),
             AgentEvent::Error { message } => self.banner = Some(message),
-            AgentEvent::Ready => self.turn.ready(),
+            AgentEvent::Ready => {
+                self.joins_marker = None;
+                self.turn.ready();
+            }
             AgentEvent::TurnDone { outcome, .. } => {
                 self.turn.done();
                 if let Some(ChatEntry::Assistant { streaming, .. }) = self.chat.last_mut() {

@@ -20,6 +20,7 @@ impl AppState {
             }
             MessageKind::UserPrompt(text) if !text.is_empty() => {
                 self.turns += 1;
+                self.joins_marker = None;
                 self.push(ChatEntry::User(screen_safe(&text).into_owned()));
             }
             MessageKind::Assistant => {
@@ -91,11 +92,15 @@ impl AppState {
                     self.timeline.push(point);
                 }
                 Past::Undo { stage, .. } => {
+                    self.joins_marker = None;
                     self.mark_undone();
                     self.push(ChatEntry::Notice(format!("↶ undid {stage}")));
                 }
                 Past::TurnEnded { outcome } => self.note_turn_end(outcome),
-                Past::CompactionRequested { by, focus } => self.note_compaction_request(by, focus.as_deref()),
+                Past::CompactionRequested { by, focus } => {
+                    self.joins_marker = None;
+                    self.note_compaction_request(by, focus.as_deref());
+                }
                 Past::Preview { events } => self.push(ChatEntry::Preview(events)),
                 Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
                 Past::Forked { origin } => self.push(ChatEntry::Notice(branch_line(&origin))),
@@ -133,5 +138,6 @@ impl AppState {
         self.turns = 0;
         self.timeline.clear();
         self.undoable.clear();
+        self.joins_marker = None;
     }
 }

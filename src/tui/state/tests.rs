@@ -629,3 +629,67 @@ fn a_summary_being_written_is_said_with_its_progress_until_its_stage_ends() {
     });
     assert_eq!(state.background_summary, None);
 }
+
+/// A marker never groups across an undo or something the user did: two `/compact`s
+/// with an undo between are two markers in order (the second used to join the first,
+/// "×2 (1 of 2 undone)" above the undo line); a result dropped by hand is a marker of
+/// its own that says so.
+#[test]
+fn markers_never_group_across_an_undo_or_a_users_action() {
+    let mut state = AppState::default();
+    let requested = || AgentEvent::CompactionRequested {
+        by: crate::protocol::CompactionRequester::User,
+        focus: None,
+    };
+    let compacted = || {
+        let mut event = stage_event(Stage::CompactHistory, &[".transcripts/t.jsonl"]);
+        event.replaced = 4;
+        AgentEvent::Compaction { event }
+    };
+    state.apply(requested());
+    state.apply(compacted());
+    state.apply(AgentEvent::Ready);
+    state.apply(AgentEvent::Undone {
+        stage: Stage::CompactHistory,
+        undid: "s1".into(),
+        chars_before: 900,
+        chars_after: 4_000,
+    });
+    state.apply(AgentEvent::Ready);
+    state.apply(requested());
+    state.apply(compacted());
+    let markers: Vec<usize> = state
+        .chat
+        .iter()
+        .enumerate()
+        .filter(|(_, entry)| matches!(entry, ChatEntry::Marker(_)))
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(markers.len(), 2, "{:?}", state.chat);
+    let undo_line = state
+        .chat
+        .iter()
+        .position(|entry| matches!(entry, ChatEntry::Notice(text) if text.starts_with("↶ undid")))
+        .expect("the undo line");
+    assert!(
+        markers[0] < undo_line && undo_line < markers[1],
+        "in order: {:?}",
+        state.chat
+    );
+
+    let mut micro = stage_event(Stage::MicroCompact, &[".task_outputs/a.txt"]);
+    micro.replaced = 1;
+    state.apply(AgentEvent::Compaction { event: micro.clone() });
+    let mut dropped = micro;
+    dropped.by_user = true;
+    state.apply(AgentEvent::Compaction { event: dropped.clone() });
+    let ChatEntry::Marker(run) = state.chat.last().expect("a marker") else {
+        panic!("the drop is a marker of its own: {:?}", state.chat.last());
+    };
+    assert_eq!(run.events.len(), 1);
+    assert!(
+        dropped.summary_line().contains("dropped by you from /context"),
+        "{}",
+        dropped.summary_line()
+    );
+}
