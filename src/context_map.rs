@@ -134,6 +134,7 @@ pub fn breakdown(
         mcp_servers: mcp_servers.to_vec(),
         thinking_tokens: None,
         counted: None,
+        weighed: None,
     }
 }
 

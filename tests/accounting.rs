@@ -452,3 +452,41 @@ async fn context_gives_each_category_the_servers_count() {
     agent.ops.send(Op::Quit).unwrap();
     agent.task.await.unwrap();
 }
+
+/// Where the server does not count, `/context` weighs each category by its own
+/// content: a result of digits takes more tokens a character than the prose around
+/// it (one ratio for all made restoring one digit-heavy result double what the
+/// system prompt and the answers were said to take).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_weighs_each_category_by_its_own_content() {
+    use scratchpad::protocol::Category;
+    let prose = "The parser reads the tokens the lexer hands it and builds the tree. ".repeat(30);
+    let api = MockApi::start(vec![
+        common::tool_reply("Counting.", &[common::bash_call("t1", "seq 1 1500")]),
+        text_reply(&prose),
+    ])
+    .await;
+    let mut agent = start_agent(&api, agent_settings(AskPolicy::Approve)).await;
+    common::turn(&mut agent, "count to 1500").await;
+    let map = common::breakdown_of(&mut agent).await;
+    assert!(map.counted.is_none(), "this server does not count");
+    let weighed = map.weighed.clone().expect("weighed after a measured call");
+    let per_char = |category: Category| {
+        weighed.of(category).expect("weighed") as f64 / common::total_of(&map, category).max(1) as f64
+    };
+    assert!(
+        per_char(Category::ToolResult) > 2.0 * per_char(Category::AssistantText),
+        "digits {} a char, prose {} a char",
+        per_char(Category::ToolResult),
+        per_char(Category::AssistantText)
+    );
+    let fixed_parts: u64 = weighed
+        .categories
+        .iter()
+        .filter(|(category, _)| category.is_fixed())
+        .map(|(_, tokens)| tokens)
+        .sum();
+    assert!(fixed_parts.abs_diff(weighed.fixed) <= 2, "{weighed:?}");
+    agent.ops.send(Op::Quit).unwrap();
+    agent.task.await.unwrap();
+}

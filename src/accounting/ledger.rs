@@ -105,6 +105,14 @@ impl Ledger {
             .map_or(DEFAULT_CHARS_PER_TOKEN, |figure| figure.chars_per_token)
     }
 
+    /// Tokens per content unit of the request the figure is of: what weighs a part of
+    /// the request by its own content (`/context`'s column), where a call measured it.
+    pub fn tokens_per_unit(&self) -> Option<f64> {
+        let figure = self.tokens.as_ref()?;
+        let units = self.units.filter(|units| *units > 0)?;
+        Some(figure.tokens as f64 / units as f64)
+    }
+
     /// The fixed part's tokens as the server counted them, when it did.
     pub fn fixed_tokens(&self) -> Option<u64> {
         self.fixed_tokens

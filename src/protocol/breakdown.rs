@@ -126,6 +126,11 @@ pub struct ContextBreakdown {
     /// history as it is now); without them `/context` divides by the last ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<CountedTokens>,
+    /// Where the server does not count: each category's tokens weighed by its own
+    /// content (its units at the measured request's tokens per unit), so restoring a
+    /// result of digits does not change what the prose is said to take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weighed: Option<CountedTokens>,
 }
 
 /// A request's tokens as the server counted them, by category. The message

@@ -50,8 +50,8 @@ pub(super) fn shown_categories(breakdown: &ContextBreakdown) -> impl Iterator<It
 /// Characters and tokens per category. The message categories sum to the gauge's
 /// estimate (the total row), which is what the limit applies to; the fixed part is the
 /// gauge's `+N fixed`, outside the limit. Tokens are the server's count where it
-/// counted this history (the column says `counted`), else characters at the last
-/// call's ratio.
+/// counted this history (the column says `counted`), else each category weighed by
+/// its own content, else characters at the default ratio.
 pub(super) fn render_table(
     frame: &mut Frame<'_>,
     area: Rect,
@@ -65,7 +65,9 @@ pub(super) fn render_table(
             .map(|ratio| short_count((chars as f64 / ratio) as usize))
             .unwrap_or_else(|| "–".into())
     };
-    let counted = breakdown.counted.as_ref();
+    // The server's count where it counted, else each category weighed by its own
+    // content, else (no call measured yet) the characters at the default ratio.
+    let counted = breakdown.counted.as_ref().or(breakdown.weighed.as_ref());
     // A row's tokens: the categories it holds as counted, else its chars by ratio.
     let tokens = |categories: &[Category], chars: usize| match counted {
         Some(counted) => short_count(categories.iter().filter_map(|c| counted.of(*c)).sum::<u64>() as usize),
@@ -210,7 +212,11 @@ pub(super) fn render_table(
             "category",
             "chars",
             "of limit",
-            if counted.is_some() { "counted" } else { "tokens" },
+            if breakdown.counted.is_some() {
+                "counted"
+            } else {
+                "tokens"
+            },
         ])
         .style(Style::default().fg(theme::palette().soft)),
     );
