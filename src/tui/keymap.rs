@@ -428,7 +428,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
         &[
             row(
                 "Up / Down",
-                "select an item of the list",
+                "select an item of the list; the letters below act once you moved in it (a letter typed before goes to the prompt)",
                 &[
                     (V::Context, key(KeyCode::Up), A::Previous),
                     (V::Context, key(KeyCode::Down), A::Next),
@@ -513,7 +513,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Esc",
-                "cancel the turn",
+                "cancel the turn (so does Ctrl+C): no tool call follows",
                 &[(V::Permission, key(KeyCode::Esc), A::CancelTurn)],
             ),
         ],
@@ -574,7 +574,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "n",
-                "not now: the call goes over the limit",
+                "not now: the call goes over the limit (asked by the compact tool: the history stays)",
                 &[(V::Summarise, char('n'), A::NotNow)],
             ),
             row(
@@ -584,7 +584,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Esc",
-                "cancel the turn",
+                "cancel the turn (so does Ctrl+C): no model call or tool call follows",
                 &[(V::Summarise, key(KeyCode::Esc), A::CancelTurn)],
             ),
         ],
@@ -599,12 +599,12 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Ctrl+R",
-                "do not apply it: the history stays and the call goes over the limit",
+                "do not apply it: the history stays (at the limit the call goes over it; /summary sets it aside)",
                 &[(V::Review, ctrl('r'), A::RejectSummary)],
             ),
             row(
                 "Esc",
-                "cancel the turn",
+                "cancel the turn (so does Ctrl+C); between turns, close it with nothing changed",
                 &[(V::Review, key(KeyCode::Esc), A::CancelTurn)],
             ),
         ],
