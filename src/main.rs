@@ -75,6 +75,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                     &config.compaction,
                     &workspace,
                     &mut io::stdout().lock(),
+                    &mut io::stderr().lock(),
                 )?;
                 return Ok(ExitCode::SUCCESS);
             }

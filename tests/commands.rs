@@ -261,6 +261,20 @@ fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
         let positions = |e: &StageEvent| e.items.iter().map(|i| (i.position, i.chars_before)).collect::<Vec<_>>();
         assert_eq!(positions(preview), positions(real), "{}", preview.stage);
     }
+    // Where no stage would fire, stdout stays empty and stderr says so (it printed
+    // nothing at all, with rc 0).
+    let small = dir.path().join("small.json");
+    std::fs::write(
+        &small,
+        r#"[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]"#,
+    )
+    .unwrap();
+    let quiet = scratchpad(&["compact", "--input", "small.json", "--dry-run"], dir.path());
+    assert!(quiet.status.success());
+    assert!(quiet.stdout.is_empty());
+    let said = String::from_utf8_lossy(&quiet.stderr);
+    assert!(said.starts_with("no stage would fire: "), "{said}");
+    assert!(said.contains("of 50.0k chars"), "{said}");
 }
 
 /// `compact` without `--input` reads the workspace's newest session; with none there,

@@ -86,6 +86,7 @@ pub fn dry_run(
     config: &CompactConfig,
     workspace: &Path,
     stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
 ) -> Result<Vec<StageEvent>, CommandError> {
     config.validate().map_err(CommandError::Config)?;
     let messages = read_messages_now(input)?;
@@ -96,6 +97,18 @@ pub fn dry_run(
         write_event(&mut out, event)?;
     }
     out.flush()?;
+    // Nothing on stdout is an answer too: said on stderr, where it cannot be taken
+    // for a receipt.
+    if events.is_empty() {
+        writeln!(
+            stderr,
+            "no stage would fire: {} of {} chars, {} of {} messages",
+            crate::compact::short_count(crate::compact::estimate_chars(&messages)),
+            crate::compact::short_count(config.context_char_limit),
+            messages.len(),
+            config.snip_max_messages
+        )?;
+    }
     Ok(events)
 }
 
