@@ -182,14 +182,18 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                     }
                 }
                 None => {
-                    let session = runtime.block_on(tui::run(launched))?;
-                    // A session nobody used left no journal: there is nothing to pick up.
-                    let way_back = workspace_dir(&run)
-                        .ok()
-                        .and_then(|root| scratchpad::session::way_back(&root, &session));
-                    if let Some(command) = way_back {
-                        // The terminal may be gone (its window closed): nothing to tell then.
-                        let _ = writeln!(io::stdout(), "session {session} · to pick it up again: {command}");
+                    let sessions = runtime.block_on(tui::run(launched))?;
+                    // Each session worked in (`/clear` starts another); one nobody used
+                    // left no journal, and there is nothing to pick up.
+                    let root = workspace_dir(&run).ok();
+                    for session in sessions {
+                        let way_back = root
+                            .as_deref()
+                            .and_then(|root| scratchpad::session::way_back(root, &session));
+                        if let Some(command) = way_back {
+                            // The terminal may be gone (its window closed): nothing to tell then.
+                            let _ = writeln!(io::stdout(), "session {session} · to pick it up again: {command}");
+                        }
                     }
                     ExitCode::SUCCESS
                 }

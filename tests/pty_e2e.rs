@@ -667,3 +667,36 @@ fn an_idle_app_wakes_for_nothing() {
     quit_app(&mut pty);
     let _ = child.wait();
 }
+
+/// `/clear` starts a new session; one quit unused after it leaves nothing, and the
+/// way back to the session worked in before it is still said at the end (it named
+/// none).
+#[test]
+fn after_clear_the_way_back_names_the_session_worked_in() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let api = common::MockApi::start_in_thread(vec![common::text_reply("Hello back.")]);
+    let (mut pty, mut child, _master) = start_with(
+        workspace.path(),
+        home.path(),
+        Colours::Silent,
+        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
+        &[],
+    );
+    pty.wait_for("ready", Duration::from_secs(20));
+    pty.send(b"hello");
+    pty.send(b"\r");
+    pty.wait_for("Hello back.", Duration::from_secs(20));
+    pty.send(b"/clear");
+    pty.send(b"\r");
+    std::thread::sleep(Duration::from_millis(500));
+    quit_app(&mut pty);
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(200));
+    let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
+    assert!(
+        raw.contains("to pick it up again: scratchpad --continue"),
+        "the way back to the session worked in: {}",
+        raw.chars().rev().take(400).collect::<String>().chars().rev().collect::<String>()
+    );
+}

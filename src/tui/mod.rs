@@ -115,8 +115,9 @@ fn disable_extras() {
 
 /// Run the app until the user quits. The terminal is restored on every exit path,
 /// panics included (`ratatui::init` hooks the panic; we add the mouse and paste modes).
-/// Returns the id of the session, for the way back (`scratchpad --continue`).
-pub async fn run(launch: Launch) -> io::Result<String> {
+/// Returns the ids of the sessions it worked in, oldest first (`/clear` starts
+/// another), for the way back to each (`scratchpad --continue`).
+pub async fn run(launch: Launch) -> io::Result<Vec<String>> {
     let mouse = launch.config.ui.mouse;
     let launch_theme = launch.config.ui.theme;
     let hyperlinks = hyperlinks::enabled(launch.config.ui.hyperlinks);
@@ -238,7 +239,7 @@ pub async fn run(launch: Launch) -> io::Result<String> {
     }
     let _ = ratatui::try_restore();
     let _ = tokio::time::timeout(Duration::from_secs(5), agent_task).await;
-    result.map(|()| app.state.session.id.clone())
+    result.map(|()| app.state.sessions.clone())
 }
 
 /// `text` in at most `width` terminal columns, its end replaced by `…` when cut.

@@ -53,6 +53,9 @@ pub struct AppState {
     /// The pipeline's newest marker, which a next event of its stage joins until the
     /// user does something (see [`AppState::add_marker`]).
     joins_marker: Option<usize>,
+    /// Every session this run worked in, oldest first (`/clear` starts another): the
+    /// way back to each is said at the end.
+    pub sessions: Vec<String>,
 }
 
 impl AppState {
@@ -242,6 +245,9 @@ impl AppState {
                     && let Some(note) = &limit_note
                 {
                     self.push(ChatEntry::Notice(note.clone()));
+                }
+                if !session_id.is_empty() && self.sessions.last() != Some(&session_id) {
+                    self.sessions.push(session_id.clone());
                 }
                 self.session = SessionInfo {
                     id: session_id,
