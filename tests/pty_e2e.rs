@@ -697,6 +697,12 @@ fn after_clear_the_way_back_names_the_session_worked_in() {
     assert!(
         raw.contains("to pick it up again: scratchpad --continue"),
         "the way back to the session worked in: {}",
-        raw.chars().rev().take(400).collect::<String>().chars().rev().collect::<String>()
+        raw.chars()
+            .rev()
+            .take(400)
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect::<String>()
     );
 }

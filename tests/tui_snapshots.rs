@@ -3649,9 +3649,14 @@ fn compaction_health_on_the_markers_and_in_context() {
 fn s_on_a_request_selected_in_the_chat_summarises_up_to_it() {
     use scratchpad::protocol::Op;
     let mut s = screen();
-    for (turn, request) in ["read the parser", "run the tests", "read the parser"]
-        .iter()
-        .enumerate()
+    for (turn, request) in [
+        "open the project",
+        "read the parser",
+        "run the tests",
+        "read the parser",
+    ]
+    .iter()
+    .enumerate()
     {
         s.app.apply(AgentEvent::TurnStarted {
             turn: scratchpad::protocol::TurnId(turn as u64 + 1),
@@ -3689,6 +3694,16 @@ fn s_on_a_request_selected_in_the_chat_summarises_up_to_it() {
             later_same: 1,
         })
     );
+    // The request that opens the chat has nothing before it: `s` is not offered on
+    // it, and pressed, it says why and sends nothing.
+    s.app.handle_key(key(KeyCode::Up));
+    let offered = text_of(&draw(&mut s.app, 80, 24));
+    assert!(offered.contains("nothing before it to summarise"), "{offered}");
+    assert!(!offered.contains("s: summarise all before this"), "{offered}");
+    s.app.handle_key(key(KeyCode::Char('s')));
+    assert!(s._ops.try_recv().is_err(), "nothing is sent for the first request");
+    let said = text_of(&draw(&mut s.app, 80, 24));
+    assert!(said.contains("this is the first request"), "{said}");
     // While a turn runs it says so and sends nothing.
     s.app.apply(AgentEvent::TurnStarted {
         turn: scratchpad::protocol::TurnId(4),

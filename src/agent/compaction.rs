@@ -548,8 +548,24 @@ impl Agent {
             .nth(later_same)
             .map(|(at, _)| at);
         let Some(at) = found else {
+            // Say what took it out: snip_compact archives whole messages, a summary
+            // holds what it replaced.
+            let archived = self
+                .conversation
+                .messages()
+                .iter()
+                .find_map(|message| match classify(message) {
+                    MessageKind::ArchiveMarker { path, .. } => Some(path),
+                    _ => None,
+                });
+            let holder = match archived {
+                Some(path) => format!("snip_compact archived it to {path}"),
+                None => "a summary holds it now".to_string(),
+            };
             self.emit(AgentEvent::Error {
-                message: "that request is no longer in the history as it was (a summary holds it now): fork before it instead (Enter in /tree)".into(),
+                message: format!(
+                    "that request is no longer in the history as it was ({holder}): fork before it instead (Enter in /tree)"
+                ),
             });
             return;
         };

@@ -77,6 +77,8 @@ pub struct MarkerFocus {
 pub struct Look {
     pub selected: bool,
     pub expanded: bool,
+    /// A request that opens the chat: nothing before it to summarise.
+    pub opening: bool,
 }
 
 /// The tool calls to draw in the chat, when the pane does not fit, and the tick.
@@ -107,16 +109,21 @@ fn entry_lines(
     }
     let mut lines = match entry {
         ChatEntry::Pasted { shown, full } => {
+            let summarise = if look.opening {
+                " · nothing before it to summarise"
+            } else {
+                " · s: summarise all before this"
+            };
             let (text, hint) = match (look.expanded, look.selected) {
-                (true, true) => (full, "  ← folds the paste again · s: summarise all before this"),
-                (true, false) => (full, "  ← folds the paste again"),
-                (false, true) => (shown, "  → shows the paste · s: summarise all before this"),
-                (false, false) => (shown, ""),
+                (true, true) => (full, format!("  ← folds the paste again{summarise}")),
+                (true, false) => (full, "  ← folds the paste again".to_string()),
+                (false, true) => (shown, format!("  → shows the paste{summarise}")),
+                (false, false) => (shown, String::new()),
             };
             let mut lines = request_lines(text, width, look.selected);
             if !hint.is_empty() {
                 lines.push(Line::from(Span::styled(
-                    hint.to_string(),
+                    hint,
                     Style::default().fg(theme::palette().muted),
                 )));
             }
@@ -125,8 +132,13 @@ fn entry_lines(
         ChatEntry::User(text) => {
             let mut lines = request_lines(text, width, look.selected);
             if look.selected {
+                let hint = if look.opening {
+                    "  the first request: nothing before it to summarise"
+                } else {
+                    "  s: summarise all before this, keep this and the rest verbatim"
+                };
                 lines.push(Line::from(Span::styled(
-                    "  s: summarise all before this, keep this and the rest verbatim",
+                    hint,
                     Style::default().fg(theme::palette().muted),
                 )));
             }
@@ -413,11 +425,13 @@ impl ChatView {
             (self.cache[at].is_some() && (top..bottom).contains(&start)).then(|| start - top)
         });
         self.shown_expanded = expanded;
+        let opening = crate::tui::state::ChatEntry::opening_request(entries);
         for (at, entry) in entries.iter().enumerate() {
             let revision = revisions.get(at).copied().unwrap_or(0);
             let look = Look {
                 selected: selected == Some(at),
                 expanded: expanded == Some(at),
+                opening: opening == Some(at),
             };
             // A running call's spinner and time move on every tick.
             let running = inline.is_some_and(|tools| {

@@ -604,7 +604,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Esc",
-                "cancel the turn (so does Ctrl+C); between turns, close it with nothing changed",
+                "cancel (Ctrl+C too)",
                 &[(V::Review, key(KeyCode::Esc), A::CancelTurn)],
             ),
         ],

@@ -386,6 +386,10 @@ impl App {
             self.tell("a turn is running: summarise when it ends");
             return;
         }
+        if ChatEntry::opening_request(&self.state.chat) == Some(at) {
+            self.tell("this is the first request: nothing before it to summarise");
+            return;
+        }
         if let Some(view) = &self.state.session.read_only {
             self.tell(format!("nothing is summarised in {view}"));
             return;

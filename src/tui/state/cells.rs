@@ -35,6 +35,15 @@ pub enum ChatEntry {
 }
 
 impl ChatEntry {
+    /// The request that opens the chat, when nothing but notices comes before it:
+    /// there is nothing before it to summarise.
+    pub fn opening_request(entries: &[ChatEntry]) -> Option<usize> {
+        let first = entries
+            .iter()
+            .position(|entry| !matches!(entry, ChatEntry::Notice(_) | ChatEntry::Instructions(_)))?;
+        Self::request_of(&entries[first]).map(|_| first)
+    }
+
     /// The text a request was sent with (a collapsed paste's whole text); `None` for
     /// anything else.
     pub fn request_of(&self) -> Option<&str> {
