@@ -3989,3 +3989,21 @@ fn the_retention_mark_follows_the_figure() {
         assert_eq!(buffer[(x, row)].fg, colour, "{line}");
     }
 }
+
+/// `/model` lists one item a line, as `/mcp` does (it was one long paragraph).
+#[test]
+fn model_lists_one_item_a_line() {
+    let mut s = screen();
+    type_text(&mut s.app, "/model");
+    s.app.handle_key(key(KeyCode::Enter));
+    let Some(scratchpad::tui::state::ChatEntry::Notice(notice)) = s.app.state.chat.last() else {
+        panic!("a notice: {:?}", s.app.state.chat.last());
+    };
+    let lines: Vec<&str> = notice.lines().collect();
+    assert!(lines[0].starts_with("provider anthropic · model claude-sonnet-4-5"), "{notice}");
+    assert!(lines.iter().any(|line| line.starts_with("window 200.0k tokens")), "{notice}");
+    assert!(lines.iter().any(|line| line.starts_with("limit 50.0k chars")), "{notice}");
+    assert!(lines.iter().any(|line| line.starts_with("sandbox: workspace-write")), "{notice}");
+    let screen = text_of(&draw(&mut s.app, 80, 24));
+    assert!(screen.contains("│  limit 50.0k chars"), "a line of its own: {screen}");
+}

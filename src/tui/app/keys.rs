@@ -588,30 +588,26 @@ impl App {
                 }
             }
             SlashCommand::Model => {
+                // One item a line, as /mcp lists its servers.
                 let info = &self.state.session;
-                let mut text = format!("provider {} · model {}", info.provider, info.model);
+                let mut lines = vec![format!("provider {} · model {}", info.provider, info.model)];
                 if let Some(window) = &info.window {
-                    text.push_str(&format!(
-                        " · window {} tokens ({})",
+                    lines.push(format!(
+                        "window {} tokens ({})",
                         crate::compact::short_count(window.tokens as usize),
                         window.source
                     ));
                 }
                 if let Some(status) = &self.state.context {
                     let how = info.limit_note.as_deref().unwrap_or("as configured");
-                    text.push_str(&format!(
-                        " · limit {} chars · {how}",
+                    lines.push(format!(
+                        "limit {} chars · {how}",
                         crate::compact::short_count(status.limit)
                     ));
                 }
-                text.push_str(&format!(
-                    " · {}",
-                    crate::tools::sandbox::SandboxState::label_of(&info.sandbox)
-                ));
-                if !info.sandbox_layers.is_empty() {
-                    text.push_str(&format!(" ({})", info.sandbox_layers.join("; ")));
-                }
-                self.note(text);
+                lines.push(crate::tools::sandbox::SandboxState::label_of(&info.sandbox));
+                lines.extend(info.sandbox_layers.iter().map(|layer| format!("  {layer}")));
+                self.note(lines.join("\n"));
             }
             SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
             SlashCommand::Quit => {
