@@ -4007,3 +4007,26 @@ fn model_lists_one_item_a_line() {
     let screen = text_of(&draw(&mut s.app, 80, 24));
     assert!(screen.contains("│  limit 50.0k chars"), "a line of its own: {screen}");
 }
+
+/// A note that lands where the chat is not shown (scrolled back) is said over it:
+/// after scrolling, `/undo`'s line landed off-screen, unseen.
+#[test]
+fn a_note_below_a_scrolled_chat_is_said_over_it() {
+    let mut s = screen();
+    for n in 0..60 {
+        s.app.apply(AgentEvent::Notice {
+            message: format!("line {n}"),
+        });
+    }
+    draw(&mut s.app, 80, 24);
+    s.app.handle_key(key(KeyCode::PageUp));
+    draw(&mut s.app, 80, 24);
+    s.app.apply(AgentEvent::Undone {
+        stage: Stage::MicroCompact,
+        undid: "s1".into(),
+        chars_before: 900,
+        chars_after: 4_000,
+    });
+    let screen = text_of(&draw(&mut s.app, 80, 24));
+    assert!(screen.contains("↶ undid micro_compact"), "{screen}");
+}

@@ -242,15 +242,25 @@ impl App {
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
-        if let AgentEvent::Notice { message } = &event
-            && !matches!(self.overlay, Overlay::None)
-        {
-            // The chat keeps it, but the chat is behind the view that asked.
-            self.tell(message.clone());
-        }
+
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         let started = matches!(event, AgentEvent::TurnStarted { .. });
+        let shown = self.state.chat.len();
         self.state.apply(event);
+        // A note the chat took (a notice, an undo) where it cannot be seen: the chat
+        // is behind a view, or scrolled back from where the note lands. Said over it.
+        if !matches!(self.overlay, Overlay::None) || self.chat.scroll_up > 0 {
+            let noted = self.state.chat[shown.min(self.state.chat.len())..]
+                .iter()
+                .rev()
+                .find_map(|entry| match entry {
+                    ChatEntry::Notice(text) => Some(text.clone()),
+                    _ => None,
+                });
+            if let Some(text) = noted {
+                self.tell(text);
+            }
+        }
         if started && let Some((full, shown)) = self.pasted_request.take() {
             self.state.collapse_newest_request(&full, shown);
         }
