@@ -4000,10 +4000,22 @@ fn model_lists_one_item_a_line() {
         panic!("a notice: {:?}", s.app.state.chat.last());
     };
     let lines: Vec<&str> = notice.lines().collect();
-    assert!(lines[0].starts_with("provider anthropic · model claude-sonnet-4-5"), "{notice}");
-    assert!(lines.iter().any(|line| line.starts_with("window 200.0k tokens")), "{notice}");
-    assert!(lines.iter().any(|line| line.starts_with("limit 50.0k chars")), "{notice}");
-    assert!(lines.iter().any(|line| line.starts_with("sandbox: workspace-write")), "{notice}");
+    assert!(
+        lines[0].starts_with("provider anthropic · model claude-sonnet-4-5"),
+        "{notice}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("window 200.0k tokens")),
+        "{notice}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("limit 50.0k chars")),
+        "{notice}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("sandbox: workspace-write")),
+        "{notice}"
+    );
     let screen = text_of(&draw(&mut s.app, 80, 24));
     assert!(screen.contains("│  limit 50.0k chars"), "a line of its own: {screen}");
 }

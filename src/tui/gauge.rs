@@ -91,12 +91,13 @@ struct Shown {
     cache: bool,
 }
 
-/// The fields in the order they are kept when not all fit.
+/// The fields in the order they are kept when not all fit: what is going on (a
+/// summary being written or ready, a cache miss) before figures.
 const BY_USE: [fn(&mut Shown); 6] = [
+    |shown| shown.background = true,
+    |shown| shown.cache = true,
     |shown| shown.messages = true,
     |shown| shown.tokens = true,
-    |shown| shown.cache = true,
-    |shown| shown.background = true,
     |shown| shown.fixed = true,
     |shown| shown.request_chars = true,
 ];
@@ -228,17 +229,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, status: Option<&ContextStatus>,
     if area.height >= 2 && !narrow {
         let mut first = vec![label];
         first.extend(bar(status, width - 10));
-        // Under the bar, or from the left edge where that shows more.
+        // Always under the bar, so the figures stay where the eye left them (they
+        // jumped to the left edge when that showed more).
         let indent = "          ";
-        let under = fitted_details(status, width - indent.len(), writing);
-        let edge = fitted_details(status, width - 1, writing);
-        let (indent, text) = if width_of(&edge) > width_of(&under) {
-            (" ", edge)
-        } else {
-            (indent, under)
-        };
         let mut second = vec![Span::raw(indent)];
-        second.extend(text);
+        second.extend(fitted_details(status, width - indent.len(), writing));
         frame.render_widget(Paragraph::new(vec![Line::from(first), Line::from(second)]), area);
     } else {
         let details = fitted_details(status, width.saturating_sub(MIN_BAR + 1), writing);

@@ -242,7 +242,6 @@ impl App {
     }
 
     pub fn apply(&mut self, event: AgentEvent) {
-
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         let started = matches!(event, AgentEvent::TurnStarted { .. });
         let shown = self.state.chat.len();

@@ -203,9 +203,12 @@ impl AppState {
         self.next_revision
     }
 
-    /// Whether something is animating (spinner, elapsed time) and needs ticks.
+    /// Whether something is animating (spinner, elapsed time, a summary's counter in
+    /// the background) and needs ticks.
     pub fn animating(&self) -> bool {
-        self.tools.iter().any(|t| matches!(t.state, CallState::Running { .. })) || self.is_busy()
+        self.tools.iter().any(|t| matches!(t.state, CallState::Running { .. }))
+            || self.is_busy()
+            || self.background_summary.is_some()
     }
 
     pub fn apply(&mut self, event: AgentEvent) {

@@ -693,3 +693,21 @@ fn markers_never_group_across_an_undo_or_a_users_action() {
         dropped.summary_line()
     );
 }
+
+/// A summary written in the background between turns keeps the screen ticking, so
+/// its counter on the gauge moves (it stayed at "0 s"); it does not make the app busy.
+#[test]
+fn a_background_summary_ticks_without_making_the_app_busy() {
+    let mut state = AppState::default();
+    assert!(!state.animating());
+    state.apply(AgentEvent::Summarising {
+        background: true,
+        chars: 0,
+    });
+    assert!(state.animating());
+    assert!(!state.is_busy());
+    state.apply(AgentEvent::Background {
+        event: BackgroundEvent::Ready { took_ms: 900 },
+    });
+    assert!(!state.animating());
+}
