@@ -294,3 +294,61 @@ async fn the_listed_size_follows_a_compaction_and_an_undo_between_turns() {
     assert_eq!(listed(&path), now(&status), "after the undo");
     let _ = quit(agent).await;
 }
+
+/// Resume shows calls as they were: a refused call stays refused (it became a
+/// failure: a result says only that it was an error) and a call keeps its time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_shows_calls_as_they_ended() {
+    use scratchpad::protocol::{PermissionAnswer, ToolStatus};
+    use scratchpad::tui::state::{AppState, CallState};
+    let api = MockApi::start(vec![
+        tool_reply(
+            "Cleaning, then listing.",
+            &[
+                ("t1", "bash", json!({"command": "rm -rf build"})),
+                ("t2", "bash", json!({"command": "sleep 0.3; ls"})),
+            ],
+        ),
+        text_reply("Done."),
+    ])
+    .await;
+    let (mut agent, path) = common::start_agent_journaled(&api, agent_settings(AskPolicy::Ask));
+    agent
+        .ops
+        .send(Op::Submit {
+            text: "clean up".into(),
+        })
+        .unwrap();
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent
+        .ops
+        .send(Op::Permission {
+            request_id,
+            answer: PermissionAnswer::Deny,
+        })
+        .unwrap();
+    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
+    let (_, _dir) = quit(agent).await;
+    let restored = scratchpad::session::restore(&path).unwrap();
+    let mut state = AppState::default();
+    state.apply(AgentEvent::Replay {
+        in_context: restored.messages.len(),
+        past: restored.past,
+    });
+    let ended: Vec<(ToolStatus, Duration)> = state
+        .tools
+        .iter()
+        .map(|call| match call.state {
+            CallState::Done { status, took } => (status, took),
+            ref other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    assert_eq!(ended[0].0, ToolStatus::Refused, "{ended:?}");
+    assert_eq!(ended[1].0, ToolStatus::Ok, "{ended:?}");
+    assert!(ended[1].1 >= Duration::from_millis(250), "its time: {ended:?}");
+}

@@ -24,6 +24,7 @@ impl Agent {
                 name: name.clone(),
                 summary: input_summary(&name, &input),
             });
+            let began = std::time::Instant::now();
             let (output, status) = if let Some(problem) = problem {
                 (ToolOutput::error(format!("Error: {problem}")), ToolStatus::Error)
             } else if cancelled || self.quit {
@@ -85,6 +86,13 @@ impl Agent {
                 name,
                 status,
                 output: output.text.clone(),
+            });
+            self.note(Record::Shown {
+                item: Past::CallEnded {
+                    id: id.clone(),
+                    status,
+                    took_ms: u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                },
             });
             results.push(ContentBlock::ToolResult {
                 tool_use_id: id,

@@ -4,19 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     BackgroundEvent, CallPoint, CompactionRequester, ContextBreakdown, ContextStatus, InstructionsNote, Past,
-    TurnOutcome, Window,
+    ToolStatus, TurnOutcome, Window,
 };
 use crate::compact::StageEvent;
 use crate::message::Message;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    Ok,
-    Error,
-    Refused,
-    Cancelled,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

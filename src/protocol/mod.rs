@@ -11,11 +11,11 @@ mod ops;
 
 pub use crate::session::record::{
     BackgroundEvent, CacheReport, CallPoint, CompactionRequester, ForkPoint, InstructionRow, InstructionsNote, Origin,
-    Past, PrefixChange, TurnOutcome,
+    Past, PrefixChange, ToolStatus, TurnOutcome,
 };
 pub use breakdown::{Category, ContextBreakdown, CountedTokens, Item, McpServerRow};
 pub use context::{BackgroundStatus, ContextStatus, TokenBasis, TokenFigure, Window, WindowSource};
-pub use events::{AgentEvent, ToolStatus, TurnId, Usage};
+pub use events::{AgentEvent, TurnId, Usage};
 pub use ops::{ForkAt, McpAction, Op, PermissionAnswer, ReviewAnswer};
 
 #[cfg(test)]

@@ -107,6 +107,16 @@ pub enum TurnOutcome {
     Cancelled,
 }
 
+/// How a tool call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    Refused,
+    Cancelled,
+}
+
 /// One thing that happened in an earlier run of a session, from its journal.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -140,6 +150,13 @@ pub enum Past {
     /// A summary being prepared in the background started, finished, failed or was
     /// set aside.
     Background { event: BackgroundEvent },
+    /// A tool call ended: how, and how long it took, so a resumed chat shows it as
+    /// it was (a result alone says only whether it was an error).
+    CallEnded {
+        id: String,
+        status: ToolStatus,
+        took_ms: u64,
+    },
 }
 
 /// What became of a summary prepared in the background, for stage 4 to swap in.
@@ -255,6 +272,7 @@ impl Past {
                 | Past::Preview { .. }
                 | Past::Background { .. }
                 | Past::Instructions { .. }
+                | Past::CallEnded { .. }
         )
     }
 }

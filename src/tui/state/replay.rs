@@ -58,11 +58,13 @@ impl AppState {
                 } => {
                     if let Some(call) = self.tools.iter_mut().rev().find(|t| &t.id == tool_use_id) {
                         call.output = OutputPreview::of(&content.full_text());
-                        if *is_error == Some(true) {
-                            call.state = CallState::Done {
-                                status: ToolStatus::Error,
-                                took: Duration::ZERO,
-                            };
+                        // How it ended, where the journal said (refused, cancelled, its
+                        // time), stands; a result alone says only that it failed.
+                        if *is_error == Some(true)
+                            && let CallState::Done { status, .. } = &mut call.state
+                            && *status == ToolStatus::Ok
+                        {
+                            *status = ToolStatus::Error;
                         }
                     }
                     self.touch_tool(tool_use_id);
@@ -105,6 +107,15 @@ impl AppState {
                 Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
                 Past::Forked { origin } => self.push(ChatEntry::Notice(branch_line(&origin))),
                 Past::Background { event } => self.note_background(&event),
+                Past::CallEnded { id, status, took_ms } => {
+                    if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == id) {
+                        call.state = CallState::Done {
+                            status,
+                            took: Duration::from_millis(took_ms),
+                        };
+                    }
+                    self.touch_tool(&id);
+                }
             }
         }
         self.push(ChatEntry::Notice(format!(
