@@ -393,6 +393,22 @@ pub const VIEWS: &[(&str, &[Row])] = &[
                 ],
             ),
             row(
+                "PgUp / PgDn",
+                "a page up or down",
+                &[
+                    (V::Tree, key(KeyCode::PageUp), A::PageUp),
+                    (V::Tree, key(KeyCode::PageDown), A::PageDown),
+                ],
+            ),
+            row(
+                "Home / End",
+                "the first / the last row",
+                &[
+                    (V::Tree, key(KeyCode::Home), A::Top),
+                    (V::Tree, key(KeyCode::End), A::Bottom),
+                ],
+            ),
+            row(
                 "Enter",
                 "fork just before it (a request comes back to the prompt to edit; a compaction gives the history as it was before it), or continue the selected branch",
                 &[(V::Tree, key(KeyCode::Enter), A::Open(0))],

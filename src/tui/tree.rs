@@ -34,6 +34,8 @@ pub struct TreeView {
     folded: BTreeSet<String>,
     selected: usize,
     first_shown: usize,
+    /// Rows the last frame showed: what PgUp and PgDn move by.
+    page: usize,
     /// The label being typed for the selected row.
     labelling: Option<String>,
     /// Select the newest request of the open session once the family arrives (Esc Esc).
@@ -70,6 +72,7 @@ impl TreeView {
             folded: BTreeSet::new(),
             selected: 0,
             first_shown: 0,
+            page: 0,
             labelling: None,
             on_newest_request,
         }
@@ -179,6 +182,12 @@ impl TreeView {
             Some(Action::Close) => return TreeAction::Close,
             Some(Action::Previous) => self.selected = self.selected.saturating_sub(1),
             Some(Action::Next) => self.selected = (self.selected + 1).min(rows.len().saturating_sub(1)),
+            Some(Action::PageUp) => self.selected = self.selected.saturating_sub(self.page.max(1)),
+            Some(Action::PageDown) => {
+                self.selected = (self.selected + self.page.max(1)).min(rows.len().saturating_sub(1));
+            }
+            Some(Action::Top) => self.selected = 0,
+            Some(Action::Bottom) => self.selected = rows.len().saturating_sub(1),
             Some(Action::Fold) => {
                 if let Some(Row::Branch { session, .. }) = selected
                     && let Some(branch) = self.branches().get(session)
@@ -270,6 +279,7 @@ impl TreeView {
         let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
         let rows = self.rows();
         let height = body.height.max(1) as usize;
+        self.page = height;
         if self.selected < self.first_shown {
             self.first_shown = self.selected;
         } else if self.selected >= self.first_shown + height {
@@ -449,5 +459,30 @@ mod tests {
         elsewhere.loaded(Ok(vec![branch("other")]), Labels::default());
         elsewhere.handle_key(down);
         assert!(matches!(elsewhere.handle_key(s), TreeAction::Tell(message) if message.contains("another session")));
+    }
+
+    /// A long tree is walked a page at a time, and Home and End reach its ends (it
+    /// had Up and Down only).
+    #[test]
+    fn page_keys_and_home_end_move_through_a_long_tree() {
+        let nodes: Vec<Node> = (0..60).map(|n| request(n * 2 + 1, &format!("request {n}"))).collect();
+        let branch = Branch {
+            id: "open".into(),
+            parent: None,
+            nodes,
+            open_in: None,
+        };
+        let mut tree = TreeView::new("open".into(), false);
+        tree.loaded(Ok(vec![branch]), Labels::default());
+        let rows = tree.rows().len();
+        tree.page = 10;
+        let press = |tree: &mut TreeView, code: KeyCode| {
+            tree.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+            tree.selected
+        };
+        assert_eq!(press(&mut tree, KeyCode::End), rows - 1);
+        assert_eq!(press(&mut tree, KeyCode::PageUp), rows - 11);
+        assert_eq!(press(&mut tree, KeyCode::Home), 0);
+        assert_eq!(press(&mut tree, KeyCode::PageDown), 10);
     }
 }
