@@ -2719,6 +2719,46 @@ fn mcp_servers_in_the_chat_and_in_context() {
     assert!(context.contains("github (12 tools)"), "{context}");
     insta::assert_snapshot!("mcp_in_context_120x40", terminal.backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "MCP servers in /context");
+    // At 80x24 the messages and the free room show, whatever the fixed part's details
+    // (it showed only the fixed part).
+    // With an instruction file and a conversation of every kind of message too.
+    let instructions = vec![scratchpad::protocol::InstructionRow {
+        path: "AGENTS.md".into(),
+        chars: 2_000,
+        prompt_chars: 2_090,
+        cut: false,
+    }];
+    let conversation = vec![
+        Message::user_text("read the parser"),
+        Message::blocks(
+            Role::Assistant,
+            vec![
+                ContentBlock::text("Reading."),
+                ContentBlock::tool_use("t1", "read_file", serde_json::json!({"path": "src/parser.rs"})),
+            ],
+        ),
+        Message::blocks(
+            Role::User,
+            vec![ContentBlock::tool_result("t1", "fn parse() {}\n".repeat(200), false)],
+        ),
+        Message::assistant_text("It parses."),
+    ];
+    for n in 0..6 {
+        s.app.apply(stage(Stage::SnipCompact, 3, 50_000 + n, 49_000, &[]));
+    }
+    s.app.apply(AgentEvent::Breakdown {
+        breakdown: breakdown(
+            &system,
+            &instructions,
+            &servers,
+            &[],
+            &conversation,
+            &CompactConfig::default(),
+        ),
+    });
+    let small = text_of(&draw(&mut s.app, 80, 24));
+    assert!(small.contains("free to the limit"), "{small}");
+    assert!(small.contains("messages: the estimate"), "{small}");
 }
 
 /// A journal written by hand at `dir/<id>.jsonl`, last used at `used` (Unix seconds).

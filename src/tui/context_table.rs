@@ -83,9 +83,15 @@ pub(super) fn render_table(
     // the fixed part, the free space and the totals always show.
     let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
     // Three rows are the header and the totals; each instruction file and each MCP
-    // server has one.
+    // server has one, where there is room for them beside every category: on a short
+    // screen the messages and the free room show before the fixed part's details.
+    // The least the table needs: the header and the messages' total, the fixed
+    // part's rows, one row of messages (merged when need be) and the free room.
+    let sub_rows = breakdown.instructions.len() + breakdown.mcp_servers.len();
+    let fixed_rows = categories.iter().filter(|(category, _)| category.is_fixed()).count();
+    let details = (area.height as usize) >= 2 + fixed_rows + 2 + sub_rows;
     let room = (area.height as usize)
-        .saturating_sub(3 + breakdown.instructions.len() + breakdown.mcp_servers.len())
+        .saturating_sub(3 + if details { sub_rows } else { 0 })
         .max(2);
     let mut by_size: Vec<&(Category, usize)> = categories
         .iter()
@@ -152,14 +158,14 @@ pub(super) fn render_table(
             tokens(&[*category], *chars)
         };
         rows.push(row(Some(*category), label, *chars, of_limit, category_tokens));
-        if *category == Category::ProjectInstructions {
+        if *category == Category::ProjectInstructions && details {
             for file in &breakdown.instructions {
                 let label = format!("  {}{}", file.path, if file.cut { " (cut)" } else { "" });
                 let tokens = part_tokens(*category, file.prompt_chars, *chars);
                 rows.push(row(None, label, file.prompt_chars, String::new(), tokens));
             }
         }
-        if *category == Category::McpServers {
+        if *category == Category::McpServers && details {
             for server in &breakdown.mcp_servers {
                 let label = format!(
                     "  {} ({} tool{})",

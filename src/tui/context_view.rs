@@ -261,7 +261,7 @@ impl ContextView {
         };
         // Small screens keep the numbers: the timeline shrinks first, then the grid
         // goes before the table loses its labels.
-        let chart_height = match inner.height {
+        let mut chart_height = match inner.height {
             30.. => 10,
             17.. => 6,
             _ => 0,
@@ -273,7 +273,7 @@ impl ContextView {
         let health = (inner.height >= HEALTH_FROM_ROWS)
             .then(|| health_line(compactions))
             .flatten();
-        let compactions_height = match (compactions.len(), inner.height) {
+        let mut compactions_height = match (compactions.len(), inner.height) {
             (0, _) | (_, 0..=16) => 0,
             (count, _) => 1 + u16::from(health.is_some()) + count.min(COMPACTION_ROWS) as u16,
         };
@@ -281,6 +281,22 @@ impl ContextView {
             .then(|| cache_line(timeline))
             .flatten();
         let cache_height = u16::from(cache.is_some());
+        // The table keeps room for the messages and the free room below the fixed
+        // part: the timeline gives way first, then the list of compactions (at 80x24
+        // with one MCP server the table showed the fixed part alone).
+        // Its least rows: the header, the fixed part's categories, the messages
+        // (merged), the free room and the two totals.
+        let fixed_rows = shown_categories(breakdown)
+            .filter(|(category, _)| category.is_fixed())
+            .count() as u16;
+        let least = fixed_rows + 5;
+        let table_room = |chart: u16, listed: u16| inner.height.saturating_sub(chart + 3 + listed + cache_height);
+        if table_room(chart_height, compactions_height) < least {
+            chart_height = 0;
+        }
+        if table_room(chart_height, compactions_height) < least {
+            compactions_height = 0;
+        }
         let [top, items_area, cache_area, compactions_area, chart_area] = Layout::vertical([
             Constraint::Length(
                 table_rows.min(
