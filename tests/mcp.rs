@@ -562,6 +562,17 @@ async fn a_failed_server_is_said_with_the_end_of_its_stderr() {
         unreachable!("waited for a notice")
     };
     assert!(message.contains("fatal: missing GITHUB_TOKEN"), "{message}");
+    // One plain line: the stderr once, and no SDK internals (it said `connection
+    // closed: initialize response` and the stderr twice).
+    assert_eq!(message.matches("fatal: missing GITHUB_TOKEN").count(), 1, "{message}");
+    assert!(
+        !message.contains("initialize response") && !message.contains("Some("),
+        "{message}"
+    );
+    assert!(
+        message.contains("it closed the connection before answering"),
+        "{message}"
+    );
 }
 
 /// A variable the user hides from commands with their own `hide_env` pattern is

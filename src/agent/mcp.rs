@@ -55,16 +55,26 @@ pub(super) fn server_rows(hub: &McpHub, mode: crate::compact::EstimateMode) -> V
         .collect()
 }
 
-/// One line per server: its state and what the model gets from it.
+/// One line per server: its state and what the model gets from it, with the end of
+/// its stderr where it failed or stopped.
 fn server_line(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::EstimateMode) -> String {
+    state_line(status, tools, mode, last_words(status))
+}
+
+/// [`server_line`] with `last_words` after a failure's reason.
+fn state_line(
+    status: &ServerStatus,
+    tools: &[McpTool],
+    mode: crate::compact::EstimateMode,
+    last_words: String,
+) -> String {
     match &status.state {
         ServerState::Starting => format!("MCP server `{}`: starting", status.name),
         ServerState::Disabled => format!("MCP server `{}`: disabled for this session", status.name),
-        ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}{}", status.name, last_words(status)),
+        ServerState::Failed(reason) => format!("MCP server `{}` failed: {reason}{last_words}", status.name),
         ServerState::Stopped(reason) => format!(
-            "MCP server `{}` {reason}{}; it is started again on the next call",
-            status.name,
-            last_words(status)
+            "MCP server `{}` {reason}{last_words}; it is started again on the next call",
+            status.name
         ),
         ServerState::Ready => {
             let row = server_row(status, tools, mode);
@@ -102,14 +112,22 @@ fn last_words(status: &ServerStatus) -> String {
 /// `/mcp`'s view of one server: its line, then each tool with what its definition
 /// costs, or the end of its standard error when it failed.
 fn server_details(status: &ServerStatus, tools: &[McpTool], mode: crate::compact::EstimateMode) -> String {
-    let mut text = server_line(status, tools, mode);
+    // The end of its stderr is listed below whole: not said in the line too.
+    let block =
+        matches!(status.state, ServerState::Failed(_) | ServerState::Stopped(_)) && !status.stderr_tail.is_empty();
+    let mut text = state_line(
+        status,
+        tools,
+        mode,
+        if block { String::new() } else { last_words(status) },
+    );
     for tool in tools.iter().filter(|tool| tool.server == status.name) {
         text.push_str(&format!("\n  {} · {} chars", tool.qualified, mode.count(&tool.spec)));
     }
     if let Some(block) = instructions_block(status) {
         text.push_str(&format!("\n  instructions · {} chars", block.chars().count()));
     }
-    if matches!(status.state, ServerState::Failed(_) | ServerState::Stopped(_)) && !status.stderr_tail.is_empty() {
+    if block {
         text.push_str("\n  its stderr ends:");
         for line in &status.stderr_tail {
             text.push_str(&format!("\n    {line}"));

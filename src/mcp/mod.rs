@@ -49,8 +49,8 @@ pub enum McpError {
     HttpHandshake { url: String, reason: String },
     #[error("cannot start `{command}`: {reason}")]
     Spawn { command: String, reason: String },
-    #[error("did not complete the MCP handshake: {reason}{stderr}")]
-    Handshake { reason: String, stderr: String },
+    #[error("did not complete the MCP handshake: {reason}")]
+    Handshake { reason: String },
     #[error("did not list its tools: {0}")]
     ListTools(String),
     #[error("did not start and list its tools within {0} s (startup_timeout_secs)")]

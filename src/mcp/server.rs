@@ -166,8 +166,7 @@ impl Server {
             });
         }
         ().serve(transport).await.map_err(|error| McpError::Handshake {
-            reason: error.to_string(),
-            stderr: self.stderr_hint(),
+            reason: plain_handshake(&error),
         })
     }
 
@@ -195,14 +194,6 @@ impl Server {
             .filter(|text| !text.trim().is_empty())
             .map(|text| capped(&text, DESCRIPTION_CAP));
         Ok(())
-    }
-
-    /// The last line the server wrote to its standard error, to say why it failed.
-    pub(super) fn stderr_hint(&self) -> String {
-        lock(&self.stderr_tail)
-            .back()
-            .map(|line| format!(" (its stderr: {line})"))
-            .unwrap_or_default()
     }
 
     /// Kill the server's process group.
@@ -280,7 +271,8 @@ impl Server {
                 ) || client.is_closed();
                 if closed {
                     *running = None;
-                    let reason = format!("stopped during a call: {error}{}", self.stderr_hint());
+                    // Its stderr, which says why, is shown with the state.
+                    let reason = "stopped during a call (the connection closed)".to_string();
                     // Started again on the next call, once.
                     *lock(&self.state) = if self.restarted.load(Ordering::Relaxed) {
                         ServerState::Failed(reason)
@@ -306,5 +298,24 @@ impl Server {
                 self.name
             )),
         }
+    }
+}
+
+/// Why a handshake failed, in the user's words: the SDK's own (`expect initialized
+/// response, but received: Some(…)`) name its internals, not what the server did.
+fn plain_handshake(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as Failed;
+    match error {
+        Failed::ConnectionClosed(_) => "it closed the connection before answering".into(),
+        Failed::TransportError { .. } => "it could not be written to (it may have exited)".into(),
+        Failed::JsonRpcError(data) => format!("it answered with an error: {}", data.message),
+        Failed::NoCompatibleProtocolVersion { .. } => "it speaks no MCP protocol version scratchpad knows".into(),
+        Failed::Cancelled => "the start was cancelled".into(),
+        Failed::LegacyFallbackFailed { fallback, .. } => plain_handshake(fallback),
+        Failed::ExpectedInitResponse(_)
+        | Failed::ExpectedInitResult(_)
+        | Failed::ConflictInitResponseId(..)
+        | Failed::UncorrelatedErrorResponse { .. } => "it answered something other than the handshake".into(),
+        other => crate::text::one_line(&other.to_string(), 120),
     }
 }
