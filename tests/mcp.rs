@@ -345,15 +345,24 @@ fn mcp_tool_names(request: &Recorded) -> Vec<String> {
 
 /// The `/mcp` command's notice after `action`.
 async fn mcp_command(agent: &mut Running, action: Option<scratchpad::protocol::McpAction>) -> String {
+    use scratchpad::protocol::AgentEvent;
     agent.ops.send(scratchpad::protocol::Op::Mcp { action }).unwrap();
-    match until(&mut agent.events, |event| {
-        matches!(event, scratchpad::protocol::AgentEvent::Notice { message }
-            if message.contains("(/mcp restart NAME") || message.starts_with("there is no MCP server"))
-    })
-    .await
-    {
-        scratchpad::protocol::AgentEvent::Notice { message } => message,
-        _ => unreachable!("until returns only a notice"),
+    // What it said last before the agent was ready again.
+    let mut said = None;
+    loop {
+        match until(&mut agent.events, |event| {
+            matches!(event, AgentEvent::Notice { .. } | AgentEvent::Ready)
+        })
+        .await
+        {
+            AgentEvent::Notice { message } => said = Some(message),
+            // A ready before it said anything is an earlier op's.
+            _ => {
+                if let Some(said) = said {
+                    return said;
+                }
+            }
+        }
     }
 }
 
@@ -392,16 +401,22 @@ async fn mcp_lists_disables_and_restarts_a_server_and_the_requests_follow() {
     assert!(listing.contains("\n  mcp__fx__echo · "), "{listing}");
     assert!(listing.contains("MCP servers run outside the sandbox"), "{listing}");
 
+    // An action says what it did and what changed, not every server again.
     let disabled = mcp_command(&mut agent, Some(scratchpad::protocol::McpAction::Disable("fx".into()))).await;
-    assert!(
-        disabled.starts_with("MCP server `fx`: disabled for this session"),
-        "{disabled}"
+    assert_eq!(
+        disabled,
+        "disabled `fx` for this session: its tools are no longer offered\nMCP server `fx`: disabled for this session",
+        "no instructions' size for a server that is not offered"
     );
     turn(&mut agent, "again").await;
     let restarted = mcp_command(&mut agent, Some(scratchpad::protocol::McpAction::Restart("fx".into()))).await;
     assert!(
         restarted.starts_with("restarted `fx`: it is ready\nMCP server `fx`: 6 tools"),
         "{restarted}"
+    );
+    assert!(
+        !restarted.contains("outside the sandbox"),
+        "not the whole list again: {restarted}"
     );
     turn(&mut agent, "third").await;
     let unknown = mcp_command(
@@ -570,7 +585,7 @@ async fn a_failed_server_is_said_with_the_end_of_its_stderr() {
         "{message}"
     );
     assert!(
-        message.contains("it closed the connection before answering"),
+        message.contains("it exited or closed the connection before answering"),
         "{message}"
     );
 }

@@ -124,7 +124,10 @@ fn server_details(status: &ServerStatus, tools: &[McpTool], mode: crate::compact
     for tool in tools.iter().filter(|tool| tool.server == status.name) {
         text.push_str(&format!("\n  {} · {} chars", tool.qualified, mode.count(&tool.spec)));
     }
-    if let Some(block) = instructions_block(status) {
+    // What the model reads of it: only while it is offered.
+    if status.state == ServerState::Ready
+        && let Some(block) = instructions_block(status)
+    {
         text.push_str(&format!("\n  instructions · {} chars", block.chars().count()));
     }
     if block {
@@ -165,7 +168,6 @@ impl Agent {
     /// `/mcp`: list the servers, after restarting or disabling one.
     pub(super) async fn mcp_command(&mut self, action: Option<McpAction>) {
         let hub = Arc::clone(self.tools.mcp());
-        let mut outcome = None;
         if action == Some(McpAction::Trust) {
             if let Some(line) = self.trust_project(&hub).await {
                 self.emit(AgentEvent::Notice { message: line });
@@ -183,19 +185,29 @@ impl Agent {
                 });
                 return;
             }
-            // A restart has connected (or failed to) by now: say which, first.
-            if let McpAction::Restart(name) = &action {
-                let state = hub.statuses().into_iter().find(|status| &status.name == name);
-                outcome = state.map(|status| match &status.state {
-                    ServerState::Ready => format!("restarted `{name}`: it is ready"),
-                    ServerState::Failed(reason) => {
-                        format!("restarting `{name}` did not work: {reason}{}", last_words(&status))
-                    }
-                    ServerState::Starting => format!("restarted `{name}`: it is still starting"),
-                    ServerState::Stopped(reason) => format!("restarted `{name}`, and it stopped: {reason}"),
-                    ServerState::Disabled => format!("`{name}` is disabled for this session"),
-                });
-            }
+            self.mcp_revision = hub.revision();
+            self.take_in_tools();
+            // What was done and what changed: that server alone, not every server
+            // again (the result was buried under the whole list).
+            let offered = hub.tools();
+            let Some(status) = hub.statuses().into_iter().find(|status| &status.name == name) else {
+                return;
+            };
+            let outcome = match (&action, &status.state) {
+                (McpAction::Disable(_), _) => {
+                    format!("disabled `{name}` for this session: its tools are no longer offered")
+                }
+                (_, ServerState::Ready) => format!("restarted `{name}`: it is ready"),
+                (_, ServerState::Failed(_)) => format!("restarting `{name}` did not work"),
+                (_, ServerState::Starting) => format!("restarted `{name}`: it is still starting"),
+                (_, ServerState::Stopped(_)) => format!("restarted `{name}`, and it stopped"),
+                (_, ServerState::Disabled) => format!("`{name}` is disabled for this session"),
+            };
+            let details = server_details(&status, &offered, self.settings.compaction.estimate);
+            self.emit(AgentEvent::Notice {
+                message: format!("{outcome}\n{details}"),
+            });
+            return;
         }
         self.mcp_revision = hub.revision();
         self.take_in_tools();
@@ -213,10 +225,6 @@ impl Agent {
                 "{}\n(/mcp restart NAME · /mcp disable NAME; MCP servers run outside the sandbox)",
                 servers.join("\n")
             )
-        };
-        let message = match outcome {
-            Some(outcome) => format!("{outcome}\n{message}"),
-            None => message,
         };
         self.emit(AgentEvent::Notice { message });
     }

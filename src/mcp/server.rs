@@ -306,8 +306,10 @@ impl Server {
 fn plain_handshake(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError as Failed;
     match error {
-        Failed::ConnectionClosed(_) => "it closed the connection before answering".into(),
-        Failed::TransportError { .. } => "it could not be written to (it may have exited)".into(),
+        // Which of the two a server that exits at once gives is a race.
+        Failed::ConnectionClosed(_) | Failed::TransportError { .. } => {
+            "it exited or closed the connection before answering".into()
+        }
         Failed::JsonRpcError(data) => format!("it answered with an error: {}", data.message),
         Failed::NoCompatibleProtocolVersion { .. } => "it speaks no MCP protocol version scratchpad knows".into(),
         Failed::Cancelled => "the start was cancelled".into(),
