@@ -269,9 +269,9 @@ fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     let home = tempfile::tempdir().unwrap();
     let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
     pty.wait_for("offline demo model", Duration::from_secs(20));
-    // A terminal that does not say its background gets the dark palette, with text in
-    // the terminal's own colour.
-    assert_eq!(pty.background_of(" scratchpad "), Some(vt100::Color::Idx(117)));
+    // A terminal that does not say its background gets the palette for either: text in
+    // the terminal's own colour, the badge a mid blue that reads on black and white.
+    assert_eq!(pty.background_of(" scratchpad "), Some(vt100::Color::Idx(31)));
     let burst: String = (0..360).map(|n| format!("w{n:03}/{}", "x".repeat(5))).collect();
     assert!(burst.len() >= 3_600);
     pty.type_now(burst.as_bytes());

@@ -107,22 +107,33 @@ pub const LIGHT: Palette = Palette {
     match_background: Color::Indexed(229),
 };
 
-impl Palette {
-    /// This palette with the text a user reads in the terminal's own foreground
-    /// (prose, inline code, links: links keep their underline): for a terminal that
-    /// does not say what its background is, where the terminal's foreground is the one
-    /// colour known to be readable on it, dark or light.
-    pub fn with_terminal_text(self) -> Palette {
-        Palette {
-            name: "auto (terminal text)",
-            text: Color::Reset,
-            soft: Color::Reset,
-            link: Color::Reset,
-            code: Color::Reset,
-            ..self
-        }
-    }
-}
+/// For a terminal that does not say its background, which may be black or white:
+/// the text a user reads in the terminal's own foreground (the one colour known to be
+/// readable on it; links keep their underline), every other role a mid tone that
+/// reads on both (the dark palette's pink markers, yellow warnings and light blue
+/// headings vanished on white). No hue but a narrow band of greys reaches 4.5:1 on
+/// black and on white, so these are held to 4:1 on both.
+pub const EITHER: Palette = Palette {
+    name: "auto (either background)",
+    backgrounds: [(0, 0, 0), (255, 255, 255)],
+    text: Color::Reset,
+    soft: Color::Reset,
+    muted: Color::Indexed(243),
+    accent: Color::Indexed(31),
+    attention: Color::Indexed(130),
+    success: Color::Indexed(28),
+    success_bright: Color::Indexed(29),
+    failure: Color::Indexed(161),
+    failure_soft: Color::Indexed(162),
+    link: Color::Reset,
+    code: Color::Reset,
+    info: Color::Indexed(30),
+    compaction: Color::Indexed(98),
+    archive: Color::Indexed(97),
+    reference: Color::Indexed(63),
+    on_colour: Color::Indexed(231),
+    match_background: Color::Indexed(243),
+};
 
 /// How long the terminal has to say what its background is. Terminals that cannot
 /// answer are recognised at once; this bounds one that is slow (over SSH, say).
@@ -143,8 +154,8 @@ pub fn detect(choice: ThemeChoice) -> Palette {
                     terminal_colorsaurus::ThemeMode::Light => LIGHT,
                 },
                 Err(error) => {
-                    tracing::info!("the terminal did not say its background ({error}); text in its own colour");
-                    DARK.with_terminal_text()
+                    tracing::info!("the terminal did not say its background ({error}); colours for either");
+                    EITHER
                 }
             }
         }
@@ -280,18 +291,26 @@ mod tests {
             let names: Vec<&str> = cells[0].split(" / ").map(|name| name.trim_matches('`')).collect();
             let dark: Vec<&str> = cells[1].split(" / ").collect();
             let light: Vec<&str> = cells[2].split(" / ").collect();
+            let either: Vec<&str> = cells[3].split(" / ").collect();
             for (at, name) in names.iter().enumerate() {
-                documented.insert(name.to_string(), (dark[at].to_string(), light[at].to_string()));
+                documented.insert(
+                    name.to_string(),
+                    (dark[at].to_string(), light[at].to_string(), either[at].to_string()),
+                );
             }
         }
         let index = |colour: Color| match colour {
             Color::Indexed(n) => n.to_string(),
+            Color::Reset => "terminal".to_string(),
             other => panic!("{other:?} is not a 256-colour index"),
         };
-        let actual: std::collections::BTreeMap<String, (String, String)> = every_role(&DARK)
+        let actual: std::collections::BTreeMap<String, (String, String, String)> = every_role(&DARK)
             .into_iter()
             .zip(every_role(&LIGHT))
-            .map(|((name, dark), (_, light))| (name.to_string(), (index(dark), index(light))))
+            .zip(every_role(&EITHER))
+            .map(|(((name, dark), (_, light)), (_, either))| {
+                (name.to_string(), (index(dark), index(light), index(either)))
+            })
             .collect();
         assert_eq!(documented, actual);
     }
@@ -300,16 +319,24 @@ mod tests {
     /// 4.5:1 for text (WCAG AA), 3:1 for the gauge's ticks and rules.
     #[test]
     fn every_role_has_its_contrast_on_each_palettes_backgrounds() {
-        for palette in [DARK, LIGHT] {
+        for palette in [DARK, LIGHT, EITHER] {
+            // The terminal's own foreground is readable on its own background.
+            let terminal_text = |colour: Color| colour == Color::Reset;
+            let needed_for_text = if palette == EITHER { 4.0 } else { 4.5 };
             let roles = every_role(&palette);
             // All but the last two are drawn over the background; `on_colour` and
             // `match_background` are checked in the pairs they are drawn in, below.
             let text_roles = &roles[..roles.len() - 2];
             let mut pairs: Vec<(String, Color, Color, f64)> = Vec::new();
-            for &(name, colour) in text_roles {
+            for &(name, colour) in text_roles.iter().filter(|(_, colour)| !terminal_text(*colour)) {
                 for background in palette.backgrounds {
                     let (r, g, b) = background;
-                    pairs.push((format!("{name} on {background:?}"), colour, Color::Rgb(r, g, b), 4.5));
+                    pairs.push((
+                        format!("{name} on {background:?}"),
+                        colour,
+                        Color::Rgb(r, g, b),
+                        needed_for_text,
+                    ));
                 }
             }
             for (name, badge) in [
@@ -318,15 +345,30 @@ mod tests {
                 ("failure", palette.failure),
                 ("success", palette.success),
             ] {
-                pairs.push((format!("on_colour on {name}"), palette.on_colour, badge, 4.5));
+                pairs.push((
+                    format!("on_colour on {name}"),
+                    palette.on_colour,
+                    badge,
+                    needed_for_text,
+                ));
                 pairs.push((format!("a tick on a filled {name} cell"), palette.on_colour, badge, 3.0));
             }
-            pairs.push((
-                "text on a search match".into(),
-                palette.text,
-                palette.match_background,
-                4.5,
-            ));
+            // Under the terminal's own text, a match is a mid grey, which either
+            // foreground reads on.
+            let (front, needed) = if terminal_text(palette.text) {
+                (Color::Indexed(231), needed_for_text)
+            } else {
+                (palette.text, 4.5)
+            };
+            pairs.push(("text on a search match".into(), front, palette.match_background, needed));
+            if terminal_text(palette.text) {
+                pairs.push((
+                    "dark text on a search match".into(),
+                    Color::Indexed(16),
+                    palette.match_background,
+                    needed_for_text,
+                ));
+            }
             for (what, front, back, needed) in pairs {
                 let (Some(front_rgb), Some(back_rgb)) = (rgb(front), rgb(back)) else {
                     panic!("{}: {what}: a colour each terminal sets itself", palette.name);

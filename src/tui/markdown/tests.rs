@@ -164,7 +164,7 @@ fn code_is_highlighted_by_kind() {
 /// cyan are unreadable on a light background.
 #[test]
 fn without_a_known_background_code_and_links_take_the_terminal_colour() {
-    let fallback = theme::DARK.with_terminal_text();
+    let fallback = theme::EITHER;
     let lines = theme::with_palette(fallback, || {
         render(
             "run `cargo test` and read [the docs](https://example.com)",
