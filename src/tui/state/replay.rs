@@ -79,6 +79,10 @@ impl AppState {
     pub(super) fn replay(&mut self, past: Vec<Past>, in_context: usize) {
         self.start_afresh();
         let mut messages = 0;
+        // A fork just made (no model call yet) was not resumed: it starts from what
+        // it took.
+        let mut forked = false;
+        let mut called = false;
         for item in past {
             match item {
                 Past::Message { message } => {
@@ -90,6 +94,7 @@ impl AppState {
                     self.add_marker(*event);
                 }
                 Past::Call { point } => {
+                    called = true;
                     self.note_cache_cost(&point);
                     self.timeline.push(point);
                 }
@@ -105,7 +110,10 @@ impl AppState {
                 }
                 Past::Preview { events } => self.push(ChatEntry::Preview(events)),
                 Past::Instructions { note } => self.push(ChatEntry::Instructions(note)),
-                Past::Forked { origin } => self.push(ChatEntry::Notice(branch_line(&origin))),
+                Past::Forked { origin } => {
+                    forked = true;
+                    self.push(ChatEntry::Notice(branch_line(&origin)));
+                }
                 Past::Background { event } => self.note_background(&event),
                 Past::CallEnded { id, status, took_ms } => {
                     if let Some(call) = self.tools.iter_mut().rev().find(|call| call.id == id) {
@@ -118,8 +126,13 @@ impl AppState {
                 }
             }
         }
+        let what = if forked && !called {
+            "a fork that starts from"
+        } else {
+            "resumed a session of"
+        };
         self.push(ChatEntry::Notice(format!(
-            "resumed a session of {}, {in_context} in context",
+            "{what} {}, {in_context} in context",
             crate::compact::counted(messages, "message", "messages")
         )));
     }

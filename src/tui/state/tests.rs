@@ -711,3 +711,38 @@ fn a_background_summary_ticks_without_making_the_app_busy() {
     });
     assert!(!state.animating());
 }
+
+/// A fork just made is not "resumed": its chat ends saying it starts from what it
+/// took; a fork worked in and opened again is resumed.
+#[test]
+fn a_new_fork_is_not_said_to_be_resumed() {
+    let origin = crate::protocol::Origin {
+        session: "20261201-100000-1".into(),
+        at: crate::protocol::ForkPoint::Message { position: 3 },
+    };
+    let message = |text: &str| Past::Message {
+        message: Message::user_text(text),
+    };
+    let mut state = AppState::default();
+    state.apply(AgentEvent::Replay {
+        past: vec![Past::Forked { origin: origin.clone() }, message("go on")],
+        in_context: 1,
+    });
+    let last = |state: &AppState| match state.chat.last() {
+        Some(ChatEntry::Notice(text)) => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(last(&state), "a fork that starts from 1 message, 1 in context");
+    let mut state = AppState::default();
+    state.apply(AgentEvent::Replay {
+        past: vec![
+            Past::Forked { origin },
+            message("go on"),
+            Past::Call {
+                point: crate::protocol::CallPoint::default(),
+            },
+        ],
+        in_context: 1,
+    });
+    assert!(last(&state).starts_with("resumed a session of"), "{}", last(&state));
+}
