@@ -3141,10 +3141,34 @@ fn mcp_list_and_picker_preview_keep_their_lines() {
     let shown = text_of(&terminal);
     assert!(!shown.contains("Survey completeI"), "{shown}");
     assert!(
-        shown.contains("│## Survey complete  "),
-        "the heading has its own line: {shown}"
+        shown.contains("│Survey complete  ") && !shown.contains("## Survey"),
+        "the heading has its own line, drawn as the chat draws it, not its marks: {shown}"
     );
     insta::assert_snapshot!("picker_preview_lines_120x40", terminal.backend());
+    // A request that was a large paste shows collapsed, as the chat shows it.
+    let pasted: String = (1..=30).map(|n| format!("line {n} of the log\n")).collect();
+    journal(
+        &s.dir.path().join("sessions"),
+        "20261202-100000-1",
+        &[
+            meta(None),
+            append(Message::user_text(pasted.clone())),
+            Record::Tally(Tally {
+                turns: 1,
+                compactions: 0,
+                messages: 2,
+                estimate: 900,
+                last_request: pasted,
+                last_answer: "Read it.".into(),
+            }),
+        ],
+        1_796_100_000,
+    );
+    s.app.handle_key(key(KeyCode::Esc));
+    s.app.open_picker();
+    let shown = text_of(&draw(&mut s.app, 120, 40));
+    assert!(shown.contains("› line 1 of the log [pasted 30 lines]"), "{shown}");
+    assert!(!shown.contains("line 30 of the log"), "{shown}");
 }
 
 /// The gauge with everything to say (tokens, a background summary) at 60, 80 and 120

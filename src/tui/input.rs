@@ -140,17 +140,12 @@ impl InputBox {
     /// sent whole (Ctrl+O shows it in full).
     pub fn paste(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        let lines = text.lines().count();
-        if lines < COLLAPSE_LINES && text.chars().count() < COLLAPSE_CHARS {
+        let Some(size) = collapsed_size(&text) else {
             self.textarea.insert_str(text);
             return;
-        }
-        let number = self.pastes.len() + 1;
-        let label = if lines > 1 {
-            format!("[pasted {lines} lines #{number}]")
-        } else {
-            format!("[pasted {} chars #{number}]", text.chars().count())
         };
+        let number = self.pastes.len() + 1;
+        let label = format!("[pasted {size} #{number}]");
         self.textarea.insert_str(&label);
         self.pastes.push(Paste { label, text });
     }
@@ -327,6 +322,20 @@ impl InputBox {
 /// A paste of this many lines, or of this many characters, is shown collapsed.
 const COLLAPSE_LINES: usize = 10;
 const COLLAPSE_CHARS: usize = 2_000;
+
+/// What a text too large to show is said to be (`12 lines`, `4000 chars`), where it is
+/// that large: the one rule for the prompt's pastes and what shows them again.
+pub fn collapsed_size(text: &str) -> Option<String> {
+    let lines = text.lines().count();
+    if lines < COLLAPSE_LINES && text.chars().count() < COLLAPSE_CHARS {
+        return None;
+    }
+    Some(if lines > 1 {
+        format!("{lines} lines")
+    } else {
+        format!("{} chars", text.chars().count())
+    })
+}
 
 /// A large paste: the label the prompt shows for it, and its text.
 struct Paste {

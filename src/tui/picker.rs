@@ -206,19 +206,27 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
         lines.push(Line::raw(""));
     }
     match &session.tally {
-        // Each line of the request and the answer stays a line (a heading does not
-        // run into the paragraph under it).
+        // The request as the chat shows it (a large paste collapsed), the answer as
+        // the chat renders it (markdown, not its marks).
         Some(tally) => {
             let text = Style::default().fg(palette.text);
             let soft = Style::default().fg(palette.soft);
             let request = screen_safe(&tally.last_request).into_owned();
-            for (at, line) in request.lines().enumerate() {
-                let lead = if at == 0 { "› " } else { "  " };
-                lines.push(Line::styled(format!("{lead}{line}"), text));
+            match super::input::collapsed_size(&request) {
+                Some(size) => {
+                    let first = request.lines().next().unwrap_or_default();
+                    lines.push(Line::styled(format!("› {first} [pasted {size}]"), text));
+                }
+                None => {
+                    for (at, line) in request.lines().enumerate() {
+                        let lead = if at == 0 { "› " } else { "  " };
+                        lines.push(Line::styled(format!("{lead}{line}"), text));
+                    }
+                }
             }
             lines.push(Line::raw(""));
             let answer = screen_safe(&tally.last_answer).into_owned();
-            lines.extend(answer.lines().map(|line| Line::styled(line.to_string(), soft)));
+            lines.extend(super::markdown::render(&answer, usize::from(inner.width.max(1)), soft));
         }
         None => lines.push(Line::styled("no turn of this session ended yet", muted)),
     }
