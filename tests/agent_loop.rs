@@ -741,18 +741,11 @@ async fn a_denial_with_words_reaches_the_model() {
             text: "clean up".into(),
         })
         .unwrap();
-    let AgentEvent::PermissionRequest { request_id, .. } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    agent
-        .ops
-        .send(Op::Permission {
-            request_id,
-            answer: PermissionAnswer::DenyBecause("use cargo clean instead".into()),
-        })
-        .unwrap();
+    let request_id = common::answer_permission(
+        &mut agent,
+        PermissionAnswer::DenyBecause("use cargo clean instead".into()),
+    )
+    .await;
     let answered = until(&mut agent.events, |e| matches!(e, AgentEvent::Answered { .. })).await;
     assert_eq!(answered, AgentEvent::Answered { request_id });
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;

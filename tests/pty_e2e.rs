@@ -107,6 +107,26 @@ fn start(
     start_with(workspace, home, colours, &[], &[])
 }
 
+/// [`start`] talking to `api` (the in-process mock) instead of the demo, with `args`.
+fn start_on_mock(
+    api: &common::MockApi,
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+    args: &[&str],
+) -> (
+    Pty,
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn portable_pty::MasterPty + Send>,
+) {
+    start_with(
+        workspace,
+        home,
+        Colours::Silent,
+        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
+        args,
+    )
+}
+
 /// [`start`] with more environment (a model API to talk to instead of the demo).
 fn start_with(
     workspace: &std::path::Path,
@@ -502,13 +522,7 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
         common::text_reply("The second answer."),
         common::text_reply("The answer on the branch."),
     ]);
-    let (mut pty, mut child, _master) = start_with(
-        workspace.path(),
-        home.path(),
-        Colours::Silent,
-        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
-        &[],
-    );
+    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
     pty.wait_for("● ready", Duration::from_secs(20));
     pty.send(b"first question");
     pty.send(b"\r");
@@ -578,13 +592,7 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
         std::fs::write(sessions.join(format!("{id}.jsonl")), text).unwrap();
     }
     let api = common::MockApi::start_in_thread(vec![common::text_reply("Continuing the parser work.")]);
-    let (mut pty, mut child, _master) = start_with(
-        workspace.path(),
-        home.path(),
-        Colours::Silent,
-        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
-        &["--resume"],
-    );
+    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &["--resume"]);
     pty.wait_for("sessions · 2 of 2", Duration::from_secs(20));
     pty.send(b"parser");
     pty.wait_for("sessions · 1 of 2", Duration::from_secs(10));
@@ -676,13 +684,7 @@ fn after_clear_the_way_back_names_the_session_worked_in() {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let api = common::MockApi::start_in_thread(vec![common::text_reply("Hello back.")]);
-    let (mut pty, mut child, _master) = start_with(
-        workspace.path(),
-        home.path(),
-        Colours::Silent,
-        &[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &api.url)],
-        &[],
-    );
+    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
     pty.wait_for("ready", Duration::from_secs(20));
     pty.send(b"hello");
     pty.send(b"\r");

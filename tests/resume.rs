@@ -319,18 +319,7 @@ async fn resume_shows_calls_as_they_ended() {
             text: "clean up".into(),
         })
         .unwrap();
-    let AgentEvent::PermissionRequest { request_id, .. } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    agent
-        .ops
-        .send(Op::Permission {
-            request_id,
-            answer: PermissionAnswer::Deny,
-        })
-        .unwrap();
+    common::answer_permission(&mut agent, PermissionAnswer::Deny).await;
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
     let (_, _dir) = quit(agent).await;
     let restored = scratchpad::session::restore(&path).unwrap();

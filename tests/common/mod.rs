@@ -1602,6 +1602,18 @@ pub async fn until(
     .expect("event in time")
 }
 
+/// Wait for the agent's permission question and give it `answer`; the question's id.
+pub async fn answer_permission(agent: &mut Running, answer: scratchpad::protocol::PermissionAnswer) -> u64 {
+    use scratchpad::protocol::{AgentEvent, Op};
+    let AgentEvent::PermissionRequest { request_id, .. } =
+        until(&mut agent.events, |e| matches!(e, AgentEvent::PermissionRequest { .. })).await
+    else {
+        unreachable!("until returns only what it waited for")
+    };
+    agent.ops.send(Op::Permission { request_id, answer }).unwrap();
+    request_id
+}
+
 /// A scripted `bash` call.
 pub fn bash_call(id: &'static str, command: impl Into<String>) -> (&'static str, &'static str, Value) {
     (id, "bash", serde_json::json!({ "command": command.into() }))
