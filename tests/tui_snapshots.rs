@@ -1599,11 +1599,9 @@ impl scratchpad::compact::Summariser for Forgetful {
     }
 }
 
-/// The loss report of a real compaction (not one made by hand) reaches its marker.
-#[test]
-fn a_real_compactions_loss_report_is_on_its_marker() {
-    let mut s = screen();
-    let mut history = scratchpad::history::History::new()
+/// A request, a test run that failed, and the answer that names the file.
+fn failing_lexer_test() -> Vec<Message> {
+    scratchpad::history::History::new()
         .request("fix the parser")
         .round(
             scratchpad::history::Call::new(
@@ -1614,7 +1612,14 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
             .failed(),
         )
         .answer("The lexer test fails in src/lexer.rs.")
-        .build();
+        .build()
+}
+
+/// The loss report of a real compaction (not one made by hand) reaches its marker.
+#[test]
+fn a_real_compactions_loss_report_is_on_its_marker() {
+    let mut s = screen();
+    let mut history = failing_lexer_test();
     let archive = scratchpad::compact::MemoryArchive::new();
     // Without an index, the one-line summary keeps none of the path, the command and
     // the error; with it (the default) all three stay in context.
@@ -3474,18 +3479,7 @@ fn the_permissions_list_is_one_approval_a_line() {
 #[test]
 fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
     let mut s = screen();
-    let mut history = scratchpad::history::History::new()
-        .request("fix the parser")
-        .round(
-            scratchpad::history::Call::new(
-                "bash",
-                serde_json::json!({"command": "cargo test --lib lexer"}),
-                "test lexer::tokens ... FAILED at src/lexer.rs:42\n[exit code 101]",
-            )
-            .failed(),
-        )
-        .answer("The lexer test fails in src/lexer.rs.")
-        .build();
+    let mut history = failing_lexer_test();
     // A result cleared to a file this session never wrote: not trusted, left out.
     history.insert(
         3,
