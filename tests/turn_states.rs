@@ -268,3 +268,30 @@ async fn the_compact_tool_asks_before_its_summary_goes_in() {
         next_request_runs(&mut driven).await;
     }
 }
+
+/// A read-only view: a request is not sent (the prompt keeps it and says why), and an
+/// action the agent refuses (`/compact`) ends ready too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_view_stays_ready_whatever_is_asked() {
+    let api = MockApi::start(vec![text_reply("never sent")]).await;
+    let agent = common::start_agent_read_only(&api, agent_settings(AskPolicy::Ask), "a read-only view of a session");
+    let mut driven = Driven::new(agent);
+    driven
+        .until("the session", |app| app.state.session.read_only.is_some())
+        .await;
+    driven.send("hello");
+    assert_eq!(driven.app.state.turn.state(), TurnState::Idle, "nothing was sent");
+    assert_eq!(driven.app.input.text(), "hello", "the prompt keeps it");
+    driven.app.input.set_text("");
+    driven.send("/compact");
+    let refused = driven
+        .until_said(|event| matches!(event, AgentEvent::Error { .. }))
+        .await;
+    driven.until_ready(refused).await;
+    assert_eq!(driven.app.state.turn.state(), TurnState::Idle);
+    for press in [Press::Esc, Press::CtrlC] {
+        press.press(&mut driven);
+        assert_eq!(driven.app.state.turn.state(), TurnState::Idle, "{press:?}");
+    }
+    assert!(api.turn_requests().is_empty(), "no model call");
+}

@@ -1476,6 +1476,29 @@ pub fn start_with(
     start_in(tempfile::tempdir().unwrap(), provider, settings)
 }
 
+/// [`start_agent`] as a read-only view of a session (`reason` says which): nothing
+/// is sent, run or changed.
+pub fn start_agent_read_only(api: &MockApi, settings: scratchpad::agent::AgentSettings, reason: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = scratchpad::tools::ToolBox::new(
+        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
+        tools_config(),
+    );
+    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = scratchpad::agent::Agent::new(
+        anthropic_provider(api, "m"),
+        settings,
+        tools,
+        None,
+        Vec::new(),
+        events_tx,
+    )
+    .with_read_only(Some(reason.to_string()));
+    let task = tokio::spawn(agent.run(ops_rx));
+    Running { ops, events, task, dir }
+}
+
 /// [`start_agent`] in `dir`, a workspace the test prepared (files the agent reads at
 /// its start).
 pub fn start_agent_in(dir: tempfile::TempDir, api: &MockApi, settings: scratchpad::agent::AgentSettings) -> Running {
