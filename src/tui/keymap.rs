@@ -415,7 +415,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Space, Left / Right",
-                "fold or unfold a branch",
+                "fold or unfold a branch, or a request's stages",
                 &[
                     (V::Tree, char(' '), A::Fold),
                     (V::Tree, key(KeyCode::Left), A::Fold),

@@ -19,6 +19,11 @@ use crate::session::labels::{self, Labels};
 use crate::session::{Branch, Node};
 
 /// One line of the tree.
+/// What folds a request's stages, beside the branch ids in `folded`.
+fn request_key(branch: &str, position: usize) -> String {
+    format!("{branch}#{position}")
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Row {
     Branch { session: usize, depth: usize },
@@ -127,6 +132,8 @@ impl TreeView {
             .filter(|child| !seen.contains(child))
             .filter(|&child| branches[child].parent.as_ref().is_some_and(|p| p.session == branch.id))
             .collect();
+        // The stages under a folded request are left out, up to the next request.
+        let mut folded_request = false;
         for (at, node) in branch.nodes.iter().enumerate() {
             let (before, rest): (Vec<usize>, Vec<usize>) = children
                 .iter()
@@ -136,6 +143,11 @@ impl TreeView {
             // the parent's later nodes, back at their own depth, read as the parent's.
             for child in before {
                 self.push_branch(child, depth + 2, rows, seen);
+            }
+            if let Node::Request { position, .. } = node {
+                folded_request = self.folded.contains(&request_key(&branch.id, *position));
+            } else if folded_request {
+                continue;
             }
             rows.push(Row::Node {
                 session,
@@ -189,13 +201,23 @@ impl TreeView {
             Some(Action::Top) => self.selected = 0,
             Some(Action::Bottom) => self.selected = rows.len().saturating_sub(1),
             Some(Action::Fold) => {
-                if let Some(Row::Branch { session, .. }) = selected
-                    && let Some(branch) = self.branches().get(session)
-                {
-                    let id = branch.id.clone();
-                    if !self.folded.remove(&id) {
-                        self.folded.insert(id);
+                // A branch folds its nodes; a request, the stages that followed it.
+                let key = match selected {
+                    Some(Row::Branch { session, .. }) => self.branches().get(session).map(|branch| branch.id.clone()),
+                    Some(Row::Node { session, node, .. }) => {
+                        self.branches()
+                            .get(session)
+                            .and_then(|branch| match branch.nodes.get(node) {
+                                Some(Node::Request { position, .. }) => Some(request_key(&branch.id, *position)),
+                                _ => None,
+                            })
                     }
+                    None => None,
+                };
+                if let Some(key) = key
+                    && !self.folded.remove(&key)
+                {
+                    self.folded.insert(key);
                 }
             }
             Some(Action::Label) => {
@@ -331,11 +353,23 @@ impl TreeView {
                 )
             }
             Row::Node { session, node, depth } => match &branches[*session].nodes[*node] {
-                Node::Request { position, text } => (
-                    *depth,
-                    format!("{position:>3} › {}", crate::text::flatten_whitespace(text)),
-                    Style::default().fg(palette.text),
-                ),
+                Node::Request { position, text } => {
+                    let branch = &branches[*session];
+                    let stages = branch.nodes[*node + 1..]
+                        .iter()
+                        .take_while(|next| matches!(next, Node::Stage { .. }))
+                        .count();
+                    let folded = if stages > 0 && self.folded.contains(&request_key(&branch.id, *position)) {
+                        format!(" ▸ {}", crate::compact::counted(stages, "stage", "stages"))
+                    } else {
+                        String::new()
+                    };
+                    (
+                        *depth,
+                        format!("{position:>3} › {}{folded}", crate::text::flatten_whitespace(text)),
+                        Style::default().fg(palette.text),
+                    )
+                }
                 Node::Stage {
                     stage,
                     chars_before,
@@ -484,5 +518,36 @@ mod tests {
         assert_eq!(press(&mut tree, KeyCode::PageUp), rows - 11);
         assert_eq!(press(&mut tree, KeyCode::Home), 0);
         assert_eq!(press(&mut tree, KeyCode::PageDown), 10);
+    }
+
+    /// Space on a request folds the stages that followed it (a long session's tree
+    /// was every stage of every request), and unfolds them again.
+    #[test]
+    fn a_request_folds_its_stages() {
+        let stage = |id: &str| Node::Stage {
+            id: id.into(),
+            shown: 3,
+            stage: crate::compact::Stage::MicroCompact,
+            chars_before: 60_000,
+            chars_after: 50_000,
+            undone: false,
+        };
+        let branch = Branch {
+            id: "open".into(),
+            parent: None,
+            nodes: vec![request(1, "go"), stage("a"), stage("b"), request(5, "on"), stage("c")],
+            open_in: None,
+        };
+        let mut tree = TreeView::new("open".into(), false);
+        tree.loaded(Ok(vec![branch]), Labels::default());
+        assert_eq!(tree.rows().len(), 6, "the branch and its five nodes");
+        let press = |tree: &mut TreeView, code: KeyCode| {
+            tree.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+        };
+        press(&mut tree, KeyCode::Down);
+        press(&mut tree, KeyCode::Char(' '));
+        assert_eq!(tree.rows().len(), 4, "the first request's two stages folded");
+        press(&mut tree, KeyCode::Char(' '));
+        assert_eq!(tree.rows().len(), 6, "and back");
     }
 }
