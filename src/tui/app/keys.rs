@@ -66,8 +66,7 @@ impl App {
             self.cancel();
             return true;
         }
-        let mut question = question;
-        if !modal::deliberate(*question.shown_at_mut()) {
+        if !modal::deliberate(question.shown_at()) {
             return true;
         }
         let request_id = question.request_id();
@@ -136,9 +135,6 @@ impl App {
             return;
         }
         let open = std::mem::discriminant(&self.overlay);
-        if self.in_hand != Some(open) && self.in_hand.is_some() {
-            self.in_hand = None;
-        }
         let letter = matches!(key.code, KeyCode::Char(_))
             && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         if !letter {

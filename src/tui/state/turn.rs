@@ -62,6 +62,15 @@ impl Question {
 
     /// When it was first drawn: keys before that, or too soon after, were typed for
     /// something else and are ignored.
+    pub fn shown_at(&self) -> Option<Instant> {
+        match self {
+            Question::Permission(prompt) => prompt.shown_at,
+            Question::Summarise(prompt) => prompt.shown_at,
+            Question::Review(prompt) => prompt.shown_at,
+        }
+    }
+
+    /// [`Question::shown_at`], to set when it is first drawn.
     pub fn shown_at_mut(&mut self) -> &mut Option<Instant> {
         match self {
             Question::Permission(prompt) => &mut prompt.shown_at,
@@ -216,7 +225,7 @@ pub struct PermissionPrompt {
     pub subject: String,
     /// What "always" approves; `None` when the modal does not offer it.
     pub always: Option<String>,
-    /// See [`Question::shown_at_mut`].
+    /// See [`Question::shown_at`].
     pub shown_at: Option<Instant>,
 }
 
@@ -229,7 +238,7 @@ pub struct LossyPrompt {
     pub preview: Vec<StageEvent>,
     /// Who asked for the summary (the model's `compact` tool), or nobody (the limit).
     pub asked_by: Option<crate::protocol::CompactionRequester>,
-    /// See [`Question::shown_at_mut`].
+    /// See [`Question::shown_at`].
     pub shown_at: Option<Instant>,
 }
 
@@ -248,7 +257,7 @@ pub struct ReviewPrompt {
     pub if_not_applied: String,
     /// Whether a turn waits on it (Esc cancels the turn) or none runs.
     pub in_turn: bool,
-    /// See [`Question::shown_at_mut`].
+    /// See [`Question::shown_at`].
     pub shown_at: Option<Instant>,
 }
 
