@@ -154,7 +154,7 @@ impl Picker {
             lines.push(Line::from(vec![
                 Span::raw("  "),
                 Span::styled(
-                    one_line(&facts(session, self.current.as_deref()), width),
+                    whole_facts(&facts(session, self.current.as_deref()), width),
                     Style::default().fg(palette.muted),
                 ),
             ]));
@@ -163,9 +163,9 @@ impl Picker {
     }
 }
 
-/// The facts line of a session in the picker: the list's facts, and whether it is a
-/// branch and where it is open.
-fn facts(session: &SessionSummary, current: Option<&str>) -> String {
+/// The facts of a session in the picker: where it is open (first: it decides whether
+/// it can be resumed), whether it is a branch, and the list's facts.
+fn facts(session: &SessionSummary, current: Option<&str>) -> Vec<String> {
     let mut parts = session.facts();
     // Forks of one session read alike otherwise: each says first where it branched
     // (the preview names the session it branched from).
@@ -173,11 +173,33 @@ fn facts(session: &SessionSummary, current: Option<&str>) -> String {
         parts.insert(0, format!("⑂ {}", origin.at));
     }
     if current == Some(session.id.as_str()) {
-        parts.push("open here".into());
+        parts.insert(0, "open here".into());
     } else if session.open_in.is_some() {
-        parts.push("open elsewhere".into());
+        parts.insert(0, "open elsewhere".into());
     }
-    parts.join(" · ")
+    parts
+}
+
+/// As many whole facts as fit in `width` columns, in order: a fact is never cut to a
+/// stub (`op…`).
+fn whole_facts(parts: &[String], width: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let mut line = String::new();
+    for part in parts {
+        let part = crate::text::flatten_whitespace(&screen_safe(part));
+        let joined = if line.is_empty() {
+            part.clone()
+        } else {
+            format!("{line} · {part}")
+        };
+        if joined.width() <= width {
+            line = joined;
+        }
+    }
+    if line.is_empty() {
+        return one_line(parts.first().map_or("", String::as_str), width);
+    }
+    line
 }
 
 fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
@@ -236,4 +258,24 @@ fn render_preview(frame: &mut Frame<'_>, area: Rect, session: &SessionSummary) {
 /// `text` on one line in at most `width` columns, safe to draw.
 fn one_line(text: &str, width: usize) -> String {
     super::ellipsized(&crate::text::flatten_whitespace(&screen_safe(text)), width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_facts;
+
+    /// A fact is kept whole or left out, never cut to a stub (`op…`).
+    #[test]
+    fn facts_are_kept_whole_or_left_out() {
+        let parts: Vec<String> = ["open here", "2026-11-30 05:43", "2 turns", "36.0k chars"]
+            .iter()
+            .map(|part| part.to_string())
+            .collect();
+        assert_eq!(
+            whole_facts(&parts, 80),
+            "open here · 2026-11-30 05:43 · 2 turns · 36.0k chars"
+        );
+        assert_eq!(whole_facts(&parts, 40), "open here · 2026-11-30 05:43 · 2 turns");
+        assert_eq!(whole_facts(&parts, 12), "open here");
+    }
 }
