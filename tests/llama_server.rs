@@ -811,8 +811,10 @@ fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
-        stderr.contains("the server does not answer yet; waiting for it"),
-        "the wait is said: {stderr}"
+        stderr.contains(&format!(
+            "connection refused at 127.0.0.1:{port} (is the server running?); waiting for it to answer"
+        )),
+        "the wait is said, naming the server: {stderr}"
     );
     assert!(
         stderr.contains("the server answers now: its window is 2048 tokens"),
