@@ -1479,23 +1479,28 @@ pub fn start_with(
 /// [`start_agent`] as a read-only view of a session (`reason` says which): nothing
 /// is sent, run or changed.
 pub fn start_agent_read_only(api: &MockApi, settings: scratchpad::agent::AgentSettings, reason: &str) -> Running {
-    let dir = tempfile::tempdir().unwrap();
+    run_agent(tempfile::tempdir().unwrap(), |tools, events| {
+        scratchpad::agent::Agent::new(anthropic_provider(api, "m"), settings, tools, None, Vec::new(), events)
+            .with_read_only(Some(reason.to_string()))
+    })
+}
+
+/// The agent `build` makes of a tool box in `dir` and the sender of its events,
+/// running on this runtime.
+fn run_agent(
+    dir: tempfile::TempDir,
+    build: impl FnOnce(
+        scratchpad::tools::ToolBox,
+        tokio::sync::mpsc::UnboundedSender<scratchpad::protocol::AgentEvent>,
+    ) -> scratchpad::agent::Agent,
+) -> Running {
     let tools = scratchpad::tools::ToolBox::new(
         scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
         tools_config(),
     );
     let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent = scratchpad::agent::Agent::new(
-        anthropic_provider(api, "m"),
-        settings,
-        tools,
-        None,
-        Vec::new(),
-        events_tx,
-    )
-    .with_read_only(Some(reason.to_string()));
-    let task = tokio::spawn(agent.run(ops_rx));
+    let task = tokio::spawn(build(tools, events_tx).run(ops_rx));
     Running { ops, events, task, dir }
 }
 
@@ -1549,23 +1554,17 @@ pub fn start_agent_resumed(
     journal: scratchpad::session::Journal,
     restored: scratchpad::session::Restored,
 ) -> Running {
-    let tools = scratchpad::tools::ToolBox::new(
-        scratchpad::tools::workspace::Workspace::new(dir.path()).unwrap(),
-        tools_config(),
-    );
-    let (events_tx, events) = tokio::sync::mpsc::unbounded_channel();
-    let (ops, ops_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent = scratchpad::agent::Agent::new(
-        anthropic_provider(api, "m"),
-        settings,
-        tools,
-        Some(journal),
-        restored.messages,
-        events_tx,
-    )
-    .with_past(restored.past);
-    let task = tokio::spawn(agent.run(ops_rx));
-    Running { ops, events, task, dir }
+    run_agent(dir, |tools, events| {
+        scratchpad::agent::Agent::new(
+            anthropic_provider(api, "m"),
+            settings,
+            tools,
+            Some(journal),
+            restored.messages,
+            events,
+        )
+        .with_past(restored.past)
+    })
 }
 
 fn start_in_with_mcp(
