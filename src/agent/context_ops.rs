@@ -18,36 +18,19 @@ impl Agent {
         breakdown.thinking_tokens = self.ledger.thinking_tokens();
         breakdown.counted = self.counted_categories();
         if breakdown.counted.is_none() {
-            breakdown.weighed = self.weighed_categories(&breakdown);
+            breakdown.weighed = self.weighed_categories();
         }
         AgentEvent::Breakdown { breakdown }
     }
 
     /// Each category's tokens weighed by its own content, where a call measured the
     /// request's tokens per unit: the message categories by their text's units, the
-    /// fixed part by its units shared among its categories by their characters.
-    fn weighed_categories(
-        &self,
-        breakdown: &crate::context_map::ContextBreakdown,
-    ) -> Option<crate::protocol::CountedTokens> {
+    /// fixed part by its units, shared among its rows as a counted one is.
+    fn weighed_categories(&self) -> Option<crate::protocol::CountedTokens> {
         let rate = self.ledger.tokens_per_unit()?;
         let weigh = |units: usize| (units as f64 * rate).round() as u64;
         let fixed = weigh(self.fixed_units);
-        let fixed_chars: usize = breakdown
-            .totals
-            .iter()
-            .filter(|(category, _)| category.is_fixed())
-            .map(|(_, chars)| chars)
-            .sum();
-        let mut categories: Vec<(crate::context_map::Category, u64)> = breakdown
-            .totals
-            .iter()
-            .filter(|(category, _)| category.is_fixed())
-            .map(|(category, chars)| {
-                let share = fixed as f64 * *chars as f64 / fixed_chars.max(1) as f64;
-                (*category, share.round() as u64)
-            })
-            .collect();
+        let mut categories = self.fixed_rows(fixed);
         for (category, text) in
             crate::context_map::category_texts(self.conversation.messages(), &self.settings.compaction)
         {

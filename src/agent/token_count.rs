@@ -177,9 +177,9 @@ impl Agent {
     }
 
     /// The fixed part's rows: the instruction files and MCP servers each their share
-    /// of the counted fixed part by characters (they are parts of one system prompt
-    /// and tool list), scratchpad's own prompt and tools the rest.
-    fn fixed_rows(&self, fixed: u64) -> Vec<(Category, u64)> {
+    /// of the fixed part's tokens (counted or weighed) by characters (they are parts
+    /// of one system prompt and tool list), scratchpad's own prompt and tools the rest.
+    pub(super) fn fixed_rows(&self, fixed: u64) -> Vec<(Category, u64)> {
         let chars = self.ledger.fixed().max(1) as f64;
         let share = |part: usize| (fixed as f64 * part as f64 / chars).round() as u64;
         let instructions = share(
