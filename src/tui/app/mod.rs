@@ -304,12 +304,13 @@ impl App {
             let text = self.input.text().trim_end().to_string();
             self.input.set_text(&text);
         }
-        let in_turn = self.state.turn.in_turn() || self.state.is_busy();
+        // A turn that started is busy until it is done: one test says both.
+        let busy = self.state.is_busy();
         self.stop_denying();
         self.review_editor = None;
         if self.state.turn.cancel() {
             self.send(Op::Cancel);
-            if in_turn {
+            if busy {
                 self.tell("cancelling the turn · Ctrl+C on an empty prompt, twice, quits");
             }
         }
