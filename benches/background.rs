@@ -58,7 +58,7 @@ async fn session(background_at_percent: usize) -> (Duration, usize, usize, Durat
 }
 
 fn main() {
-    let runtime = scratchpad::json::runtime().expect("runtime");
+    let runtime = scratchpad::launch::runtime().expect("runtime");
     // `cargo bench` passes `--bench`; a plain `cargo test --benches` passes nothing and
     // must not spend two minutes here.
     if !std::env::args().any(|arg| arg == "--bench") {

@@ -1,16 +1,14 @@
 //! From command line, config file and environment to a ready agent: the settings in
 //! their loading order, the provider, the workspace and the session journal.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::accounting::LimitChoice;
-use crate::agent::{Agent, AgentSettings, AskPolicy, SYSTEM_PROMPT};
+use crate::agent::SYSTEM_PROMPT;
 use crate::cli::RunArgs;
 use crate::config::{Config, ConfigError, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, ProviderKind};
-use crate::message::Message;
-use crate::protocol::AgentEvent;
 use crate::provider::Provider;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, DEFAULT_BASE_URL};
 use crate::provider::demo::DemoProvider;
@@ -18,6 +16,7 @@ use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::session::{self, Journal};
 use crate::tools::ToolBox;
 use crate::tools::workspace::Workspace;
+pub use scratchpad_agent::start::Launch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
@@ -133,23 +132,6 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
     })
 }
 
-pub struct Launch {
-    pub config: Config,
-    pub provider: Arc<dyn Provider>,
-    pub workspace: Workspace,
-    /// `None` for a read-only view: nothing is journaled.
-    pub journal: Option<Journal>,
-    /// A read-only view's line for the user: which session, and why read-only.
-    pub read_only: Option<String>,
-    pub history: Vec<Message>,
-    /// What happened in the earlier runs of a resumed session, in order.
-    pub past: Vec<crate::protocol::Past>,
-    /// What restoring the session had to skip or mend, shown once it starts.
-    pub notices: Vec<String>,
-    /// Open the session picker first (`--resume` without an id, in the app).
-    pub pick_session: bool,
-}
-
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
     let mut config = resolve_config(args, env)?;
     let provider = build_provider(&config, env)?;
@@ -249,66 +231,11 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
     })
 }
 
-impl Launch {
-    pub fn into_agent(self, ask: AskPolicy, events: tokio::sync::mpsc::UnboundedSender<AgentEvent>) -> Agent {
-        let settings = AgentSettings {
-            compaction: self.config.compaction.clone(),
-            system_prompt: SYSTEM_PROMPT.to_string(),
-            instructions: self.config.instructions.clone(),
-            max_tokens: self.config.provider.max_tokens,
-            max_steps: 200,
-            ask,
-            configured_window_tokens: self.config.provider.context_window_tokens,
-            limit_choice: self.config.limit_choice,
-            data_dir: crate::config::data_dir(),
-        };
-        let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
-        let mut notices = self.notices;
-        if self.config.provider.thinking != crate::provider::Thinking::Off && self.provider.kind() != "anthropic" {
-            notices.push(format!(
-                "provider.thinking is set, but the {} provider has no thinking setting: its calls are sent without one",
-                self.provider.kind()
-            ));
-        }
-        // A read-only view runs nothing, so it starts no server.
-        if self.read_only.is_none() {
-            let root = tools.workspace().root().to_path_buf();
-            // Validated with the config: a bad pattern cannot get here.
-            let hidden = self
-                .config
-                .tools
-                .hidden_env_matcher()
-                .unwrap_or_else(|_| crate::tools::HiddenEnv::ours_only());
-            let hub = crate::mcp::McpHub::start(&self.config.mcp_servers, &root, crate::tools::user_variable, hidden);
-            notices.extend(project_servers(&hub, &root));
-            tools = tools.with_mcp(hub);
-        }
-        let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
-        agent
-            .with_notices(notices)
-            .with_past(self.past)
-            .with_read_only(self.read_only)
-    }
-}
-
-/// A trusted `.mcp.json`'s servers joined to `hub`; the lines to say of the file (left
-/// out servers, a name `config.toml` has already, or that it waits to be trusted).
-fn project_servers(hub: &crate::mcp::McpHub, workspace: &Path) -> Vec<String> {
-    use crate::mcp::project;
-    let project = match project::read(workspace) {
-        Ok(Some(project)) => project,
-        Ok(None) => return Vec::new(),
-        Err(line) => return vec![line],
-    };
-    let mut lines = project.problems.clone();
-    if project.servers.is_empty() {
-        return lines;
-    }
-    let trusted = crate::config::data_dir().is_some_and(|data| project::is_trusted(&data, workspace, &project.sha256));
-    if trusted {
-        lines.extend(project.start_in(hub, workspace));
-    } else {
-        lines.push(project::untrusted_line(&project));
-    }
-    lines
+/// The async runtime, its threads with stacks of [`scratchpad_core::json::WORKER_STACK_BYTES`]: every thread
+/// that holds histories may clone or drop a deeply nested value.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(scratchpad_core::json::WORKER_STACK_BYTES)
+        .build()
 }

@@ -86,7 +86,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let summariser: &mut dyn Summariser = if args.summary_stub {
                 &mut stub
             } else {
-                runtime = scratchpad::json::runtime()?;
+                runtime = launch::runtime()?;
                 let provider = launch::build_provider(&config, &env)?;
                 let max_tokens = u32::try_from(scratchpad::accounting::SUMMARY_MAX_TOKENS).unwrap_or(u32::MAX);
                 // As the agent asks: the server's own compaction first where
@@ -168,7 +168,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             }
             let mut launched = launch::launch(&run, &env)?;
             launched.pick_session = pick_session;
-            let runtime = scratchpad::json::runtime()?;
+            let runtime = launch::runtime()?;
             let code = match cli.print {
                 Some(request) => {
                     let jsonl = cli.events.is_some();

@@ -446,7 +446,7 @@ fn races_with_a_running_background_summary_never_swap_a_stale_one() {
         acts in proptest::collection::vec(act(), 10..30),
         summary_ms in proptest::collection::vec(0u64..400, 40),
     )| {
-        let runtime = scratchpad::json::runtime().unwrap();
+        let runtime = scratchpad::launch::runtime().unwrap();
         let swaps = runtime.block_on(race(acts, summary_ms));
         prop_assert!(swaps > 0, "the closing turns crossed the limit and swapped");
     });

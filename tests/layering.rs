@@ -1,7 +1,11 @@
-//! The layering the README states, checked on the source: which module may name which.
+//! What the crate graph cannot say about the layering, checked on the source. The
+//! crates are the layers (core, session, protocol, agent, tui, the binary) and the
+//! compiler keeps them: a crate names only the crates below it. Two things remain for
+//! this test: what a crate may depend on from outside (the core stays free of an async
+//! runtime, a UI and the network), and which module inside a crate may name which.
 //! Every path a file names is found, in `use` trees (grouped ones expanded, so
 //! `use crate::{message, tools::X}` names `tools`) and written out in the code, and
-//! its first segment after `crate::` (or `scratchpad::`) is held against the rule of
+//! its first segment after `crate::` (or a crate of ours) is held against the rule of
 //! the module the file is in.
 
 use std::collections::BTreeSet;
@@ -13,57 +17,143 @@ enum Rule {
     Only(&'static [&'static str]),
 }
 
-/// (the files, relative to `src/`: a folder or a file; the rule; why).
+/// (the files, relative to the workspace: a folder or a file; the rule; why).
 const RULES: &[(&str, Rule, &str)] = &[
     (
-        "compact",
-        Rule::Never(&[
-            "tools", "provider", "agent", "tui", "session", "mcp", "commands", "headless", "launch", "protocol",
-            "config",
-        ]),
-        "the compaction core is synchronous, UI-free and reasoned about alone; its I/O is behind the Archive trait",
-    ),
-    (
-        "protocol",
+        "crates/protocol/src",
         Rule::Only(&["message", "compact", "session::record"]),
         "the channels between the UI and the agent name only the message model, the stage events and the journal's format",
     ),
     (
-        "session/record.rs",
+        "crates/session/src/record.rs",
         Rule::Only(&["message", "compact"]),
         "the journal's format depends on nothing the screen or the agent decides",
     ),
     (
-        "message",
-        Rule::Never(&[
-            "tools", "provider", "agent", "tui", "session", "mcp", "protocol", "commands",
-        ]),
-        "the message model is a leaf every layer uses",
-    ),
-    (
-        "mcp",
-        Rule::Never(&["tools", "agent", "tui", "commands", "headless"]),
+        "crates/agent/src/mcp",
+        Rule::Never(&["tools", "agent"]),
         "tools offer MCP servers' tools; MCP never reaches back into the tools",
     ),
     (
-        "agent",
-        Rule::Never(&["tui", "commands", "headless", "launch"]),
-        "the agent talks to a UI only through the protocol, and runs no CLI command",
-    ),
-    (
-        "config.rs",
-        Rule::Never(&["tui", "agent", "commands"]),
+        "crates/agent/src/config.rs",
+        Rule::Never(&["agent"]),
         "the configuration's types are its own",
     ),
     (
-        "process",
+        "crates/agent/src/process",
         Rule::Only(&["setting"]),
         "the processes' registry and environment name only the leaf that says a setting is invalid",
     ),
-    ("setting.rs", Rule::Only(&[]), "an invalid setting is a leaf"),
-    ("text.rs", Rule::Only(&[]), "plain-text helpers are a leaf"),
-    ("tool_output.rs", Rule::Only(&[]), "what a tool gives back is a leaf"),
+    (
+        "crates/core/src/setting.rs",
+        Rule::Only(&[]),
+        "an invalid setting is a leaf",
+    ),
+    (
+        "crates/core/src/text.rs",
+        Rule::Only(&[]),
+        "plain-text helpers are a leaf",
+    ),
+    (
+        "crates/core/src/places.rs",
+        Rule::Only(&[]),
+        "where scratchpad keeps its files is a leaf",
+    ),
+    (
+        "crates/agent/src/tool_output.rs",
+        Rule::Only(&[]),
+        "what a tool gives back is a leaf",
+    ),
 ];
+
+/// Our crates by the name a path gives them, and the module name each stands for
+/// in a crate above it (`scratchpad_session::record` is `session::record`).
+const OUR_CRATES: &[(&str, &str)] = &[
+    ("crate::", ""),
+    ("scratchpad::", ""),
+    ("scratchpad_core::", ""),
+    ("scratchpad_session::", "session::"),
+    ("scratchpad_protocol::", "protocol::"),
+    ("scratchpad_agent::", ""),
+    ("scratchpad_tui::", "tui::"),
+];
+
+/// Each crate and the crates from outside it must not depend on, with why.
+const FORBIDDEN_DEPENDENCIES: &[(&str, &[&str], &str)] = &[
+    (
+        "crates/core",
+        &["tokio", "ratatui", "crossterm", "reqwest", "rmcp", "futures"],
+        "the core is synchronous and free of any UI or network: the pipeline is reasoned about alone",
+    ),
+    (
+        "crates/session",
+        &["tokio", "ratatui", "crossterm", "reqwest", "rmcp", "futures"],
+        "the journal is a file format and its one writer, with no runtime or UI",
+    ),
+    (
+        "crates/protocol",
+        &["tokio", "ratatui", "crossterm", "reqwest", "rmcp", "futures"],
+        "the channels carry plain data; what runs them is the agent's and the UI's",
+    ),
+    (
+        "crates/agent",
+        &["ratatui", "crossterm"],
+        "the agent talks to a UI only through the protocol",
+    ),
+];
+
+/// The layers in order: each crate may depend only on crates before it.
+const LAYERS: &[(&str, &str)] = &[
+    ("scratchpad-core", "crates/core"),
+    ("scratchpad-session", "crates/session"),
+    ("scratchpad-protocol", "crates/protocol"),
+    ("scratchpad-agent", "crates/agent"),
+    ("scratchpad-tui", "crates/tui"),
+    ("scratchpad", "."),
+];
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The names under a manifest's `[dependencies]` (not its dev-dependencies).
+fn dependencies(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+        } else if in_dependencies && let Some((name, _)) = line.split_once('=') {
+            names.push(name.trim().to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn each_crate_depends_only_on_the_layers_below_it_and_what_its_layer_may_use() {
+    let mut breaches = Vec::new();
+    for (at, (name, dir)) in LAYERS.iter().enumerate() {
+        let manifest = std::fs::read_to_string(workspace().join(dir).join("Cargo.toml")).unwrap();
+        let used = dependencies(&manifest);
+        assert!(!used.is_empty(), "{dir}/Cargo.toml lists no dependencies");
+        for dependency in &used {
+            if let Some(position) = LAYERS.iter().position(|(layer, _)| layer == dependency)
+                && position >= at
+            {
+                breaches.push(format!("{name} depends on {dependency}, a layer above it or itself"));
+            }
+        }
+        for (crate_dir, forbidden, why) in FORBIDDEN_DEPENDENCIES {
+            if crate_dir == dir {
+                for dependency in used.iter().filter(|used| forbidden.contains(&used.as_str())) {
+                    breaches.push(format!("{name} depends on {dependency}: {why}"));
+                }
+            }
+        }
+    }
+    assert!(breaches.is_empty(), "layering broken:\n{}", breaches.join("\n"));
+}
 
 fn rust_files(place: &Path) -> Vec<PathBuf> {
     if place.is_file() {
@@ -150,7 +240,7 @@ fn expand(tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// The paths of ours a file names: `crate::…` and `scratchpad::…`, in `use` trees
+/// The paths of ours a file names: `crate::…` and our crates' (`scratchpad_session::…`), in `use` trees
 /// and in the code, from their first segment on.
 fn named_paths(code: &str) -> BTreeSet<String> {
     let mut paths = BTreeSet::new();
@@ -166,7 +256,7 @@ fn named_paths(code: &str) -> BTreeSet<String> {
         }
         rest = &after[end..];
     }
-    for root in ["crate::", "scratchpad::"] {
+    for (root, _) in OUR_CRATES {
         for (at, _) in code.match_indices(root) {
             let path: String = code[at..]
                 .chars()
@@ -179,17 +269,19 @@ fn named_paths(code: &str) -> BTreeSet<String> {
         .into_iter()
         .filter_map(|path| {
             let path = path.strip_prefix("pub").map_or(path.as_str(), str::trim_start);
-            path.strip_prefix("crate::")
-                .or_else(|| path.strip_prefix("scratchpad::"))
-                .filter(|rest| !rest.is_empty())
-                .map(str::to_string)
+            OUR_CRATES.iter().find_map(|(root, module)| {
+                path.strip_prefix(root)
+                    .filter(|rest| !rest.is_empty())
+                    .map(|rest| format!("{module}{rest}"))
+            })
         })
         .collect()
 }
 
 fn allowed(rule: &Rule, named: &str, own: &str) -> bool {
     let top = named.split("::").next().unwrap_or_default();
-    if top == own.trim_end_matches(".rs").split('/').next().unwrap_or_default() {
+    let module = own.split_once("/src/").map_or("", |(_, module)| module);
+    if top == module.trim_end_matches(".rs").split('/').next().unwrap_or_default() {
         return true;
     }
     match rule {
@@ -202,10 +294,10 @@ fn allowed(rule: &Rule, named: &str, own: &str) -> bool {
 
 #[test]
 fn every_module_names_only_what_its_layer_may() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = workspace();
     let mut breaches = Vec::new();
     for (place, rule, why) in RULES {
-        let files = rust_files(&src.join(place));
+        let files = rust_files(&root.join(place));
         assert!(!files.is_empty(), "{place} has no files");
         for file in files {
             let code = code_of(&std::fs::read_to_string(&file).unwrap());
@@ -213,7 +305,7 @@ fn every_module_names_only_what_its_layer_may() {
                 if !allowed(rule, &named, place) {
                     breaches.push(format!(
                         "{} names crate::{named}: {why}",
-                        file.strip_prefix(&src).unwrap().display()
+                        file.strip_prefix(root).unwrap().display()
                     ));
                 }
             }
@@ -236,16 +328,22 @@ fn grouped_uses_and_paths_in_code_are_found() {
     let tops: BTreeSet<&str> = named.iter().filter_map(|path| path.split("::").next()).collect();
     assert_eq!(tops, BTreeSet::from(["message", "provider", "tools"]), "{named:?}");
     let rule = Rule::Never(&["tools"]);
-    assert!(!allowed(&rule, "tools::bash", "compact"));
-    assert!(allowed(&rule, "message::Message", "compact"));
+    assert!(!allowed(&rule, "tools::bash", "crates/agent/src/mcp"));
+    assert!(allowed(&rule, "message::Message", "crates/agent/src/mcp"));
+    assert!(allowed(&rule, "mcp::server", "crates/agent/src/mcp"));
     assert!(allowed(
         &Rule::Only(&["session::record"]),
         "session::record::Past",
-        "protocol"
+        "crates/protocol/src"
     ));
     assert!(!allowed(
         &Rule::Only(&["session::record"]),
         "session::Journal",
-        "protocol"
+        "crates/protocol/src"
     ));
+    let ours = named_paths("use scratchpad_session::record::Past; fn f() { scratchpad_core::text::cut(); }");
+    assert_eq!(
+        ours,
+        BTreeSet::from(["session::record::Past".to_string(), "text::cut".to_string()])
+    );
 }

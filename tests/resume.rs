@@ -143,7 +143,7 @@ fn the_replayed_history_is_the_live_one() {
         ..ProptestConfig::default()
     };
     proptest!(config, |(acts in proptest::collection::vec(act(), 1..14))| {
-        let runtime = scratchpad::json::runtime().unwrap();
+        let runtime = scratchpad::launch::runtime().unwrap();
         runtime.block_on(session(acts));
     });
 }
@@ -152,7 +152,7 @@ fn the_replayed_history_is_the_live_one() {
 /// and a third start with `--continue` still holds every message of both runs.
 #[test]
 fn two_identical_runs_resume_whole() {
-    let runtime = scratchpad::json::runtime().unwrap();
+    let runtime = scratchpad::launch::runtime().unwrap();
     runtime.block_on(session(vec![Act::Turn, Act::Resume, Act::Turn, Act::Resume]));
 }
 
