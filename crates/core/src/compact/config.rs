@@ -1,0 +1,221 @@
+//! Every threshold of the pipeline, in characters of the serialised history, with the
+//! summariser to ask and the checks a configured value must pass.
+
+use super::*;
+
+/// Every threshold of the pipeline, in characters of the serialised history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactConfig {
+    /// Stage 1 fires while the newest tool batch holds more than this.
+    pub tool_result_budget_chars: usize,
+    /// Stage 1 persists only results larger than this.
+    pub persist_result_over_chars: usize,
+    /// Preview kept in a `<persisted-output>` block by stage 1.
+    pub persisted_preview_chars: usize,
+    /// Stage 2 fires above this many messages.
+    pub snip_max_messages: usize,
+    /// Messages kept from the start of the history by stage 2.
+    pub snip_keep_head: usize,
+    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it.
+    pub context_char_limit: usize,
+    /// Stage 3 clears old results until the estimate is at or under this share of the limit.
+    pub micro_target_percent: usize,
+    /// Newest seen tool results stage 3 leaves whole.
+    pub micro_keep_recent: usize,
+    /// Stage 3 leaves results of at most this many characters alone.
+    pub micro_min_chars: usize,
+    /// Preview kept by fit_tool_results.
+    pub fit_preview_chars: usize,
+    /// Newest messages reactive compaction keeps verbatim.
+    pub reactive_keep_messages: usize,
+    /// Longest history text handed to the summariser, room given by value.
+    pub summary_input_chars: usize,
+    /// Most of the limit, in percent, the index of a `[Compacted]` message may take (0: no index).
+    pub index_percent: usize,
+    /// Summaries in a row that did not hold (the history still over the limit after
+    /// one, or the context filled again within the turn) before scratchpad stops
+    /// compacting on its own and says why (0: never stops).
+    pub loop_guard: usize,
+    /// A summary asked for (`/compact`, the `compact` tool) that could free at most
+    /// this many characters is skipped and said, instead of run.
+    pub summary_floor_chars: usize,
+    /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
+    pub estimate: EstimateMode,
+    /// Ask before an automatic summary (stage 4), showing what it would summarise.
+    pub confirm_lossy: bool,
+    /// Who writes a summary: the model, the server's own compaction, or no one (the
+    /// extractive summary).
+    pub summariser: SummariserChoice,
+    /// Summarise the older part of the history in the background once the estimate
+    /// passes this share of the limit, ready to swap in at the limit (0: never).
+    pub background_at_percent: usize,
+    /// When a turn ends past `background_at_percent` and its summary is ready, swap it
+    /// in then (the user is idle) rather than at the limit.
+    pub compact_when_idle: bool,
+    /// Tool results the user pinned in `/context`: stage 3 leaves them whole. Session
+    /// state (journaled), not a setting.
+    #[serde(skip)]
+    pub pinned: std::collections::BTreeSet<String>,
+    /// How receipts name a call's input, handed in by whoever owns the tools.
+    #[serde(skip)]
+    pub describe_input: receipt::InputDescriber,
+    /// The project instruction files the system prompt carries, by path (session
+    /// state, not a setting): the summariser is told they stay, and every summarising
+    /// stage's receipt lists them as kept verbatim.
+    #[serde(skip)]
+    pub verbatim_instructions: Vec<String>,
+}
+
+impl Default for CompactConfig {
+    fn default() -> Self {
+        CompactConfig {
+            tool_result_budget_chars: 200_000,
+            persist_result_over_chars: 30_000,
+            persisted_preview_chars: 2_000,
+            snip_max_messages: 50,
+            snip_keep_head: 3,
+            context_char_limit: 50_000,
+            micro_target_percent: 80,
+            micro_keep_recent: 3,
+            micro_min_chars: 120,
+            fit_preview_chars: 1_000,
+            reactive_keep_messages: 5,
+            summary_input_chars: 80_000,
+            index_percent: DEFAULT_INDEX_PERCENT,
+            loop_guard: 3,
+            summary_floor_chars: 500,
+            estimate: EstimateMode::Seed,
+            confirm_lossy: false,
+            summariser: SummariserChoice::Model,
+            background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
+            compact_when_idle: false,
+            pinned: std::collections::BTreeSet::new(),
+            describe_input: receipt::InputDescriber::default(),
+            verbatim_instructions: Vec::new(),
+        }
+    }
+}
+
+/// `compaction.summariser`: who writes the summaries of stage 4, reactive compaction,
+/// `/compact` and the `compact` tool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummariserChoice {
+    /// The model, asked with the summary instructions.
+    #[default]
+    Model,
+    /// The server compacts the history itself (Anthropic's compaction on demand); its
+    /// block goes first in the history. Where it cannot, the model.
+    Server,
+    /// No model: the requests, files and commands, extracted (what `--summary-stub`
+    /// uses).
+    Extractive,
+}
+
+/// Where a background summary starts by default: a turn of an agent session adds a
+/// tenth to a fifth of the limit (a few tool rounds), so at 70% two or three turns are
+/// left for a summary call that takes seconds to minutes, while little of what it
+/// covers is still likely to change (the newest messages stay out of it).
+pub const DEFAULT_BACKGROUND_AT_PERCENT: usize = 70;
+
+/// The index's share of the limit by default: at 50,000 chars, 5,000, about sixty
+/// entries, while the summary and the kept messages keep nine tenths.
+pub const DEFAULT_INDEX_PERCENT: usize = 10;
+
+/// The smallest limit the pipeline accepts: the compacted message's own frame and a
+/// transcript path must fit under it.
+pub const MIN_CONTEXT_CHAR_LIMIT: usize = 2_000;
+
+impl CompactConfig {
+    /// Check the relations between fields; the message names the offending key.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        if self.context_char_limit < MIN_CONTEXT_CHAR_LIMIT {
+            return Err(InvalidSetting::new(
+                "context_char_limit",
+                format!(
+                    "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
+                    self.context_char_limit
+                ),
+            ));
+        }
+        if self.background_at_percent > 100 {
+            return Err(InvalidSetting::new(
+                "background_at_percent",
+                format!(
+                    "background_at_percent must be between 0 (off) and 100, got {}",
+                    self.background_at_percent
+                ),
+            ));
+        }
+        if !(1..=100).contains(&self.micro_target_percent) {
+            return Err(InvalidSetting::new(
+                "micro_target_percent",
+                format!(
+                    "micro_target_percent must be between 1 and 100, got {}",
+                    self.micro_target_percent
+                ),
+            ));
+        }
+        if self.index_percent > 50 {
+            return Err(InvalidSetting::new(
+                "index_percent",
+                format!(
+                    "index_percent must be between 0 (no index) and 50, got {}",
+                    self.index_percent
+                ),
+            ));
+        }
+        if self.snip_max_messages < self.snip_keep_head.saturating_add(2) {
+            return Err(InvalidSetting::new(
+                "snip_max_messages",
+                format!(
+                    "snip_max_messages ({}) must exceed snip_keep_head ({}) by at least 2",
+                    self.snip_max_messages, self.snip_keep_head
+                ),
+            ));
+        }
+        if self.snip_keep_head == 0 {
+            return Err(InvalidSetting::new(
+                "snip_keep_head",
+                "snip_keep_head must be at least 1 (the first user message)",
+            ));
+        }
+        if self.persisted_preview_chars >= self.persist_result_over_chars {
+            return Err(InvalidSetting::new(
+                "persisted_preview_chars",
+                format!(
+                    "persisted_preview_chars ({}) must be smaller than persist_result_over_chars ({})",
+                    self.persisted_preview_chars, self.persist_result_over_chars
+                ),
+            ));
+        }
+        if self.summary_input_chars < 1_000 {
+            return Err(InvalidSetting::new(
+                "summary_input_chars",
+                format!(
+                    "summary_input_chars must be at least 1000, got {}",
+                    self.summary_input_chars
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Most characters the index of a `[Compacted]` message may take.
+    pub fn index_room(&self) -> usize {
+        self.context_char_limit / 100 * self.index_percent + self.context_char_limit % 100 * self.index_percent / 100
+    }
+
+    pub fn micro_target_chars(&self) -> usize {
+        // Exact for every limit: no product that could overflow.
+        self.context_char_limit / 100 * self.micro_target_percent
+            + self.context_char_limit % 100 * self.micro_target_percent / 100
+    }
+
+    /// Messages stage 2 keeps from the end: the rest of the budget after the head
+    /// and the archive marker.
+    pub fn snip_keep_tail(&self) -> usize {
+        self.snip_max_messages - self.snip_keep_head - 1
+    }
+}
