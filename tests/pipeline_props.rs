@@ -450,7 +450,7 @@ fn check_receipts(input: Vec<Message>, config: &CompactConfig) -> Result<(), Tes
         |m, s, c| snip_compact(m, s, c),
         |m, s, c| micro_compact(m, s, c),
         |m, s, c| fit_tool_results(m, s, c),
-        |m, s, c| compact_history(m, s, "the active request", c, &mut ExtractiveSummariser),
+        |m, s, c| compact_history(m, s, "the active request", c, &mut ExtractiveSummariser, None),
     ];
     for run in stages {
         let before = messages.clone();

@@ -308,7 +308,7 @@ impl Agent {
             .summarise_gated(Route::Limit, ops, move |messages, sizes, config, store, summariser| {
                 let ctx = crate::compact::Context { config, store };
                 let mut events = crate::compact::timed(|| {
-                    compact_history_swapping(messages, sizes, &summarised, &ctx, summariser, ready.as_ref())
+                    compact_history(messages, sizes, &summarised, &ctx, summariser, ready.as_ref())
                 });
                 for event in &mut events {
                     if let Some(swapped) = &mut event.swapped {

@@ -28,7 +28,7 @@ use tool_calls::{ToolCall, checked_calls};
 
 use crate::accounting::units::text_units;
 use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
-use crate::compact::compact_history::compact_history_swapping;
+use crate::compact::compact_history::compact_history;
 use crate::compact::pairing::check_pairing;
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, prepare_recoverable, reactive_compact};
 use crate::instructions::Instructions;

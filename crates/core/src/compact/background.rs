@@ -297,7 +297,7 @@ mod tests {
             store: &store,
         };
         let mut sizes = Sizes::of(history, config.estimate);
-        let event = crate::compact::compact_history::compact_history_swapping(
+        let event = crate::compact::compact_history::compact_history(
             history,
             &mut sizes,
             "task",
@@ -357,7 +357,7 @@ mod tests {
             store: &store,
         };
         let mut sizes = Sizes::of(&history, config.estimate);
-        let event = crate::compact::compact_history::compact_history_swapping(
+        let event = crate::compact::compact_history::compact_history(
             &mut history,
             &mut sizes,
             "task",

@@ -16,6 +16,11 @@ use super::{
 };
 use crate::message::{ContentBlock, Message, Role};
 use crate::text::prefix_chars;
+mod by_user;
+mod swap;
+pub use by_user::{Asked, EditError, KeepFromError, edit_summary, force_compact, summarise_up_to};
+pub use swap::swap_now;
+use swap::{set_aside, try_swap};
 
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
 Write a factual summary with these sections: Goal; Decisions made; Files read, created or changed (with paths); \
@@ -47,23 +52,12 @@ fn previous_summary_chars(messages: &[Message]) -> Option<usize> {
 const RECORD_STAGE: &str = "record";
 
 /// Stage 4 of `prepare`: only above the limit, and the result is guaranteed at or
-/// under it.
-pub fn compact_history(
-    messages: &mut Vec<Message>,
-    sizes: &mut Sizes,
-    active_request: &str,
-    ctx: &Context<'_>,
-    summariser: &mut dyn Summariser,
-) -> Option<StageEvent> {
-    compact_history_swapping(messages, sizes, active_request, ctx, summariser, None)
-}
-
-/// [`compact_history`], with a summary prepared in the background to swap in: used
+/// under it. With a summary prepared in the background (`ready`), it is swapped in
 /// when the messages it summarised are still the start of the history and the
 /// `[Compacted]` message with it whole, followed by the messages after them verbatim,
 /// fits the limit. Otherwise it is set aside (the receipt says why) and the history
 /// is summarised as usual.
-pub fn compact_history_swapping(
+pub fn compact_history(
     messages: &mut Vec<Message>,
     sizes: &mut Sizes,
     active_request: &str,
@@ -104,292 +98,6 @@ pub fn compact_history_swapping(
     );
     event.background_discarded = discarded.map(set_aside);
     Some(event)
-}
-
-/// What a receipt says of a background summary that was not used, and why.
-fn set_aside(why: String) -> String {
-    format!("the summary prepared in the background was not used: {why}")
-}
-
-/// Stage 4 with the summary `ready` made, whatever the estimate (the user is idle and
-/// the summary is ready: the prompt cache is rewritten once, now), when it stands for
-/// the start of the history and fits; otherwise why not, and nothing changed.
-pub fn swap_now(
-    messages: &mut Vec<Message>,
-    sizes: &mut Sizes,
-    active_request: &str,
-    ctx: &Context<'_>,
-    ready: &ReadySummary,
-) -> Result<StageEvent, String> {
-    let trigger = "the turn ended past background_at_percent with a summary ready, and the user is idle".to_string();
-    try_swap(messages, sizes, active_request, ctx, ready, trigger)
-}
-
-fn try_swap(
-    messages: &mut Vec<Message>,
-    sizes: &mut Sizes,
-    active_request: &str,
-    ctx: &Context<'_>,
-    ready: &ReadySummary,
-    trigger: String,
-) -> Result<StageEvent, String> {
-    match background::standing(&ready.prefix, messages) {
-        Standing::Stands {
-            end,
-            rewritten,
-            archived,
-        } if background::swap_fits(sizes, end, active_request, &ready.summary, ctx.config) => Ok(swap_in(
-            messages,
-            sizes,
-            active_request,
-            ctx,
-            ready,
-            SwapAt {
-                end,
-                rewritten,
-                archived,
-            },
-            trigger,
-        )),
-        Standing::Stands { .. } => {
-            Err("the messages after the ones it summarised leave it too little room under the limit".into())
-        }
-        Standing::Changed(why) => Err(why),
-    }
-}
-
-/// Where the messages a ready summary covers end now, and what recoverable stages
-/// did to them since.
-struct SwapAt {
-    end: usize,
-    rewritten: usize,
-    archived: usize,
-}
-
-/// `[Compacted]` for the messages `ready` summarised, the ones after them verbatim,
-/// and no model call.
-fn swap_in(
-    messages: &mut Vec<Message>,
-    sizes: &mut Sizes,
-    active_request: &str,
-    ctx: &Context<'_>,
-    ready: &ReadySummary,
-    at: SwapAt,
-    trigger: String,
-) -> StageEvent {
-    let mut event = summarise_prefix(
-        messages,
-        sizes,
-        Summarise {
-            stage: Stage::CompactHistory,
-            end: at.end,
-            active_request,
-            focus: None,
-            trigger,
-            within: ctx.config.micro_target_chars(),
-        },
-        ctx,
-        &mut background::Prepared(Summary {
-            text: ready.summary.clone(),
-            server_block: ready.server_block.clone(),
-        }),
-    );
-    if let (Some(note), Some(model)) = (&mut event.summary_note, &ready.model_summary) {
-        note.model_summary = Some(model.clone());
-    }
-    let now = crate::time::unix_now();
-    event.swapped = Some(Box::new(Swapped {
-        prepared_at_percent: ready.started_at_percent,
-        age_secs: now.saturating_sub(ready.started_unix),
-        summary_ms: ready.took_ms,
-        waited_ms: 0,
-        results_rewritten: at.rewritten,
-        archived_since: at.archived,
-        cache_read: ready.cache_read,
-        cache_written: ready.cache_written,
-    }));
-    event
-}
-
-/// A compaction asked for outside the automatic pipeline: by the model (`compact`
-/// tool) or the user (`/compact focus`), whatever the estimate.
-#[derive(Clone, Copy, Debug)]
-pub struct Asked<'a> {
-    pub active_request: &'a str,
-    /// What the summary is to dwell on.
-    pub focus: Option<&'a str>,
-    /// Who asked, as the receipt says it.
-    pub by: &'a str,
-    /// A summary prepared in the background: swapped in when it stands and no focus
-    /// asks for a summary written to it.
-    pub ready: Option<&'a ReadySummary>,
-}
-
-impl<'a> Asked<'a> {
-    /// Asked by `by` for `active_request`, with no focus and nothing prepared.
-    pub fn by(by: &'a str, active_request: &'a str) -> Self {
-        Asked {
-            active_request,
-            focus: None,
-            by,
-            ready: None,
-        }
-    }
-}
-
-/// The history summarised as `asked`, whatever the estimate.
-pub fn force_compact(
-    messages: &mut Vec<Message>,
-    asked: Asked<'_>,
-    config: &CompactConfig,
-    store: &dyn Archive,
-    summariser: &mut dyn Summariser,
-) -> StageEvent {
-    let Asked {
-        active_request,
-        focus,
-        by: requested_by,
-        ready,
-    } = asked;
-    let mut sizes = Sizes::of(messages, config.estimate);
-    let ctx = Context { config, store };
-    let started = std::time::Instant::now();
-    let trigger = format!("asked for by {requested_by}");
-    let focused = focus.is_some_and(|focus| !focus.trim().is_empty());
-    let mut discarded = None;
-    match ready {
-        Some(_) if focused => discarded = Some("a focus was asked for, so the summary is written to it".to_string()),
-        Some(ready) => {
-            let reason = format!("{trigger}; a summary prepared in the background was ready");
-            match try_swap(messages, &mut sizes, active_request, &ctx, ready, reason) {
-                Ok(mut event) => {
-                    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    return event;
-                }
-                Err(why) => discarded = Some(why),
-            }
-        }
-        None => {}
-    }
-    let end = messages.len();
-    // What the summary could free at best: all it replaces, less its frame with no
-    // summary at all. A summary that cannot free the floor would only cost a call
-    // (and could make the context larger).
-    let frame = sizes.measure(&Message::user_text(compacted_text(
-        Some(active_request),
-        "",
-        "",
-        // A name as the store makes them, so the frame measures as the real one will.
-        &format!(
-            "{}/{}",
-            crate::store::TRANSCRIPTS_DIR,
-            crate::store::unique_transcript_name(Stage::CompactHistory.name())
-        ),
-        end,
-    )));
-    let at_best = sizes.total().saturating_sub(sizes.total_with_empty_prefix(end) + frame);
-    if at_best < config.summary_floor_chars {
-        let mut skipped = StageEvent::start(Stage::CompactHistory, messages.len(), sizes.total(), trigger);
-        skipped.errors.push(format!(
-            "skipped: a summary of {} could free at most {} chars, under the {}-char floor (summary_floor_chars); nothing was changed",
-            super::counted(end, "message", "messages"),
-            at_best,
-            config.summary_floor_chars
-        ));
-        return skipped;
-    }
-    let mut event = summarise_prefix(
-        messages,
-        &mut sizes,
-        Summarise {
-            stage: Stage::CompactHistory,
-            end,
-            active_request,
-            focus,
-            trigger,
-            within: config.context_char_limit,
-        },
-        &ctx,
-        summariser,
-    );
-    event.background_discarded = discarded.map(set_aside);
-    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    event
-}
-
-/// A point to summarise up to that cannot be used.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum KeepFromError {
-    #[error("message {asked} is not in the history (it has {len} messages; keep from 2 to {len})")]
-    OutOfRange { asked: usize, len: usize },
-    #[error(
-        "keeping from message {asked} would split tool results from their calls; the nearest points that do not: {}",
-        nearest.iter().map(ToString::to_string).collect::<Vec<_>>().join(" or ")
-    )]
-    SplitsAPair { asked: usize, nearest: Vec<usize> },
-}
-
-/// Whether the history may be cut before `messages[at]`: the kept part must not start
-/// with results whose calls would be summarised away.
-fn cut_keeps_pairs(messages: &[Message], at: usize) -> bool {
-    messages.get(at).is_none_or(|message| !message.has_tool_result())
-}
-
-/// Summarise everything before message `keep_from` (1-based, as the session shows
-/// messages) and keep it and everything after it verbatim, whatever the estimate: the
-/// user chose where the summary ends. Refused, naming the nearest points that work,
-/// where it would split a call from its result.
-pub fn summarise_up_to(
-    messages: &mut Vec<Message>,
-    keep_from: usize,
-    asked: Asked<'_>,
-    config: &CompactConfig,
-    store: &dyn Archive,
-    summariser: &mut dyn Summariser,
-) -> Result<StageEvent, KeepFromError> {
-    let len = messages.len();
-    if keep_from < 2 || keep_from > len {
-        return Err(KeepFromError::OutOfRange { asked: keep_from, len });
-    }
-    let at = keep_from - 1;
-    if !cut_keeps_pairs(messages, at) {
-        let before = (1..at).rev().find(|&point| cut_keeps_pairs(messages, point));
-        let after = (at + 1..len).find(|&point| cut_keeps_pairs(messages, point));
-        return Err(KeepFromError::SplitsAPair {
-            asked: keep_from,
-            nearest: before.into_iter().chain(after).map(|point| point + 1).collect(),
-        });
-    }
-    let mut sizes = Sizes::of(messages, config.estimate);
-    // The kept messages may alone be over the limit (the user chose them): the summary
-    // then still gets the room the history has now, not none.
-    let roomy = CompactConfig {
-        context_char_limit: config.context_char_limit.max(sizes.total()),
-        ..config.clone()
-    };
-    let within = roomy.context_char_limit;
-    let ctx = Context { config: &roomy, store };
-    let started = std::time::Instant::now();
-    let mut event = summarise_prefix(
-        messages,
-        &mut sizes,
-        Summarise {
-            stage: Stage::CompactHistory,
-            end: at,
-            active_request: asked.active_request,
-            focus: asked.focus,
-            trigger: format!(
-                "asked for by {}: summarise up to message {keep_from}, keep it and the {} after it",
-                asked.by,
-                len - keep_from
-            ),
-            within,
-        },
-        &ctx,
-        summariser,
-    );
-    event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(event)
 }
 
 pub(super) struct Summarise<'a> {
@@ -555,81 +263,6 @@ pub(super) fn summarise_prefix(
     event.replaced = job.end;
     event.stop(messages.len(), sizes.total());
     event
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum EditError {
-    #[error("the history does not start with the summary this stage wrote")]
-    NotASummary,
-    #[error("the summary is empty")]
-    Empty,
-    #[error("the server wrote this summary as its own signed block, which cannot be edited")]
-    ServerSummary,
-}
-
-/// The summary `event` put in as the first message of `messages` replaced by
-/// `edited` (what the user wrote in review), fitted to the limit as the model's was.
-/// The event then holds the edit as its summary and keeps the model's text, its sizes
-/// and retention are those of the edited message, and a cut is said. Nothing changes
-/// on an error.
-pub fn edit_summary(
-    messages: &mut [Message],
-    sizes: &mut Sizes,
-    event: &mut StageEvent,
-    edited: &str,
-    ctx: &Context<'_>,
-) -> Result<(), EditError> {
-    if edited.trim().is_empty() {
-        return Err(EditError::Empty);
-    }
-    if messages
-        .first()
-        .and_then(crate::compact::markers::server_compaction)
-        .is_some()
-    {
-        return Err(EditError::ServerSummary);
-    }
-    let first = messages.first().ok_or(EditError::NotASummary)?;
-    let text = first.text();
-    let parts = compacted_parts(&text).ok_or(EditError::NotASummary)?;
-    let budget = ctx
-        .config
-        .context_char_limit
-        .saturating_sub(sizes.total_with_empty_prefix(1));
-    let (compacted, request_cut) = fitted_message(
-        parts.request,
-        edited,
-        Framing {
-            index: parts.index,
-            path: parts.path,
-            count: parts.count,
-        },
-        budget,
-        sizes,
-    );
-    if let Some(note) = &mut event.summary_note {
-        if note.model_summary.is_none() {
-            note.model_summary = event.summary.clone();
-        }
-        note.summary_percent_of_limit = edited.chars().count() * 100 / ctx.config.context_char_limit.max(1);
-        let record = ctx.store.read_saved(&note.path).ok().and_then(|saved| {
-            saved
-                .text
-                .lines()
-                .map(|line| crate::json::from_str(line).ok())
-                .collect::<Option<Vec<Message>>>()
-        });
-        if let Some(record) = record {
-            event.loss = Some(loss::report(&record, &compacted.text(), &note.path));
-        }
-    }
-    event.request_cut = request_cut;
-    event.summary = Some(edited.to_string());
-    let replacement = [compacted];
-    messages[0] = replacement[0].clone();
-    sizes.splice(0..1, &replacement);
-    event.chars_after = sizes.total();
-    Ok(())
 }
 
 /// What the summariser is asked about `record`: the instructions (with the focus and
@@ -803,7 +436,7 @@ mod tests {
             store: &store,
         };
         let mut sizes = Sizes::of(history, config.estimate);
-        let event = compact_history(history, &mut sizes, "and add tests", &ctx, summariser);
+        let event = compact_history(history, &mut sizes, "and add tests", &ctx, summariser, None);
         assert_eq!(sizes.total(), crate::compact::estimate_chars(history));
         event
     }
@@ -915,7 +548,7 @@ mod tests {
                 Ok("\n".repeat(70_000))
             }
         }
-        let event = compact_history(&mut history, &mut sizes, &request, &ctx, &mut Huge).unwrap();
+        let event = compact_history(&mut history, &mut sizes, &request, &ctx, &mut Huge, None).unwrap();
         assert!(event.chars_after <= 50_000, "{}", event.chars_after);
         // The marker says so: the request was cut, and how much of it is kept.
         let cut = event.request_cut.expect("the request was cut");

@@ -57,6 +57,7 @@ pub fn prepare_sized(
             active_request,
             &ctx,
             summariser,
+            None,
         )
     }));
     prepared
