@@ -1342,6 +1342,7 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
         configured_window_tokens: 200_000,
         limit_choice: scratchpad::accounting::LimitChoice::Configured,
         data_dir: None,
+        read_only: None,
     }
 }
 
@@ -1478,10 +1479,10 @@ pub fn start_with(
 
 /// [`start_agent`] as a read-only view of a session (`reason` says which): nothing
 /// is sent, run or changed.
-pub fn start_agent_read_only(api: &MockApi, settings: scratchpad::agent::AgentSettings, reason: &str) -> Running {
+pub fn start_agent_read_only(api: &MockApi, mut settings: scratchpad::agent::AgentSettings, reason: &str) -> Running {
+    settings.read_only = Some(reason.to_string());
     run_agent(tempfile::tempdir().unwrap(), |tools, events| {
         scratchpad::agent::Agent::new(anthropic_provider(api, "m"), settings, tools, None, Vec::new(), events)
-            .with_read_only(Some(reason.to_string()))
     })
 }
 

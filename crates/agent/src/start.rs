@@ -44,6 +44,7 @@ impl Launch {
             configured_window_tokens: self.config.provider.context_window_tokens,
             limit_choice: self.config.limit_choice,
             data_dir: scratchpad_core::places::data_dir(),
+            read_only: self.read_only,
         };
         let mut tools = ToolBox::new(self.workspace, self.config.tools.clone());
         let mut notices = self.notices;
@@ -54,7 +55,7 @@ impl Launch {
             ));
         }
         // A read-only view runs nothing, so it starts no server.
-        if self.read_only.is_none() {
+        if settings.read_only.is_none() {
             let root = tools.workspace().root().to_path_buf();
             // Validated with the config: a bad pattern cannot get here.
             let hidden = self
@@ -67,10 +68,7 @@ impl Launch {
             tools = tools.with_mcp(hub);
         }
         let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
-        agent
-            .with_notices(notices)
-            .with_past(self.past)
-            .with_read_only(self.read_only)
+        agent.with_notices(notices).with_past(self.past)
     }
 }
 

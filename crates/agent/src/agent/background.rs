@@ -106,7 +106,7 @@ impl Agent {
         config.compact_when_idle
             && config.background_at_percent > 0
             && percent_of_limit(self.conversation.sizes(), config) >= config.background_at_percent
-            && matches!(self.background, Background::Running(_) | Background::Ready(_))
+            && matches!(self.background.job, Background::Running(_) | Background::Ready(_))
     }
 
     /// The idle loop saw the summary call end (`joined`) or found one ready: it is
@@ -115,7 +115,7 @@ impl Agent {
         if self.swaps_when_idle() {
             self.swap_while_idle(joined).await;
         } else if let Some(joined) = joined
-            && let Background::Running(running) = std::mem::take(&mut self.background)
+            && let Background::Running(running) = std::mem::take(&mut self.background.job)
         {
             self.finish_background(&running, joined);
         }
@@ -125,7 +125,7 @@ impl Agent {
     /// starts small and the prompt cache is rewritten at a quiet moment.
     async fn swap_while_idle(&mut self, joined: Option<Joined>) {
         if let Some(joined) = joined
-            && let Background::Running(running) = std::mem::take(&mut self.background)
+            && let Background::Running(running) = std::mem::take(&mut self.background.job)
         {
             self.finish_background(&running, joined);
         }
@@ -160,8 +160,8 @@ impl Agent {
 
     fn background_event(&mut self, event: BackgroundEvent) {
         match &event {
-            BackgroundEvent::Started { percent, .. } => self.background_marks.0 = Some(*percent),
-            BackgroundEvent::Ready { .. } => self.background_marks.1 = true,
+            BackgroundEvent::Started { percent, .. } => self.background.marks.0 = Some(*percent),
+            BackgroundEvent::Ready { .. } => self.background.marks.1 = true,
             _ => {}
         }
         self.note(Record::Shown {
@@ -173,13 +173,13 @@ impl Agent {
 
     /// A finished call becomes a ready summary (or a failure), without waiting.
     pub(super) fn poll_background(&mut self) {
-        let Background::Running(running) = &mut self.background else {
+        let Background::Running(running) = &mut self.background.job else {
             return;
         };
         let Some(joined) = (&mut running.task).now_or_never() else {
             return;
         };
-        if let Background::Running(running) = std::mem::take(&mut self.background) {
+        if let Background::Running(running) = std::mem::take(&mut self.background.job) {
             self.finish_background(&running, joined);
         }
     }
@@ -188,7 +188,7 @@ impl Agent {
     /// stops the wait (the summary goes on). How long it waited.
     pub(super) async fn wait_for_background(&mut self, ops: &mut UnboundedReceiver<Op>) -> std::time::Duration {
         let waited = Instant::now();
-        let Background::Running(mut running) = std::mem::take(&mut self.background) else {
+        let Background::Running(mut running) = std::mem::take(&mut self.background.job) else {
             return waited.elapsed();
         };
         self.background_event(BackgroundEvent::Waiting {
@@ -203,7 +203,7 @@ impl Agent {
                 op = ops.recv() => match op {
                     Some(Op::Cancel) => break,
                     None | Some(Op::Quit) => {
-                        self.quit = true;
+                        self.turns.quit = true;
                         break;
                     }
                     Some(Op::Inspect) => self.emit(self.breakdown()),
@@ -211,7 +211,7 @@ impl Agent {
                 },
             }
         }
-        self.background = Background::Running(running);
+        self.background.job = Background::Running(running);
         waited.elapsed()
     }
 
@@ -227,7 +227,7 @@ impl Agent {
         }
         match result {
             Ok(written) => {
-                self.background = Background::Ready(ReadySummary {
+                self.background.job = Background::Ready(ReadySummary {
                     prefix: running.prefix.clone(),
                     summary: written.summary,
                     model_summary: None,
@@ -241,7 +241,7 @@ impl Agent {
                 self.background_event(BackgroundEvent::Ready { took_ms });
             }
             Err(error) => {
-                self.background = Background::Failed {
+                self.background.job = Background::Failed {
                     retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
                 };
                 self.background_event(BackgroundEvent::Failed { error });
@@ -253,8 +253,8 @@ impl Agent {
     /// edit) before it goes in; said plainly when none is ready.
     pub(super) fn review_ready(&mut self) {
         self.poll_background();
-        let Background::Ready(ready) = &self.background else {
-            let message = match self.background {
+        let Background::Ready(ready) = &self.background.job else {
+            let message = match self.background.job {
                 Background::Running(_) => "the background summary is still being written; /summary shows it once ready",
                 _ => "no summary is prepared in the background now",
             };
@@ -268,9 +268,8 @@ impl Agent {
         let index = crate::compact::index::Index::build(&record.messages, "the record (written when it goes in)")
             .render(|text| text.chars().count() <= self.settings.compaction.index_room())
             .text;
-        let request_id = self.next_request_id;
-        self.next_request_id += 1;
-        self.reviewing_ready = Some(request_id);
+        let request_id = self.turns.next_question();
+        self.background.reviewing = Some(request_id);
         self.emit(AgentEvent::SummaryReview {
             request_id,
             summary: ready.summary.clone(),
@@ -285,12 +284,12 @@ impl Agent {
     /// The answer to a `/summary` review: kept, kept with the user's edit (the model's
     /// text kept with it), or set aside until the history has grown.
     pub(super) fn reviewed_ready(&mut self, request_id: u64, answer: crate::protocol::ReviewAnswer) {
-        if self.reviewing_ready != Some(request_id) {
+        if self.background.reviewing != Some(request_id) {
             return;
         }
-        self.reviewing_ready = None;
+        self.background.reviewing = None;
         self.emit(AgentEvent::Answered { request_id });
-        let Background::Ready(ready) = &mut self.background else {
+        let Background::Ready(ready) = &mut self.background.job else {
             self.emit(AgentEvent::Notice {
                 message: "the background summary was set aside meanwhile; nothing to apply the review to".into(),
             });
@@ -319,7 +318,7 @@ impl Agent {
             crate::protocol::ReviewAnswer::Reject => {
                 self.discard_background("you set it aside in review");
                 // Not started again at once for the same messages: after the history grew.
-                self.background = Background::Failed {
+                self.background.job = Background::Failed {
                     retry_from: self.conversation.messages().len() + self.settings.compaction.reactive_keep_messages,
                 };
             }
@@ -329,7 +328,7 @@ impl Agent {
     /// Esc on a `/summary` review between turns: closed unanswered, the summary kept
     /// as it is, ready for the limit.
     pub(super) fn close_ready_review(&mut self) {
-        if let Some(request_id) = self.reviewing_ready.take() {
+        if let Some(request_id) = self.background.reviewing.take() {
             self.emit(AgentEvent::Answered { request_id });
             self.emit(AgentEvent::Notice {
                 message: "the review was closed; the background summary stays ready (/summary shows it again)".into(),
@@ -339,22 +338,22 @@ impl Agent {
 
     /// Set aside whatever is prepared or running, saying why.
     pub(super) fn discard_background(&mut self, reason: &str) {
-        if matches!(self.background, Background::Running(_) | Background::Ready(_)) {
-            self.background = Background::Idle;
+        if matches!(self.background.job, Background::Running(_) | Background::Ready(_)) {
+            self.background.job = Background::Idle;
             self.background_event(BackgroundEvent::Discarded {
                 reason: reason.to_string(),
             });
         } else {
-            self.background = Background::Idle;
+            self.background.job = Background::Idle;
         }
     }
 
     /// The ready summary, for stage 4 (which reports whether it was used).
     pub(super) fn take_ready_summary(&mut self) -> Option<ReadySummary> {
-        match std::mem::take(&mut self.background) {
+        match std::mem::take(&mut self.background.job) {
             Background::Ready(ready) => Some(ready),
             other => {
-                self.background = other;
+                self.background.job = other;
                 None
             }
         }
@@ -363,7 +362,7 @@ impl Agent {
     /// [`Agent::start_background_if_due`] while a turn runs: not where the summary
     /// would compete with the turn's requests for the server's one cache.
     pub(super) fn start_background_in_turn(&mut self) {
-        if !self.background_when_idle {
+        if !self.background.when_idle {
             self.start_background_if_due();
         }
     }
@@ -372,7 +371,7 @@ impl Agent {
     /// being written in the background gives way (set aside, to start again once the
     /// turn is idle) rather than overflow that cache with the request.
     pub(super) fn give_way_to_the_turn(&mut self) {
-        if self.background_when_idle && matches!(self.background, Background::Running(_)) {
+        if self.background.when_idle && matches!(self.background.job, Background::Running(_)) {
             self.discard_background(
                 "it would share the server's one cache with the turn's request; it starts again when the turn is done",
             );
@@ -383,7 +382,7 @@ impl Agent {
     /// aside, and one is started once the estimate is past the threshold.
     pub(super) fn start_background_if_due(&mut self) {
         self.poll_background();
-        if let Some(prefix) = self.background.prefix() {
+        if let Some(prefix) = self.background.job.prefix() {
             match crate::compact::background::standing(prefix, self.conversation.messages()) {
                 Standing::Changed(why) => {
                     self.discard_background(&format!("the history it summarised changed ({why})"))
@@ -394,12 +393,12 @@ impl Agent {
             }
         }
         // With no model as summariser, stage 4 summarises when it runs: at no cost.
-        if self.read_only.is_some()
+        if self.settings.read_only.is_some()
             || self.settings.compaction.summariser == crate::compact::SummariserChoice::Extractive
         {
             return;
         }
-        match self.background {
+        match self.background.job {
             Background::Idle => {}
             Background::Failed { retry_from } if self.conversation.messages().len() >= retry_from => {}
             _ => return,
@@ -417,7 +416,7 @@ impl Agent {
         let store = self.store.clone();
         let mut summariser = self.summariser(true);
         // The request of the last calls, for a provider that caches it.
-        let (system, tools) = (self.system.clone(), self.tools.specs());
+        let (system, tools) = (self.prompt.system().to_string(), self.tools.specs());
         let task = tokio::spawn(async move {
             let started = Instant::now();
             // The summary reads the whole record, as stage 4's does: what earlier
@@ -497,7 +496,7 @@ impl Agent {
             }
         });
         let percent = percent_of_limit(self.conversation.sizes(), &self.settings.compaction);
-        self.background = Background::Running(RunningSummary {
+        self.background.job = Background::Running(RunningSummary {
             prefix,
             started_at_percent: percent,
             started_unix: crate::time::unix_now(),

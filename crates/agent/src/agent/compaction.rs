@@ -17,23 +17,6 @@ pub(super) enum Readied {
     Stopped(String),
 }
 
-/// The loop guard's count: summaries in a row that did not hold, the model calls made
-/// when the turn's newest summary ran, and why it stopped compacting, once it has.
-#[derive(Debug, Default)]
-pub(super) struct LoopGuard {
-    strikes: usize,
-    calls_at_last_summary: Option<usize>,
-    stopped: Option<String>,
-}
-
-impl LoopGuard {
-    /// A new request: the user is there to read why it stopped, so it tries again.
-    pub(super) fn new_turn(&mut self) {
-        self.calls_at_last_summary = None;
-        self.stopped = None;
-    }
-}
-
 /// What became of a summary in review.
 enum Reviewed {
     Apply,
@@ -106,7 +89,7 @@ impl Agent {
         )
         .choosing(
             self.settings.compaction.summariser,
-            self.system.clone(),
+            self.prompt.system().to_string(),
             self.tools.specs(),
         )
         .with_progress(progress)
@@ -186,7 +169,7 @@ impl Agent {
     /// still being written; unless the loop guard stopped compacting, which ends the
     /// turn with why.
     pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Readied {
-        if let Some(why) = self.guard.stopped.clone()
+        if let Some(why) = self.compactions.guard.stopped.clone()
             && self.conversation.estimate() > self.settings.compaction.context_char_limit
         {
             return Readied::Stopped(why);
@@ -194,7 +177,7 @@ impl Agent {
         if !self.prepare_and_compact(request, ops).await {
             return Readied::Cancelled;
         }
-        match self.guard.stopped.clone() {
+        match self.compactions.guard.stopped.clone() {
             Some(why) => Readied::Stopped(why),
             None => Readied::Go,
         }
@@ -209,22 +192,23 @@ impl Agent {
     pub(super) fn summary_ran(&mut self, reactive: bool) {
         let limit = self.settings.compaction.context_char_limit;
         let refilled = self
+            .compactions
             .guard
             .calls_at_last_summary
-            .is_some_and(|calls| self.model_calls > calls);
+            .is_some_and(|calls| self.turns.model_calls > calls);
         let over = !reactive && self.conversation.estimate() > limit;
         let held = !over && !refilled;
-        self.guard.calls_at_last_summary = Some(self.model_calls);
+        self.compactions.guard.calls_at_last_summary = Some(self.turns.model_calls);
         if held {
-            self.guard.strikes = 0;
+            self.compactions.guard.strikes = 0;
             return;
         }
-        self.guard.strikes += 1;
+        self.compactions.guard.strikes += 1;
         let most = self.settings.compaction.loop_guard;
-        if most > 0 && self.guard.strikes >= most && self.guard.stopped.is_none() {
+        if most > 0 && self.compactions.guard.strikes >= most && self.compactions.guard.stopped.is_none() {
             let why = self.loop_report(most);
             tracing::warn!(%why, "the loop guard stopped automatic compaction");
-            self.guard.stopped = Some(why);
+            self.compactions.guard.stopped = Some(why);
         }
     }
 
@@ -294,9 +278,9 @@ impl Agent {
             LossyAnswer::Cancelled => return false,
         }
         let mut waited = std::time::Duration::ZERO;
-        if matches!(self.background, background::Background::Running(_)) {
+        if matches!(self.background.job, background::Background::Running(_)) {
             waited = self.wait_for_background(ops).await;
-            if matches!(self.background, background::Background::Running(_)) {
+            if matches!(self.background.job, background::Background::Running(_)) {
                 // Esc (or a quit) during the wait: the turn stops; the summary goes on.
                 return false;
             }
@@ -420,8 +404,7 @@ impl Agent {
         let Some(parts) = crate::compact::markers::compacted_parts(&text) else {
             return Reviewed::Apply;
         };
-        let request_id = self.next_request_id;
-        self.next_request_id += 1;
+        let request_id = self.turns.next_question();
         let if_not_applied = match route {
             Route::Limit => "not applied, the history stays as it was and this call goes over the limit",
             Route::Reactive => "not applied, the history stays as it was and the turn ends: the server refuses it",
@@ -441,7 +424,7 @@ impl Agent {
             match ops.recv().await {
                 Some(Op::Review { request_id: id, answer }) if id == request_id => break answer,
                 None | Some(Op::Quit) => {
-                    self.quit = true;
+                    self.turns.quit = true;
                     return Reviewed::Cancelled;
                 }
                 Some(Op::Cancel) => {
@@ -495,8 +478,7 @@ impl Agent {
                 .await
                 .unwrap_or_default()
         };
-        let request_id = self.next_request_id;
-        self.next_request_id += 1;
+        let request_id = self.turns.next_question();
         self.emit(AgentEvent::LossyQuestion {
             request_id,
             estimate: self.conversation.estimate(),
@@ -518,7 +500,7 @@ impl Agent {
                     };
                 }
                 None | Some(Op::Quit) => {
-                    self.quit = true;
+                    self.turns.quit = true;
                     return LossyAnswer::Cancelled;
                 }
                 Some(Op::Cancel) => {

@@ -8,7 +8,7 @@ impl Agent {
     /// What the context holds now, for `/context`.
     pub(super) fn breakdown(&self) -> AgentEvent {
         let mut breakdown = crate::context_map::breakdown(
-            &self.system,
+            &self.prompt.system(),
             &self.instructions_note(Vec::new()).files,
             &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
             &self.tools.specs(),
@@ -29,7 +29,7 @@ impl Agent {
     fn weighed_categories(&self) -> Option<crate::protocol::CountedTokens> {
         let rate = self.ledger.tokens_per_unit()?;
         let weigh = |units: usize| (units as f64 * rate).round() as u64;
-        let fixed = weigh(self.fixed_units);
+        let fixed = weigh(self.prompt.fixed_units());
         let mut categories = self.fixed_rows(fixed);
         for (category, text) in
             crate::context_map::category_texts(self.conversation.messages(), &self.settings.compaction)
@@ -37,7 +37,7 @@ impl Agent {
             categories.push((category, weigh(crate::accounting::units::text_units(&text))));
         }
         Some(crate::protocol::CountedTokens {
-            total: weigh(self.fixed_units + self.conversation.units()),
+            total: weigh(self.prompt.fixed_units() + self.conversation.units()),
             fixed,
             categories,
         })

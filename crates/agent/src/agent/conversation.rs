@@ -29,6 +29,8 @@ pub(super) struct Conversation {
     /// Counts the changes to `messages`: a count of the request made at one revision
     /// holds until the next.
     revision: u64,
+    /// Where the session stands, journaled at the end of each turn for the session list.
+    pub(super) tally: crate::session::Tally,
 }
 
 impl Conversation {
@@ -41,6 +43,7 @@ impl Conversation {
             stage_log: Vec::new(),
             mode,
             revision: 0,
+            tally: crate::session::Tally::default(),
         }
     }
 

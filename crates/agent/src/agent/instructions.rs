@@ -10,6 +10,7 @@ impl Agent {
     pub(super) fn instructions_note(&self, changes: Vec<String>) -> InstructionsNote {
         InstructionsNote {
             files: self
+                .prompt
                 .instructions
                 .files
                 .iter()
@@ -20,7 +21,7 @@ impl Agent {
                     cut: file.is_cut(),
                 })
                 .collect(),
-            problems: self.instructions.problems.clone(),
+            problems: self.prompt.instructions.problems.clone(),
             changes,
             cache_rewritten: None,
             cache_miss: None,
@@ -45,7 +46,7 @@ impl Agent {
         if self.take_in_changes() {
             return;
         }
-        if self.instructions.files.is_empty() && self.instructions.problems.is_empty() {
+        if self.prompt.instructions.files.is_empty() && self.prompt.instructions.problems.is_empty() {
             self.emit(AgentEvent::Notice {
                 message: format!(
                     "no project instructions: none of {} in the workspace, the folders up to the repository root, \
@@ -64,7 +65,7 @@ impl Agent {
     /// say what changed (journaled, so a resumed session shows it too).
     fn take_in_changes(&mut self) -> bool {
         let newer = Instructions::load(self.tools.workspace().root(), &self.settings.instructions);
-        let changes = self.instructions.changes(&newer);
+        let changes = self.prompt.instructions.changes(&newer);
         if changes.is_empty() {
             return false;
         }
@@ -80,7 +81,7 @@ impl Agent {
     /// The system prompt carries `instructions` from the next request on.
     fn set_instructions(&mut self, instructions: Instructions) {
         self.settings.compaction.verbatim_instructions = instructions.shown_paths();
-        self.instructions = instructions;
+        self.prompt.instructions = instructions;
         self.take_in_system(self.system_prompt_now());
     }
 
@@ -89,7 +90,7 @@ impl Agent {
     pub(super) fn system_prompt_now(&self) -> String {
         format!(
             "{}{}",
-            self.instructions.system_prompt(&self.settings.system_prompt),
+            self.prompt.instructions.system_prompt(&self.settings.system_prompt),
             super::mcp::mcp_instructions(self.tools.mcp())
         )
     }
@@ -98,9 +99,9 @@ impl Agent {
     /// fixed part, its units and the limit follow.
     pub(super) fn take_in_system(&mut self, system: String) {
         let before = self.extent();
-        let (fixed, fixed_units) = fixed_part(&system, &self.tools, self.settings.compaction.estimate);
-        self.system = system;
-        self.fixed_units = fixed_units;
+        let fixed = self
+            .prompt
+            .set_system(system, &self.tools, self.settings.compaction.estimate);
         let note = self.ledger.fixed_changed(fixed, before, self.extent());
         self.apply_limit(note);
         self.emit_context();

@@ -185,7 +185,7 @@ impl Agent {
                 });
                 return;
             }
-            self.mcp_revision = hub.revision();
+            self.mcp.revision = hub.revision();
             self.take_in_tools();
             // What was done and what changed: that server alone, not every server
             // again (the result was buried under the whole list).
@@ -209,7 +209,7 @@ impl Agent {
             });
             return;
         }
-        self.mcp_revision = hub.revision();
+        self.mcp.revision = hub.revision();
         self.take_in_tools();
         let statuses = hub.statuses();
         let offered = hub.tools();
@@ -282,8 +282,8 @@ impl Agent {
     /// The servers changed since their tools were last taken in: take them in now.
     pub(super) fn take_in_mcp_change(&mut self) {
         let revision = self.tools.mcp().revision();
-        if revision != self.mcp_revision {
-            self.mcp_revision = revision;
+        if revision != self.mcp.revision {
+            self.mcp.revision = revision;
             self.take_in_tools();
         }
     }
@@ -303,17 +303,17 @@ impl Agent {
             .collect();
         // A server's lines give its tools' cost, so equal lines and prompt mean an
         // equal fixed part.
-        if lines == self.mcp_lines && system == self.system {
+        if lines == self.mcp.lines && system == self.prompt.system() {
             return;
         }
         // Only what changed is said: a server that failed again is not said again, nor
         // are the others.
-        for message in lines.iter().filter(|line| !self.mcp_lines.contains(line)) {
+        for message in lines.iter().filter(|line| !self.mcp.lines.contains(line)) {
             self.emit(AgentEvent::Notice {
                 message: message.clone(),
             });
         }
-        self.mcp_lines = lines;
+        self.mcp.lines = lines;
         self.take_in_system(system);
     }
 }

@@ -4,17 +4,24 @@
 
 mod approvals;
 mod background;
+mod background_state;
 mod cache_chain;
 mod compaction;
+mod compaction_state;
 mod context_ops;
 mod conversation;
 mod instructions;
 mod mcp;
+mod mcp_state;
+mod opening;
+mod prompt;
+mod server_state;
 mod sessions;
 mod token_count;
 mod tool_calls;
 mod tool_runner;
 mod turn;
+mod turn_state;
 mod window;
 
 use std::future::Future;
@@ -23,11 +30,17 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use approvals::Approvals;
+use background_state::BackgroundState;
+use compaction_state::{CompactionState, LastCompaction};
 use conversation::{Conversation, Journaled};
+use mcp_state::McpState;
+use opening::Opening;
+use prompt::Prompt;
+use server_state::ServerState;
 use tool_calls::{ToolCall, checked_calls};
+use turn_state::TurnState;
 
-use crate::accounting::units::text_units;
-use crate::accounting::{Extent, Ledger, LimitChoice, fixed_chars, known_window};
+use crate::accounting::{Extent, Ledger, LimitChoice, known_window};
 use crate::compact::compact_history::compact_history;
 use crate::compact::pairing::check_pairing;
 use crate::compact::{CompactConfig, Sizes, StageEvent, Summariser, prepare_recoverable, reactive_compact};
@@ -71,6 +84,9 @@ pub struct AgentSettings {
     /// Where what outlives a session is kept, outside the workspace (the project's
     /// approvals); `None` keeps nothing.
     pub data_dir: Option<std::path::PathBuf>,
+    /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
+    /// Nothing is sent, run or changed.
+    pub read_only: Option<String>,
 }
 
 pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
@@ -81,15 +97,6 @@ const TOOLS_NOT_RENDERED: &str = "the server's chat template does not render too
      Start llama-server with --jinja and a template that renders tools, e.g. \
      --chat-template-file models/templates/Qwen-Qwen2.5-7B-Instruct.jinja";
 
-/// The fixed part of a request with `system` as its system prompt: its characters as
-/// the estimate counts them, and its token-like units.
-fn fixed_part(system: &str, tools: &ToolBox, mode: crate::compact::EstimateMode) -> (usize, usize) {
-    let specs = tools.specs();
-    let chars = fixed_chars(system, &specs, mode);
-    let units = text_units(system) + text_units(&serde_json::to_string(&specs).unwrap_or_default());
-    (chars, units)
-}
-
 /// What the user is told when the journal could not be written.
 fn journal_failed(error: &crate::session::SessionError) -> AgentEvent {
     AgentEvent::Error {
@@ -98,67 +105,26 @@ fn journal_failed(error: &crate::session::SessionError) -> AgentEvent {
 }
 
 pub struct Agent {
-    /// The project's instruction files, as the system prompt carries them.
-    instructions: Instructions,
-    /// The system prompt sent: scratchpad's own, then the instruction files.
-    system: String,
     provider: Arc<dyn Provider>,
     settings: AgentSettings,
     store: Store,
     tools: ToolBox,
-    /// The history, its sizes, the journal and the undo log.
+    /// The system prompt as sent, with the instruction files in it.
+    prompt: Prompt,
+    /// The history, its sizes, the journal, the undo log and the session's tally.
     conversation: Conversation,
-    /// Token-like units of the fixed part (system prompt and tools).
-    fixed_units: usize,
     /// The window, the fixed part, the last measured call and the limit in force.
     ledger: Ledger,
     events: UnboundedSender<AgentEvent>,
     approvals: Approvals,
-    next_request_id: u64,
-    /// The `/summary` review waiting for its answer, by request id.
-    reviewing_ready: Option<u64>,
-    /// Model calls made in this run of the session.
-    model_calls: usize,
-    /// Where the session stood at the newest compaction that changed the history.
-    last_compaction: Option<LastCompaction>,
-    /// Summaries in a row that did not hold, and whether compacting stopped.
-    guard: compaction::LoopGuard,
-    /// The running (or last) turn: its events carry it.
-    turn: TurnId,
-    /// A turn runs now (else what happens is between turns: `/compact`, an undo).
-    in_turn: bool,
-    quit: bool,
-    /// Shown once the session starts (what restoring it mended).
-    notices: Vec<String>,
-    /// A resumed session's earlier runs, shown once it starts.
-    past: Vec<Past>,
-    /// Where the session stands, journaled at the end of each turn for the session list.
-    tally: crate::session::Tally,
+    turns: TurnState,
+    compactions: CompactionState,
     /// The summary being prepared in the background for stage 4 to swap in.
-    background: background::Background,
-    /// What became of it since the last call (started at a percent, ready), for that
-    /// call's timeline point.
-    background_marks: (Option<usize>, bool),
-    /// The previous call for the server's cache diagnostics, and what it sent.
-    cache_chain: cache_chain::CacheChain,
-    /// The server did not answer at the start (down, or loading its model): it is
-    /// asked again before each request until it does.
-    rediscover: bool,
-    /// The server's requests share one cache (llama.cpp): a background summary runs
-    /// only while no turn does, and gives way to a turn's request, so the two never
-    /// compete for it.
-    background_when_idle: bool,
-    /// Whether the server counts each request (and what it counted last).
-    server_count: token_count::ServerCount,
-    /// What the journal last said serves the session (model, window tokens), so a
-    /// `served` line is written only when discovery learns something new.
-    served_recorded: Option<(String, Option<u64>)>,
-    /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
-    /// Nothing is sent, run or changed.
-    read_only: Option<String>,
-    /// The MCP servers' revision last taken in, and the lines last said of them.
-    mcp_revision: u64,
-    mcp_lines: Vec<String>,
+    background: BackgroundState,
+    server: ServerState,
+    mcp: McpState,
+    /// Said once the session starts.
+    opening: Opening,
 }
 
 enum Interrupted {
@@ -196,16 +162,6 @@ async fn unless_interrupted<T>(
     }
 }
 
-/// Where the session stood at a compaction, for the next one to say how soon the
-/// context came back.
-#[derive(Clone, Copy, Debug)]
-struct LastCompaction {
-    turns: usize,
-    model_calls: usize,
-    unix: u64,
-    estimate_after: usize,
-}
-
 impl Agent {
     pub fn new(
         provider: Arc<dyn Provider>,
@@ -223,8 +179,12 @@ impl Agent {
             source: WindowSource::Configured,
         });
         let instructions = Instructions::load(tools.workspace().root(), &settings.instructions);
-        let system = instructions.system_prompt(&settings.system_prompt);
-        let (fixed, fixed_units) = fixed_part(&system, &tools, settings.compaction.estimate);
+        let (prompt, fixed) = Prompt::new(
+            &settings.system_prompt,
+            instructions,
+            &tools,
+            settings.compaction.estimate,
+        );
         let ledger = Ledger::new(
             window,
             fixed,
@@ -236,48 +196,27 @@ impl Agent {
         let conversation = Conversation::new(history, journal, settings.compaction.estimate);
         let mut settings = settings;
         settings.compaction.context_char_limit = ledger.limit().chars;
-        settings.compaction.verbatim_instructions = instructions.shown_paths();
+        settings.compaction.verbatim_instructions = prompt.instructions.shown_paths();
         Agent {
-            instructions,
-            system,
             provider,
             settings,
             store,
             tools,
+            prompt,
             conversation,
-            fixed_units,
             ledger,
             events,
             approvals,
-            next_request_id: 1,
-            reviewing_ready: None,
-            model_calls: 0,
-            last_compaction: None,
-            guard: compaction::LoopGuard::default(),
-            turn: TurnId::default(),
-            in_turn: false,
-            quit: false,
-            notices: approvals_problem.into_iter().collect(),
-            past: Vec::new(),
-            tally: crate::session::Tally::default(),
-            background: background::Background::Idle,
-            background_marks: (None, false),
-            cache_chain: cache_chain::CacheChain::default(),
-            rediscover: false,
-            background_when_idle: false,
-            server_count: token_count::ServerCount::default(),
-            served_recorded: None,
-            read_only: None,
-            mcp_revision: 0,
-            mcp_lines: Vec::new(),
+            turns: TurnState::default(),
+            compactions: CompactionState::default(),
+            background: BackgroundState::default(),
+            server: ServerState::default(),
+            mcp: McpState::default(),
+            opening: Opening {
+                notices: approvals_problem.into_iter().collect(),
+                past: Vec::new(),
+            },
         }
-    }
-
-    /// Make this a read-only view (`reason` says of what): every op that would send,
-    /// run or change something is refused with that line.
-    pub fn with_read_only(mut self, reason: Option<String>) -> Self {
-        self.read_only = reason;
-        self
     }
 
     /// A resumed session's earlier runs: shown at start, and its last measured call
@@ -285,13 +224,13 @@ impl Agent {
     pub fn with_past(mut self, past: Vec<Past>) -> Self {
         self.conversation.take_in_stages(&past);
         self.take_in_past(&past);
-        self.past = past;
+        self.opening.past = past;
         self
     }
 
     /// Lines to say once the agent starts, after any of its own.
     pub fn with_notices(mut self, notices: Vec<String>) -> Self {
-        self.notices.extend(notices);
+        self.opening.notices.extend(notices);
         self
     }
 
@@ -331,7 +270,7 @@ impl Agent {
     fn extent(&self) -> Extent {
         Extent {
             estimate: self.conversation.estimate(),
-            units: self.fixed_units + self.conversation.units(),
+            units: self.prompt.fixed_units() + self.conversation.units(),
         }
     }
 
@@ -365,13 +304,13 @@ impl Agent {
         self.ledger
             .compacted(before, self.extent(), events.iter().map(|event| event.stage));
         // Those journaled (they have ids) that undo can act on.
-        self.tally.compactions += events
+        self.conversation.tally.compactions += events
             .iter()
             .filter(|event| !event.id.is_empty() && event.can_be_undone())
             .count();
         for event in &events {
             if event.replaced > 0 {
-                self.cache_chain.stage_ran(&event.id);
+                self.server.cache_chain.stage_ran(&event.id);
             }
             self.emit(AgentEvent::Compaction { event: event.clone() });
         }
@@ -384,13 +323,12 @@ impl Agent {
     fn weigh(&mut self, events: &mut [StageEvent]) {
         let ratio = self.ledger.chars_per_token();
         let now = crate::time::unix_now();
-        let since = self.last_compaction.map(|last| crate::compact::SincePrevious {
-            turns: self.tally.turns.saturating_sub(last.turns),
-            model_calls: self.model_calls.saturating_sub(last.model_calls),
-            secs: now.saturating_sub(last.unix),
-            estimate_after_previous: last.estimate_after,
-            between_turns: !self.in_turn,
-        });
+        let since = self.compactions.since(
+            self.conversation.tally.turns,
+            self.turns.model_calls,
+            now,
+            self.turns.running,
+        );
         let mut changed = None;
         for event in events.iter_mut().filter(|event| event.replaced > 0) {
             let chars = i64::try_from(event.chars_before).unwrap_or(i64::MAX)
@@ -403,9 +341,9 @@ impl Agent {
             changed = Some(event.chars_after);
         }
         if let Some(estimate_after) = changed {
-            self.last_compaction = Some(LastCompaction {
-                turns: self.tally.turns,
-                model_calls: self.model_calls,
+            self.compactions.last = Some(LastCompaction {
+                turns: self.conversation.tally.turns,
+                model_calls: self.turns.model_calls,
                 unix: now,
                 estimate_after,
             });
@@ -423,8 +361,8 @@ impl Agent {
                 snip_max_messages: config.snip_max_messages,
                 fixed: self.ledger.fixed(),
                 tokens: self.ledger.tokens().cloned(),
-                background: self.background.status(),
-                cache_missed: self.cache_chain.last_miss().cloned(),
+                background: self.background.job.status(),
+                cache_missed: self.server.cache_chain.last_miss().cloned(),
             },
         });
     }
@@ -444,16 +382,55 @@ impl Agent {
             window: self.ledger.window().clone(),
             limit_note: self.ledger.limit().note.message(),
             limit_warning: self.ledger.limit().note.is_warning(),
-            read_only: self.read_only.clone(),
+            read_only: self.settings.read_only.clone(),
         });
     }
 
     /// Serve ops until the channel closes or the user quits.
     pub async fn run(mut self, mut ops: UnboundedReceiver<Op>) -> Vec<Message> {
+        self.start().await;
+        // A server that becomes ready, fails or is disabled changes the tools offered
+        // and the fixed part: taken in when it happens, not at the next request.
+        let mut mcp_changes = self.tools.mcp().changes();
+        let mut mcp_watched = true;
+        // What changed before the watch began (a server that failed at once).
+        self.take_in_mcp_change();
+        while !self.turns.quit {
+            let op = tokio::select! {
+                op = ops.recv() => op,
+                changed = mcp_changes.changed(), if mcp_watched => {
+                    match changed {
+                        Ok(()) => self.take_in_mcp_change(),
+                        Err(_) => mcp_watched = false,
+                    }
+                    continue;
+                }
+                joined = background::settled(&mut self.background.job),
+                    if self.swaps_when_idle() || self.background.job.is_running() => {
+                    self.background_settled(joined).await;
+                    continue;
+                }
+            };
+            match op {
+                None | Some(Op::Quit) => break,
+                Some(op) if self.refused_in_read_only(&op) => {}
+                Some(op) => self.serve(op, &mut ops).await,
+            }
+        }
+        let (messages, synced) = self.conversation.end();
+        if let Err(error) = synced {
+            let _ = self.events.send(journal_failed(&error));
+        }
+        messages
+    }
+
+    /// Before the first op: what the server states, and everything said once as the
+    /// session starts.
+    async fn start(&mut self) {
         let facts = self.provider.discover().await;
-        self.rediscover = facts.unreachable.is_some();
-        self.background_when_idle = facts.llama_cpp;
-        self.server_count.set_asks(facts.llama_cpp);
+        self.server.rediscover = facts.unreachable.is_some();
+        self.background.when_idle = facts.llama_cpp;
+        self.server.count.set_asks(facts.llama_cpp);
         if let Some(window) = facts.window.clone() {
             // Told once, at the start, with the session: no separate notice.
             let _ = self.ledger.set_window(window);
@@ -496,8 +473,8 @@ impl Agent {
             }
             SandboxState::Enforced { .. } | SandboxState::Off => {}
         }
-        if !self.past.is_empty() {
-            let past = std::mem::take(&mut self.past);
+        if !self.opening.past.is_empty() {
+            let past = std::mem::take(&mut self.opening.past);
             self.emit(AgentEvent::Replay {
                 past,
                 in_context: self.conversation.messages().len(),
@@ -507,126 +484,106 @@ impl Agent {
                 messages: self.conversation.messages().to_vec(),
             });
         }
-        for message in std::mem::take(&mut self.notices) {
+        for message in std::mem::take(&mut self.opening.notices) {
             self.emit(AgentEvent::Notice { message });
         }
         // After the replay, which starts the chat afresh.
         self.announce_instructions();
-        if let Some(view) = &self.read_only {
+        if let Some(view) = &self.settings.read_only {
             self.emit(AgentEvent::Notice {
                 message: format!("This is {view}."),
             });
         }
         self.emit_context();
-        // A server that becomes ready, fails or is disabled changes the tools offered
-        // and the fixed part: taken in when it happens, not at the next request.
-        let mut mcp_changes = self.tools.mcp().changes();
-        let mut mcp_watched = true;
-        // What changed before the watch began (a server that failed at once).
-        self.take_in_mcp_change();
-        while !self.quit {
-            let op = tokio::select! {
-                op = ops.recv() => op,
-                changed = mcp_changes.changed(), if mcp_watched => {
-                    match changed {
-                        Ok(()) => self.take_in_mcp_change(),
-                        Err(_) => mcp_watched = false,
-                    }
-                    continue;
-                }
-                joined = background::settled(&mut self.background),
-                    if self.swaps_when_idle() || self.background.is_running() => {
-                    self.background_settled(joined).await;
-                    continue;
-                }
-            };
-            let Some(op) = op else { break };
-            if let Some(view) = &self.read_only
-                && op.changes_the_session()
+    }
+
+    /// In a read-only view, an op that would change the session is refused with why.
+    fn refused_in_read_only(&self, op: &Op) -> bool {
+        let Some(view) = &self.settings.read_only else {
+            return false;
+        };
+        if !op.changes_the_session() {
+            return false;
+        }
+        self.emit(AgentEvent::Error {
+            message: format!("Not done: this is {view}. Start scratchpad without --read-only to work."),
+        });
+        if matches!(op, Op::Submit { .. }) {
+            self.emit(AgentEvent::TurnDone {
+                turn: self.turns.current,
+                outcome: TurnOutcome::Failed,
+            });
+        } else {
+            self.emit(AgentEvent::Ready);
+        }
+        true
+    }
+
+    /// One op: a turn, or something done between turns (which ends in `Ready`).
+    async fn serve(&mut self, op: Op, ops: &mut UnboundedReceiver<Op>) {
+        // These change the history outside a turn: a background summary of what
+        // they changed is set aside, and one starts if the estimate calls for it.
+        let changes_history = matches!(
+            op,
+            Op::Compact { .. } | Op::SummariseUpTo { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
+        );
+        let is_turn = matches!(op, Op::Submit { .. });
+        match op {
+            Op::Submit { text } => self.turn(text, ops).await,
+            Op::Compact { focus } => {
+                let request = self.active_request();
+                self.compact_now(CompactionRequester::User, focus, request, ops).await;
+                self.sync_journal();
+            }
+            Op::Clear => self.clear(),
+            Op::Permissions { revoke } => self.permissions(revoke),
+            Op::Instructions => self.reload_instructions(),
+            Op::Mcp { action } => self.mcp_command(action).await,
+            Op::Inspect => self.inspect().await,
+            Op::CountTokens => self.count_exactly().await,
+            Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),
+            Op::Restore { tool_use_id } => self.restore_result(&tool_use_id),
+            Op::Pin { tool_use_id, pinned } => self.pin(tool_use_id, pinned),
+            Op::Drop { tool_use_id } => self.drop_result(tool_use_id).await,
+            Op::Preview { focus } => self.preview_compact(focus).await,
+            Op::Resume { session } => self.resume_session(&session),
+            Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
+            Op::ReviewReady => self.review_ready(),
+            Op::SummariseUpTo { request, later_same } => {
+                self.summarise_up_to(&request, later_same, ops).await;
+                self.sync_journal();
+            }
+            Op::Review { request_id, answer } => self.reviewed_ready(request_id, answer),
+            Op::Quit => self.turns.quit = true,
+            // Between turns, Esc closes a `/summary` review; the summary stays ready.
+            Op::Cancel => self.close_ready_review(),
+            Op::Permission { .. } | Op::Lossy { .. } => {}
+        }
+        if changes_history {
+            // Where the server counts, the figure after the change is its count of
+            // what is left, not a scaled one.
+            self.count_request().await;
+            self.start_background_if_due();
+            if (self.conversation.tally.messages, self.conversation.tally.estimate)
+                != (self.conversation.messages().len(), self.conversation.estimate())
             {
-                self.emit(AgentEvent::Error {
-                    message: format!("Not done: this is {view}. Start scratchpad without --read-only to work."),
-                });
-                if matches!(op, Op::Submit { .. }) {
-                    self.emit(AgentEvent::TurnDone {
-                        turn: self.turn,
-                        outcome: TurnOutcome::Failed,
-                    });
-                } else {
-                    self.emit(AgentEvent::Ready);
-                }
-                continue;
-            }
-            // These change the history outside a turn: a background summary of what
-            // they changed is set aside, and one starts if the estimate calls for it.
-            let changes_history = matches!(
-                op,
-                Op::Compact { .. } | Op::SummariseUpTo { .. } | Op::Undo { .. } | Op::Restore { .. } | Op::Drop { .. }
-            );
-            let is_turn = matches!(op, Op::Submit { .. });
-            match op {
-                Op::Submit { text } => self.turn(text, &mut ops).await,
-                Op::Compact { focus } => {
-                    let request = self.active_request();
-                    self.compact_now(CompactionRequester::User, focus, request, &mut ops)
-                        .await;
-                    self.sync_journal();
-                }
-                Op::Clear => self.clear(),
-                Op::Permissions { revoke } => self.permissions(revoke),
-                Op::Instructions => self.reload_instructions(),
-                Op::Mcp { action } => self.mcp_command(action).await,
-                Op::Inspect => self.inspect().await,
-                Op::CountTokens => self.count_exactly().await,
-                Op::Undo { stage_id } => self.undo_newest(stage_id.as_deref()),
-                Op::Restore { tool_use_id } => self.restore_result(&tool_use_id),
-                Op::Pin { tool_use_id, pinned } => self.pin(tool_use_id, pinned),
-                Op::Drop { tool_use_id } => self.drop_result(tool_use_id).await,
-                Op::Preview { focus } => self.preview_compact(focus).await,
-                Op::Resume { session } => self.resume_session(&session),
-                Op::Fork { session, at } => self.fork_session(session.as_deref(), &at),
-                Op::ReviewReady => self.review_ready(),
-                Op::SummariseUpTo { request, later_same } => {
-                    self.summarise_up_to(&request, later_same, &mut ops).await;
-                    self.sync_journal();
-                }
-                Op::Review { request_id, answer } => self.reviewed_ready(request_id, answer),
-                Op::Quit => break,
-                // Between turns, Esc closes a `/summary` review; the summary stays ready.
-                Op::Cancel => self.close_ready_review(),
-                Op::Permission { .. } | Op::Lossy { .. } => {}
-            }
-            if changes_history {
-                // Where the server counts, the figure after the change is its count of
-                // what is left, not a scaled one.
-                self.count_request().await;
-                self.start_background_if_due();
-                if (self.tally.messages, self.tally.estimate)
-                    != (self.conversation.messages().len(), self.conversation.estimate())
-                {
-                    self.journal_size();
-                    self.sync_journal();
-                }
-            }
-            // A turn ends with its own TurnDone; anything else done between turns ends
-            // here, whatever it said on the way.
-            if !is_turn {
-                self.emit(AgentEvent::Ready);
+                self.journal_size();
+                self.sync_journal();
             }
         }
-        let (messages, synced) = self.conversation.end();
-        if let Err(error) = synced {
-            let _ = self.events.send(journal_failed(&error));
+        // A turn ends with its own TurnDone; anything else done between turns ends
+        // here, whatever it said on the way.
+        if !is_turn {
+            self.emit(AgentEvent::Ready);
         }
-        messages
     }
 
     fn clear(&mut self) {
         self.discard_background("/clear started a new conversation");
         // A new conversation counts its compactions afresh.
-        self.last_compaction = None;
+        self.compactions.last = None;
         self.approvals.clear();
-        self.tally = crate::session::Tally::default();
+        self.conversation.tally = crate::session::Tally::default();
         self.ledger.clear();
         self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         let journal = self
@@ -646,7 +603,7 @@ impl Agent {
         self.conversation.start_over(journal, Vec::new(), &[]);
         if started {
             // The new journal has not heard what serves the session yet.
-            if self.served_recorded.take().is_some() {
+            if self.server.served_recorded.take().is_some() {
                 self.record_served();
             }
             self.announce_session();

@@ -90,7 +90,7 @@ impl Agent {
             .start_over(Some(journal), restored.messages, &restored.past);
         self.take_in_past(&restored.past);
         // The journal has not heard what serves the session yet.
-        if self.served_recorded.take().is_some() {
+        if self.server.served_recorded.take().is_some() {
             self.record_served();
         }
         self.emit(AgentEvent::Replay {
@@ -122,7 +122,7 @@ impl Agent {
             Past::Call { point } => Some(point),
             _ => None,
         });
-        self.cache_chain =
+        self.server.cache_chain =
             super::cache_chain::CacheChain::resumed(newest_call.and_then(|point| point.response_id.clone()));
         if let Some(point) = past.iter().rev().find_map(|item| match item {
             Past::Call { point } if point.input_tokens.is_some() => Some(point),
@@ -141,6 +141,6 @@ impl Agent {
             }
             self.settings.compaction.context_char_limit = self.ledger.limit().chars;
         }
-        self.tally = session::Tally::of_past(past);
+        self.conversation.tally = session::Tally::of_past(past);
     }
 }

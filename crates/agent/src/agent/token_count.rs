@@ -80,12 +80,12 @@ impl Agent {
     /// it has not yet): the figure the limit, the reply's `max_tokens` and the gauge
     /// use. Asked only of a server that counts locally, once per state of the history.
     pub(super) async fn count_request(&mut self) {
-        if !self.server_count.asks || self.server_count.counted_at == Some(self.count_key()) {
+        if !self.server.count.asks || self.server.count.counted_at == Some(self.count_key()) {
             return;
         }
         match self.count_now().await {
             Ok(_) => {
-                if std::mem::take(&mut self.server_count.failing) {
+                if std::mem::take(&mut self.server.count.failing) {
                     self.emit(AgentEvent::Notice {
                         message: "the server counts again: the token figure is its own count".into(),
                     });
@@ -101,7 +101,7 @@ impl Agent {
     /// is not asked again for the same request: a server slow to count costs a step
     /// its wait once, not before and after the pipeline.
     async fn count_now(&mut self) -> Result<u64, NoCount> {
-        self.server_count.counted_at = Some(self.count_key());
+        self.server.count.counted_at = Some(self.count_key());
         self.count_fixed_part().await?;
         let tokens = self.ask_count(&self.model_request()).await?;
         let note = self.ledger.counted(tokens, self.extent());
@@ -126,13 +126,13 @@ impl Agent {
     fn count_failed(&mut self, why: NoCount) {
         tracing::warn!(%why, "the server's token count gave nothing");
         if matches!(why, NoCount::NotOffered) {
-            self.server_count.asks = false;
+            self.server.count.asks = false;
             self.emit(AgentEvent::Notice {
                 message: "the server offers no token count after all; the token figure is estimated from each call's reported tokens".into(),
             });
             return;
         }
-        if !std::mem::replace(&mut self.server_count.failing, true) {
+        if !std::mem::replace(&mut self.server.count.failing, true) {
             self.emit(AgentEvent::Notice {
                 message: format!(
                     "the server's token count failed ({why}); the token figure is estimated until it counts again"
@@ -146,7 +146,7 @@ impl Agent {
     /// left (message framing). Kept for the state of the history it was counted at.
     pub(super) async fn count_categories(&mut self) -> Result<(), String> {
         let key = self.count_key();
-        if self.server_count.categories.as_ref().is_some_and(|(at, _)| *at == key) {
+        if self.server.count.categories.as_ref().is_some_and(|(at, _)| *at == key) {
             return Ok(());
         }
         let total = self.count_now().await.map_err(|why| why.to_string())?;
@@ -165,7 +165,7 @@ impl Agent {
         let in_text: u64 = categories.iter().map(|(_, tokens)| tokens).sum();
         categories.push((Category::Framing, total.saturating_sub(fixed + in_text)));
         categories.extend(self.fixed_rows(fixed));
-        self.server_count.categories = Some((
+        self.server.count.categories = Some((
             key,
             CountedTokens {
                 total,
@@ -204,7 +204,8 @@ impl Agent {
 
     /// The counted column for the history as it is, when it was counted at this state.
     pub(super) fn counted_categories(&self) -> Option<CountedTokens> {
-        self.server_count
+        self.server
+            .count
             .categories
             .as_ref()
             .filter(|(at, _)| *at == self.count_key())
@@ -213,6 +214,6 @@ impl Agent {
 
     /// Whether the server counts locally (for `/context` to count as it opens).
     pub(super) fn server_counts(&self) -> bool {
-        self.server_count.asks
+        self.server.count.asks
     }
 }

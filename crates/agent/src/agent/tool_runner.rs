@@ -19,7 +19,7 @@ impl Agent {
         } in calls
         {
             self.emit(AgentEvent::ToolStarted {
-                turn: self.turn,
+                turn: self.turns.current,
                 id: id.clone(),
                 name: name.clone(),
                 summary: input_summary(&name, &input),
@@ -27,7 +27,7 @@ impl Agent {
             let began = std::time::Instant::now();
             let (output, status) = if let Some(problem) = problem {
                 (ToolOutput::error(format!("Error: {problem}")), ToolStatus::Error)
-            } else if cancelled || self.quit {
+            } else if cancelled || self.turns.quit {
                 (
                     ToolOutput::error("Cancelled by the user before it ran."),
                     ToolStatus::Cancelled,
@@ -81,7 +81,7 @@ impl Agent {
                 }
             };
             self.emit(AgentEvent::ToolFinished {
-                turn: self.turn,
+                turn: self.turns.current,
                 id: id.clone(),
                 name,
                 status,
@@ -150,7 +150,7 @@ impl Agent {
             *compact = Some(CompactRequest { focus: focus.clone() });
         }
         self.emit(AgentEvent::ToolRunning {
-            turn: self.turn,
+            turn: self.turns.current,
             id: id.to_string(),
         });
         let inspect = || self.breakdown();
@@ -165,7 +165,7 @@ impl Agent {
             }
             Err(interrupted) => {
                 *cancelled = true;
-                self.quit |= matches!(interrupted, Interrupted::Quit);
+                self.turns.quit |= matches!(interrupted, Interrupted::Quit);
                 (
                     ToolOutput::error("Cancelled by the user while running; the process was killed."),
                     ToolStatus::Cancelled,
@@ -192,10 +192,9 @@ impl Agent {
             return Decision::Allowed;
         }
         let always = (!destructive).then(|| approvals::rule_for(tool, job)).flatten();
-        let request_id = self.next_request_id;
-        self.next_request_id += 1;
+        let request_id = self.turns.next_question();
         self.emit(AgentEvent::PermissionRequest {
-            turn: self.turn,
+            turn: self.turns.current,
             request_id,
             tool: tool.to_string(),
             question: question.to_string(),
@@ -235,7 +234,7 @@ impl Agent {
                     };
                 }
                 None | Some(Op::Quit) => {
-                    self.quit = true;
+                    self.turns.quit = true;
                     return Decision::Cancelled;
                 }
                 Some(Op::Cancel) => return Decision::Cancelled,

@@ -31,18 +31,18 @@ impl Agent {
     }
 
     pub(super) async fn turn(&mut self, request: String, ops: &mut UnboundedReceiver<Op>) {
-        self.turn = TurnId(self.turn.0 + 1);
-        self.in_turn = true;
+        self.turns.current = TurnId(self.turns.current.0 + 1);
+        self.turns.running = true;
         self.emit(AgentEvent::TurnStarted {
-            turn: self.turn,
+            turn: self.turns.current,
             request: request.clone(),
         });
         // A request left open (a session killed mid-turn, resumed) is closed first: two
         // user messages in a row are refused by strict chat templates.
         self.close_unanswered("scratchpad stopped before it was answered");
         self.append(Message::user_text(request.clone()));
-        self.tally.turns += 1;
-        self.guard.new_turn();
+        self.conversation.tally.turns += 1;
+        self.compactions.guard.new_turn();
         let outcome = match self.steps(&request, ops).await {
             Ended::Completed => TurnOutcome::Completed,
             Ended::Cancelled => {
@@ -62,12 +62,12 @@ impl Agent {
                 item: Past::TurnEnded { outcome },
             });
         }
-        self.in_turn = false;
+        self.turns.running = false;
         self.journal_tally(&request);
         self.start_background_if_due();
         self.sync_journal();
         self.emit(AgentEvent::TurnDone {
-            turn: self.turn,
+            turn: self.turns.current,
             outcome,
         });
     }
@@ -83,17 +83,17 @@ impl Agent {
             .find(|message| message.role() == crate::message::Role::Assistant)
             .map(Message::text)
             .unwrap_or_default();
-        self.tally.last_request = Tally::cut(request);
-        self.tally.last_answer = Tally::cut(&answer);
+        self.conversation.tally.last_request = Tally::cut(request);
+        self.conversation.tally.last_answer = Tally::cut(&answer);
         self.journal_size();
     }
 
     /// The session's size now, journaled for the session list: after every turn, and
     /// after an undo, a restore, a drop or a `/compact` changed it between turns.
     pub(super) fn journal_size(&mut self) {
-        self.tally.messages = self.conversation.messages().len();
-        self.tally.estimate = self.conversation.estimate();
-        self.note(Record::Tally(self.tally.clone()));
+        self.conversation.tally.messages = self.conversation.messages().len();
+        self.conversation.tally.estimate = self.conversation.estimate();
+        self.note(Record::Tally(self.conversation.tally.clone()));
     }
 
     /// A failed request must not look answered: unanswered, it leaves the history (the
@@ -139,7 +139,7 @@ impl Agent {
         match self.discover_again(ops).await {
             Ok(()) => {}
             Err(Interrupted::Quit) => {
-                self.quit = true;
+                self.turns.quit = true;
                 return Ended::Cancelled;
             }
             Err(Interrupted::Cancel) => return Ended::Cancelled,
@@ -241,7 +241,7 @@ impl Agent {
             }
             let message = Message::blocks(Role::Assistant, content);
             self.emit(AgentEvent::AssistantMessage {
-                turn: self.turn,
+                turn: self.turns.current,
                 message: message.clone(),
             });
             self.append(message);
@@ -391,7 +391,7 @@ impl Agent {
     /// The request the history makes now.
     pub(super) fn model_request(&self) -> ModelRequest<'_> {
         ModelRequest {
-            system: self.system.clone(),
+            system: self.prompt.system().to_string(),
             tools: self.tools.specs(),
             messages: self.conversation.messages(),
             max_tokens: self.reply_tokens(),
@@ -414,12 +414,12 @@ impl Agent {
         self.poll_background();
         self.give_way_to_the_turn();
         let mut request = self.model_request();
-        request.cache_check = self.cache_chain.check();
+        request.cache_check = self.server.cache_chain.check();
         request.think = true;
         let sent = super::cache_chain::PrefixPrint::of(self.provider.model(), &request);
         let (sink, mut deltas) = unbounded_channel();
         let events = self.events.clone();
-        let turn = self.turn;
+        let turn = self.turns.current;
         let forward = tokio::spawn(async move {
             while let Some(delta) = deltas.recv().await {
                 let event = match delta {
@@ -447,7 +447,7 @@ impl Agent {
         let _ = forward.await;
         match result {
             Err(Interrupted::Quit) => {
-                self.quit = true;
+                self.turns.quit = true;
                 Err(CallFailed::Interrupted)
             }
             Err(Interrupted::Cancel) => Err(CallFailed::Interrupted),
@@ -463,14 +463,15 @@ impl Agent {
                     usage.cache_read_input_tokens,
                     usage.cache_creation_input_tokens,
                 );
-                (point.background_started, point.background_ready) = std::mem::take(&mut self.background_marks);
-                let report = self
-                    .cache_chain
-                    .answered(sent, response.id.clone(), response.cache_diagnosis.clone());
+                (point.background_started, point.background_ready) = std::mem::take(&mut self.background.marks);
+                let report =
+                    self.server
+                        .cache_chain
+                        .answered(sent, response.id.clone(), response.cache_diagnosis.clone());
                 point.response_id = response.id.clone();
                 point.cache = report.clone();
                 self.note(Record::Call(point.clone()));
-                self.model_calls += 1;
+                self.turns.model_calls += 1;
                 self.apply_limit(note);
                 self.emit(AgentEvent::ModelCall {
                     point,

@@ -22,13 +22,13 @@ impl Agent {
     /// it says applies to the very request the turn is about to send; `Err` when the
     /// user cancelled the wait.
     pub(super) async fn discover_again(&mut self, ops: &mut UnboundedReceiver<Op>) -> Result<(), super::Interrupted> {
-        if !self.rediscover {
+        if !self.server.rediscover {
             return Ok(());
         }
         let mut facts = self.provider.discover().await;
         if let Some(why) = &facts.unreachable {
             self.emit(AgentEvent::StreamReset {
-                turn: self.turn,
+                turn: self.turns.current,
                 attempt: 1,
                 delay_ms: u64::try_from(crate::provider::retry::HEALTH_POLL.as_millis()).unwrap_or(u64::MAX),
                 reason: format!("{why}; waiting for it to answer"),
@@ -46,10 +46,10 @@ impl Agent {
 
     /// What a server said about itself once it answered: its model and window.
     fn learn_facts(&mut self, facts: crate::provider::ServerFacts) {
-        self.rediscover = facts.unreachable.is_some();
+        self.server.rediscover = facts.unreachable.is_some();
         if facts.llama_cpp {
-            self.background_when_idle = true;
-            self.server_count.set_asks(true);
+            self.background.when_idle = true;
+            self.server.count.set_asks(true);
         }
         if facts.model.is_some() || facts.window.is_some() {
             self.record_served();
@@ -63,14 +63,14 @@ impl Agent {
         let window = self.ledger.window();
         let window_tokens = matches!(window.source, WindowSource::Server { .. }).then_some(window.tokens);
         let served = (self.provider.model().to_string(), window_tokens);
-        if self.served_recorded.as_ref() == Some(&served) {
+        if self.server.served_recorded.as_ref() == Some(&served) {
             return;
         }
         self.note(Record::Served {
             model: served.0.clone(),
             window_tokens: served.1,
         });
-        self.served_recorded = Some(served);
+        self.server.served_recorded = Some(served);
     }
 
     /// The server told the window (`how`): the limit follows it, and the user is told.

@@ -1,0 +1,54 @@
+//! What the agent remembers of its compactions: where the session stood at the newest
+//! one that changed the history (so the next says how soon the context came back),
+//! and the loop guard that stops summaries which do not hold.
+
+use crate::compact::SincePrevious;
+
+#[derive(Default)]
+pub(super) struct CompactionState {
+    /// Where the session stood at the newest compaction that changed the history.
+    pub(super) last: Option<LastCompaction>,
+    /// Summaries in a row that did not hold, and whether compacting stopped.
+    pub(super) guard: LoopGuard,
+}
+
+/// Where the session stood at a compaction, for the next one to say how soon the
+/// context came back.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LastCompaction {
+    pub(super) turns: usize,
+    pub(super) model_calls: usize,
+    pub(super) unix: u64,
+    pub(super) estimate_after: usize,
+}
+
+impl CompactionState {
+    /// How soon after the newest compaction `now` is, with the session at `turns`
+    /// requests and `model_calls` calls; `None` before the first.
+    pub(super) fn since(&self, turns: usize, model_calls: usize, now: u64, in_turn: bool) -> Option<SincePrevious> {
+        self.last.map(|last| SincePrevious {
+            turns: turns.saturating_sub(last.turns),
+            model_calls: model_calls.saturating_sub(last.model_calls),
+            secs: now.saturating_sub(last.unix),
+            estimate_after_previous: last.estimate_after,
+            between_turns: !in_turn,
+        })
+    }
+}
+
+/// The loop guard's count: summaries in a row that did not hold, the model calls made
+/// when the turn's newest summary ran, and why it stopped compacting, once it has.
+#[derive(Debug, Default)]
+pub(super) struct LoopGuard {
+    pub(super) strikes: usize,
+    pub(super) calls_at_last_summary: Option<usize>,
+    pub(super) stopped: Option<String>,
+}
+
+impl LoopGuard {
+    /// A new request: the user is there to read why it stopped, so it tries again.
+    pub(super) fn new_turn(&mut self) {
+        self.calls_at_last_summary = None;
+        self.stopped = None;
+    }
+}
