@@ -10,19 +10,23 @@ mod compaction;
 mod compaction_state;
 mod context_ops;
 mod conversation;
+mod gate;
 mod instructions;
+mod interrupt;
 mod mcp;
 mod mcp_state;
 mod opening;
 mod prompt;
 mod server_state;
 mod sessions;
+mod settings;
 mod token_count;
 mod tool_calls;
 mod tool_runner;
 mod turn;
 mod turn_state;
 mod window;
+pub use settings::{AgentSettings, AskPolicy, SYSTEM_PROMPT};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -33,6 +37,7 @@ use approvals::Approvals;
 use background_state::BackgroundState;
 use compaction_state::{CompactionState, LastCompaction};
 use conversation::{Conversation, Journaled};
+use interrupt::{Interrupted, unless_interrupted};
 use mcp_state::McpState;
 use opening::Opening;
 use prompt::Prompt;
@@ -56,40 +61,6 @@ use crate::session::{Journal, Record};
 use crate::store::Store;
 use crate::tools::sandbox::SandboxState;
 use crate::tools::{Job, Plan, ToolBox, ToolOutput, input_summary};
-
-/// What to do when a tool needs the user's permission.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AskPolicy {
-    /// Ask through a `PermissionRequest` event and wait for the answer.
-    Ask,
-    /// Headless with `--yes`.
-    Approve,
-    /// Headless without `--yes`.
-    Refuse,
-}
-
-#[derive(Clone, Debug)]
-pub struct AgentSettings {
-    pub compaction: CompactConfig,
-    /// scratchpad's own system prompt; the project's instruction files follow it.
-    pub system_prompt: String,
-    pub instructions: crate::instructions::InstructionsConfig,
-    pub max_tokens: u32,
-    /// Model calls one request may take before the agent stops it.
-    pub max_steps: usize,
-    pub ask: AskPolicy,
-    /// The window when neither the server nor the table of known models says.
-    pub configured_window_tokens: u64,
-    pub limit_choice: LimitChoice,
-    /// Where what outlives a session is kept, outside the workspace (the project's
-    /// approvals); `None` keeps nothing.
-    pub data_dir: Option<std::path::PathBuf>,
-    /// A read-only view of a session (open elsewhere, perhaps): why, for the user.
-    /// Nothing is sent, run or changed.
-    pub read_only: Option<String>,
-}
-
-pub const SYSTEM_PROMPT: &str = include_str!("../../assets/system_prompt.md");
 
 /// Said when the server reports that its chat template leaves tool definitions out.
 const TOOLS_NOT_RENDERED: &str = "the server's chat template does not render tools (llama.cpp reports supports_tools: false): \
@@ -125,41 +96,6 @@ pub struct Agent {
     mcp: McpState,
     /// Said once the session starts.
     opening: Opening,
-}
-
-enum Interrupted {
-    Cancel,
-    Quit,
-}
-
-/// Await `work` unless the user cancels or quits first; other ops that arrive meanwhile
-/// are answered as "busy".
-async fn unless_interrupted<T>(
-    ops: &mut UnboundedReceiver<Op>,
-    events: &UnboundedSender<AgentEvent>,
-    inspect: &(dyn Fn() -> AgentEvent + Sync),
-    work: impl Future<Output = T>,
-) -> Result<T, Interrupted> {
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            out = &mut work => return Ok(out),
-            op = ops.recv() => match op {
-                None | Some(Op::Quit) => return Err(Interrupted::Quit),
-                Some(Op::Cancel) => return Err(Interrupted::Cancel),
-                Some(Op::Permission { .. }) => {}
-                // The breakdown only reads: it is answered while the turn runs.
-                Some(Op::Inspect) => {
-                    let _ = events.send(inspect());
-                }
-                Some(_) => {
-                    let _ = events.send(AgentEvent::Error {
-                        message: "A turn is running: wait for it to finish or press Esc to cancel it.".into(),
-                    });
-                }
-            },
-        }
-    }
 }
 
 impl Agent {

@@ -280,7 +280,7 @@ impl Agent {
                 return Ended::Cancelled;
             }
             if let Some(CompactRequest { focus }) = batch.compact
-                && let compaction::Gated::Cancelled = self
+                && let gate::Gated::Cancelled = self
                     .compact_now(CompactionRequester::Model, focus, request.to_string(), ops)
                     .await
             {
@@ -361,7 +361,7 @@ impl Agent {
         let request = request.to_string();
         let (gated, events) = self
             .summarise_gated(
-                compaction::Route::Reactive,
+                gate::Route::Reactive,
                 ops,
                 move |messages, sizes, config, store, summariser| {
                     let events = reactive_compact(messages, &request, aim, config, store, summariser);
@@ -371,9 +371,9 @@ impl Agent {
             )
             .await;
         match gated {
-            compaction::Gated::Cancelled => return Shrunk::Cancelled,
-            compaction::Gated::Declined => return Shrunk::Not,
-            compaction::Gated::Applied => {}
+            gate::Gated::Cancelled => return Shrunk::Cancelled,
+            gate::Gated::Declined => return Shrunk::Not,
+            gate::Gated::Applied => {}
         }
         if events
             .iter()
