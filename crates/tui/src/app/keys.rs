@@ -1,4 +1,4 @@
-//! What a key, a click or a slash command does, by focus and overlay.
+//! What a key or a click does, by focus and overlay.
 
 use super::*;
 
@@ -210,152 +210,8 @@ impl App {
             return;
         }
         self.hand_typing_to_the_prompt(&key);
-        match &mut self.overlay {
-            Overlay::Help(view) => {
-                match keymap::action(View::Help, &key) {
-                    Some(Action::Close) => self.overlay = Overlay::None,
-                    Some(action) => view.scroll(action),
-                    None => {}
-                }
-                return;
-            }
-            Overlay::Browser(browser) => {
-                match browser.handle_key(key) {
-                    BrowserAction::Stay => {}
-                    // Back where the file was opened from: /context, or the chat.
-                    BrowserAction::Close => {
-                        self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
-                    }
-                    BrowserAction::Open(path) => self.request(DiskJob::Open { path }),
-                }
-                return;
-            }
-            Overlay::Context(view) => {
-                let compactions = self.state.compactions().len();
-                let action = view.handle_key(key, self.state.breakdown.as_ref(), compactions);
-                match action {
-                    ContextAction::Stay => {}
-                    // What /context said was about it: it goes with the view.
-                    ContextAction::Close => {
-                        self.overlay = Overlay::None;
-                        self.toast = None;
-                    }
-                    ContextAction::CountTokens => self.send(Op::CountTokens),
-                    ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
-                    ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),
-                    ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
-                    ContextAction::Tell(text) => self.tell(text),
-                    ContextAction::OpenPath(path) => {
-                        self.leave_context();
-                        self.browse(Browser::open_on(&path));
-                    }
-                    ContextAction::ShowText { title, text } => {
-                        self.leave_context();
-                        let lines = crate::terminal_text::screen_safe(&text)
-                            .lines()
-                            .map(|l| (l.to_string(), crate::browser::LineRole::Plain))
-                            .collect();
-                        let mut browser = Browser::new();
-                        browser.viewer = Some(Viewer::from_lines(title, lines));
-                        browser.opened_on_file = true;
-                        self.browse(browser);
-                    }
-                }
-                return;
-            }
-            Overlay::Picker(picker) => {
-                match picker.handle_key(key) {
-                    PickerAction::Stay => {}
-                    PickerAction::Close => self.overlay = Overlay::None,
-                    PickerAction::Open(session) => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Resume { session });
-                    }
-                }
-                return;
-            }
-            Overlay::Tree(tree) => {
-                match tree.handle_key(key) {
-                    TreeAction::Stay => {}
-                    TreeAction::Close => self.overlay = Overlay::None,
-                    TreeAction::Fork { session, at } => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Fork { session, at });
-                    }
-                    TreeAction::Resume(session) => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Resume { session });
-                    }
-                    TreeAction::Label { key, label } => self.request(DiskJob::Label { key, label }),
-                    TreeAction::SummariseUpTo { request, later_same } => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::SummariseUpTo { request, later_same });
-                    }
-                    TreeAction::Tell(message) => self.tell(message),
-                }
-                return;
-            }
-            Overlay::None => {}
-        }
-        match screen {
-            Some(Action::OpenBrowser) => {
-                self.context_return = None;
-                self.browse(Browser::new());
-                return;
-            }
-            Some(Action::OpenContext) => {
-                self.open_context();
-                return;
-            }
-            Some(Action::DismissBanner) => {
-                self.state.banner = None;
-                return;
-            }
-            Some(Action::Help) => {
-                self.overlay = Overlay::Help(HelpView::default());
-                return;
-            }
-            Some(Action::CancelOrBack) => {
-                if self.state.is_busy() {
-                    self.cancel();
-                } else if self.focus == Focus::Input && self.input.is_empty() {
-                    let now = Instant::now();
-                    if self
-                        .last_escape
-                        .take()
-                        .is_some_and(|at| now.duration_since(at) < REWIND_WINDOW)
-                    {
-                        self.open_tree(true);
-                    } else {
-                        self.last_escape = Some(now);
-                    }
-                } else {
-                    self.focus = Focus::Input;
-                }
-                return;
-            }
-            Some(Action::ScrollUp) => return self.chat.scroll(self.chat.page() as isize),
-            Some(Action::ScrollDown) => return self.chat.scroll(-(self.chat.page() as isize)),
-            // Back to the newest: the selection goes too, so no key acts on a marker
-            // out of sight.
-            Some(Action::Follow) if self.focus != Focus::Input || self.input.is_empty() => {
-                self.selected_entry = None;
-                self.expanded_entry = None;
-                return self.chat.follow();
-            }
-            Some(Action::CompleteOrCycleFocus) if self.input.completions().is_empty() => {
-                // A hidden tool pane (narrow terminal) is not a stop.
-                self.focus = match self.focus {
-                    Focus::Input => Focus::Chat,
-                    Focus::Chat if self.tools_visible => Focus::Tools,
-                    Focus::Chat | Focus::Tools => Focus::Input,
-                };
-                if self.focus == Focus::Chat && self.selected_entry.is_none() {
-                    self.selected_entry = self.first_selection();
-                }
-                return;
-            }
-            _ => {}
+        if self.overlay_key(key) || self.screen_key(screen) {
+            return;
         }
         let chat_action = keymap::action(View::Chat, &key);
         let selected = self.selected_entry.and_then(|at| self.state.chat.get(at));
@@ -389,6 +245,157 @@ impl App {
                 }
             }
         }
+    }
+
+    /// A key for the open overlay, which owns every key while it is open: whether
+    /// there was one.
+    fn overlay_key(&mut self, key: KeyEvent) -> bool {
+        match &mut self.overlay {
+            Overlay::Help(view) => {
+                match keymap::action(View::Help, &key) {
+                    Some(Action::Close) => self.overlay = Overlay::None,
+                    Some(action) => view.scroll(action),
+                    None => {}
+                }
+                true
+            }
+            Overlay::Browser(browser) => {
+                match browser.handle_key(key) {
+                    BrowserAction::Stay => {}
+                    // Back where the file was opened from: /context, or the chat.
+                    BrowserAction::Close => {
+                        self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
+                    }
+                    BrowserAction::Open(path) => self.request(DiskJob::Open { path }),
+                }
+                true
+            }
+            Overlay::Context(view) => {
+                let compactions = self.state.compactions().len();
+                let action = view.handle_key(key, self.state.breakdown.as_ref(), compactions);
+                match action {
+                    ContextAction::Stay => {}
+                    // What /context said was about it: it goes with the view.
+                    ContextAction::Close => {
+                        self.overlay = Overlay::None;
+                        self.toast = None;
+                    }
+                    ContextAction::CountTokens => self.send(Op::CountTokens),
+                    ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
+                    ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),
+                    ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
+                    ContextAction::Tell(text) => self.tell(text),
+                    ContextAction::OpenPath(path) => {
+                        self.leave_context();
+                        self.browse(Browser::open_on(&path));
+                    }
+                    ContextAction::ShowText { title, text } => {
+                        self.leave_context();
+                        let lines = crate::terminal_text::screen_safe(&text)
+                            .lines()
+                            .map(|l| (l.to_string(), crate::browser::LineRole::Plain))
+                            .collect();
+                        let mut browser = Browser::new();
+                        browser.viewer = Some(Viewer::from_lines(title, lines));
+                        browser.opened_on_file = true;
+                        self.browse(browser);
+                    }
+                }
+                true
+            }
+            Overlay::Picker(picker) => {
+                match picker.handle_key(key) {
+                    PickerAction::Stay => {}
+                    PickerAction::Close => self.overlay = Overlay::None,
+                    PickerAction::Open(session) => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Resume { session });
+                    }
+                }
+                true
+            }
+            Overlay::Tree(tree) => {
+                match tree.handle_key(key) {
+                    TreeAction::Stay => {}
+                    TreeAction::Close => self.overlay = Overlay::None,
+                    TreeAction::Fork { session, at } => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Fork { session, at });
+                    }
+                    TreeAction::Resume(session) => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::Resume { session });
+                    }
+                    TreeAction::Label { key, label } => self.request(DiskJob::Label { key, label }),
+                    TreeAction::SummariseUpTo { request, later_same } => {
+                        self.overlay = Overlay::None;
+                        self.send(Op::SummariseUpTo { request, later_same });
+                    }
+                    TreeAction::Tell(message) => self.tell(message),
+                }
+                true
+            }
+            Overlay::None => false,
+        }
+    }
+
+    /// A key bound on the whole screen (with no overlay open): whether it was one.
+    fn screen_key(&mut self, screen: Option<Action>) -> bool {
+        match screen {
+            Some(Action::OpenBrowser) => {
+                self.context_return = None;
+                self.browse(Browser::new());
+            }
+            Some(Action::OpenContext) => {
+                self.open_context();
+            }
+            Some(Action::DismissBanner) => {
+                self.state.banner = None;
+            }
+            Some(Action::Help) => {
+                self.overlay = Overlay::Help(HelpView::default());
+            }
+            Some(Action::CancelOrBack) => {
+                if self.state.is_busy() {
+                    self.cancel();
+                } else if self.focus == Focus::Input && self.input.is_empty() {
+                    let now = Instant::now();
+                    if self
+                        .last_escape
+                        .take()
+                        .is_some_and(|at| now.duration_since(at) < REWIND_WINDOW)
+                    {
+                        self.open_tree(true);
+                    } else {
+                        self.last_escape = Some(now);
+                    }
+                } else {
+                    self.focus = Focus::Input;
+                }
+            }
+            Some(Action::ScrollUp) => self.chat.scroll(self.chat.page() as isize),
+            Some(Action::ScrollDown) => self.chat.scroll(-(self.chat.page() as isize)),
+            // Back to the newest: the selection goes too, so no key acts on a marker
+            // out of sight.
+            Some(Action::Follow) if self.focus != Focus::Input || self.input.is_empty() => {
+                self.selected_entry = None;
+                self.expanded_entry = None;
+                self.chat.follow();
+            }
+            Some(Action::CompleteOrCycleFocus) if self.input.completions().is_empty() => {
+                // A hidden tool pane (narrow terminal) is not a stop.
+                self.focus = match self.focus {
+                    Focus::Input => Focus::Chat,
+                    Focus::Chat if self.tools_visible => Focus::Tools,
+                    Focus::Chat | Focus::Tools => Focus::Input,
+                };
+                if self.focus == Focus::Chat && self.selected_entry.is_none() {
+                    self.selected_entry = self.first_selection();
+                }
+            }
+            _ => return false,
+        }
+        true
     }
 
     fn chat_key(&mut self, key: KeyEvent) {
@@ -464,152 +471,4 @@ impl App {
         }
     }
 
-    pub(super) fn submit(&mut self, text: String) {
-        if let Some(request_id) = self.stop_denying() {
-            self.send(Op::Permission {
-                request_id,
-                answer: PermissionAnswer::DenyBecause(text),
-            });
-            self.state.turn.answered(request_id);
-            return;
-        }
-        match SlashCommand::parse(&text) {
-            Some(Ok((command, rest))) => {
-                if self.state.is_busy() && !command.while_busy() {
-                    self.tell(format!("wait for the turn to finish before {}", command.name()));
-                } else {
-                    self.run_command(command, rest);
-                }
-                return;
-            }
-            Some(Err(name)) => {
-                self.tell(format!("unknown command /{name}; /help lists them"));
-                // The text stays, to be corrected.
-                self.input.set_text(&text);
-                return;
-            }
-            None => {}
-        }
-        if let Some(view) = &self.state.session.read_only {
-            // Nothing is sent from a read-only view; the text stays, to be copied.
-            self.tell(format!("not sent: this is {view}"));
-            self.input.set_text(&text);
-            return;
-        }
-        if self.state.is_busy() {
-            // Queued, not lost: it stays in the prompt, editable, until the turn ends;
-            // what is typed next starts on a line of its own rather than running on.
-            self.input.set_text(&format!("{}\n", text.trim_end_matches('\n')));
-            self.queued = true;
-            return;
-        }
-        self.chat.follow();
-        self.send(Op::Submit { text });
-        self.state.submitted();
-    }
-
-    /// Ctrl+C: the first press cancels the running turn (or clears the prompt); a
-    /// second within [`QUIT_WINDOW`] quits.
-    ///
-    /// Only a press that did nothing else (an idle app, an empty prompt) arms the
-    /// quit: one that cancelled a turn or cleared the prompt is followed by another
-    /// press, often in haste, that must not end the session.
-    fn interrupt(&mut self) {
-        let now = Instant::now();
-        if self.state.is_busy() || self.state.turn.question().is_some() {
-            self.last_interrupt = None;
-            self.cancel();
-            return;
-        }
-        if !self.input.is_empty() {
-            self.last_interrupt = None;
-            self.input.clear();
-            self.tell("prompt cleared · Ctrl+C on an empty prompt, twice, quits");
-            return;
-        }
-        if self
-            .last_interrupt
-            .is_some_and(|at| now.duration_since(at) < QUIT_WINDOW)
-        {
-            self.send(Op::Quit);
-            self.quit = true;
-            return;
-        }
-        self.last_interrupt = Some(now);
-        self.tell_for("press Ctrl+C again to quit", QUIT_WINDOW);
-    }
-
-    fn run_command(&mut self, command: SlashCommand, rest: &str) {
-        match command {
-            SlashCommand::Compact => match rest.strip_prefix("--preview").map(str::trim) {
-                Some(focus) => self.send(Op::Preview {
-                    focus: (!focus.is_empty()).then(|| focus.to_string()),
-                }),
-                None => self.send(Op::Compact {
-                    focus: (!rest.is_empty()).then(|| rest.to_string()),
-                }),
-            },
-            SlashCommand::Context => self.open_context(),
-            SlashCommand::Summary => self.send(Op::ReviewReady),
-            SlashCommand::Transcripts => {
-                self.context_return = None;
-                self.browse(Browser::new());
-            }
-            SlashCommand::Clear => self.send(Op::Clear),
-            SlashCommand::Resume => self.open_picker(),
-            SlashCommand::Tree => self.open_tree(false),
-            SlashCommand::Undo => self.send(Op::Undo { stage_id: None }),
-            SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
-                None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
-                Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
-                    revoke: number.parse().ok(),
-                }),
-                _ => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
-            },
-            SlashCommand::Instructions => self.send(Op::Instructions),
-            SlashCommand::Mcp => {
-                let action = match rest
-                    .split_once(char::is_whitespace)
-                    .map(|(verb, name)| (verb, name.trim()))
-                {
-                    _ if rest.is_empty() => Ok(None),
-                    None if rest == "trust" => Ok(Some(McpAction::Trust)),
-                    Some(("restart", name)) if !name.is_empty() => Ok(Some(McpAction::Restart(name.to_string()))),
-                    Some(("disable", name)) if !name.is_empty() => Ok(Some(McpAction::Disable(name.to_string()))),
-                    _ => Err(()),
-                };
-                match action {
-                    Ok(action) => self.send(Op::Mcp { action }),
-                    Err(()) => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
-                }
-            }
-            SlashCommand::Model => {
-                // One item a line, as /mcp lists its servers.
-                let info = &self.state.session;
-                let mut lines = vec![format!("provider {} · model {}", info.provider, info.model)];
-                if let Some(window) = &info.window {
-                    lines.push(format!(
-                        "window {} tokens ({})",
-                        crate::compact::short_count(window.tokens as usize),
-                        window.source
-                    ));
-                }
-                if let Some(status) = &self.state.context {
-                    let how = info.limit_note.as_deref().unwrap_or("as configured");
-                    lines.push(format!(
-                        "limit {} chars · {how}",
-                        crate::compact::short_count(status.limit)
-                    ));
-                }
-                lines.push(crate::tools::sandbox::SandboxState::label_of(&info.sandbox));
-                lines.extend(info.sandbox_layers.iter().map(|layer| format!("  {layer}")));
-                self.note(lines.join("\n"));
-            }
-            SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
-            SlashCommand::Quit => {
-                self.send(Op::Quit);
-                self.quit = true;
-            }
-        }
-    }
 }

@@ -3,6 +3,7 @@
 //! click does is in `keys`; how the screen is laid out and drawn, in `render`.
 
 mod keys;
+mod prompt_commands;
 mod render;
 
 use std::path::PathBuf;

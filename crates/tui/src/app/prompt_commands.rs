@@ -1,0 +1,156 @@
+//! What the prompt sends: a request to the agent (or the answer to a question
+//! waiting for one), an interrupt, or a slash command.
+
+use super::*;
+
+impl App {
+
+    pub(super) fn submit(&mut self, text: String) {
+        if let Some(request_id) = self.stop_denying() {
+            self.send(Op::Permission {
+                request_id,
+                answer: PermissionAnswer::DenyBecause(text),
+            });
+            self.state.turn.answered(request_id);
+            return;
+        }
+        match SlashCommand::parse(&text) {
+            Some(Ok((command, rest))) => {
+                if self.state.is_busy() && !command.while_busy() {
+                    self.tell(format!("wait for the turn to finish before {}", command.name()));
+                } else {
+                    self.run_command(command, rest);
+                }
+                return;
+            }
+            Some(Err(name)) => {
+                self.tell(format!("unknown command /{name}; /help lists them"));
+                // The text stays, to be corrected.
+                self.input.set_text(&text);
+                return;
+            }
+            None => {}
+        }
+        if let Some(view) = &self.state.session.read_only {
+            // Nothing is sent from a read-only view; the text stays, to be copied.
+            self.tell(format!("not sent: this is {view}"));
+            self.input.set_text(&text);
+            return;
+        }
+        if self.state.is_busy() {
+            // Queued, not lost: it stays in the prompt, editable, until the turn ends;
+            // what is typed next starts on a line of its own rather than running on.
+            self.input.set_text(&format!("{}\n", text.trim_end_matches('\n')));
+            self.queued = true;
+            return;
+        }
+        self.chat.follow();
+        self.send(Op::Submit { text });
+        self.state.submitted();
+    }
+
+    /// Ctrl+C: the first press cancels the running turn (or clears the prompt); a
+    /// second within [`QUIT_WINDOW`] quits.
+    ///
+    /// Only a press that did nothing else (an idle app, an empty prompt) arms the
+    /// quit: one that cancelled a turn or cleared the prompt is followed by another
+    /// press, often in haste, that must not end the session.
+    pub(super) fn interrupt(&mut self) {
+        let now = Instant::now();
+        if self.state.is_busy() || self.state.turn.question().is_some() {
+            self.last_interrupt = None;
+            self.cancel();
+            return;
+        }
+        if !self.input.is_empty() {
+            self.last_interrupt = None;
+            self.input.clear();
+            self.tell("prompt cleared · Ctrl+C on an empty prompt, twice, quits");
+            return;
+        }
+        if self
+            .last_interrupt
+            .is_some_and(|at| now.duration_since(at) < QUIT_WINDOW)
+        {
+            self.send(Op::Quit);
+            self.quit = true;
+            return;
+        }
+        self.last_interrupt = Some(now);
+        self.tell_for("press Ctrl+C again to quit", QUIT_WINDOW);
+    }
+
+    fn run_command(&mut self, command: SlashCommand, rest: &str) {
+        match command {
+            SlashCommand::Compact => match rest.strip_prefix("--preview").map(str::trim) {
+                Some(focus) => self.send(Op::Preview {
+                    focus: (!focus.is_empty()).then(|| focus.to_string()),
+                }),
+                None => self.send(Op::Compact {
+                    focus: (!rest.is_empty()).then(|| rest.to_string()),
+                }),
+            },
+            SlashCommand::Context => self.open_context(),
+            SlashCommand::Summary => self.send(Op::ReviewReady),
+            SlashCommand::Transcripts => {
+                self.context_return = None;
+                self.browse(Browser::new());
+            }
+            SlashCommand::Clear => self.send(Op::Clear),
+            SlashCommand::Resume => self.open_picker(),
+            SlashCommand::Tree => self.open_tree(false),
+            SlashCommand::Undo => self.send(Op::Undo { stage_id: None }),
+            SlashCommand::Permissions => match rest.strip_prefix("revoke").map(str::trim) {
+                None if rest.is_empty() => self.send(Op::Permissions { revoke: None }),
+                Some(number) if number.parse::<usize>().is_ok() => self.send(Op::Permissions {
+                    revoke: number.parse().ok(),
+                }),
+                _ => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
+            },
+            SlashCommand::Instructions => self.send(Op::Instructions),
+            SlashCommand::Mcp => {
+                let action = match rest
+                    .split_once(char::is_whitespace)
+                    .map(|(verb, name)| (verb, name.trim()))
+                {
+                    _ if rest.is_empty() => Ok(None),
+                    None if rest == "trust" => Ok(Some(McpAction::Trust)),
+                    Some(("restart", name)) if !name.is_empty() => Ok(Some(McpAction::Restart(name.to_string()))),
+                    Some(("disable", name)) if !name.is_empty() => Ok(Some(McpAction::Disable(name.to_string()))),
+                    _ => Err(()),
+                };
+                match action {
+                    Ok(action) => self.send(Op::Mcp { action }),
+                    Err(()) => self.tell(format!("usage: {} {}", command.name(), command.arguments())),
+                }
+            }
+            SlashCommand::Model => {
+                // One item a line, as /mcp lists its servers.
+                let info = &self.state.session;
+                let mut lines = vec![format!("provider {} · model {}", info.provider, info.model)];
+                if let Some(window) = &info.window {
+                    lines.push(format!(
+                        "window {} tokens ({})",
+                        crate::compact::short_count(window.tokens as usize),
+                        window.source
+                    ));
+                }
+                if let Some(status) = &self.state.context {
+                    let how = info.limit_note.as_deref().unwrap_or("as configured");
+                    lines.push(format!(
+                        "limit {} chars · {how}",
+                        crate::compact::short_count(status.limit)
+                    ));
+                }
+                lines.push(crate::tools::sandbox::SandboxState::label_of(&info.sandbox));
+                lines.extend(info.sandbox_layers.iter().map(|layer| format!("  {layer}")));
+                self.note(lines.join("\n"));
+            }
+            SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
+            SlashCommand::Quit => {
+                self.send(Op::Quit);
+                self.quit = true;
+            }
+        }
+    }
+}
