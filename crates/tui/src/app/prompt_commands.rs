@@ -4,7 +4,6 @@
 use super::*;
 
 impl App {
-
     pub(super) fn submit(&mut self, text: String) {
         if let Some(request_id) = self.stop_denying() {
             self.send(Op::Permission {
