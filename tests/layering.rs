@@ -347,3 +347,37 @@ fn grouped_uses_and_paths_in_code_are_found() {
         BTreeSet::from(["session::record::Past".to_string(), "text::cut".to_string()])
     );
 }
+
+/// The longest a source file may be before its tests: past it, a file holds more than
+/// one concern and is split.
+const MOST_LINES: usize = 600;
+
+/// A source file's lines before its tests (an inline `#[cfg(test)]` module, or none).
+fn lines_before_tests(text: &str) -> usize {
+    text.lines().take_while(|line| !line.starts_with("#[cfg(test)]")).count()
+}
+
+#[test]
+fn no_source_file_is_over_600_lines_before_its_tests() {
+    let root = workspace();
+    let mut long = Vec::new();
+    for place in ["src", "crates"] {
+        for file in rust_files(&root.join(place)) {
+            // A module of tests is tests, wherever it lives.
+            if file.file_name().is_some_and(|name| name == "tests.rs") {
+                continue;
+            }
+            let lines = lines_before_tests(&std::fs::read_to_string(&file).unwrap());
+            if lines > MOST_LINES {
+                long.push(format!("{}: {lines} lines", file.strip_prefix(root).unwrap().display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "over {MOST_LINES} lines before their tests:\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_line_count_stops_at_the_tests() {
+    assert_eq!(lines_before_tests("a\nb\n#[cfg(test)]\nmod tests {\n}\n"), 2);
+    assert_eq!(lines_before_tests("a\nb\n"), 2);
+}
