@@ -218,8 +218,7 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
     scratch.open.clear();
     let bytes = text.as_bytes();
     let mut shape = Shape::default();
-    let mut role = None;
-    let mut has_content = false;
+    let mut found = Found::default();
     let mut expect = Expect::Value;
     let mut at = 0;
     while let Some(&byte) = bytes.get(at) {
@@ -227,50 +226,16 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
         let value = matches!(expect, Expect::Value | Expect::ValueOrEnd);
         let token = at;
         // What a value beginning here is in the message.
-        let mut part = Part::Other;
-        let mut content = false;
-        if value {
-            match scratch.open.last_mut() {
-                None => part = Part::Message,
-                Some(open) => {
-                    let key = if open.object {
-                        scratch.keys.last().map(|key| &bytes[key.clone()])
-                    } else {
-                        None
-                    };
-                    match (open.part, key) {
-                        (Part::Message, Some(b"\"role\"")) => {
-                            let value = &bytes[at..];
-                            role = if value.starts_with(b"\"user\"") {
-                                Some(Role::User)
-                            } else if value.starts_with(b"\"assistant\"") {
-                                Some(Role::Assistant)
-                            } else {
-                                None
-                            };
-                        }
-                        (Part::Message, Some(b"\"content\"")) => {
-                            has_content = matches!(byte, b'"' | b'[');
-                            part = Part::Blocks;
-                        }
-                        (Part::Blocks, _) => {
-                            if byte != b'{' {
-                                return None;
-                            }
-                            part = Part::Block { typed: false };
-                        }
-                        (Part::Block { .. }, Some(b"\"content\"")) => content = true,
-                        (Part::Block { .. }, Some(b"\"type\"")) => {
-                            if byte != b'"' {
-                                return None;
-                            }
-                            open.part = Part::Block { typed: true };
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
+        let (part, mut content) = if value {
+            let open = scratch.open.last_mut();
+            let key = match &open {
+                Some(open) if open.object => scratch.keys.last().map(|key| &bytes[key.clone()]),
+                _ => None,
+            };
+            value_part(open, key, &bytes[at..], &mut found)?
+        } else {
+            (Part::Other, false)
+        };
         match byte {
             b'"' if key || value => {
                 let end = string_end(bytes, at)?;
@@ -361,7 +326,7 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
         }
         if scratch.open.is_empty() {
             // One value, and nothing after it.
-            let role = role.filter(|_| has_content && at == bytes.len())?;
+            let role = found.role.filter(|_| found.has_content && at == bytes.len())?;
             // Escapes are written as they are counted, and outside strings there is
             // nothing but ASCII: the text's characters are its count. A control
             // character is in a string (whitespace was refused), where JSON forbids it.
@@ -374,6 +339,57 @@ pub(super) fn keep(text: &str, scratch: &mut Scratch) -> Option<Kept> {
         }
     }
     None
+}
+
+/// What the scan has found of the message so far: its role, and whether it has a
+/// `content` that is a string or a list.
+#[derive(Default)]
+struct Found {
+    role: Option<Role>,
+    has_content: bool,
+}
+
+/// What the value at the start of `value` is in the message, given the container it
+/// is in (`open`, none for the message itself) and its `key` there: its part, and
+/// whether it is a block's content. `None` when the message cannot be kept: a block
+/// that is not an object, or a `type` that is not a string. A role or a content found
+/// is noted in `found`.
+#[inline]
+fn value_part(open: Option<&mut Open>, key: Option<&[u8]>, value: &[u8], found: &mut Found) -> Option<(Part, bool)> {
+    let Some(open) = open else {
+        return Some((Part::Message, false));
+    };
+    let first = value.first().copied();
+    match (open.part, key) {
+        (Part::Message, Some(b"\"role\"")) => {
+            found.role = if value.starts_with(b"\"user\"") {
+                Some(Role::User)
+            } else if value.starts_with(b"\"assistant\"") {
+                Some(Role::Assistant)
+            } else {
+                None
+            };
+        }
+        (Part::Message, Some(b"\"content\"")) => {
+            found.has_content = matches!(first, Some(b'"' | b'['));
+            return Some((Part::Blocks, false));
+        }
+        (Part::Blocks, _) => {
+            if first != Some(b'{') {
+                return None;
+            }
+            return Some((Part::Block { typed: false }, false));
+        }
+        (Part::Block { .. }, Some(b"\"content\"")) => return Some((Part::Other, true)),
+        (Part::Block { .. }, Some(b"\"type\"")) => {
+            if first != Some(b'"') {
+                return None;
+            }
+            open.part = Part::Block { typed: true };
+        }
+        _ => {}
+    }
+    Some((Part::Other, false))
 }
 
 /// The characters of UTF-8 `bytes` (every byte but a continuation byte starts one),
