@@ -354,7 +354,9 @@ const MOST_LINES: usize = 600;
 
 /// A source file's lines before its tests (an inline `#[cfg(test)]` module, or none).
 fn lines_before_tests(text: &str) -> usize {
-    text.lines().take_while(|line| !line.starts_with("#[cfg(test)]")).count()
+    text.lines()
+        .take_while(|line| !line.starts_with("#[cfg(test)]"))
+        .count()
 }
 
 #[test]
@@ -373,7 +375,11 @@ fn no_source_file_is_over_600_lines_before_its_tests() {
             }
         }
     }
-    assert!(long.is_empty(), "over {MOST_LINES} lines before their tests:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "over {MOST_LINES} lines before their tests:\n{}",
+        long.join("\n")
+    );
 }
 
 #[test]

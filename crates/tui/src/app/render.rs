@@ -10,20 +10,7 @@ impl App {
     pub fn render(&mut self, frame: &mut Frame<'_>) {
         let area = frame.area();
         if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-            // Nothing fits: say so rather than draw a jumble, with no links left over
-            // from the last frame.
-            self.chat.hyperlinks.clear();
-            if let Overlay::Browser(browser) = &mut self.overlay {
-                browser.hyperlinks.clear();
-            }
-            let note = format!(
-                "terminal too small: {}×{}, needs {MIN_WIDTH}×{MIN_HEIGHT}",
-                area.width, area.height
-            );
-            frame.render_widget(
-                ratatui::widgets::Paragraph::new(note).wrap(ratatui::widgets::Wrap { trim: true }),
-                area,
-            );
+            self.render_too_small(frame, area);
             return;
         }
         let narrow = area.width < 90 || area.height < 24;
@@ -56,40 +43,7 @@ impl App {
         } else {
             (main, None)
         };
-        let selected_entry = if self.focus == Focus::Chat {
-            self.selected_entry
-        } else {
-            None
-        };
-        // While the chat holds only what the start said (instruction files, MCP
-        // servers: most real projects have some), the welcome stays on top of it.
-        let welcome = if self
-            .state
-            .chat
-            .iter()
-            .all(|entry| matches!(entry, ChatEntry::Notice(_) | ChatEntry::Instructions(_)))
-        {
-            super::super::welcome::lines(&self.state.session)
-        } else {
-            Vec::new()
-        };
-        self.chat.render(
-            frame,
-            chat_area,
-            ChatContent {
-                entries: &self.state.chat,
-                revisions: &self.state.revisions,
-                welcome: &welcome,
-                tools: &self.state.tools,
-                inline_tools: !self.tools_visible,
-                tick: self.tick,
-            },
-            MarkerFocus {
-                selected: selected_entry,
-                expanded: self.expanded_entry,
-            },
-            self.focus == Focus::Chat,
-        );
+        self.render_chat(frame, chat_area);
         if let Some(tools_area) = tools_area {
             tools_pane::render(
                 frame,
@@ -125,6 +79,68 @@ impl App {
             height: main.height + gauge_height,
             ..main
         };
+        self.render_overlay(frame, area, overlay_area);
+        self.render_question(frame, area);
+    }
+
+    /// Nothing fits: say so rather than draw a jumble, with no links left over from
+    /// the last frame.
+    fn render_too_small(&mut self, frame: &mut Frame<'_>, area: Rect) {
+        self.chat.hyperlinks.clear();
+        if let Overlay::Browser(browser) = &mut self.overlay {
+            browser.hyperlinks.clear();
+        }
+        let note = format!(
+            "terminal too small: {}×{}, needs {MIN_WIDTH}×{MIN_HEIGHT}",
+            area.width, area.height
+        );
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(note).wrap(ratatui::widgets::Wrap { trim: true }),
+            area,
+        );
+    }
+
+    /// The chat, with the welcome on top while the chat holds only what the start said.
+    fn render_chat(&mut self, frame: &mut Frame<'_>, chat_area: Rect) {
+        let selected_entry = if self.focus == Focus::Chat {
+            self.selected_entry
+        } else {
+            None
+        };
+        // While the chat holds only what the start said (instruction files, MCP
+        // servers: most real projects have some), the welcome stays on top of it.
+        let welcome = if self
+            .state
+            .chat
+            .iter()
+            .all(|entry| matches!(entry, ChatEntry::Notice(_) | ChatEntry::Instructions(_)))
+        {
+            super::super::welcome::lines(&self.state.session)
+        } else {
+            Vec::new()
+        };
+        self.chat.render(
+            frame,
+            chat_area,
+            ChatContent {
+                entries: &self.state.chat,
+                revisions: &self.state.revisions,
+                welcome: &welcome,
+                tools: &self.state.tools,
+                inline_tools: !self.tools_visible,
+                tick: self.tick,
+            },
+            MarkerFocus {
+                selected: selected_entry,
+                expanded: self.expanded_entry,
+            },
+            self.focus == Focus::Chat,
+        );
+    }
+
+    /// The open overlay over the chat and the gauge (help over the whole `area`), and
+    /// a toast over it.
+    fn render_overlay(&mut self, frame: &mut Frame<'_>, area: Rect, overlay_area: Rect) {
         let tokens = self.state.context.as_ref().and_then(|c| c.tokens.as_ref());
         let thresholds = match &self.state.context {
             Some(status) => Thresholds {
@@ -157,6 +173,10 @@ impl App {
         if let Some(toast) = &self.toast {
             toast.render(frame, overlay_area);
         }
+    }
+
+    /// The question waiting for an answer, or the summary in review, over everything.
+    fn render_question(&mut self, frame: &mut Frame<'_>, area: Rect) {
         let covered = !matches!(self.overlay, Overlay::None);
         let drawn = match self.state.turn.question_mut() {
             Some(Question::Permission(prompt)) if self.denying.is_none() => {
