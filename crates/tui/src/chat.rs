@@ -382,23 +382,7 @@ impl ChatView {
             return;
         }
         if !welcome.is_empty() {
-            // The welcome above the start's notes, taking at most half the pane.
-            let welcome_lines: Vec<Line<'static>> = welcome
-                .iter()
-                .flat_map(|line| {
-                    let segments: Vec<(String, Style)> = line
-                        .spans
-                        .iter()
-                        .map(|span| (span.content.to_string(), span.style))
-                        .collect();
-                    markdown::wrap(&segments, usize::from(inner.width), Span::raw(""), "")
-                })
-                .chain(std::iter::once(Line::default()))
-                .collect();
-            let height = (welcome_lines.len() as u16).min(inner.height / 2);
-            let [top, rest] = Layout::vertical([Constraint::Length(height), Constraint::Min(0)]).areas(inner);
-            frame.render_widget(Paragraph::new(welcome_lines), top);
-            inner = rest;
+            inner = render_welcome(frame, inner, welcome);
         }
         let width = inner.width.max(1);
         let palette = theme::palette();
@@ -476,6 +460,20 @@ impl ChatView {
         // The window [top, top + page) in whole-chat line numbers.
         let bottom = self.total_lines.saturating_sub(self.scroll_up);
         let top = bottom.saturating_sub(self.page);
+        let visible = self.visible_lines(entries, &heights, inner, top..bottom);
+        frame.render_widget(Paragraph::new(visible), inner);
+    }
+
+    /// The lines of the chat in `window` (whole-chat line numbers) for the pane
+    /// `inner`, noting on the way the rows of markers and of the paths they link.
+    fn visible_lines(
+        &mut self,
+        entries: &[ChatEntry],
+        heights: &[usize],
+        inner: Rect,
+        window: std::ops::Range<usize>,
+    ) -> Vec<Line<'static>> {
+        let (top, bottom) = (window.start, window.end);
         let mut visible: Vec<Line<'static>> = Vec::with_capacity(self.page);
         self.links.clear();
         self.marker_rows.clear();
@@ -520,6 +518,26 @@ impl ChatView {
             }
             line_no += height;
         }
-        frame.render_widget(Paragraph::new(visible), inner);
+        visible
     }
+}
+/// The welcome above the start's notes, taking at most half of `inner`: the room
+/// left below it.
+fn render_welcome(frame: &mut Frame<'_>, inner: Rect, welcome: &[Line<'static>]) -> Rect {
+    let welcome_lines: Vec<Line<'static>> = welcome
+        .iter()
+        .flat_map(|line| {
+            let segments: Vec<(String, Style)> = line
+                .spans
+                .iter()
+                .map(|span| (span.content.to_string(), span.style))
+                .collect();
+            markdown::wrap(&segments, usize::from(inner.width), Span::raw(""), "")
+        })
+        .chain(std::iter::once(Line::default()))
+        .collect();
+    let height = (welcome_lines.len() as u16).min(inner.height / 2);
+    let [top, rest] = Layout::vertical([Constraint::Length(height), Constraint::Min(0)]).areas(inner);
+    frame.render_widget(Paragraph::new(welcome_lines), top);
+    rest
 }
