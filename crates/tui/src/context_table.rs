@@ -82,32 +82,11 @@ pub(super) fn render_table(
     // When the rows do not fit, the smallest message categories share one row, so
     // the fixed part, the free space and the totals always show.
     let categories: Vec<(Category, usize)> = shown_categories(breakdown).copied().collect();
-    // Three rows are the header and the totals; each instruction file and each MCP
-    // server has one, where there is room for them beside every category: on a short
-    // screen the messages and the free room show before the fixed part's details.
-    // The least the table needs: the header and the messages' total, the fixed
-    // part's rows, one row of messages (merged when need be) and the free room.
-    let sub_rows = breakdown.instructions.len() + breakdown.mcp_servers.len();
-    let fixed_rows = categories.iter().filter(|(category, _)| category.is_fixed()).count();
-    let details = (area.height as usize) >= 2 + fixed_rows + 2 + sub_rows;
-    let room = (area.height as usize)
-        .saturating_sub(3 + if details { sub_rows } else { 0 })
-        .max(2);
-    let mut by_size: Vec<&(Category, usize)> = categories
-        .iter()
-        .filter(|(category, _)| category.counts_against_limit())
-        .collect();
-    by_size.sort_by_key(|(_, chars)| std::cmp::Reverse(*chars));
-    let mut merged: Vec<Category> = if categories.len() > room {
-        let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
-        by_size.iter().skip(keep).map(|(category, _)| *category).collect()
-    } else {
-        Vec::new()
-    };
-    // One category in a shared row saves no room: it keeps its own.
-    if merged.len() < 2 {
-        merged.clear();
-    }
+    let Merged {
+        merged,
+        all_messages,
+        details,
+    } = merged_categories(&categories, breakdown, area.height as usize);
     let row = |colour: Option<Category>, label: String, chars: usize, of_limit: String, tokens: String| {
         Row::new(vec![
             colour.map_or_else(
@@ -131,7 +110,7 @@ pub(super) fn render_table(
                 .filter(|(c, _)| merged.contains(c))
                 .map(|(_, n)| n)
                 .sum();
-            let label = if merged.len() == by_size.len() {
+            let label = if all_messages {
                 format!("messages ({} categories)", merged.len())
             } else {
                 format!("{} smaller categories", merged.len())
@@ -202,7 +181,57 @@ pub(super) fn render_table(
             |counted| short_count(counted.total as usize),
         )),
     ]));
-    let table = Table::new(
+    frame.render_widget(table_of(rows, breakdown.counted.is_some()), area);
+}
+
+/// Which message categories share one row because the rows do not all fit, and
+/// whether the instruction files and MCP servers get rows of their own.
+struct Merged {
+    merged: Vec<Category>,
+    /// Every message category is in the shared row.
+    all_messages: bool,
+    details: bool,
+}
+
+/// What fits in `height` rows: on a short screen the smallest message categories
+/// share a row, and the messages and the free room show before the fixed part's
+/// details.
+fn merged_categories(categories: &[(Category, usize)], breakdown: &ContextBreakdown, height: usize) -> Merged {
+    // Three rows are the header and the totals; each instruction file and each MCP
+    // server has one, where there is room for them beside every category: on a short
+    // screen the messages and the free room show before the fixed part's details.
+    // The least the table needs: the header and the messages' total, the fixed
+    // part's rows, one row of messages (merged when need be) and the free room.
+    let sub_rows = breakdown.instructions.len() + breakdown.mcp_servers.len();
+    let fixed_rows = categories.iter().filter(|(category, _)| category.is_fixed()).count();
+    let details = height >= 2 + fixed_rows + 2 + sub_rows;
+    let room = height.saturating_sub(3 + if details { sub_rows } else { 0 }).max(2);
+    let mut by_size: Vec<&(Category, usize)> = categories
+        .iter()
+        .filter(|(category, _)| category.counts_against_limit())
+        .collect();
+    by_size.sort_by_key(|(_, chars)| std::cmp::Reverse(*chars));
+    let mut merged: Vec<Category> = if categories.len() > room {
+        let keep = room.saturating_sub(categories.len() - by_size.len() + 1);
+        by_size.iter().skip(keep).map(|(category, _)| *category).collect()
+    } else {
+        Vec::new()
+    };
+    // One category in a shared row saves no room: it keeps its own.
+    if merged.len() < 2 {
+        merged.clear();
+    }
+    Merged {
+        all_messages: merged.len() == by_size.len(),
+        merged,
+        details,
+    }
+}
+
+/// The table of `rows` under its header; the last column says `counted` where the
+/// server counted.
+fn table_of(rows: Vec<Row<'_>>, counted: bool) -> Table<'_> {
+    Table::new(
         rows,
         [
             Constraint::Length(1),
@@ -218,13 +247,8 @@ pub(super) fn render_table(
             "category",
             "chars",
             "of limit",
-            if breakdown.counted.is_some() {
-                "counted"
-            } else {
-                "tokens"
-            },
+            if counted { "counted" } else { "tokens" },
         ])
         .style(Style::default().fg(theme::palette().soft)),
-    );
-    frame.render_widget(table, area);
+    )
 }
