@@ -2191,22 +2191,32 @@ enum Shown {
     NoticeContaining(&'static str),
 }
 
-/// Each binding and slash command does what the README and the help say, checked
-/// against expectations written here, not read from the key table: a swapped binding
-/// fails. Each case starts in a situation, presses keys (or types a command and
-/// Enter), and names the ops sent, in order, and what the screen shows after.
-#[test]
-fn every_binding_and_command_does_what_it_documents() {
+/// A letter, as typed.
+fn plain(c: char) -> KeyEvent {
+    key(KeyCode::Char(c))
+}
+
+/// Ctrl and a letter.
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+/// `text` typed at the prompt, then Enter.
+fn typed(text: &str) -> Vec<KeyEvent> {
+    let mut keys: Vec<KeyEvent> = text.chars().map(|c| key(KeyCode::Char(c))).collect();
+    keys.push(key(KeyCode::Enter));
+    keys
+}
+
+/// The op that restores the result of call `id`.
+fn restore(id: &str) -> scratchpad::protocol::Op {
+    scratchpad::protocol::Op::Restore { tool_use_id: id.into() }
+}
+
+/// Each slash command, and a request typed at the prompt.
+fn slash_command_cases() -> Vec<KeyCase> {
     use scratchpad::protocol::Op;
-    let plain = |c: char| key(KeyCode::Char(c));
-    let ctrl = |c: char| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
-    let typed = |text: &str| -> Vec<KeyEvent> {
-        let mut keys: Vec<KeyEvent> = text.chars().map(|c| key(KeyCode::Char(c))).collect();
-        keys.push(key(KeyCode::Enter));
-        keys
-    };
-    let restore = |id: &str| Op::Restore { tool_use_id: id.into() };
-    let cases: Vec<KeyCase> = vec![
+    vec![
         (
             "/compact",
             Setup::Idle,
@@ -2331,6 +2341,13 @@ fn every_binding_and_command_does_what_it_documents() {
             vec![Op::Submit { text: "fix it".into() }],
             Shown::Unchanged,
         ),
+    ]
+}
+
+/// The keys of the whole screen and of the chat.
+fn screen_key_cases() -> Vec<KeyCase> {
+    use scratchpad::protocol::Op;
+    vec![
         (
             "Ctrl+X",
             Setup::Idle,
@@ -2378,6 +2395,13 @@ fn every_binding_and_command_does_what_it_documents() {
             }],
             Shown::Unchanged,
         ),
+    ]
+}
+
+/// The keys of `/context`.
+fn context_key_cases() -> Vec<KeyCase> {
+    use scratchpad::protocol::Op;
+    vec![
         (
             "↑, t in /context",
             Setup::Context,
@@ -2425,6 +2449,13 @@ fn every_binding_and_command_does_what_it_documents() {
             vec![],
             Shown::NoOverlay,
         ),
+    ]
+}
+
+/// The keys of the questions, the summarise question and the session tree.
+fn question_key_cases() -> Vec<KeyCase> {
+    use scratchpad::protocol::Op;
+    vec![
         (
             "y in the question",
             Setup::Permission,
@@ -2547,7 +2578,23 @@ fn every_binding_and_command_does_what_it_documents() {
             vec![],
             Shown::NoOverlay,
         ),
-    ];
+    ]
+}
+
+/// Each binding and slash command does what the README and the help say, checked
+/// against expectations written here, not read from the key table: a swapped binding
+/// fails. Each case starts in a situation, presses keys (or types a command and
+/// Enter), and names the ops sent, in order, and what the screen shows after.
+#[test]
+fn every_binding_and_command_does_what_it_documents() {
+    let cases = [
+        slash_command_cases(),
+        screen_key_cases(),
+        context_key_cases(),
+        question_key_cases(),
+    ]
+    .into_iter()
+    .flatten();
     let mut failures = Vec::new();
     for (what, setup, keys, sends, shown) in cases {
         let mut s = set_up(setup);

@@ -38,6 +38,60 @@ pub(super) fn marker_lines(
     let Some(newest) = run.last() else {
         return Vec::new();
     };
+    let soft = Style::default().fg(theme::palette().soft);
+    let muted = Style::default().fg(theme::palette().muted);
+    let mut lines = headline_lines(marker, look, width);
+    summary_lines(newest, look, width, &mut lines);
+    if let Some(loss) = &newest.loss
+        && let (Some(retention), Some((kept, found))) = (loss.retention_line(), loss.retained())
+    {
+        let (mark, colour) = retention_mark(kept, found);
+        lines.extend(markdown::wrap(
+            &[(retention, soft)],
+            width,
+            Span::styled(format!("  {mark} "), Style::default().fg(colour)),
+            "    ",
+        ));
+    }
+    if let Some(report) = &marker.cache_miss {
+        lines.extend(markdown::wrap(
+            &[(
+                format!("the next call's {}", report.line()),
+                Style::default().fg(theme::palette().attention),
+            )],
+            width,
+            Span::styled("  $ ", muted),
+            "    ",
+        ));
+    }
+    missing_lines(newest, look, width, &mut lines, link_of_line);
+    link_of_line.resize(lines.len(), None);
+    let link = Style::default()
+        .fg(theme::palette().link)
+        .add_modifier(Modifier::UNDERLINED);
+    for (n, path) in marker.paths().into_iter().enumerate() {
+        let wrapped = markdown::wrap(
+            &markdown::path_segments(&path, link, width.saturating_sub(6)),
+            width,
+            Span::styled(format!("  {} ↳ ", n + 1), muted),
+            "      ",
+        );
+        link_of_line.extend(std::iter::repeat_n(Some(path), wrapped.len()));
+        lines.extend(wrapped);
+    }
+    if look.expanded {
+        receipt_lines(newest, width, &mut lines, link_of_line);
+    }
+    lines
+}
+
+/// The marker's headline (its stage's line, `×N` for a run), and selected, each firing
+/// of the run.
+fn headline_lines(marker: &MarkerRun, look: Look, width: usize) -> Vec<Line<'static>> {
+    let run = marker.events.as_slice();
+    let Some(newest) = run.last() else {
+        return Vec::new();
+    };
     let (base, symbol) = if newest.failed() {
         (
             Style::default()
@@ -95,6 +149,14 @@ pub(super) fn marker_lines(
             ));
         }
     }
+    lines
+}
+
+/// What a summarising stage wrote: the summary's first lines (all of them expanded),
+/// who wrote it, expanded the index kept with it, and whether it grew.
+fn summary_lines(newest: &StageEvent, look: Look, width: usize, lines: &mut Vec<Line<'static>>) {
+    let soft = Style::default().fg(theme::palette().soft);
+    let muted = Style::default().fg(theme::palette().muted);
     if let Some(summary) = &newest.summary {
         let summary_lines: Vec<&str> = summary.lines().filter(|l| !l.trim().is_empty()).collect();
         let shown = if look.expanded {
@@ -185,28 +247,19 @@ pub(super) fn marker_lines(
         };
         lines.extend(markdown::wrap(&[(said, style)], width, Span::styled("  ", muted), "  "));
     }
-    if let Some(loss) = &newest.loss
-        && let (Some(retention), Some((kept, found))) = (loss.retention_line(), loss.retained())
-    {
-        let (mark, colour) = retention_mark(kept, found);
-        lines.extend(markdown::wrap(
-            &[(retention, soft)],
-            width,
-            Span::styled(format!("  {mark} "), Style::default().fg(colour)),
-            "    ",
-        ));
-    }
-    if let Some(report) = &marker.cache_miss {
-        lines.extend(markdown::wrap(
-            &[(
-                format!("the next call's {}", report.line()),
-                Style::default().fg(theme::palette().attention),
-            )],
-            width,
-            Span::styled("  $ ", muted),
-            "    ",
-        ));
-    }
+}
+
+/// What the summary and the index left out: a count, and expanded each thing with
+/// where it is, linked to the record it was found in.
+fn missing_lines(
+    newest: &StageEvent,
+    look: Look,
+    width: usize,
+    lines: &mut Vec<Line<'static>>,
+    link_of_line: &mut Vec<Option<String>>,
+) {
+    let soft = Style::default().fg(theme::palette().soft);
+    let muted = Style::default().fg(theme::palette().muted);
     if let Some(loss) = newest.loss.as_ref().filter(|loss| loss.total > 0) {
         let attention = Style::default().fg(theme::palette().attention);
         let count = format!("not in the summary or the index ({})", loss.total);
@@ -244,24 +297,6 @@ pub(super) fn marker_lines(
             )));
         }
     }
-    link_of_line.resize(lines.len(), None);
-    let link = Style::default()
-        .fg(theme::palette().link)
-        .add_modifier(Modifier::UNDERLINED);
-    for (n, path) in marker.paths().into_iter().enumerate() {
-        let wrapped = markdown::wrap(
-            &markdown::path_segments(&path, link, width.saturating_sub(6)),
-            width,
-            Span::styled(format!("  {} ↳ ", n + 1), muted),
-            "      ",
-        );
-        link_of_line.extend(std::iter::repeat_n(Some(path), wrapped.len()));
-        lines.extend(wrapped);
-    }
-    if look.expanded {
-        receipt_lines(newest, width, &mut lines, link_of_line);
-    }
-    lines
 }
 
 /// What a change of the cached prefix (a compaction, an edited instruction file) cost

@@ -8,7 +8,7 @@ impl Agent {
     /// What the context holds now, for `/context`.
     pub(super) fn breakdown(&self) -> AgentEvent {
         let mut breakdown = crate::context_map::breakdown(
-            &self.prompt.system(),
+            self.prompt.system(),
             &self.instructions_note(Vec::new()).files,
             &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
             &self.tools.specs(),
