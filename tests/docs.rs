@@ -1,5 +1,6 @@
 //! The README documents exactly the keys and slash commands the app knows: both are
-//! checked against the tables the app itself reads.
+//! checked against the tables the app itself reads. The README and ARCHITECTURE.md
+//! name only files of ours that exist.
 
 use scratchpad::tui::commands::SlashCommand;
 use scratchpad::tui::keymap::{SCREEN, VIEWS};
@@ -100,4 +101,67 @@ fn the_readme_gives_the_status_lines_order_and_what_gives_way_as_the_code_does()
     };
     assert_eq!(status_line_list("left to right:"), names(&STATUS_ORDER));
     assert_eq!(status_line_list("give way in turn:"), names(&GIVE_WAY));
+}
+
+/// The files of ours a document names in backticks: paths under the workspace's own
+/// folders, and the files at its root.
+fn named_files(text: &str) -> Vec<String> {
+    let roots = ["crates/", "src/", "tests/", "benches/", ".ci/"];
+    let root_files = [
+        "Cargo.toml",
+        "clippy.toml",
+        "config.example.toml",
+        "README.md",
+        "ARCHITECTURE.md",
+    ];
+    // Fenced blocks (a screenshot, commands) are not prose: their backticks would
+    // throw the pairing of the others off.
+    let mut fenced = false;
+    let prose: String = text
+        .lines()
+        .filter(|line| {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    prose
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| !quoted.contains(char::is_whitespace))
+        .filter(|quoted| roots.iter().any(|root| quoted.starts_with(root)) || root_files.contains(quoted))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_docs_name_only_files_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for document in ["README.md", "ARCHITECTURE.md"] {
+        let text = std::fs::read_to_string(root.join(document)).unwrap();
+        let named = named_files(&text);
+        assert!(!named.is_empty(), "{document} names no file");
+        let missing: Vec<&String> = named.iter().filter(|path| !root.join(path).exists()).collect();
+        assert!(
+            missing.is_empty(),
+            "{document} names files that do not exist: {missing:?}"
+        );
+    }
+}
+
+#[test]
+fn a_named_file_is_a_path_in_backticks() {
+    let named = named_files(
+        "see `crates/core/src/lib.rs` and `clippy.toml`, not `cargo test` or `src/a b`\n```sh\nls `src/x`\n```\nand `src/lib.rs`",
+    );
+    assert_eq!(named, ["crates/core/src/lib.rs", "clippy.toml", "src/lib.rs"]);
+}
+
+#[test]
+fn the_readme_points_to_the_architecture() {
+    assert!(readme().contains("[ARCHITECTURE.md](ARCHITECTURE.md)"));
 }
