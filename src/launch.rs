@@ -113,7 +113,7 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
     Ok(match kind {
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
             base_url: or(&settings.base_url, DEFAULT_BASE_URL),
-            api_key: key.ok_or(LaunchError::MissingKey)?,
+            api_key: key.ok_or(LaunchError::MissingKey)?.into(),
             // Empty: the model a local server names, else the default.
             model: settings.model.clone(),
             prompt_caching: settings.prompt_caching,
@@ -122,7 +122,7 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
         })?),
         ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
             base_url: or(&settings.base_url, DEFAULT_OPENAI_BASE_URL),
-            api_key: env("OPENAI_API_KEY").filter(|k| !k.is_empty()),
+            api_key: env("OPENAI_API_KEY").filter(|k| !k.is_empty()).map(Into::into),
             model: settings.model.clone(),
             retry: settings.retry.clone(),
         })?),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::ApiKey;
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::sse::SseEvent;
@@ -32,29 +33,15 @@ pub const COMPACTION_BETA: &str = "compact-2026-09-04";
 /// The most characters of instructions the server's compaction takes.
 pub const COMPACTION_INSTRUCTIONS_CHARS: usize = 16_384;
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct AnthropicConfig {
     pub base_url: String,
-    pub api_key: String,
+    pub api_key: ApiKey,
     pub model: String,
     pub prompt_caching: bool,
     /// Whether a turn's calls let the model think first.
     pub thinking: Thinking,
     pub retry: RetryPolicy,
-}
-
-/// The key stays out of logs and debug output.
-impl std::fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"<redacted>")
-            .field("model", &self.model)
-            .field("prompt_caching", &self.prompt_caching)
-            .field("thinking", &self.thinking)
-            .field("retry", &self.retry)
-            .finish()
-    }
 }
 
 pub struct AnthropicProvider {
@@ -140,7 +127,7 @@ impl AnthropicProvider {
         let request = self
             .client
             .post(self.url(path))
-            .header("x-api-key", &self.config.api_key)
+            .header("x-api-key", self.config.api_key.expose())
             .header("anthropic-version", API_VERSION);
         let betas = betas_of(body);
         let request = if betas.is_empty() {
@@ -167,7 +154,7 @@ impl AnthropicProvider {
         let response = self
             .client
             .get(url)
-            .header("x-api-key", &self.config.api_key)
+            .header("x-api-key", self.config.api_key.expose())
             .header("anthropic-version", API_VERSION)
             .timeout(super::PROBE_TIMEOUT)
             .send()
@@ -255,7 +242,7 @@ impl Provider for AnthropicProvider {
                 };
             }
             let facts = super::probe_server(&self.client, &self.config.base_url, self.model.get(), |request| {
-                request.header("x-api-key", &self.config.api_key)
+                request.header("x-api-key", self.config.api_key.expose())
             })
             .await;
             self.model.learn(&facts);
@@ -269,7 +256,7 @@ impl Provider for AnthropicProvider {
 
     fn tokenize<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<Option<u64>, ProviderError>> {
         Box::pin(super::tokenized(&self.client, &self.config.base_url, text, |request| {
-            request.header("x-api-key", &self.config.api_key)
+            request.header("x-api-key", self.config.api_key.expose())
         }))
     }
 

@@ -3,6 +3,7 @@
 //! (a cut stream never yields half a message).
 
 pub mod anthropic;
+mod api_key;
 pub mod demo;
 pub mod error;
 pub mod openai;
@@ -28,6 +29,7 @@ use crate::compact::{Summariser, SummariserChoice, Summary, SummaryError, Summar
 use crate::message::{ContentBlock, Message};
 
 pub use crate::protocol::Usage;
+pub use api_key::ApiKey;
 pub use error::ProviderError;
 pub use retry::RetryPolicy;
 use sse::{SseDecoder, SseEvent};

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::ApiKey;
 use super::error::ProviderError;
 use super::retry::RetryPolicy;
 use super::{
@@ -15,23 +16,13 @@ use super::{
 use crate::compact::markers::CutCall;
 use crate::message::{Content, ContentBlock, Message, Role};
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct OpenAiConfig {
     /// Up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
     pub base_url: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     pub model: String,
     pub retry: RetryPolicy,
-}
-
-impl std::fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
-            .finish()
-    }
 }
 
 pub struct OpenAiProvider {
@@ -86,7 +77,7 @@ impl OpenAiProvider {
         let url = format!("{}{path}", self.config.base_url.trim_end_matches('/'));
         let post = self.client.post(url).json(body);
         match &self.config.api_key {
-            Some(key) => post.bearer_auth(key),
+            Some(key) => post.bearer_auth(key.expose()),
             None => post,
         }
     }
@@ -308,7 +299,7 @@ impl Provider for OpenAiProvider {
                 &self.config.base_url,
                 self.model.get(),
                 |request| match &self.config.api_key {
-                    Some(key) => request.bearer_auth(key),
+                    Some(key) => request.bearer_auth(key.expose()),
                     None => request,
                 },
             )
@@ -324,7 +315,7 @@ impl Provider for OpenAiProvider {
             &self.config.base_url,
             text,
             |request| match &self.config.api_key {
-                Some(key) => request.bearer_auth(key),
+                Some(key) => request.bearer_auth(key.expose()),
                 None => request,
             },
         ))
