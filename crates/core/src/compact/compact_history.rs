@@ -429,16 +429,9 @@ mod tests {
     }
 
     fn run(history: &mut Vec<Message>, summariser: &mut dyn Summariser, dir: &std::path::Path) -> Option<StageEvent> {
-        let config = CompactConfig::default();
-        let store = Store::new(dir);
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
-        let mut sizes = Sizes::of(history, config.estimate);
-        let event = compact_history(history, &mut sizes, "and add tests", &ctx, summariser, None);
-        assert_eq!(sizes.total(), crate::compact::estimate_chars(history));
-        event
+        crate::compact::run_stage(history, &Store::new(dir), |history, sizes, ctx| {
+            compact_history(history, sizes, "and add tests", ctx, summariser, None)
+        })
     }
 
     /// An edit in review replaces the summary, keeps the index and the record, is cut

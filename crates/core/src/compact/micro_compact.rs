@@ -325,12 +325,7 @@ mod tests {
         history: &mut [Message],
         store: &Store,
     ) -> Option<StageEvent> {
-        let config = CompactConfig::default();
-        let ctx = Context { config: &config, store };
-        let mut sizes = Sizes::of(history, config.estimate);
-        let event = stage(history, &mut sizes, &ctx);
-        assert_eq!(sizes.total(), estimate_chars(history));
-        event
+        crate::compact::run_stage(history, store, stage)
     }
 
     /// Pad the first result so the whole history is exactly `total` chars.

@@ -124,6 +124,22 @@ pub struct Context<'a> {
     pub store: &'a dyn Archive,
 }
 
+/// The one way the stages' tests run a stage: with the default thresholds and `store`,
+/// on the size table `prepare` would keep, which must still be the history's after.
+#[cfg(test)]
+pub(crate) fn run_stage<H: AsMut<[Message]> + ?Sized>(
+    history: &mut H,
+    store: &crate::store::Store,
+    stage: impl FnOnce(&mut H, &mut Sizes, &Context<'_>) -> Option<StageEvent>,
+) -> Option<StageEvent> {
+    let config = CompactConfig::default();
+    let ctx = Context { config: &config, store };
+    let mut sizes = Sizes::of(history.as_mut(), config.estimate);
+    let event = stage(history, &mut sizes, &ctx);
+    assert_eq!(sizes.total(), estimate_chars(history.as_mut()));
+    event
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,8 +64,6 @@ fn replace_middle(messages: &mut Vec<Message>, middle: std::ops::Range<usize>, m
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::CompactConfig;
-    use crate::compact::estimate::estimate_chars;
     use crate::compact::markers::parse_archive_marker;
     use crate::compact::pairing::check_pairing;
     use crate::message::{ContentBlock, Role, ToolResultContent};
@@ -76,16 +74,7 @@ mod tests {
     }
 
     fn run(history: &mut Vec<Message>, dir: &std::path::Path) -> Option<StageEvent> {
-        let config = CompactConfig::default();
-        let store = Store::new(dir);
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
-        let mut sizes = Sizes::of(history, config.estimate);
-        let event = snip_compact(history, &mut sizes, &ctx);
-        assert_eq!(sizes.total(), estimate_chars(history));
-        event
+        crate::compact::run_stage(history, &Store::new(dir), snip_compact)
     }
 
     #[test]

@@ -95,8 +95,6 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compact::CompactConfig;
-    use crate::compact::estimate::estimate_chars;
     use crate::compact::markers::parse_persisted_output;
     use crate::history::{Call, History};
     use crate::store::Store;
@@ -117,16 +115,7 @@ mod tests {
     }
 
     fn run(history: &mut [Message], dir: &std::path::Path) -> Option<StageEvent> {
-        let config = CompactConfig::default();
-        let store = Store::new(dir);
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
-        let mut sizes = Sizes::of(history, config.estimate);
-        let event = tool_result_budget(history, &mut sizes, &ctx);
-        assert_eq!(sizes.total(), estimate_chars(history));
-        event
+        crate::compact::run_stage(history, &Store::new(dir), tool_result_budget)
     }
 
     fn result_text(history: &[Message], at: usize) -> String {
