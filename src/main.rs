@@ -68,15 +68,17 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let _ = launch::resolve_offline_limit(&mut config);
             let workspace = workspace_dir(&cli.run)?;
             let input = commands::input::input_or_newest(args.input.as_deref(), &workspace)?;
+            let job = commands::compact::CompactJob {
+                input: &input,
+                request: args.request.as_deref(),
+                until: args
+                    .keep_from
+                    .map_or(commands::compact::Until::Pipeline, commands::compact::Until::KeepFrom),
+                config: &config.compaction,
+                workspace: &workspace,
+            };
             if args.dry_run {
-                commands::compact::dry_run(
-                    &input,
-                    args.request.as_deref(),
-                    &config.compaction,
-                    &workspace,
-                    &mut io::stdout().lock(),
-                    &mut io::stderr().lock(),
-                )?;
+                commands::compact::dry_run(&job, &mut io::stdout().lock(), &mut io::stderr().lock())?;
                 return Ok(ExitCode::SUCCESS);
             }
             // The model, its client and a runtime only when a summary may be asked of it.
@@ -98,19 +100,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 );
                 &mut model
             };
-            let until = args
-                .keep_from
-                .map_or(commands::compact::Until::Pipeline, commands::compact::Until::KeepFrom);
-            commands::compact::run(
-                &input,
-                args.request.as_deref(),
-                until,
-                &config.compaction,
-                &workspace,
-                summariser,
-                &mut io::stdout().lock(),
-                &mut io::stderr().lock(),
-            )?;
+            commands::compact::run(&job, summariser, &mut io::stdout().lock(), &mut io::stderr().lock())?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Undo(args)) => {

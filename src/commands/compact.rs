@@ -29,17 +29,33 @@ pub enum Until {
     KeepFrom(usize),
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What `compact` is asked to do: the history to read, the request it serves (the
+/// newest when none is given), where the summary ends, with which thresholds, and
+/// the workspace whose archive receives what is removed.
+#[derive(Clone, Copy, Debug)]
+pub struct CompactJob<'a> {
+    pub input: &'a Path,
+    pub request: Option<&'a str>,
+    pub until: Until,
+    pub config: &'a CompactConfig,
+    pub workspace: &'a Path,
+}
+
+/// Run `job`, asking `summariser` for any summary: the history on `stdout` as JSON,
+/// each stage's event on `stderr`.
 pub fn run(
-    input: &Path,
-    request: Option<&str>,
-    until: Until,
-    config: &CompactConfig,
-    workspace: &Path,
+    job: &CompactJob<'_>,
     summariser: &mut dyn Summariser,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Prepared, CommandError> {
+    let CompactJob {
+        input,
+        request,
+        until,
+        config,
+        workspace,
+    } = *job;
     config.validate().map_err(CommandError::Config)?;
     let mut messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
@@ -81,13 +97,17 @@ pub fn run(
 /// `compact --dry-run`: the receipts of what `run` would do, one JSON line each on
 /// `stdout`; nothing is written and no model is asked.
 pub fn dry_run(
-    input: &Path,
-    request: Option<&str>,
-    config: &CompactConfig,
-    workspace: &Path,
+    job: &CompactJob<'_>,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Vec<StageEvent>, CommandError> {
+    let CompactJob {
+        input,
+        request,
+        config,
+        workspace,
+        ..
+    } = *job;
     config.validate().map_err(CommandError::Config)?;
     let messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
