@@ -46,6 +46,22 @@ enum Body {
     },
 }
 
+impl Body {
+    /// The parts, parsing a body still in its text first (the text, which would no
+    /// longer be the message once they change, is let go).
+    fn parsed(&mut self) -> &mut Parts {
+        loop {
+            match self {
+                Body::Parsed(parts) => return parts,
+                Body::Raw { text, parts } => {
+                    let parsed = parts.take().unwrap_or_else(|| lazy::parts_of(text));
+                    *self = Body::Parsed(parsed);
+                }
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 struct Parts {
     content: Content,
@@ -374,14 +390,7 @@ impl Message {
     /// The content to change. A message still in its text is parsed, and the text,
     /// which would no longer be the message, is let go.
     pub fn content_mut(&mut self) -> &mut Content {
-        if let Body::Raw { text, parts } = &mut self.body {
-            let parts = parts.take().unwrap_or_else(|| lazy::parts_of(text));
-            self.body = Body::Parsed(parts);
-        }
-        match &mut self.body {
-            Body::Parsed(parts) => &mut parts.content,
-            Body::Raw { .. } => unreachable!("parsed just above"),
-        }
+        &mut self.body.parsed().content
     }
 
     /// The message's JSON as it was read, with its shape, when it is still exactly
