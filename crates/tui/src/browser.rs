@@ -542,6 +542,29 @@ impl Browser {
     }
 }
 
+impl crate::view::OverlayView for Browser {
+    fn name(&self) -> &'static str {
+        "the transcript browser"
+    }
+
+    fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, _shown: &crate::view::Shown<'_>) {
+        self.render(frame, area);
+    }
+
+    fn key(&mut self, key: KeyEvent, _shown: &crate::view::Shown<'_>) -> crate::view::Effect {
+        match self.handle_key(key) {
+            BrowserAction::Stay => crate::view::Effect::Stay,
+            BrowserAction::Close => crate::view::Effect::Close,
+            BrowserAction::Open(path) => crate::view::Effect::Disk(crate::disk::DiskJob::Open { path }),
+        }
+    }
+
+    /// A file being read takes what is typed (its search).
+    fn takes_typing(&self) -> bool {
+        self.viewer.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -538,3 +538,41 @@ fn compaction_lines(
     }
     lines
 }
+
+impl crate::view::OverlayView for ContextView {
+    fn name(&self) -> &'static str {
+        "/context"
+    }
+
+    fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, shown: &crate::view::Shown<'_>) {
+        let state = shown.state;
+        self.render(
+            frame,
+            area,
+            ContextShown {
+                breakdown: state.breakdown.as_ref(),
+                timeline: &state.timeline,
+                thresholds: shown.thresholds,
+                tokens: state.context.as_ref().and_then(|c| c.tokens.as_ref()),
+                compactions: &state.compactions(),
+            },
+        );
+    }
+
+    fn key(&mut self, key: KeyEvent, shown: &crate::view::Shown<'_>) -> crate::view::Effect {
+        use crate::protocol::Op;
+        use crate::view::Effect;
+        let compactions = shown.state.compactions().len();
+        match self.handle_key(key, shown.state.breakdown.as_ref(), compactions) {
+            ContextAction::Stay => Effect::Stay,
+            ContextAction::Close => Effect::Close,
+            ContextAction::CountTokens => Effect::Send(Op::CountTokens),
+            ContextAction::Restore(tool_use_id) => Effect::Send(Op::Restore { tool_use_id }),
+            ContextAction::Pin { tool_use_id, pinned } => Effect::Send(Op::Pin { tool_use_id, pinned }),
+            ContextAction::Drop(tool_use_id) => Effect::Send(Op::Drop { tool_use_id }),
+            ContextAction::Tell(text) => Effect::Tell(text),
+            ContextAction::OpenPath(path) => Effect::OpenPath(path),
+            ContextAction::ShowText { title, text } => Effect::ShowText { title, text },
+        }
+    }
+}

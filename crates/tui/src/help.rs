@@ -110,3 +110,26 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, view: &mut HelpView) {
         popup,
     );
 }
+
+impl crate::view::OverlayView for HelpView {
+    fn name(&self) -> &'static str {
+        "the help"
+    }
+
+    fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, _shown: &crate::view::Shown<'_>) {
+        render(frame, area, self);
+    }
+
+    fn key(&mut self, key: crossterm::event::KeyEvent, _shown: &crate::view::Shown<'_>) -> crate::view::Effect {
+        match keymap::action(keymap::View::Help, &key) {
+            Some(Action::Close) => return crate::view::Effect::Close,
+            Some(action) => self.scroll(action),
+            None => {}
+        }
+        crate::view::Effect::Stay
+    }
+
+    fn covers_the_screen(&self) -> bool {
+        true
+    }
+}

@@ -36,6 +36,7 @@ pub mod theme;
 pub mod toast;
 pub mod tools_pane;
 pub mod tree;
+pub mod view;
 pub mod welcome;
 
 use std::io;

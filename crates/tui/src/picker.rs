@@ -260,6 +260,29 @@ fn one_line(text: &str, width: usize) -> String {
     super::ellipsized(&crate::text::flatten_whitespace(&screen_safe(text)), width)
 }
 
+impl crate::view::OverlayView for Picker {
+    fn name(&self) -> &'static str {
+        "/resume"
+    }
+
+    fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, _shown: &crate::view::Shown<'_>) {
+        self.render(frame, area);
+    }
+
+    fn key(&mut self, key: KeyEvent, _shown: &crate::view::Shown<'_>) -> crate::view::Effect {
+        match self.handle_key(key) {
+            PickerAction::Stay => crate::view::Effect::Stay,
+            PickerAction::Close => crate::view::Effect::Close,
+            PickerAction::Open(session) => crate::view::Effect::CloseAndSend(crate::protocol::Op::Resume { session }),
+        }
+    }
+
+    /// Typing filters the sessions.
+    fn takes_typing(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::whole_facts;

@@ -429,6 +429,32 @@ fn forks_before(child: &Branch, node: &Node) -> bool {
     }
 }
 
+impl crate::view::OverlayView for TreeView {
+    fn name(&self) -> &'static str {
+        "/tree"
+    }
+
+    fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, _shown: &crate::view::Shown<'_>) {
+        self.render(frame, area);
+    }
+
+    fn key(&mut self, key: KeyEvent, _shown: &crate::view::Shown<'_>) -> crate::view::Effect {
+        use crate::protocol::Op;
+        use crate::view::Effect;
+        match self.handle_key(key) {
+            TreeAction::Stay => Effect::Stay,
+            TreeAction::Close => Effect::Close,
+            TreeAction::Fork { session, at } => Effect::CloseAndSend(Op::Fork { session, at }),
+            TreeAction::Resume(session) => Effect::CloseAndSend(Op::Resume { session }),
+            TreeAction::Label { key, label } => Effect::Disk(crate::disk::DiskJob::Label { key, label }),
+            TreeAction::SummariseUpTo { request, later_same } => {
+                Effect::CloseAndSend(Op::SummariseUpTo { request, later_same })
+            }
+            TreeAction::Tell(message) => Effect::Tell(message),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

@@ -247,95 +247,63 @@ impl App {
         }
     }
 
-    /// A key for the open overlay, which owns every key while it is open: whether
+    /// A key for the open view, which owns every key while it is open: whether
     /// there was one.
     fn overlay_key(&mut self, key: KeyEvent) -> bool {
-        match &mut self.overlay {
-            Overlay::Help(view) => {
-                match keymap::action(View::Help, &key) {
-                    Some(Action::Close) => self.overlay = Overlay::None,
-                    Some(action) => view.scroll(action),
-                    None => {}
-                }
-                true
+        let shown = Shown {
+            state: &self.state,
+            thresholds: self.thresholds(),
+        };
+        let Some(view) = self.overlay.view_mut() else {
+            return false;
+        };
+        let effect = view.key(key, &shown);
+        self.carry_out(effect);
+        true
+    }
+
+    /// What a view asked for, done.
+    fn carry_out(&mut self, effect: Effect) {
+        match effect {
+            Effect::Stay => {}
+            Effect::Close => self.close_view(),
+            Effect::Send(op) => self.send(op),
+            Effect::CloseAndSend(op) => {
+                self.close_view();
+                self.send(op);
             }
-            Overlay::Browser(browser) => {
-                match browser.handle_key(key) {
-                    BrowserAction::Stay => {}
-                    // Back where the file was opened from: /context, or the chat.
-                    BrowserAction::Close => {
-                        self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
-                    }
-                    BrowserAction::Open(path) => self.request(DiskJob::Open { path }),
-                }
-                true
+            Effect::Disk(job) => self.request(job),
+            Effect::Tell(text) => self.tell(text),
+            Effect::OpenPath(path) => {
+                self.leave_context();
+                self.browse(Browser::open_on(&path));
             }
-            Overlay::Context(view) => {
-                let compactions = self.state.compactions().len();
-                let action = view.handle_key(key, self.state.breakdown.as_ref(), compactions);
-                match action {
-                    ContextAction::Stay => {}
-                    // What /context said was about it: it goes with the view.
-                    ContextAction::Close => {
-                        self.overlay = Overlay::None;
-                        self.toast = None;
-                    }
-                    ContextAction::CountTokens => self.send(Op::CountTokens),
-                    ContextAction::Restore(tool_use_id) => self.send(Op::Restore { tool_use_id }),
-                    ContextAction::Pin { tool_use_id, pinned } => self.send(Op::Pin { tool_use_id, pinned }),
-                    ContextAction::Drop(tool_use_id) => self.send(Op::Drop { tool_use_id }),
-                    ContextAction::Tell(text) => self.tell(text),
-                    ContextAction::OpenPath(path) => {
-                        self.leave_context();
-                        self.browse(Browser::open_on(&path));
-                    }
-                    ContextAction::ShowText { title, text } => {
-                        self.leave_context();
-                        let lines = crate::terminal_text::screen_safe(&text)
-                            .lines()
-                            .map(|l| (l.to_string(), crate::browser::LineRole::Plain))
-                            .collect();
-                        let mut browser = Browser::new();
-                        browser.viewer = Some(Viewer::from_lines(title, lines));
-                        browser.opened_on_file = true;
-                        self.browse(browser);
-                    }
-                }
-                true
+            Effect::ShowText { title, text } => {
+                self.leave_context();
+                let lines = crate::terminal_text::screen_safe(&text)
+                    .lines()
+                    .map(|l| (l.to_string(), crate::browser::LineRole::Plain))
+                    .collect();
+                let mut browser = Browser::new();
+                browser.viewer = Some(Viewer::from_lines(title, lines));
+                browser.opened_on_file = true;
+                self.browse(browser);
             }
-            Overlay::Picker(picker) => {
-                match picker.handle_key(key) {
-                    PickerAction::Stay => {}
-                    PickerAction::Close => self.overlay = Overlay::None,
-                    PickerAction::Open(session) => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Resume { session });
-                    }
-                }
-                true
+        }
+    }
+
+    /// Close the open view. The browser goes back where it was opened from (`/context`
+    /// or the chat); what `/context` said was about it, so its toast goes with it.
+    fn close_view(&mut self) {
+        match self.overlay {
+            Overlay::Browser(_) => {
+                self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
             }
-            Overlay::Tree(tree) => {
-                match tree.handle_key(key) {
-                    TreeAction::Stay => {}
-                    TreeAction::Close => self.overlay = Overlay::None,
-                    TreeAction::Fork { session, at } => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Fork { session, at });
-                    }
-                    TreeAction::Resume(session) => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::Resume { session });
-                    }
-                    TreeAction::Label { key, label } => self.request(DiskJob::Label { key, label }),
-                    TreeAction::SummariseUpTo { request, later_same } => {
-                        self.overlay = Overlay::None;
-                        self.send(Op::SummariseUpTo { request, later_same });
-                    }
-                    TreeAction::Tell(message) => self.tell(message),
-                }
-                true
+            Overlay::Context(_) => {
+                self.overlay = Overlay::None;
+                self.toast = None;
             }
-            Overlay::None => false,
+            _ => self.overlay = Overlay::None,
         }
     }
 

@@ -14,21 +14,22 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::browser::{Browser, BrowserAction, Viewer};
+use super::browser::{Browser, Viewer};
 use super::chat::MarkerFocus;
 use super::chat::{ChatContent, ChatView};
 use super::commands::SlashCommand;
-use super::context_view::{ContextAction, ContextShown, ContextView, Thresholds};
+use super::context_view::{ContextView, Thresholds};
 use super::disk::{Disk, DiskJob, Loaded};
 use super::help::HelpView;
 use super::hyperlinks::Hyperlink;
 use super::input::{InputAction, InputBox, PromptState};
 use super::keymap::{self, Action, View};
-use super::picker::{Picker, PickerAction};
+use super::picker::Picker;
 use super::state::{AppState, ChatEntry, Question};
 use super::toast::{TOAST_FOR, Toast};
-use super::tree::{TreeAction, TreeView};
-use super::{gauge, help, modal, status, tools_pane};
+use super::tree::TreeView;
+use super::view::{Effect, OverlayView, Shown};
+use super::{gauge, modal, status, tools_pane};
 use crate::compact::CompactConfig;
 use crate::protocol::{AgentEvent, McpAction, Op, PermissionAnswer};
 
@@ -58,26 +59,27 @@ pub enum Overlay {
 }
 
 impl Overlay {
-    /// Its name, as the user opened it.
-    fn name(&self) -> &'static str {
+    /// The open view, to draw and to take keys: adding a view is its file, its variant
+    /// above and its line here.
+    fn view_mut(&mut self) -> Option<&mut dyn OverlayView> {
         match self {
-            Overlay::None => "the chat",
-            Overlay::Help(_) => "the help",
-            Overlay::Browser(_) => "the transcript browser",
-            Overlay::Context(_) => "/context",
-            Overlay::Picker(_) => "/resume",
-            Overlay::Tree(_) => "/tree",
+            Overlay::None => None,
+            Overlay::Help(view) => Some(view),
+            Overlay::Browser(browser) => Some(browser.as_mut()),
+            Overlay::Context(view) => Some(view),
+            Overlay::Picker(picker) => Some(picker),
+            Overlay::Tree(tree) => Some(tree),
         }
     }
 
-    /// Whether typed letters are its own text (the picker's filter, a search being
-    /// typed, a file being read), not commands that typing prose could set off.
-    fn takes_typing(&self) -> bool {
-        match self {
-            Overlay::Picker(_) => true,
-            Overlay::Browser(browser) => browser.viewer.is_some(),
-            Overlay::None | Overlay::Help(_) | Overlay::Context(_) | Overlay::Tree(_) => false,
-        }
+    /// Its name, as the user opened it.
+    fn name(&mut self) -> &'static str {
+        self.view_mut().map_or("the chat", |view| view.name())
+    }
+
+    /// Whether typed letters are its own text, not commands that prose could set off.
+    fn takes_typing(&mut self) -> bool {
+        self.view_mut().is_some_and(|view| view.takes_typing())
     }
 }
 

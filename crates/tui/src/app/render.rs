@@ -141,34 +141,13 @@ impl App {
     /// The open overlay over the chat and the gauge (help over the whole `area`), and
     /// a toast over it.
     fn render_overlay(&mut self, frame: &mut Frame<'_>, area: Rect, overlay_area: Rect) {
-        let tokens = self.state.context.as_ref().and_then(|c| c.tokens.as_ref());
-        let thresholds = match &self.state.context {
-            Some(status) => Thresholds {
-                limit: status.limit,
-                target: status.target,
-            },
-            None => Thresholds {
-                limit: self.config.context_char_limit,
-                target: self.config.micro_target_chars(),
-            },
+        let shown = Shown {
+            state: &self.state,
+            thresholds: self.thresholds(),
         };
-        match &mut self.overlay {
-            Overlay::None => {}
-            Overlay::Help(view) => help::render(frame, area, view),
-            Overlay::Browser(browser) => browser.render(frame, overlay_area),
-            Overlay::Picker(picker) => picker.render(frame, overlay_area),
-            Overlay::Tree(tree) => tree.render(frame, overlay_area),
-            Overlay::Context(view) => view.render(
-                frame,
-                overlay_area,
-                ContextShown {
-                    breakdown: self.state.breakdown.as_ref(),
-                    timeline: &self.state.timeline,
-                    thresholds,
-                    tokens,
-                    compactions: &self.state.compactions(),
-                },
-            ),
+        if let Some(view) = self.overlay.view_mut() {
+            let area = if view.covers_the_screen() { area } else { overlay_area };
+            view.draw(frame, area, &shown);
         }
         if let Some(toast) = &self.toast {
             toast.render(frame, overlay_area);
@@ -198,6 +177,21 @@ impl App {
             && let Some(editor) = self.review_editor()
         {
             super::super::review::render(frame, area, &prompt, editor);
+        }
+    }
+
+    /// The limit and the target the agent works to now (the configured ones until it
+    /// says).
+    pub(super) fn thresholds(&self) -> Thresholds {
+        match &self.state.context {
+            Some(status) => Thresholds {
+                limit: status.limit,
+                target: status.target,
+            },
+            None => Thresholds {
+                limit: self.config.context_char_limit,
+                target: self.config.micro_target_chars(),
+            },
         }
     }
 }
