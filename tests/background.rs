@@ -30,6 +30,16 @@ struct Outcome {
 }
 
 async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
+    run_turn_watching(agent, request, outcome, |_| {}).await;
+}
+
+/// [`run_turn`], showing `watch` each of the turn's events as it comes.
+async fn run_turn_watching(
+    agent: &mut Running,
+    request: String,
+    outcome: &mut Outcome,
+    mut watch: impl FnMut(&AgentEvent),
+) {
     agent.ops.send(Op::Submit { text: request }).unwrap();
     let mut stages = Vec::new();
     loop {
@@ -40,23 +50,36 @@ async fn run_turn(agent: &mut Running, request: String, outcome: &mut Outcome) {
             )
         })
         .await;
-        match event {
-            AgentEvent::Compaction { event } => {
-                if event.stage == Stage::CompactHistory {
-                    outcome.waited += Duration::from_millis(event.took_ms);
-                    if let Some(swapped) = &event.swapped {
-                        outcome.waited += Duration::from_millis(swapped.waited_ms);
-                        outcome.swaps += 1;
-                        outcome.swapped.push((**swapped).clone());
-                    }
-                }
-                stages.push(event.stage);
-            }
-            AgentEvent::Background { event } => outcome.background.push(event),
-            _ => break,
+        watch(&event);
+        if !note_turn_event(event, outcome, &mut stages) {
+            break;
         }
     }
     outcome.stages.push(stages);
+}
+
+/// Note one of a turn's events in `outcome` and the turn's `stages`; false at the
+/// turn's end.
+fn note_turn_event(event: AgentEvent, outcome: &mut Outcome, stages: &mut Vec<Stage>) -> bool {
+    match event {
+        AgentEvent::Compaction { event } => {
+            if event.stage == Stage::CompactHistory {
+                outcome.waited += Duration::from_millis(event.took_ms);
+                if let Some(swapped) = &event.swapped {
+                    outcome.waited += Duration::from_millis(swapped.waited_ms);
+                    outcome.swaps += 1;
+                    outcome.swapped.push((**swapped).clone());
+                }
+            }
+            stages.push(event.stage);
+            true
+        }
+        AgentEvent::Background { event } => {
+            outcome.background.push(event);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// When the newest background event is a summary starting, wait for what becomes of
@@ -81,22 +104,64 @@ async fn settle_background(agent: &mut Running, outcome: &mut Outcome) {
     }
 }
 
+/// How the user paces a session of [`session`], and what the summaries do meanwhile.
+enum Pace {
+    /// Turn after turn, each summary reply taking `summary_ms`.
+    Rush { summary_ms: u64 },
+    /// Between turns the user reads until a summary being written is ready (each
+    /// reply takes `summary_ms`): the next turn finds it settled, by event.
+    Read { summary_ms: u64 },
+    /// Turn after turn, every summary held until the turn waits for it at the limit,
+    /// then `hold_ms` more, so the wait is there to measure.
+    HeldUntilWaited { hold_ms: u64 },
+}
+
 /// `turns` turns of about 800 characters each against a 12k limit (crossed twice in 40
-/// turns), the background at `percent` (0: off), each summary reply taking
-/// `summary_ms`, and `pause_ms` between turns (the user reading).
-async fn session(percent: usize, summary_ms: u64, pause_ms: u64, turns: usize) -> Outcome {
+/// turns), the background at `percent` (0: off), paced as `pace` says.
+async fn session(percent: usize, pace: Pace, turns: usize) -> Outcome {
     let api = MockApi::start(common::report_answers(turns)).await;
-    api.script_summaries((0..turns).map(|_| common::slow_summary(summary_ms)).collect());
+    let (opener, gate) = common::gate();
+    api.script_summaries(
+        (0..turns)
+            .map(|_| match pace {
+                Pace::Rush { summary_ms } | Pace::Read { summary_ms } => common::slow_summary(summary_ms),
+                Pace::HeldUntilWaited { .. } => common::held_summary(&gate),
+            })
+            .collect(),
+    );
     let mut settings = common::report_settings(AskPolicy::Approve);
     settings.compaction.background_at_percent = percent;
     // The crossings these tests count are planned for summaries without an index.
     settings.compaction.index_percent = 0;
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
+    let mut opener = Some(opener);
     for turn in 0..turns {
         let request = common::report_request(turn);
-        run_turn(&mut agent, request, &mut outcome).await;
-        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+        match pace {
+            Pace::HeldUntilWaited { hold_ms } => {
+                let waiting = |event: &AgentEvent| {
+                    if let AgentEvent::Background {
+                        event: BackgroundEvent::Waiting { .. },
+                    } = event
+                        && let Some(opener) = opener.take()
+                    {
+                        // The hold makes the wait long enough to measure; the summary
+                        // could not have been ready sooner, whatever the machine's speed.
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+                            opener.open();
+                        });
+                    }
+                };
+                run_turn_watching(&mut agent, request, &mut outcome, waiting).await;
+            }
+            Pace::Rush { .. } => run_turn(&mut agent, request, &mut outcome).await,
+            Pace::Read { .. } => {
+                run_turn(&mut agent, request, &mut outcome).await;
+                settle_background(&mut agent, &mut outcome).await;
+            }
+        }
     }
     outcome.summary_requests = api.requests().iter().filter(|request| request.is_summary()).count();
     let last = api.turn_requests().last().cloned().expect("a call was made");
@@ -117,8 +182,8 @@ async fn session(percent: usize, summary_ms: u64, pause_ms: u64, turns: usize) -
 /// fires; the swap keeps the newest messages verbatim, so later crossings come sooner.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ready_summary_is_swapped_in_with_no_wait_and_the_stages_are_the_same() {
-    let on = session(70, 200, 100, 40).await;
-    let off = session(0, 200, 0, 40).await;
+    let on = session(70, Pace::Read { summary_ms: 200 }, 40).await;
+    let off = session(0, Pace::Rush { summary_ms: 200 }, 40).await;
     let crossings = |outcome: &Outcome| -> Vec<usize> {
         let turns = outcome.stages.iter().enumerate();
         turns
@@ -173,7 +238,7 @@ async fn a_ready_summary_is_swapped_in_with_no_wait_and_the_stages_are_the_same(
 /// summary (said on screen) and swaps it in; no second summary call is made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_limit_the_turn_waits_for_the_running_summary_instead_of_asking_again() {
-    let outcome = session(70, 1_500, 0, 18).await;
+    let outcome = session(70, Pace::HeldUntilWaited { hold_ms: 150 }, 18).await;
     assert!(
         outcome
             .background

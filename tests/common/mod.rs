@@ -36,6 +36,28 @@ pub enum Reply {
     /// The first `bytes` bytes of a 200 SSE body, then silence with the connection
     /// held open (a server that hangs mid-stream; `bytes: 0` hangs after the headers).
     Stall { body: String, bytes: usize },
+    /// A 200 SSE body held after the headers until the test opens `gate`: a reply
+    /// that is still being written for as long as the test needs, and no longer.
+    Held { body: String, gate: Gate },
+}
+
+/// What holds a [`Reply::Held`] until the test opens it (once open, it stays open).
+#[derive(Clone, Debug)]
+pub struct Gate(tokio::sync::watch::Receiver<bool>);
+
+/// The test's side of a [`Gate`].
+pub struct GateOpener(tokio::sync::watch::Sender<bool>);
+
+impl GateOpener {
+    pub fn open(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+/// A closed gate and what opens it.
+pub fn gate() -> (GateOpener, Gate) {
+    let (opener, gate) = tokio::sync::watch::channel(false);
+    (GateOpener(opener), Gate(gate))
 }
 
 impl Reply {
@@ -824,6 +846,15 @@ fn respond(reply: Reply) -> Response {
             sse_response(Body::from_stream(stream))
         }
         Reply::Stall { body, bytes } => stall(body, bytes),
+        Reply::Held { body, gate } => {
+            let Gate(mut gate) = gate;
+            let held = async move {
+                // A dropped opener lets the reply go: nothing is left to wait for.
+                let _ = gate.wait_for(|open| *open).await;
+                Ok::<_, Infallible>(Bytes::from(body))
+            };
+            sse_response(Body::from_stream(futures::stream::once(held)))
+        }
     }
 }
 
@@ -1087,6 +1118,14 @@ pub fn slow_summary(millis: u64) -> Reply {
         chunk: body.len().div_ceil(chunks as usize),
         body,
         delay_ms: millis / chunks,
+    }
+}
+
+/// [`slow_summary`]'s reply, held until `gate` opens.
+pub fn held_summary(gate: &Gate) -> Reply {
+    Reply::Held {
+        body: sse_text("Goal: write the report. Done: every earlier request was answered in full."),
+        gate: gate.clone(),
     }
 }
 
