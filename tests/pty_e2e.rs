@@ -11,6 +11,11 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 mod common;
 
+/// Between two presses of a double press: well inside the app's window for one
+/// (a rewind is Esc twice within a second), and far more than a terminal needs to
+/// read them apart.
+const KEY_GAP: Duration = Duration::from_millis(100);
+
 struct Pty {
     parser: Arc<Mutex<vt100::Parser>>,
     raw: Arc<Mutex<Vec<u8>>>,
@@ -34,6 +39,18 @@ impl Pty {
         }
     }
 
+    /// Whether `needle` comes on screen within `timeout`.
+    fn shows_within(&self, needle: &str, timeout: Duration) -> bool {
+        let started = Instant::now();
+        while !self.screen().contains(needle) {
+            if started.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
     fn wait_until_gone(&self, needle: &str, timeout: Duration) {
         let started = Instant::now();
         while self.screen().contains(needle) {
@@ -46,9 +63,62 @@ impl Pty {
         }
     }
 
-    fn send(&mut self, bytes: &[u8]) {
+    /// Press a key (or keys the app reads as one press).
+    fn press(&mut self, bytes: &[u8]) {
         self.type_now(bytes);
-        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    /// Type `text` at the prompt and, once the prompt shows it, press Enter: a line
+    /// typed and sent, as a user does. It returns once the prompt has let it go.
+    fn type_line(&mut self, text: &str) {
+        self.type_now(text.as_bytes());
+        let started = Instant::now();
+        while !self.prompt().contains(text) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the prompt never showed {text:?}; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.type_now(b"\r");
+        // Sent (or queued): the prompt is empty again, so what is typed next is not
+        // taken for more of the same line.
+        while self.prompt().contains(text) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the prompt kept {text:?} after Enter; screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the prompt's box shows (its lines joined), empty when it is not on screen.
+    fn prompt(&self) -> String {
+        let screen = self.screen();
+        let lines: Vec<&str> = screen.lines().collect();
+        let Some(top) = lines.iter().rposition(|line| line.starts_with("┌ request")) else {
+            return String::new();
+        };
+        lines[top + 1..]
+            .iter()
+            .take_while(|line| !line.starts_with('└'))
+            .map(|line| line.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Press each key apart from the next, as a hand does. A terminal that reads two
+    /// presses in one go takes them for one (ESC ESC is read as a single Esc), so the
+    /// gap is what makes a double press two; it waits for nothing in the app.
+    fn press_apart(&mut self, keys: &[&[u8]]) {
+        for (at, key) in keys.iter().enumerate() {
+            if at > 0 {
+                std::thread::sleep(KEY_GAP);
+            }
+            self.type_now(key);
+        }
     }
 
     fn type_now(&mut self, bytes: &[u8]) {
@@ -84,13 +154,13 @@ enum Colours {
 /// the prompt or cancel a turn), then once more.
 fn quit_app(pty: &mut Pty) {
     for _ in 0..3 {
-        pty.send(b"\x03");
-        if pty.screen().contains("press Ctrl+C again to quit") {
+        pty.press(b"\x03");
+        if pty.shows_within("press Ctrl+C again to quit", Duration::from_secs(2)) {
             break;
         }
     }
     pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
-    pty.send(b"\x03");
+    pty.press(b"\x03");
 }
 
 /// The app on the offline demo model in a 120x40 pseudo-terminal: what it draws, the
@@ -220,15 +290,14 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
     pty.wait_for("offline demo model", Duration::from_secs(20));
     // Ctrl+C during a turn cancels it and does not quit.
-    pty.send(b"survey this workspace");
-    pty.send(b"\r");
+    pty.type_line("survey this workspace");
     pty.wait_for("✓ glob", Duration::from_secs(30));
-    pty.send(b"\x03");
+    pty.press(b"\x03");
     // A Ctrl+C that cancelled a turn does not arm the quit: a second one in haste
     // leaves the app open (it says what quits instead).
     pty.wait_for("Ctrl+C on an empty prompt, twice, quits", Duration::from_secs(10));
     pty.wait_for("turn cancelled", Duration::from_secs(10));
-    pty.send(b"\x03");
+    pty.press(b"\x03");
     pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
     assert!(
         child.try_wait().unwrap().is_none(),
@@ -236,11 +305,9 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     );
     // The hint goes when its window closes, though nothing else moves on screen.
     pty.wait_until_gone("press Ctrl+C again to quit", Duration::from_secs(5));
-    pty.send(b"survey this workspace");
-    pty.send(b"\r");
+    pty.type_line("survey this workspace");
     // A request typed while the turn runs is queued, and sent when it ends.
-    pty.send(b"and then stop");
-    pty.send(b"\r");
+    pty.type_line("and then stop");
     pty.wait_for("queued · sent when the turn ends", Duration::from_secs(10));
     pty.wait_for("› and then stop", Duration::from_secs(120));
     // The demo runs its whole script; its last compaction marker stays on screen.
@@ -250,15 +317,17 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
     pty.wait_for("↳ .transcripts/", Duration::from_secs(10));
     pty.wait_for("      transcript_compact_history_", Duration::from_secs(10));
     pty.wait_for("● ready", Duration::from_secs(60));
-    pty.send(b"\x14"); // Ctrl+T
+    pty.press(b"\x14"); // Ctrl+T
     pty.wait_for("transcripts and saved outputs", Duration::from_secs(10));
-    pty.send(b"\r");
+    pty.press(b"\r");
     pty.wait_for("line 1/", Duration::from_secs(10));
-    pty.send(b"\x1b");
-    pty.send(b"\x1b");
-    pty.send(b"\x03");
+    pty.press(b"\x1b");
+    pty.wait_until_gone("line 1/", Duration::from_secs(10));
+    pty.press(b"\x1b");
+    pty.wait_until_gone("transcripts and saved outputs", Duration::from_secs(10));
+    pty.press(b"\x03");
     pty.wait_for("press Ctrl+C again to quit", Duration::from_secs(10));
-    pty.send(b"\x03"); // the second Ctrl+C quits
+    pty.press(b"\x03"); // the second Ctrl+C quits
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -268,9 +337,20 @@ fn the_app_shows_compaction_opens_the_browser_and_restores_the_terminal() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "exit status {status:?}");
-    std::thread::sleep(Duration::from_millis(200));
-    let parser = pty.parser.lock().unwrap();
-    assert!(!parser.screen().alternate_screen(), "left the alternate screen");
+    // What the app wrote last (leaving the alternate screen, then the way back)
+    // reaches the test as the reader takes it in.
+    let left = Instant::now();
+    let done = || {
+        !pty.parser.lock().unwrap().screen().alternate_screen()
+            && String::from_utf8_lossy(&pty.raw.lock().unwrap()).contains("scratchpad --continue")
+    };
+    while !done() && left.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !pty.parser.lock().unwrap().screen().alternate_screen(),
+        "left the alternate screen"
+    );
     let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
     assert!(raw.contains("\x1b[?1000l"), "mouse capture turned off");
     assert!(raw.contains("\x1b[?2004l"), "bracketed paste turned off");
@@ -299,7 +379,7 @@ fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     // No further key: the burst shows on its own, collapsed as the paste it is, and
     // Ctrl+O shows it whole, its end last.
     pty.wait_for("[pasted 3607 chars #1]", Duration::from_secs(15));
-    pty.send(b"\x0f");
+    pty.press(b"\x0f");
     pty.wait_for("THE-END", Duration::from_secs(15));
     quit_app(&mut pty);
     let _ = child.wait();
@@ -343,7 +423,13 @@ fn an_unbracketed_paste_is_text_and_enter_sends_it_whole() {
             })
             .unwrap_or_default()
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // The frame that shows the paste collapsed would show a turn that any line of it
+    // started: the app is still ready, and nothing reached the journal.
+    assert!(
+        pty.screen().contains("● ready"),
+        "a paste starts no turn:\n{}",
+        pty.screen()
+    );
     assert_eq!(requests(), Vec::<String>::new(), "a paste sends nothing");
     pty.type_now(b"\r");
     let pressed = Instant::now();
@@ -445,7 +531,15 @@ fn closing_the_terminal_under_the_app_ends_it_cleanly() {
         screen.process(&buffer[..n]);
     }
     terminal.write_all(b"half a request").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // The hangup comes once the app has the text: it is in the prompt on screen.
+    while !screen.screen().contents().contains("half a request") {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the typed text never showed"
+        );
+        let n = terminal.read(&mut buffer).unwrap();
+        screen.process(&buffer[..n]);
+    }
     drop(terminal);
     let started = Instant::now();
     let status = loop {
@@ -483,8 +577,7 @@ fn mcp_servers_start_behind_the_first_frame_and_show_in_the_status_line() {
     pty.wait_for("offline demo model", Duration::from_secs(20));
     // At 120 columns beside the demo's labels, counted rather than named.
     pty.wait_for("MCP: 1 starting, 1 failed", Duration::from_secs(20));
-    pty.send(b"/mcp");
-    pty.send(b"\r");
+    pty.type_line("/mcp");
     pty.wait_for("MCP server `slow`: starting", Duration::from_secs(10));
     pty.wait_for(
         "MCP server `gone` failed: cannot start `/nonexistent/mcp-server`",
@@ -524,27 +617,23 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     ]);
     let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
     pty.wait_for("● ready", Duration::from_secs(20));
-    pty.send(b"first question");
-    pty.send(b"\r");
+    pty.type_line("first question");
     pty.wait_for("The first answer.", Duration::from_secs(20));
     pty.wait_for("● ready", Duration::from_secs(20));
-    pty.send(b"second question");
-    pty.send(b"\r");
+    pty.type_line("second question");
     pty.wait_for("The second answer.", Duration::from_secs(20));
     pty.wait_for("● ready", Duration::from_secs(20));
     let sessions = scratchpad::session::sessions_dir_under(&home.path().join("data/scratchpad"), workspace.path());
     let parent = scratchpad::session::find_in(&sessions, None).unwrap();
     let parent_before = std::fs::read(&parent).unwrap();
-    pty.send(b"\x1b");
-    pty.send(b"\x1b");
+    pty.press_apart(&[b"\x1b", b"\x1b"]);
     pty.wait_for("session tree", Duration::from_secs(10));
     pty.wait_for("3 › second question", Duration::from_secs(10));
-    pty.send(b"\r");
+    pty.press(b"\r");
     pty.wait_for("⑂ a branch of session", Duration::from_secs(10));
     pty.wait_for("before message 3", Duration::from_secs(10));
     pty.wait_for("│second question", Duration::from_secs(10));
-    pty.send(b", in one sentence");
-    pty.send(b"\r");
+    pty.type_line(", in one sentence");
     pty.wait_for("The answer on the branch.", Duration::from_secs(20));
     let requests = api.turn_requests();
     let sent = common::messages_of(requests.last().unwrap());
@@ -594,12 +683,11 @@ fn resume_without_an_id_picks_a_session_from_the_list() {
     let api = common::MockApi::start_in_thread(vec![common::text_reply("Continuing the parser work.")]);
     let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &["--resume"]);
     pty.wait_for("sessions · 2 of 2", Duration::from_secs(20));
-    pty.send(b"parser");
+    pty.press(b"parser");
     pty.wait_for("sessions · 1 of 2", Duration::from_secs(10));
-    pty.send(b"\r");
+    pty.press(b"\r");
     pty.wait_for("The parser is tuned.", Duration::from_secs(10));
-    pty.send(b"go on");
-    pty.send(b"\r");
+    pty.type_line("go on");
     pty.wait_for("Continuing the parser work.", Duration::from_secs(20));
     let sent = common::messages_of(api.turn_requests().last().unwrap());
     let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
@@ -628,8 +716,8 @@ fn a_session_quit_unused_leaves_nothing_to_continue() {
         "the session has its journal while it is open"
     );
     quit_app(&mut pty);
+    // Once the process has ended, its lock is gone with it.
     let _ = child.wait();
-    std::thread::sleep(Duration::from_millis(200));
     assert!(
         scratchpad::session::find_in(&sessions, None).is_err(),
         "no journal is left of an unused session"
@@ -686,15 +774,20 @@ fn after_clear_the_way_back_names_the_session_worked_in() {
     let api = common::MockApi::start_in_thread(vec![common::text_reply("Hello back.")]);
     let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
     pty.wait_for("ready", Duration::from_secs(20));
-    pty.send(b"hello");
-    pty.send(b"\r");
+    pty.type_line("hello");
     pty.wait_for("Hello back.", Duration::from_secs(20));
-    pty.send(b"/clear");
-    pty.send(b"\r");
-    std::thread::sleep(Duration::from_millis(500));
+    pty.type_line("/clear");
+    pty.wait_until_gone("Hello back.", Duration::from_secs(10));
     quit_app(&mut pty);
     let _ = child.wait();
-    std::thread::sleep(Duration::from_millis(200));
+    // The last lines reach the test as the reader takes them in.
+    let ended = Instant::now();
+    while !String::from_utf8_lossy(&pty.raw.lock().unwrap()).contains("to pick it up again") {
+        if ended.elapsed() > Duration::from_secs(5) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let raw = String::from_utf8_lossy(&pty.raw.lock().unwrap()).into_owned();
     assert!(
         raw.contains("to pick it up again: scratchpad --continue"),
