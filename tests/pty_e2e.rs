@@ -381,6 +381,12 @@ fn a_burst_of_typed_input_is_taken_whole_and_in_order() {
     pty.wait_for("[pasted 3607 chars #1]", Duration::from_secs(15));
     pty.press(b"\x0f");
     pty.wait_for("THE-END", Duration::from_secs(15));
+    // In order: what the prompt shows of it (its end, where the box is too small for
+    // all of it) is the end of what was typed, character for character.
+    let shown: String = pty.prompt().chars().filter(|c| !c.is_whitespace()).collect();
+    let typed = format!("{burst}THE-END");
+    assert!(shown.len() > 500, "the prompt shows the burst's end: {shown:?}");
+    assert!(typed.ends_with(&shown), "shown out of order:\n{shown}");
     quit_app(&mut pty);
     let _ = child.wait();
 }
