@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -438,7 +438,7 @@ fn a_session_killed_while_a_tool_runs_resumes_with_an_interrupted_result() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // The call is journaled and has no result: a kill from here on finds it unanswered.
     child.kill().unwrap(); // SIGKILL while `sleep 30` runs
     child.wait().unwrap();
 
@@ -483,7 +483,6 @@ fn a_session_killed_mid_turn_resumes_with_its_history() {
         assert!(started.elapsed() < Duration::from_secs(20), "second call never came");
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap(); // SIGKILL, mid-stream
     child.wait().unwrap();
 
@@ -514,7 +513,13 @@ fn a_signal_cancels_a_long_bash_and_kills_its_process_group(signal: i32) {
     use std::io::BufRead;
     let workspace = Workspace::new();
     let marker = workspace.path().join("survived");
-    let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+    let pid_file = workspace.path().join("background.pid");
+    // The command leaves a child in the background, says its pid, and waits.
+    let command = format!(
+        "(sleep 30; touch {}) & echo $! > {}; sleep 30",
+        marker.display(),
+        pid_file.display()
+    );
     let api = MockApi::start_in_thread(vec![tool_reply(
         "Waiting.",
         &[("toolu_s1", "bash", json!({"command": command}))],
@@ -534,7 +539,8 @@ fn a_signal_cancels_a_long_bash_and_kills_its_process_group(signal: i32) {
             break;
         }
     }
-    std::thread::sleep(Duration::from_millis(300));
+    // The signal comes once the background child is there to be killed.
+    let background = wait_for_pid(&pid_file);
     let started = Instant::now();
     // SAFETY: sending a signal to our own child process.
     unsafe {
@@ -555,16 +561,43 @@ fn a_signal_cancels_a_long_bash_and_kills_its_process_group(signal: i32) {
             .iter()
             .any(|e| e["type"] == "turn_done" && e["outcome"] == "cancelled")
     );
-    std::thread::sleep(Duration::from_millis(2_500));
-    assert!(
-        !marker.exists(),
-        "the command's background child was killed with its group"
-    );
+    let gone = Instant::now();
+    while is_alive(background) {
+        assert!(
+            gone.elapsed() < Duration::from_secs(10),
+            "the command's background child outlived the cancel"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!marker.exists(), "the background child never got to run on");
     let restored = scratchpad::session::restore(&newest_journal(&workspace)).unwrap();
     assert_eq!(
         tool_results(&restored.messages),
         vec!["Cancelled by the user while running; the process was killed."]
     );
+}
+
+/// The pid a command wrote to `file`, once it has.
+fn wait_for_pid(file: &Path) -> i32 {
+    let started = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` runs (a zombie waiting to be reaped has ended).
+fn is_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
 }
 
 #[test]

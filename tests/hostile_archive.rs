@@ -106,7 +106,15 @@ fn a_store_folder_swapped_for_a_link_stops_commands_and_is_never_written_through
 fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
     let workspace = Workspace::new();
     let api = MockApi::start_in_thread(vec![
-        tool_reply("Waiting.", &[bash_call("w1", "sleep 3; echo slept")]),
+        // The first instance holds the session until the test is done with it (at
+        // most 30 s, should the test fail first).
+        tool_reply(
+            "Waiting.",
+            &[bash_call(
+                "w1",
+                "for _ in $(seq 600); do [ -e release ] && break; sleep 0.05; done; echo released",
+            )],
+        ),
         text_reply("First done."),
         text_reply("Later done."),
     ]);
@@ -153,6 +161,7 @@ fn a_second_instance_on_an_open_session_is_refused_naming_the_holder() {
             .any(|r| r.body.to_string().contains("sneak this in")),
         "nothing was sent"
     );
+    std::fs::write(workspace.dir.path().join("release"), "").unwrap();
     assert!(first.wait().unwrap().success());
     let after = std::fs::read(&journal).unwrap();
     assert!(after.starts_with(&before), "the view wrote nothing into the session");

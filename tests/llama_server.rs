@@ -793,7 +793,7 @@ fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
     .unwrap();
     let port = free_port();
     let base_url = format!("http://127.0.0.1:{port}/v1");
-    let child = workspace
+    let mut child = workspace
         .command_at(
             Command::new(env!("CARGO_BIN_EXE_scratchpad")),
             &base_url,
@@ -803,12 +803,33 @@ fn a_request_waits_for_a_server_that_comes_up_meanwhile() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Longer than three attempts 100–400 ms apart take.
-    std::thread::sleep(Duration::from_secs(3));
+    // What it says, read as it says it.
+    let said = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let said = said.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut said = said.lock().unwrap();
+                said.push_str(&line);
+                said.push('\n');
+            }
+        })
+    };
+    // Once the wait has begun, the server stays down for longer than three attempts
+    // 100–400 ms apart would take: that lateness is the scenario, not a wait for it.
+    let started = Instant::now();
+    while !said.lock().unwrap().contains("waiting for it to answer") {
+        assert!(started.elapsed() < Duration::from_secs(20), "the wait was never said");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
     let server = server_at(port, 2048);
     let output = child.wait_with_output().unwrap();
     drop(server);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    reader.join().unwrap();
+    let stderr = said.lock().unwrap().clone();
     assert!(output.status.success(), "{stderr}");
     assert!(
         stderr.contains(&format!(

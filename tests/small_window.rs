@@ -190,8 +190,11 @@ async fn a_server_loading_at_the_start_gives_its_window_to_the_request_that_wait
     api.set_loading(true);
     let mut agent = start_agent(&api, settings_for_a_small_window()).await;
     let loaded = api.clone();
+    // The server finishes loading once the turn has polled its health while it loaded.
     tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        while loaded.polled_loading() < 2 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         loaded.set_loading(false);
     });
     let first = turn(&mut agent, "hi").await;

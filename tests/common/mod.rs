@@ -272,6 +272,8 @@ struct Script {
     props: Option<Value>,
     /// `GET /props` answers 503 (llama-server loading its model) while set.
     loading: bool,
+    /// `GET /health` polls answered "loading".
+    polled_loading: usize,
     /// Counting endpoints answer 500 while set.
     counts_fail: bool,
     /// Replies to summary requests, in order; once used up, a fixed summary.
@@ -468,6 +470,11 @@ impl MockApi {
 
     /// Answer `GET /props` with 503, as llama-server does while it loads its model,
     /// until told otherwise.
+    /// How many `GET /health` polls were answered "loading".
+    pub fn polled_loading(&self) -> usize {
+        self.script.lock().unwrap().polled_loading
+    }
+
     pub fn set_loading(&self, loading: bool) {
         self.script.lock().unwrap().loading = loading;
     }
@@ -724,7 +731,11 @@ async fn model_info(
 
 /// llama-server's `/health`: 503 while it loads its model, else 200.
 async fn llama_health(State(script): State<Arc<Mutex<Script>>>) -> Response {
-    let loading = script.lock().unwrap().loading;
+    let loading = {
+        let mut script = script.lock().unwrap();
+        script.polled_loading += usize::from(script.loading);
+        script.loading
+    };
     let (status, body) = if loading {
         (503, r#"{"error":{"code":503,"message":"Loading model"}}"#)
     } else {
