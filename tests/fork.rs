@@ -156,7 +156,8 @@ fn record(sessions: &Path, workspace: &Path, turns: &[Vec<usize>], answer_chars:
     recorder.recorded
 }
 
-fn sha256_of(path: &Path) -> String {
+/// The digest the archive records of a file's bytes (BLAKE3).
+fn digest_of(path: &Path) -> String {
     scratchpad::digest::of(&std::fs::read(path).unwrap())
 }
 
@@ -181,7 +182,7 @@ proptest! {
         let workspace = tempfile::tempdir().unwrap();
         let sessions = workspace.path().join("sessions");
         let recorded = record(&sessions, workspace.path(), &turns, answer_chars);
-        let parent_hash = sha256_of(&recorded.journal);
+        let parent_hash = digest_of(&recorded.journal);
         let config = config();
         let store = Store::new(workspace.path());
         for (at, expected) in recorded.before_message.iter().enumerate() {
@@ -211,7 +212,7 @@ proptest! {
             prop_assert_eq!(forked.messages.len(), *messages_before);
             prop_assert_eq!(config.estimate.count(&forked.messages), *chars_before);
         }
-        prop_assert_eq!(sha256_of(&recorded.journal), parent_hash, "the parent is never written");
+        prop_assert_eq!(digest_of(&recorded.journal), parent_hash, "the parent is never written");
     }
 }
 
@@ -328,7 +329,7 @@ fn fork_from_the_command_line_then_kill_during_its_first_turn_and_resume() {
     assert!(ws.run(&api, &["--continue", "-p", "second request"]).status.success());
     let parent = ws.newest_journal().unwrap();
     let parent_id = parent.file_stem().unwrap().to_string_lossy().into_owned();
-    let parent_hash = sha256_of(&parent);
+    let parent_hash = digest_of(&parent);
     let sent_second = messages_of(&api.turn_requests()[1]);
 
     let output = ws.run(&api, &["fork", &parent_id, "--at", "3"]);
@@ -387,7 +388,7 @@ fn fork_from_the_command_line_then_kill_during_its_first_turn_and_resume() {
     let resumed = messages_of(&again.turn_requests()[0]);
     assert_eq!(resumed[..2], first[..2], "the fork's history survived the kill");
     assert_eq!(resumed.last().map(Message::text).as_deref(), Some("and now?"));
-    assert_eq!(sha256_of(&parent), parent_hash, "the parent was never written");
+    assert_eq!(digest_of(&parent), parent_hash, "the parent was never written");
 }
 
 /// A journal the agent itself wrote (a scripted model, real tool calls, the pipeline
