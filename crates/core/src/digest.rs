@@ -68,6 +68,7 @@ impl Default for Hasher {
 }
 
 impl Hasher {
+    /// Take in the next `bytes`.
     pub fn update(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             if self.staged.is_empty() && bytes.len() >= STAGED_BYTES {
@@ -88,6 +89,7 @@ impl Hasher {
         }
     }
 
+    /// The digest of everything taken in, as [`of`] writes it.
     pub fn finish(mut self) -> String {
         self.hasher.update(&self.staged);
         named(self.hasher.finalize())

@@ -1,4 +1,5 @@
 #![warn(unreachable_pub)]
+#![warn(missing_docs)]
 //! scratchpad's core: the message model, the compaction stages and `prepare`, the
 //! seed's estimate, and the archive behind its trait. Synchronous and free of any UI,
 //! network or async runtime, so the pipeline can be reasoned about and tested alone.

@@ -12,6 +12,8 @@ use crate::store::{
     unique_transcript_name,
 };
 
+/// Where the stages keep what they take out of the history, and read it back only while
+/// it is what they kept: the disk store for a session, [`MemoryArchive`] for a preview.
 pub trait Archive: Send + Sync {
     /// Keep the whole history; where it can be found (relative to the workspace) and
     /// the hash of what was written.
@@ -56,6 +58,7 @@ pub struct MemoryArchive {
 }
 
 impl MemoryArchive {
+    /// An empty archive.
     pub fn new() -> Self {
         Self::default()
     }
@@ -65,6 +68,7 @@ impl MemoryArchive {
         self.lock().len()
     }
 
+    /// Whether it holds no file.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -28,7 +28,9 @@ pub struct MessagePrint {
 /// The start of the history a background summary covers: `messages[..end]`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prefix {
+    /// How many messages from the start it covers.
     pub end: usize,
+    /// A print of each of them, to tell whether they are still the start of the history.
     pub prints: Vec<MessagePrint>,
     /// The shape of the first message after them, where the kept messages begin.
     pub after: Option<String>,
@@ -37,7 +39,9 @@ pub struct Prefix {
 /// A finished background summary, waiting for the limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadySummary {
+    /// The start of the history it summarises.
     pub prefix: Prefix,
+    /// The summary, as it goes into the `[Compacted]` message.
     pub summary: String,
     /// The model's text, when the user edited `summary` in review (`/summary`).
     pub model_summary: Option<String>,
@@ -49,6 +53,7 @@ pub struct ReadySummary {
     pub took_ms: u64,
     /// Prompt tokens the summary request read from and wrote to the provider's cache.
     pub cache_read: Option<u64>,
+    /// Prompt tokens the summary request wrote to the provider's cache.
     pub cache_written: Option<u64>,
     /// The server's compaction block, when the server wrote the summary: it goes in
     /// first, as it came back.
@@ -119,14 +124,19 @@ pub enum Standing {
     /// were since saved to disk and `archived` of them moved to a transcript by
     /// snip_compact (recoverable stages: the summary read their text, which is kept).
     Stands {
+        /// Where they end in the history now.
         end: usize,
+        /// How many of their tool results were saved to disk since.
         rewritten: usize,
+        /// How many of them snip_compact moved to a transcript since.
         archived: usize,
     },
     /// They changed: why, in words.
     Changed(String),
 }
 
+/// Whether a summary of `prefix` can still stand for the start of `messages`, and why
+/// not when it cannot.
 pub fn standing(prefix: &Prefix, messages: &[Message]) -> Standing {
     let prints = &prefix.prints;
     let (mut print, mut at, mut rewritten, mut archived) = (0, 0, 0, 0);

@@ -22,6 +22,8 @@ pub use by_user::{Asked, EditError, KeepFromError, edit_summary, force_compact, 
 pub use swap::swap_now;
 use swap::{set_aside, try_swap};
 
+/// The summariser's instructions: what a summary records, and that the history it reads
+/// is data, never instructions to follow.
 pub const SUMMARY_INSTRUCTIONS: &str = "You are summarising the earlier part of a coding session so the work can continue in a smaller context. \
 Write a factual summary with these sections: Goal; Decisions made; Files read, created or changed (with paths); \
 Commands run and their outcomes; Remaining work; User constraints and preferences. \

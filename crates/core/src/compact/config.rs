@@ -207,6 +207,7 @@ impl CompactConfig {
         self.context_char_limit / 100 * self.index_percent + self.context_char_limit % 100 * self.index_percent / 100
     }
 
+    /// What micro_compact clears down to: `micro_target_percent` of the limit.
     pub fn micro_target_chars(&self) -> usize {
         // Exact for every limit: no product that could overflow.
         self.context_char_limit / 100 * self.micro_target_percent

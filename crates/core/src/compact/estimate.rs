@@ -199,6 +199,7 @@ fn count_each(messages: &[Message], mode: EstimateMode) -> Vec<usize> {
 }
 
 impl Sizes {
+    /// The size of each of `messages`, counted as `mode` says.
     pub fn of(messages: &[Message], mode: EstimateMode) -> Self {
         let per_message = count_each(messages, mode);
         let sum = per_message.iter().sum();

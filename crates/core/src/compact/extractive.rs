@@ -9,6 +9,8 @@ use super::{Summariser, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Role};
 use crate::text::one_line;
 
+/// A summariser that asks no model: it lists what the history says (requests, files,
+/// commands, errors) in the summary's sections. The demo and `--summary-stub` use it.
 pub struct ExtractiveSummariser;
 
 const LIST_LIMIT: usize = 10;

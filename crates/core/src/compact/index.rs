@@ -32,17 +32,22 @@ pub enum EntryKind {
     Asked,
     /// A sentence of a request that rules something in or out.
     Constraint,
+    /// A tool call that failed, or a failed command's diagnostic.
     Error,
+    /// A file edited.
     Changed,
+    /// A file written whole.
     Wrote,
     /// A command, and how it ended.
     Ran,
     /// A figure a tool measured.
     Measured,
+    /// A file or a listing read.
     Read,
 }
 
 impl EntryKind {
+    /// How the entry starts in the index (`asked`, `ran`, …).
     pub fn label(self) -> &'static str {
         self.into()
     }
@@ -62,16 +67,21 @@ impl EntryKind {
     }
 }
 
+/// One line of the index: what happened, in a few words, and where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// What kind of thing happened.
     pub kind: EntryKind,
+    /// What it was, in a few words.
     pub text: String,
+    /// Where the whole of it is in the record.
     pub at: Pointer,
 }
 
 /// The entries, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Index {
+    /// The entries, oldest first.
     pub entries: Vec<Entry>,
 }
 
@@ -434,7 +444,9 @@ impl<'a> Run<'a> {
 /// The index as text and how many entries it had to leave out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rendered {
+    /// The index's lines.
     pub text: String,
+    /// How many entries did not fit.
     pub cut: usize,
 }
 

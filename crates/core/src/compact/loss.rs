@@ -21,14 +21,21 @@ use crate::text::prefix_chars;
 /// The most items a report lists; the rest are counted.
 pub const REPORT_LIMIT: usize = 40;
 
+/// A kind of fact a summary may leave out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LossKind {
+    /// A file or folder path.
     Path,
+    /// A command that was run.
     Command,
+    /// A figure with a unit or a line number.
     Number,
+    /// An error a tool reported.
     Error,
+    /// A web address.
     Url,
+    /// A name the user wrote in a request (a function, a flag, a crate).
     Identifier,
 }
 
@@ -45,6 +52,7 @@ impl LossKind {
         }
     }
 
+    /// The kind, as one item of a report names it.
     pub fn label(self) -> &'static str {
         match self {
             LossKind::Path => "path",
@@ -75,7 +83,9 @@ impl LossKind {
 /// One thing the summary left out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Missing {
+    /// Its kind.
     pub kind: LossKind,
+    /// The fact as the record has it.
     pub text: String,
     /// 1-based position of the first message that has it, in the summarised record.
     pub position: usize,
@@ -91,8 +101,11 @@ pub struct Missing {
 /// each kind how many the record had and the `[Compacted]` message keeps.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LossReport {
+    /// What was left out, at most [`REPORT_LIMIT`] of it.
     pub missing: Vec<Missing>,
+    /// How many things were left out in all.
     pub total: usize,
+    /// Of each kind: how many the record had and how many are kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tally: Vec<Tally>,
 }
@@ -100,8 +113,11 @@ pub struct LossReport {
 /// Of one kind: how many the record had, and how many are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tally {
+    /// The kind.
     pub kind: LossKind,
+    /// How many the summarised record had.
     pub found: usize,
+    /// How many of those the summary or the index keeps.
     pub kept: usize,
 }
 

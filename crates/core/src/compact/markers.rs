@@ -14,6 +14,7 @@ const PERSISTED_CLOSE: &str = "\n</persisted-output>";
 const SEED_FULL_OUTPUT: &str = "Full output: ";
 const SEED_PREVIEW: &str = "Preview:\n";
 const CLEARED_PREFIX: &str = "[Earlier tool result saved at ";
+/// What a `[Compacted]` message starts with.
 pub const COMPACTED_TAG: &str = "[Compacted]";
 const REQUEST_KEPT_BELOW: &str = "(the newest user message after this summary, kept as it was)";
 const CUT_OFF_TAG: &str = "[Cut off]";
@@ -30,11 +31,14 @@ pub fn persisted_output(path: &str, original_chars: usize, preview: &str) -> Str
     )
 }
 
+/// What a `<persisted-output>` block says: where the full text is, and its preview.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistedOutput<'a> {
+    /// Where the full text was saved, relative to the workspace.
     pub path: &'a str,
     /// The length of the full output, which our blocks state and the seed's do not.
     pub original_chars: Option<usize>,
+    /// The first characters of the full text.
     pub preview: &'a str,
 }
 
@@ -65,6 +69,7 @@ pub fn cleared_reference(path: &str) -> String {
     format!("{CLEARED_PREFIX}{path}]")
 }
 
+/// The path a cleared result's reference names, when `text` is one.
 pub fn parse_cleared_reference(text: &str) -> Option<&str> {
     text.strip_prefix(CLEARED_PREFIX)?.strip_suffix(']')
 }
@@ -74,6 +79,7 @@ pub fn archive_marker(count: usize, path: &str) -> String {
     format!("[{count} messages archived at {path}]")
 }
 
+/// How many messages an archive marker stands for and where they are, when `text` is one.
 pub fn parse_archive_marker(text: &str) -> Option<(usize, &str)> {
     let body = text.strip_prefix('[')?.strip_suffix(']')?;
     let (count, path) = body.split_once(" messages archived at ")?;
@@ -151,10 +157,13 @@ pub fn compacted_request(text: &str) -> Option<Option<&str>> {
 pub struct CompactedParts<'a> {
     /// `None` when the request is the message kept after the summary.
     pub request: Option<&'a str>,
+    /// The summary, as the model (or the server) wrote it.
     pub summary: &'a str,
     /// The index, empty when there is none.
     pub index: &'a str,
+    /// The transcript of the summarised messages.
     pub path: &'a str,
+    /// How many messages the summary stands for.
     pub count: usize,
 }
 
@@ -181,6 +190,7 @@ pub fn compacted_parts(text: &str) -> Option<CompactedParts<'_>> {
 /// A tool call the response's `max_tokens` cut off before its input was complete.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CutCall {
+    /// The tool called.
     pub name: String,
     /// Characters of input that arrived before the cut.
     pub received_chars: usize,
@@ -218,19 +228,24 @@ pub enum MessageKind {
     ToolResults,
     /// snip_compact's marker: `count` messages are in the transcript at `path`.
     ArchiveMarker {
+        /// How many messages the transcript holds.
         count: usize,
+        /// The transcript, relative to the workspace.
         path: String,
     },
     /// The `[Compacted]` summary, made while `request` was the current request (`None`:
     /// the request is the user message kept after it).
     CompactedSummary {
+        /// The request it was made for.
         request: Option<String>,
     },
     /// The note that calls of the previous response were cut off by `max_tokens`.
     CutOffNote,
+    /// Anything else: an assistant message.
     Assistant,
 }
 
+/// What `message` is.
 pub fn classify(message: &Message) -> MessageKind {
     if message.role() == Role::Assistant {
         return MessageKind::Assistant;
@@ -279,9 +294,13 @@ pub enum ResultKind<'a> {
     /// A `<persisted-output>` block: a preview, and the path of the full text.
     Persisted(PersistedOutput<'a>),
     /// micro_compact's reference to the saved full text.
-    Cleared { path: &'a str },
+    Cleared {
+        /// Where the full text was saved.
+        path: &'a str,
+    },
 }
 
+/// What a tool result's content is: whole, a preview with its path, or a reference.
 pub fn classify_result(content: &ToolResultContent) -> ResultKind<'_> {
     let Some(text) = content.as_str() else {
         return ResultKind::Whole;
@@ -331,13 +350,16 @@ pub fn saved_path(store: &dyn Archive, content: &ToolResultContent) -> Option<Sa
 /// A full text on disk: where, and how long it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SavedFull {
+    /// The file, and its digest.
     pub kept: Kept,
+    /// Characters of the full text.
     pub chars: usize,
 }
 
 /// Where a result's full text is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
+    /// The file, and its digest.
     pub kept: Kept,
     /// Characters of the full text.
     pub chars: usize,
@@ -365,6 +387,7 @@ pub fn ensure_saved(store: &dyn Archive, tool_use_id: &str, content: &ToolResult
     })
 }
 
+/// Whether a tool result was cleared to a reference by micro_compact.
 pub fn is_cleared(content: &ToolResultContent) -> bool {
     matches!(classify_result(content), ResultKind::Cleared { .. })
 }

@@ -49,6 +49,10 @@ fn tool_result_mut(messages: &mut [Message], (at, block): (usize, usize)) -> Opt
     }
 }
 
+/// Stage 3 of `prepare` (the seed's micro_compact): over the limit, the seen tool
+/// results before the three newest that are longer than 120 characters become a
+/// reference to their saved full text, oldest first, until the estimate is at or under
+/// the target.
 pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     if sizes.total() <= config.context_char_limit {
@@ -212,6 +216,8 @@ fn over_limit(estimate: usize, limit: usize, target: usize) -> String {
     )
 }
 
+/// Stage 3's second half: still over the target, the largest tool results are saved
+/// whole and shortened to a 1,000-character preview, largest first, down to the target.
 pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     if sizes.total() <= config.context_char_limit {

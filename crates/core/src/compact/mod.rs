@@ -90,6 +90,7 @@ pub struct SummaryRequest<'a> {
     pub focus: Option<&'a str>,
 }
 
+/// Why a summariser could not write a summary, in words for the receipt.
 #[derive(Debug, thiserror::Error)]
 #[error("summary failed: {0}")]
 pub struct SummaryError(pub String);
@@ -98,13 +99,16 @@ pub struct SummaryError(pub String);
 /// server's own compaction block, kept byte for byte first in the history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
+    /// The summary's text.
     pub text: String,
+    /// The server's compaction block, when the server wrote the summary.
     pub server_block: Option<serde_json::Value>,
 }
 
 /// Produces the lossy summary for stage 4 and reactive compaction. The model call
 /// lives in the provider; the pipeline only sees this trait.
 pub trait Summariser {
+    /// A factual summary of the history `request` holds.
     fn summarise(&mut self, request: &SummaryRequest<'_>) -> Result<String, SummaryError>;
 
     /// The summary a stage puts into the history: by default the text of
@@ -120,7 +124,9 @@ pub trait Summariser {
 
 /// Shared by every stage: the thresholds and where files go.
 pub struct Context<'a> {
+    /// The thresholds.
     pub config: &'a CompactConfig,
+    /// Where removed text is kept.
     pub store: &'a dyn Archive,
 }
 

@@ -52,18 +52,27 @@ pub fn tail_start_backward(messages: &[Message], wanted: usize, floor: usize) ->
 /// A pairing problem in a history, for tests and for checking loaded sessions.
 #[derive(Debug, PartialEq, Eq)]
 pub enum PairingError {
+    /// The history starts with neither the user's message nor the server's compaction.
     FirstNotUser,
+    /// A tool result with no call before it.
     OrphanResult {
+        /// 0-based index of its message.
         message: usize,
+        /// The call it names.
         tool_use_id: String,
     },
+    /// A tool call no result answers.
     UnansweredCall {
+        /// 0-based index of its message.
         message: usize,
+        /// The call's id.
         tool_use_id: String,
     },
     /// A second call with an id an earlier call has: the API wants ids unique.
     RepeatedId {
+        /// 0-based index of the second call's message.
         message: usize,
+        /// The id both calls have.
         tool_use_id: String,
     },
 }
@@ -168,6 +177,7 @@ fn starts_wrongly(first: &Message) -> bool {
     first.role() != Role::User && super::markers::server_compaction(first).is_none()
 }
 
+/// The result a call gets when scratchpad stopped while it ran (a kill, a crash).
 pub const INTERRUPTED_RESULT: &str = "interrupted: scratchpad stopped before this tool finished";
 
 /// Make any history valid to send, losing nothing: the first message becomes a user

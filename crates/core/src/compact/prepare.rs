@@ -10,11 +10,14 @@ use super::tool_result_budget::tool_result_budget;
 use super::{CompactConfig, Context, StageEvent, Summariser, timed};
 use crate::message::Message;
 
+/// The history after `prepare`, its size table, and what each stage did.
 #[derive(Debug)]
 pub struct Prepared {
+    /// The history to send.
     pub messages: Vec<Message>,
     /// The size table of `messages`, kept in step by every stage.
     pub sizes: Sizes,
+    /// What each stage that fired did, in order.
     pub events: Vec<StageEvent>,
 }
 

@@ -23,7 +23,10 @@ pub enum Preview {
     /// The automatic pipeline before the next model call.
     Prepare,
     /// `/compact [focus]`.
-    Compact { focus: Option<String> },
+    Compact {
+        /// What the summary is to dwell on.
+        focus: Option<String>,
+    },
 }
 
 /// The events (receipts) the compaction would produce on `messages` now.

@@ -20,7 +20,12 @@ pub enum TooLong {
     Refused,
     /// The server counted it before it was sent: more `tokens` than its `window`
     /// holds with a reply, so it was not sent.
-    Counted { tokens: u64, window: u64 },
+    Counted {
+        /// The tokens the server counted.
+        tokens: u64,
+        /// The tokens its window holds.
+        window: u64,
+    },
 }
 
 /// What a reactive compaction aims at, and why.
@@ -30,6 +35,7 @@ pub struct Aim {
     /// the measured characters per token; `None` when it did not say (then half the
     /// current estimate).
     pub target: Option<usize>,
+    /// Why the prompt was too long.
     pub cause: TooLong,
 }
 

@@ -15,6 +15,7 @@ use crate::text::{flatten_whitespace, one_line, prefix_chars};
 pub struct InputDescriber(pub fn(&str, &serde_json::Value) -> String);
 
 impl InputDescriber {
+    /// What a call of tool `name` with `input` is about, in one line.
     pub fn describe(self, name: &str, input: &serde_json::Value) -> String {
         (self.0)(name, input)
     }
@@ -58,14 +59,18 @@ const WHAT_CHARS: usize = 80;
 pub struct Shrunk {
     /// 0-based index of its message.
     pub message: usize,
+    /// What the result was (its call, in a few words).
     pub what: String,
+    /// Its characters before.
     pub before: usize,
+    /// Its characters after.
     pub after: usize,
     /// Its text before, when that was a preview block rather than the whole output.
     pub was: Option<String>,
 }
 
 impl Shrunk {
+    /// The receipt's line for it; `saved` is where its full text went.
     pub fn item(self, tool_use_id: &str, saved: Option<String>) -> ReceiptItem {
         ReceiptItem {
             position: self.message + 1,

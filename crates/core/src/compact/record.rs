@@ -26,11 +26,13 @@ const MAX_DEPTH: usize = 16;
 /// The whole record of a span of the history.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Record {
+    /// The span's messages, whole: transcripts' messages and saved results put back.
     pub messages: Vec<Message>,
     /// Archive files left out, each as one line saying which and why.
     pub left_out: Vec<String>,
     /// Messages brought back from transcripts, and results brought back whole.
     pub restored_messages: usize,
+    /// How many results were brought back whole from saved outputs.
     pub restored_results: usize,
 }
 
@@ -181,7 +183,9 @@ fn parse_lines(text: &str) -> Result<Vec<Message>, String> {
 /// One message of a record: the file and its 1-based line.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pointer {
+    /// The record file, relative to the workspace.
     pub path: String,
+    /// The message's line in it (1 is the first).
     pub line: usize,
 }
 
@@ -209,16 +213,33 @@ impl std::str::FromStr for Pointer {
     }
 }
 
+/// Why `recall` could not give what a pointer names.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RecallError {
+    /// The pointer is not `PATH:LINE`.
     #[error("`{0}` is not a pointer: write it as PATH:LINE, as the index gives it (line 1 is the first)")]
     Malformed(String),
+    /// The file is not one of ours, or changed since it was kept.
     #[error("{0}")]
     Unverified(UnverifiedFile),
+    /// The file does not hold messages.
     #[error("{path} is not a record of messages: {why}")]
-    NotARecord { path: String, why: String },
+    NotARecord {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The line is past the file's end.
     #[error("{path} has {lines} lines; there is no line {line}")]
-    PastTheEnd { path: String, lines: usize, line: usize },
+    PastTheEnd {
+        /// The file.
+        path: String,
+        /// How many lines it has.
+        lines: usize,
+        /// The line asked for.
+        line: usize,
+    },
 }
 
 /// The messages of a record from `pointer` on, at most `count` of them, each with its

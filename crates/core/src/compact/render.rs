@@ -11,21 +11,31 @@ use crate::message::{Content, ContentBlock, Message, Role};
 /// One piece of a message, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Piece<'m> {
+    /// Text, as it is.
     Text(&'m str),
+    /// A tool call.
     Call {
+        /// The call's id.
         id: &'m str,
+        /// The tool.
         name: &'m str,
+        /// Its input.
         input: &'m Value,
     },
+    /// A tool result.
     Result {
+        /// The call it answers.
         id: &'m str,
+        /// Its text.
         text: Cow<'m, str>,
+        /// The tool reported an error.
         error: bool,
     },
     /// A block we do not model, by its type.
     Unknown(&'m str),
 }
 
+/// How a role is named in plain text (`user`, `assistant`).
 pub fn role_name(role: Role) -> &'static str {
     match role {
         Role::User => "user",

@@ -8,6 +8,9 @@ use super::pairing::{head_end, tail_start_forward};
 use super::{Context, Stage, StageEvent, receipt};
 use crate::message::Message;
 
+/// Stage 2 of `prepare` (the seed's snip_compact): over 50 messages, the whole history
+/// goes to a transcript, and the first 3 and the newest 46 stay with one archive marker
+/// between them; a tool call is never parted from its result.
 pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     if messages.len() <= config.snip_max_messages {

@@ -4,15 +4,22 @@
 
 use super::*;
 
+/// A stage of the pipeline, cheapest and most recoverable first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumIter)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum Stage {
+    /// Stage 1: a batch of tool results over budget, the largest saved to disk.
     ToolResultBudget,
+    /// Stage 2: old messages archived to a transcript.
     SnipCompact,
+    /// Stage 3: seen tool results cleared to a reference.
     MicroCompact,
+    /// Stage 3's second half: the largest results shortened to a preview.
     FitToolResults,
+    /// Stage 4: the history summarised.
     CompactHistory,
+    /// A summary after the server refused a prompt as too long.
     ReactiveCompact,
 }
 
@@ -37,7 +44,9 @@ impl std::fmt::Display for Stage {
 /// Where the full text of a replaced tool result is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedResult {
+    /// The call the result answers.
     pub tool_use_id: String,
+    /// Where its full text was saved, relative to the workspace.
     pub path: String,
 }
 
@@ -48,10 +57,15 @@ pub struct StageEvent {
     /// empty before that, and in journals written before stages had ids.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
+    /// Which stage.
     pub stage: Stage,
+    /// Messages in the history before it ran.
     pub messages_before: usize,
+    /// Messages after.
     pub messages_after: usize,
+    /// The estimate before it ran, in characters.
     pub chars_before: usize,
+    /// The estimate after.
     pub chars_after: usize,
     /// Files this stage wrote, relative to the workspace (the marker links these, and
     /// the browser credits them to this stage).
@@ -125,15 +139,20 @@ pub struct StageEvent {
 /// session's measured characters per token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Freed {
+    /// Characters of the estimate.
     pub chars: i64,
+    /// Tokens, at the session's characters per token.
     pub tokens: i64,
 }
 
 /// The time between a compaction and the one before it, in what the session did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SincePrevious {
+    /// Requests sent in between.
     pub turns: usize,
+    /// Model calls made in between.
     pub model_calls: usize,
+    /// Seconds in between.
     pub secs: u64,
     /// The estimate the previous compaction left, which this one started from.
     pub estimate_after_previous: usize,
@@ -210,6 +229,7 @@ pub struct Swapped {
     /// Prompt tokens the summary request read from the provider's cache and wrote to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<u64>,
+    /// Prompt tokens the summary request wrote to the provider's cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_written: Option<u64>,
 }
@@ -217,7 +237,9 @@ pub struct Swapped {
 /// How much of the current request a `[Compacted]` message kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestCut {
+    /// Characters of the request the message kept.
     pub kept: usize,
+    /// Characters of the whole request.
     pub whole: usize,
 }
 
@@ -226,10 +248,13 @@ pub struct RequestCut {
 pub struct ReceiptItem {
     /// 1-based position of its message in the history before the stage.
     pub position: usize,
+    /// Its message's role.
     pub role: crate::message::Role,
     /// What it was, in one line: `read_file src/a.rs (result)`, `user: fix the parser`.
     pub what: String,
+    /// Its characters before.
     pub chars_before: usize,
+    /// Its characters after.
     pub chars_after: usize,
     /// Where its full text is now (a saved output or the transcript).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,6 +12,10 @@ use super::{Context, Stage, StageEvent, short_count};
 use crate::message::{ContentBlock, Message, Role, ToolResultContent};
 use crate::text::prefix_chars;
 
+/// Stage 1 of `prepare` (the seed's tool_result_budget): when the newest batch of tool
+/// results is over 200,000 characters, its results over 30,000, largest first, are saved
+/// whole to disk and replaced by a `<persisted-output>` block with a 2,000-character
+/// preview, until the batch fits.
 pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
     let index = messages.len().checked_sub(1)?;

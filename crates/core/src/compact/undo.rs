@@ -33,16 +33,38 @@ fn verified_text(store: &dyn Archive, event: &StageEvent, path: &str) -> Result<
     }
 }
 
+/// Why a stage could not be undone; the history is left as it was.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum UndoError {
+    /// The stage changed nothing.
     #[error("{0} changed nothing, so there is nothing to undo")]
     NothingChanged(Stage),
+    /// What the stage kept cannot be read back as it was kept.
     #[error("{stage} cannot be undone: {why}")]
-    Unverified { stage: Stage, why: UnverifiedFile },
+    Unverified {
+        /// The stage.
+        stage: Stage,
+        /// What is wrong with its file.
+        why: UnverifiedFile,
+    },
+    /// A file does not hold what the stage recorded.
     #[error("{path} does not hold what {stage} recorded ({detail}); nothing was changed")]
-    Mismatch { stage: Stage, path: String, detail: String },
+    Mismatch {
+        /// The stage.
+        stage: Stage,
+        /// The file.
+        path: String,
+        /// What differs.
+        detail: String,
+    },
+    /// The history no longer has what the stage left where it left it.
     #[error("the history no longer has what {stage} left ({detail}); nothing was changed")]
-    Moved { stage: Stage, detail: String },
+    Moved {
+        /// The stage.
+        stage: Stage,
+        /// What moved.
+        detail: String,
+    },
 }
 
 /// The history before `event`, given the history now (`event` being the newest stage

@@ -17,14 +17,18 @@ pub struct History {
 
 /// One call of a round or batch: the tool, its input and its output.
 pub struct Call<'a> {
+    /// The tool called.
     pub tool: &'a str,
+    /// Its input.
     pub input: Value,
+    /// What it gave back.
     pub output: String,
     /// The result is an error (a command that failed).
     pub failed: bool,
 }
 
 impl<'a> Call<'a> {
+    /// A call of `tool` with `input` that gave `output`.
     pub fn new(tool: &'a str, input: Value, output: impl Into<String>) -> Self {
         Call {
             tool,
@@ -41,6 +45,7 @@ impl<'a> Call<'a> {
 }
 
 impl History {
+    /// An empty conversation.
     pub fn new() -> Self {
         History::default()
     }
@@ -97,6 +102,7 @@ impl History {
         self
     }
 
+    /// The conversation's messages.
     pub fn build(self) -> Vec<Message> {
         self.messages
     }

@@ -14,24 +14,37 @@ use crate::message::{ContentBlock, Message, Role};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr, strum::EnumIter)]
 #[strum(serialize_all = "snake_case")]
 pub enum FactKind {
+    /// What the session is for.
     Goal,
+    /// A rule the user set.
     Constraint,
+    /// Something the user said not to do.
     DoNot,
+    /// A choice made along the way.
     Decision,
+    /// A file that was changed.
     EditedFile,
+    /// An error a build reported.
     CompilerError,
+    /// A figure a benchmark measured.
     BenchNumber,
+    /// What is left to do.
     RemainingWork,
+    /// An approach tried and given up.
     RejectedApproach,
+    /// A value that a later message changed.
     ValueChangedLater,
+    /// A command that was run.
     Command,
 }
 
 impl FactKind {
+    /// The kind, as the retention table names it.
     pub fn name(self) -> &'static str {
         self.into()
     }
 
+    /// Every kind, in order.
     pub fn all() -> impl Iterator<Item = FactKind> {
         <FactKind as strum::IntoEnumIterator>::iter()
     }
@@ -49,14 +62,18 @@ impl FactKind {
 /// A fact and the string that shows it is there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fact {
+    /// Its kind.
     pub kind: FactKind,
+    /// The text that shows it is there.
     pub needle: String,
 }
 
 /// A generated session.
 #[derive(Clone, Debug)]
 pub struct Planted {
+    /// The session's messages.
     pub messages: Vec<Message>,
+    /// The facts planted in them.
     pub facts: Vec<Fact>,
     /// The request the session ends on.
     pub request: String,
@@ -306,6 +323,7 @@ pub struct Standing {
 /// What became of one session's facts.
 #[derive(Clone, Debug)]
 pub struct Measured {
+    /// Each fact, and where it stands after compaction.
     pub standings: Vec<(Fact, Standing)>,
     /// The stages that fired.
     pub stages: Vec<Stage>,

@@ -20,10 +20,13 @@ mod sketch;
 pub(crate) use lazy::raw::RawText;
 pub use sketch::{Sketch, SketchBlock, SketchContent};
 
+/// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The user, or the tool results sent back for the model.
     User,
+    /// The model.
     Assistant,
 }
 
@@ -72,26 +75,42 @@ struct Parts {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
+    /// A bare string.
     Text(String),
+    /// A list of blocks.
     Blocks(Vec<ContentBlock>),
 }
 
+/// One block of a message's content.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ContentBlock {
+    /// Text.
     Text {
+        /// The text.
         text: String,
+        /// Its unmodelled fields, kept as sent.
         extra: Extra,
     },
+    /// A tool call.
     ToolUse {
+        /// The call's id, which its result names.
         id: String,
+        /// The tool called.
         name: String,
+        /// The call's input, as the model wrote it.
         input: Value,
+        /// Its unmodelled fields, kept as sent.
         extra: Extra,
     },
+    /// A tool's result.
     ToolResult {
+        /// The call it answers.
         tool_use_id: String,
+        /// What the tool gave back.
         content: ToolResultContent,
+        /// `Some(true)` when the tool failed; absent otherwise, as the API writes it.
         is_error: Option<bool>,
+        /// Its unmodelled fields, kept as sent.
         extra: Extra,
     },
     /// A block type we do not model, kept as sent.
@@ -102,7 +121,9 @@ pub enum ContentBlock {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ToolResultContent {
+    /// A bare string.
     Text(String),
+    /// A list of blocks (text, images).
     Blocks(Vec<ContentBlock>),
 }
 
@@ -123,6 +144,7 @@ impl Extra {
         self.fields.get(key)
     }
 
+    /// Whether the object held exactly its modelled fields, in their usual order.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty() && self.layout.is_empty()
     }
@@ -273,6 +295,7 @@ impl std::fmt::Debug for Message {
 }
 
 impl ContentBlock {
+    /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text {
             text: text.into(),
@@ -280,6 +303,7 @@ impl ContentBlock {
         }
     }
 
+    /// A tool call.
     pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
         ContentBlock::ToolUse {
             id: id.into(),
@@ -289,6 +313,7 @@ impl ContentBlock {
         }
     }
 
+    /// A tool result of `content`, an error where `is_error`.
     pub fn tool_result(tool_use_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
         ContentBlock::ToolResult {
             tool_use_id: tool_use_id.into(),
@@ -300,9 +325,6 @@ impl ContentBlock {
 }
 
 impl ToolResultContent {
-    /// The result as text: the string itself, or its text blocks joined by newlines.
-    /// Results holding non-text blocks (images) are rendered as their JSON so that
-    /// saving them to disk keeps everything.
     /// [`Self::full_text`] without a copy when the content is plain text.
     pub fn text_cow(&self) -> std::borrow::Cow<'_, str> {
         match self {
@@ -311,6 +333,9 @@ impl ToolResultContent {
         }
     }
 
+    /// The result as text: the string itself, or its text blocks joined by newlines.
+    /// Results holding non-text blocks (images) are rendered as their JSON so that
+    /// saving them to disk keeps everything.
     pub fn full_text(&self) -> String {
         match self {
             ToolResultContent::Text(text) => text.clone(),
@@ -335,6 +360,7 @@ impl ToolResultContent {
         }
     }
 
+    /// The text, when the result is a bare string.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             ToolResultContent::Text(text) => Some(text),
@@ -344,14 +370,17 @@ impl ToolResultContent {
 }
 
 impl Message {
+    /// A user message of plain text.
     pub fn user_text(text: impl Into<String>) -> Self {
         Message::parsed(Role::User, Content::Text(text.into()), Extra::default())
     }
 
+    /// An assistant message of plain text.
     pub fn assistant_text(text: impl Into<String>) -> Self {
         Message::parsed(Role::Assistant, Content::Text(text.into()), Extra::default())
     }
 
+    /// A message of `blocks`.
     pub fn blocks(role: Role, blocks: Vec<ContentBlock>) -> Self {
         Message::parsed(role, Content::Blocks(blocks), Extra::default())
     }
@@ -379,10 +408,12 @@ impl Message {
         }
     }
 
+    /// Who wrote it.
     pub fn role(&self) -> Role {
         self.role
     }
 
+    /// Its content, to read.
     pub fn content(&self) -> &Content {
         &self.parts().content
     }
@@ -416,6 +447,7 @@ impl Message {
         }
     }
 
+    /// Its blocks (none for a bare string).
     pub fn block_slice(&self) -> &[ContentBlock] {
         match self.content() {
             Content::Blocks(blocks) => blocks,
@@ -423,6 +455,7 @@ impl Message {
         }
     }
 
+    /// The ids of the tool calls it makes.
     pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
         self.block_slice().iter().filter_map(|block| match block {
             ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
@@ -430,6 +463,7 @@ impl Message {
         })
     }
 
+    /// The calls its tool results answer.
     pub fn tool_result_ids(&self) -> impl Iterator<Item = &str> {
         self.block_slice().iter().filter_map(|block| match block {
             ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
@@ -437,10 +471,12 @@ impl Message {
         })
     }
 
+    /// Whether it calls a tool.
     pub fn has_tool_use(&self) -> bool {
         self.tool_use_ids().next().is_some()
     }
 
+    /// Whether it carries a tool result.
     pub fn has_tool_result(&self) -> bool {
         self.tool_result_ids().next().is_some()
     }

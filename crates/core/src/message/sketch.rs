@@ -12,24 +12,36 @@ use super::{Body, Content, ContentBlock, Message, Role};
 /// A message as a description reads it.
 #[derive(Debug, PartialEq)]
 pub struct Sketch<'a> {
+    /// Who wrote it.
     pub role: Role,
+    /// What it says.
     pub content: SketchContent<'a>,
 }
 
+/// A sketched message's content.
 #[derive(Debug, PartialEq)]
 pub enum SketchContent<'a> {
+    /// A bare string.
     Text(Cow<'a, str>),
+    /// A list of blocks.
     Blocks(Vec<SketchBlock<'a>>),
 }
 
+/// One block, as much of it as a description needs.
 #[derive(Debug, PartialEq)]
 pub enum SketchBlock<'a> {
+    /// Text.
     Text(Cow<'a, str>),
+    /// A tool call: the tool and its input.
     ToolUse {
+        /// The tool called.
         name: Cow<'a, str>,
+        /// Its input.
         input: Cow<'a, Value>,
     },
+    /// A tool result: the call it answers.
     ToolResult {
+        /// The call's id.
         tool_use_id: Cow<'a, str>,
     },
     /// A block we do not model.
@@ -53,6 +65,7 @@ impl<'a> Sketch<'a> {
         }
     }
 
+    /// Its blocks (none for a bare string).
     pub fn blocks(&self) -> &[SketchBlock<'a>] {
         match &self.content {
             SketchContent::Blocks(blocks) => blocks,

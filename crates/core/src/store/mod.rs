@@ -23,7 +23,9 @@ use own_folders::refuse_links;
 pub use own_folders::{create_own_folder, create_private_dir, safe_file_stem, write_json_whole};
 use transcript::write_jsonl_hashed;
 
+/// Where transcripts go in a workspace.
 pub const TRANSCRIPTS_DIR: &str = ".transcripts";
+/// Where saved tool results go in a workspace.
 pub const TOOL_RESULTS_DIR: &str = ".task_outputs/tool-results";
 
 /// The archive's folders in a workspace: read-only to every command and file tool.
@@ -33,10 +35,18 @@ pub const ARCHIVE_FOLDERS: [&str; 2] = [TRANSCRIPTS_DIR, ".task_outputs"];
 /// Each gets a `.gitignore` of `*` when created, and `glob` never lists them.
 pub const OWN_FOLDERS: &[&str] = &[".scratchpad", ".transcripts", ".task_outputs"];
 
+/// Why the archive could not keep something.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A file could not be written.
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// The history could not be serialised.
     #[error("cannot serialise the history: {0}")]
     Serialise(#[from] serde_json::Error),
 }
@@ -45,19 +55,25 @@ pub enum StoreError {
 /// bytes ([`crate::digest`]), recorded when it was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kept {
+    /// The file, relative to the workspace.
     pub path: String,
+    /// The digest of its bytes.
     pub digest: String,
 }
 
 /// The text of a kept file, read back and checked against its recorded digest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SavedText {
+    /// The file, relative to the workspace.
     pub path: String,
+    /// Its text.
     pub text: String,
     /// The digest it was recorded with, which its bytes match.
     pub digest: String,
 }
 
+/// The archive on disk, in a workspace's own folders: transcripts and saved results,
+/// each recorded with its digest when written and read back only while it matches.
 #[derive(Clone, Debug)]
 pub struct Store {
     workspace: PathBuf,
@@ -72,6 +88,7 @@ pub struct Store {
 }
 
 impl Store {
+    /// The archive of `workspace`.
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         Store {
             workspace: workspace.into(),
@@ -124,14 +141,17 @@ impl Store {
         self
     }
 
+    /// The workspace it keeps files in.
     pub fn workspace(&self) -> &Path {
         &self.workspace
     }
 
+    /// Where it keeps transcripts.
     pub fn transcripts_dir(&self) -> PathBuf {
         self.workspace.join(TRANSCRIPTS_DIR)
     }
 
+    /// Where it keeps saved tool results.
     pub fn tool_results_dir(&self) -> PathBuf {
         self.workspace.join(TOOL_RESULTS_DIR)
     }
@@ -373,10 +393,13 @@ impl Store {
 /// Why a saved file was not read back.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UnverifiedFile {
+    /// The path is not a file in our folders (missing, a link, a special file).
     #[error("{0} is missing or not one of scratchpad's files")]
     NotOurs(String),
+    /// This session recorded no digest for it.
     #[error("no receipt of this session records {0}, so its content cannot be checked")]
     NoRecord(String),
+    /// Its bytes differ from the digest recorded.
     #[error(
         "{0} does not have the content its receipt recorded (its digest differs): it was changed after it was written"
     )]

@@ -64,6 +64,7 @@ pub fn write_json_whole(path: &Path, value: &impl serde::Serialize) -> io::Resul
     Ok(())
 }
 
+/// Create `dir` (and its parents) readable by its owner only.
 pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);

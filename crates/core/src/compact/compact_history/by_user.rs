@@ -8,6 +8,7 @@ use super::*;
 /// tool) or the user (`/compact focus`), whatever the estimate.
 #[derive(Clone, Copy, Debug)]
 pub struct Asked<'a> {
+    /// The request the session serves now: the `[Compacted]` message carries it.
     pub active_request: &'a str,
     /// What the summary is to dwell on.
     pub focus: Option<&'a str>,
@@ -113,13 +114,25 @@ pub fn force_compact(
 /// A point to summarise up to that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum KeepFromError {
+    /// The history has no such message.
     #[error("message {asked} is not in the history (it has {len} messages; keep from 2 to {len})")]
-    OutOfRange { asked: usize, len: usize },
+    OutOfRange {
+        /// The message asked for (1-based).
+        asked: usize,
+        /// How many messages the history has.
+        len: usize,
+    },
+    /// Keeping from there would part calls from their results.
     #[error(
         "keeping from message {asked} would split tool results from their calls; the nearest points that do not: {}",
         nearest.iter().map(ToString::to_string).collect::<Vec<_>>().join(" or ")
     )]
-    SplitsAPair { asked: usize, nearest: Vec<usize> },
+    SplitsAPair {
+        /// The message asked for (1-based).
+        asked: usize,
+        /// The closest points that keep every call with its result.
+        nearest: Vec<usize>,
+    },
 }
 
 /// Whether the history may be cut before `messages[at]`: the kept part must not start
@@ -185,12 +198,16 @@ pub fn summarise_up_to(
     Ok(event)
 }
 
+/// Why an edited summary cannot replace the one in the history.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EditError {
+    /// The history does not start with this stage's summary any more.
     #[error("the history does not start with the summary this stage wrote")]
     NotASummary,
+    /// The edit left nothing.
     #[error("the summary is empty")]
     Empty,
+    /// The server's signed compaction block cannot be changed.
     #[error("the server wrote this summary as its own signed block, which cannot be edited")]
     ServerSummary,
 }
