@@ -1,6 +1,7 @@
-//! The README documents exactly the keys and slash commands the app knows: both are
-//! checked against the tables the app itself reads. The README and ARCHITECTURE.md
-//! name only files of ours that exist.
+//! The book documents exactly the keys, slash commands and config keys the app knows:
+//! each is checked against what the app itself reads. The README stays a ten-minute
+//! read, every page of the book exists, and no document names a file or links a page
+//! that does not exist.
 
 use scratchpad::tui::commands::SlashCommand;
 use scratchpad::tui::keymap::{SCREEN, VIEWS};
@@ -9,9 +10,17 @@ fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
 }
 
-/// The rows of the markdown table that follows `heading`.
+/// A page of the book (`docs/src/`).
+fn book(page: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/src")
+        .join(page);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// The rows of the markdown table that follows `heading` in `text`.
 fn table_after(text: &str, heading: &str) -> Vec<(String, String)> {
-    let start = text.find(heading).unwrap_or_else(|| panic!("README has no {heading}"));
+    let start = text.find(heading).unwrap_or_else(|| panic!("no {heading}"));
     text[start..]
         .lines()
         .skip_while(|line| !line.starts_with('|'))
@@ -25,8 +34,8 @@ fn table_after(text: &str, heading: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_readme_key_table_is_the_apps_key_table() {
-    let documented = table_after(&readme(), "### Keys");
+fn the_books_key_table_is_the_apps_key_table() {
+    let documented = table_after(&book("screen.md"), "## Keys");
     let known: Vec<(String, String)> = SCREEN
         .iter()
         .map(|row| (row.keys.to_string(), row.what.to_string()))
@@ -35,8 +44,8 @@ fn the_readme_key_table_is_the_apps_key_table() {
 }
 
 #[test]
-fn the_readme_lists_every_slash_command_and_no_other() {
-    let documented: Vec<String> = table_after(&readme(), "### Slash commands")
+fn the_book_lists_every_slash_command_and_no_other() {
+    let documented: Vec<String> = table_after(&book("screen.md"), "## Slash commands")
         .into_iter()
         .map(|(command, _)| {
             command
@@ -52,9 +61,9 @@ fn the_readme_lists_every_slash_command_and_no_other() {
 }
 
 #[test]
-fn the_readme_lists_each_views_keys_as_the_help_does() {
+fn the_book_lists_each_views_keys_as_the_help_does() {
     for (view, rows) in VIEWS {
-        let documented = table_after(&readme(), &format!("#### {view}"));
+        let documented = table_after(&book("screen.md"), &format!("### {view}"));
         let known: Vec<(String, String)> = rows
             .iter()
             .map(|row| (row.keys.to_string(), row.what.to_string()))
@@ -63,13 +72,13 @@ fn the_readme_lists_each_views_keys_as_the_help_does() {
     }
 }
 
-/// The comma-separated list after `label` in the README's status line bullet, up to
+/// The comma-separated list after `label` in the book's status line bullet, up to
 /// its full stop, with parenthesised remarks left out.
 fn status_line_list(label: &str) -> Vec<String> {
-    let text = readme();
+    let text = book("screen.md");
     let start = text
         .find("- **status line** —")
-        .expect("README describes the status line");
+        .expect("the book describes the status line");
     let bullet: String = text[start..]
         .lines()
         .take_while(|line| !line.trim().is_empty())
@@ -94,7 +103,7 @@ fn status_line_list(label: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_readme_gives_the_status_lines_order_and_what_gives_way_as_the_code_does() {
+fn the_book_gives_the_status_lines_order_and_what_gives_way_as_the_code_does() {
     use scratchpad::tui::status::{GIVE_WAY, STATUS_ORDER};
     let names = |items: &[scratchpad::tui::status::StatusItem]| -> Vec<String> {
         items.iter().map(|item| item.name().to_string()).collect()
@@ -138,19 +147,133 @@ fn named_files(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The README, ARCHITECTURE.md and every page of the book, by their paths in the
+/// workspace.
+fn documents() -> Vec<String> {
+    let mut documents = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
+    let pages = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src");
+    let mut book: Vec<String> = std::fs::read_dir(pages)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/src/{name}"))
+        .collect();
+    book.sort();
+    documents.extend(book);
+    documents
+}
+
 #[test]
 fn the_docs_name_only_files_that_exist() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for document in ["README.md", "ARCHITECTURE.md"] {
-        let text = std::fs::read_to_string(root.join(document)).unwrap();
-        let named = named_files(&text);
-        assert!(!named.is_empty(), "{document} names no file");
-        let missing: Vec<&String> = named.iter().filter(|path| !root.join(path).exists()).collect();
+    for document in documents() {
+        let text = std::fs::read_to_string(root.join(&document)).unwrap();
+        let missing: Vec<String> = named_files(&text)
+            .into_iter()
+            .filter(|path| !root.join(path).exists())
+            .collect();
         assert!(
             missing.is_empty(),
             "{document} names files that do not exist: {missing:?}"
         );
     }
+}
+
+/// The targets of a document's markdown links to files (not web pages or anchors),
+/// without their anchors.
+fn linked_files(text: &str) -> Vec<String> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + 2..];
+            let target = &rest[..rest.find(')')?];
+            let target = target.split('#').next().unwrap_or_default();
+            (!target.is_empty() && !target.contains("://")).then(|| target.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_link_between_the_docs_leads_to_a_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut broken = Vec::new();
+    for document in documents() {
+        let text = std::fs::read_to_string(root.join(&document)).unwrap();
+        let folder = root.join(&document).parent().unwrap().to_path_buf();
+        for target in linked_files(&text) {
+            if !folder.join(&target).exists() {
+                broken.push(format!("{document} → {target}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:?}");
+}
+
+#[test]
+fn every_page_the_summary_lists_exists_and_every_page_is_listed() {
+    let summary = book("SUMMARY.md");
+    let listed = linked_files(&summary);
+    assert!(listed.len() >= 10, "{listed:?}");
+    for page in &listed {
+        book(page);
+    }
+    for document in documents().iter().filter_map(|d| d.strip_prefix("docs/src/")) {
+        assert!(
+            document == "SUMMARY.md" || listed.iter().any(|page| page == document),
+            "{document} is not in SUMMARY.md"
+        );
+    }
+}
+
+#[test]
+fn the_readme_is_a_ten_minute_read() {
+    let words = readme().split_whitespace().count();
+    assert!(
+        words <= 2_500,
+        "the README has {words} words; the rest belongs in the book"
+    );
+}
+
+/// Every key of the configuration, dotted (`compaction.context_char_limit`), from what
+/// the defaults serialise to.
+fn config_keys() -> Vec<String> {
+    fn walk(prefix: &str, value: &serde_json::Value, keys: &mut Vec<String>) {
+        if let serde_json::Value::Object(fields) = value {
+            for (name, field) in fields {
+                let key = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}.{name}")
+                };
+                match field {
+                    // A table of settings; an empty one (`mcp_servers`, named by the
+                    // user) is a key of its own.
+                    serde_json::Value::Object(inner) if !inner.is_empty() => walk(&key, field, keys),
+                    _ => keys.push(key),
+                }
+            }
+        }
+    }
+    let mut keys = Vec::new();
+    walk(
+        "",
+        &serde_json::to_value(scratchpad::config::Config::default()).unwrap(),
+        &mut keys,
+    );
+    keys
+}
+
+#[test]
+fn the_book_documents_every_config_key() {
+    let page = book("configuration.md");
+    let keys = config_keys();
+    assert!(keys.len() > 20, "{keys:?}");
+    // A key is named whole (`compaction.context_char_limit`), or as the start of its
+    // entries (`mcp_servers.NAME`).
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|key| !page.contains(&format!("`{key}`")) && !page.contains(&format!("`{key}.")))
+        .collect();
+    assert!(missing.is_empty(), "configuration.md leaves out {missing:?}");
 }
 
 #[test]
@@ -162,6 +285,8 @@ fn a_named_file_is_a_path_in_backticks() {
 }
 
 #[test]
-fn the_readme_points_to_the_architecture() {
-    assert!(readme().contains("[ARCHITECTURE.md](ARCHITECTURE.md)"));
+fn the_readme_points_to_the_architecture_and_the_book() {
+    let readme = readme();
+    assert!(readme.contains("[ARCHITECTURE.md](ARCHITECTURE.md)"));
+    assert!(readme.contains("(docs/src/SUMMARY.md)"));
 }

@@ -1,6 +1,6 @@
 //! Retention: seeded sessions with eleven kinds of planted fact, through the real
 //! pipeline at the largest limit where stage 4 fires. The figures are deterministic:
-//! this test holds them (a snapshot) and holds them to the goals the README states;
+//! this test holds them (a snapshot) and holds them to the goals the book states;
 //! `cargo bench --bench retention` prints them, with a real model too.
 
 use scratchpad::compact::{CompactConfig, ExtractiveSummariser, Stage, Summariser};

@@ -2581,7 +2581,7 @@ fn question_key_cases() -> Vec<KeyCase> {
     ]
 }
 
-/// Each binding and slash command does what the README and the help say, checked
+/// Each binding and slash command does what the book and the help say, checked
 /// against expectations written here, not read from the key table: a swapped binding
 /// fails. Each case starts in a situation, presses keys (or types a command and
 /// Enter), and names the ops sent, in order, and what the screen shows after.

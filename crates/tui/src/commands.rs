@@ -1,5 +1,5 @@
 //! The slash commands: one enum read by the completion popup, the handler, the help
-//! overlay and (checked by a test) the README.
+//! overlay and (checked by a test) the book (`docs/src/screen.md`).
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr, strum::EnumString)]
 pub enum SlashCommand {
@@ -34,7 +34,7 @@ pub enum SlashCommand {
 }
 
 impl SlashCommand {
-    /// Every command, in the order the popup, the help and the README list them.
+    /// Every command, in the order the popup, the help and the book list them.
     pub fn all() -> impl Iterator<Item = SlashCommand> {
         <SlashCommand as strum::IntoEnumIterator>::iter()
     }

@@ -1,5 +1,5 @@
 //! Every key binding, in one table: which key does what where. The key handlers ask
-//! [`action`] what a key means in their view, and the help overlay and the README
+//! [`action`] what a key means in their view, and the help overlay and the book
 //! (checked by a test) list the same rows.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};

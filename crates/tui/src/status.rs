@@ -57,7 +57,7 @@ pub const GIVE_WAY: [StatusItem; 9] = [
 ];
 
 impl StatusItem {
-    /// The item's name as the README's description of the status line uses it.
+    /// The item's name as the book's description of the status line uses it.
     pub fn name(self) -> &'static str {
         match self {
             StatusItem::Badge => "name",

@@ -122,7 +122,7 @@ pub enum Layer {
 }
 
 impl Layer {
-    /// What the layer stops, for `/model` and the README.
+    /// What the layer stops, for `/model` and the book.
     pub fn stops(self) -> &'static str {
         match self {
             Layer::Landlock => "writes outside the workspace, the temporary folder and `writable`",
