@@ -290,3 +290,22 @@ fn the_readme_points_to_the_architecture_and_the_book() {
     assert!(readme.contains("[ARCHITECTURE.md](ARCHITECTURE.md)"));
     assert!(readme.contains("(docs/src/SUMMARY.md)"));
 }
+
+#[test]
+fn the_example_config_shows_at_most_30_keys() {
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.example.toml")).unwrap();
+    // A key line, set or shown commented out: `name = value` or `# name = value`.
+    let keys = example
+        .lines()
+        .map(|line| line.trim_start_matches('#').trim_start())
+        .filter(|line| {
+            line.split_once(" = ")
+                .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        })
+        .count();
+    assert!(
+        keys <= 30,
+        "config.example.toml shows {keys} keys; the rest belong in the book"
+    );
+    assert!(keys >= 20, "{keys}");
+}
