@@ -119,46 +119,31 @@ impl Agent {
     /// still being written; unless the loop guard stopped compacting, which ends the
     /// turn with why.
     pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Readied {
-        if let Some(why) = self.compactions.guard.stopped.clone()
+        if let Some(why) = self.compactions.guard.stopped()
             && self.conversation.estimate() > self.settings.compaction.context_char_limit
         {
-            return Readied::Stopped(why);
+            return Readied::Stopped(why.to_string());
         }
         if !self.prepare_and_compact(request, ops).await {
             return Readied::Cancelled;
         }
-        match self.compactions.guard.stopped.clone() {
-            Some(why) => Readied::Stopped(why),
+        match self.compactions.guard.stopped() {
+            Some(why) => Readied::Stopped(why.to_string()),
             None => Readied::Go,
         }
     }
 
-    /// A summary ran: it did not hold when the context refilled since the turn's
-    /// previous one (a model call came between; rounds of one recovery, with no call
-    /// between, are one effort), or when stage 4 (`reactive` false) left the history
-    /// still over the limit (reactive compaction aims at the server's size, not the
-    /// limit, and is bounded on its own). Enough in a row and the guard stops
-    /// compacting on its own, saying why.
+    /// A summary ran (stage 4 when `reactive` is false, which must leave the history
+    /// under the limit; reactive compaction aims at the server's size, not the limit,
+    /// and is bounded on its own). Enough in a row that did not hold and the guard
+    /// stops compacting on its own, saying why.
     pub(super) fn summary_ran(&mut self, reactive: bool) {
-        let limit = self.settings.compaction.context_char_limit;
-        let refilled = self
-            .compactions
-            .guard
-            .calls_at_last_summary
-            .is_some_and(|calls| self.turns.model_calls > calls);
-        let over = !reactive && self.conversation.estimate() > limit;
-        let held = !over && !refilled;
-        self.compactions.guard.calls_at_last_summary = Some(self.turns.model_calls);
-        if held {
-            self.compactions.guard.strikes = 0;
-            return;
-        }
-        self.compactions.guard.strikes += 1;
+        let over = !reactive && self.conversation.estimate() > self.settings.compaction.context_char_limit;
         let most = self.settings.compaction.loop_guard;
-        if most > 0 && self.compactions.guard.strikes >= most && self.compactions.guard.stopped.is_none() {
+        if self.compactions.guard.summary_ran(self.turns.model_calls, over, most) {
             let why = self.loop_report(most);
             tracing::warn!(%why, "the loop guard stopped automatic compaction");
-            self.compactions.guard.stopped = Some(why);
+            self.compactions.guard.stop(why);
         }
     }
 

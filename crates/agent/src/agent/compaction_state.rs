@@ -40,9 +40,9 @@ impl CompactionState {
 /// when the turn's newest summary ran, and why it stopped compacting, once it has.
 #[derive(Debug, Default)]
 pub(super) struct LoopGuard {
-    pub(super) strikes: usize,
-    pub(super) calls_at_last_summary: Option<usize>,
-    pub(super) stopped: Option<String>,
+    strikes: usize,
+    calls_at_last_summary: Option<usize>,
+    stopped: Option<String>,
 }
 
 impl LoopGuard {
@@ -50,5 +50,31 @@ impl LoopGuard {
     pub(super) fn new_turn(&mut self) {
         self.calls_at_last_summary = None;
         self.stopped = None;
+    }
+
+    /// Why it stopped compacting, once it has.
+    pub(super) fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// A summary ran with `model_calls` made so far; `over` when it left the history
+    /// over the limit. It did not hold when it left the history over, or when the
+    /// context refilled since the turn's previous summary (a model call came between;
+    /// rounds of one recovery, with no call between, are one effort). Whether this
+    /// makes `most` in a row (0: never) and the guard is to stop now.
+    pub(super) fn summary_ran(&mut self, model_calls: usize, over: bool, most: usize) -> bool {
+        let refilled = self.calls_at_last_summary.is_some_and(|calls| model_calls > calls);
+        self.calls_at_last_summary = Some(model_calls);
+        if !over && !refilled {
+            self.strikes = 0;
+            return false;
+        }
+        self.strikes += 1;
+        most > 0 && self.strikes >= most && self.stopped.is_none()
+    }
+
+    /// Stop compacting on its own, for the reason `why`.
+    pub(super) fn stop(&mut self, why: String) {
+        self.stopped = Some(why);
     }
 }

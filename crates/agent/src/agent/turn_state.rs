@@ -16,7 +16,7 @@ pub(super) struct TurnState {
     pub(super) model_calls: usize,
     /// The id of the next question put to the user (permission, summarise, review),
     /// so an answer is matched to its question.
-    pub(super) next_request_id: u64,
+    next_request_id: u64,
 }
 
 impl Default for TurnState {
