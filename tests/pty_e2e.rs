@@ -28,15 +28,11 @@ impl Pty {
     }
 
     fn wait_for(&self, needle: &str, timeout: Duration) {
-        let started = Instant::now();
-        while !self.screen().contains(needle) {
-            assert!(
-                started.elapsed() < timeout,
-                "timed out waiting for {needle:?}; screen:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert!(
+            self.shows_within(needle, timeout),
+            "timed out waiting for {needle:?}; screen:\n{}",
+            self.screen()
+        );
     }
 
     /// Whether `needle` comes on screen within `timeout`.
