@@ -660,6 +660,60 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     assert_eq!(listed.len(), 2, "the parent and its branch");
 }
 
+/// Actions found from `/` at the prompt: `/summarise` on the selected request
+/// summarises what came before it, and `/fork` on the marker that left forks before
+/// it; the branch's next call carries the history as it was before the summary.
+#[test]
+fn slash_summarise_then_slash_fork_before_that_summary() {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let api = common::MockApi::start_in_thread(vec![
+        common::text_reply("The first answer."),
+        common::text_reply("The second answer."),
+        common::text_reply("The answer on the branch."),
+    ]);
+    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
+    pty.wait_for("● ready", Duration::from_secs(20));
+    for (request, answer) in [
+        ("first question", "The first answer."),
+        ("second question", "The second answer."),
+    ] {
+        pty.type_line(request);
+        pty.wait_for(answer, Duration::from_secs(20));
+        pty.wait_for("● ready", Duration::from_secs(20));
+    }
+    // Tab selects the newest request; what is typed next goes to the prompt, and the
+    // finder says what `/summarise` would do with that selection.
+    pty.press_apart(&[b"\t", b"/summarise"]);
+    pty.wait_for("summarise everything before “second question”", Duration::from_secs(10));
+    pty.press(b"\r");
+    pty.wait_for("◆ compact_history", Duration::from_secs(20));
+    pty.wait_for("● ready", Duration::from_secs(20));
+    // End lets the selection go; Tab then selects the newest marker, the summary's.
+    pty.press_apart(&[b"\x1b[F", b"\t", b"/fork"]);
+    pty.wait_for("fork before: compact_history", Duration::from_secs(10));
+    pty.press(b"\r");
+    pty.wait_for("⑂ a branch of session", Duration::from_secs(10));
+    pty.type_line("go on");
+    pty.wait_for("The answer on the branch.", Duration::from_secs(20));
+    let requests = api.turn_requests();
+    let sent = common::messages_of(requests.last().unwrap());
+    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "The first answer.",
+            "second question",
+            "The second answer.",
+            "go on"
+        ],
+        "the branch starts from the history before the summary"
+    );
+    quit_app(&mut pty);
+    let _ = child.wait();
+}
+
 /// `scratchpad --resume` without an id opens on the picker: typing filters it, Enter
 /// continues the session picked, and the next request carries that session's history.
 #[test]

@@ -624,15 +624,45 @@ fn slash_command_popup() {
     insta::assert_snapshot!("slash_popup_120x40", draw(&mut s.app, 120, 40).backend());
     assert_readable_in_both_themes(&mut s.app, 120, 40, "the slash popup");
     insta::assert_snapshot!("slash_popup_80x24", draw(&mut s.app, 80, 24).backend());
-    // At 120 columns every description is whole; at 60 one cut says so.
+    // At 120 columns every row is whole; at 60 one cut says so.
     s.app.handle_key(key(KeyCode::Backspace));
     s.app.handle_key(key(KeyCode::Backspace));
     assert_eq!(s.app.input.text(), "/");
     let wide = text_of(&draw(&mut s.app, 120, 40));
     for command in scratchpad::tui::commands::SlashCommand::all() {
-        assert!(wide.contains(command.description()), "{command:?} whole: {wide}");
+        let row = wide
+            .lines()
+            .find(|line| line.contains(&format!("│{} ", command.name())))
+            .unwrap_or_else(|| panic!("{command:?} listed: {wide}"));
+        assert!(!row.contains('…'), "{command:?} whole: {row}");
     }
     insta::assert_snapshot!("slash_popup_all_60x30", draw(&mut s.app, 60, 30).backend());
+}
+
+/// The `/` finder lists the actions with their keys and what each would do now: with
+/// a marker selected, `/fork` names the compaction it forks before, and `/summarise`
+/// (no request selected) says why it cannot run instead of vanishing.
+#[test]
+fn the_finder_says_what_each_action_would_do_now() {
+    let mut s = set_up(Setup::Marker);
+    s.app.handle_key(key(KeyCode::Tab));
+    type_text(&mut s.app, "/");
+    let wide = text_of(&draw(&mut s.app, 120, 40));
+    assert!(wide.contains("f in the chat"), "{wide}");
+    assert!(
+        wide.contains("fork before: micro_compact · 3 old tool results"),
+        "{wide}"
+    );
+    assert!(wide.contains("✗ select a request in the chat first"), "{wide}");
+    insta::assert_snapshot!("finder_all_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("finder_all_80x24", draw(&mut s.app, 80, 24).backend());
+    type_text(&mut s.app, "fork");
+    insta::assert_snapshot!("finder_fork_80x24", draw(&mut s.app, 80, 24).backend());
+    for _ in 0.."fork".len() {
+        s.app.handle_key(key(KeyCode::Backspace));
+    }
+    type_text(&mut s.app, "summarise");
+    insta::assert_snapshot!("finder_summarise_120x40", draw(&mut s.app, 120, 40).backend());
 }
 
 #[test]
@@ -2086,6 +2116,9 @@ enum Setup {
     Summarise,
     /// An error banner is up.
     Banner,
+    /// Two finished turns, "read the parser" (with one `read_file` call) and "now
+    /// fix it".
+    Requests,
 }
 
 fn set_up(setup: Setup) -> Screen {
@@ -2167,6 +2200,34 @@ fn set_up(setup: Setup) -> Screen {
         Setup::Banner => s.app.apply(AgentEvent::Error {
             message: "the server said no".into(),
         }),
+        Setup::Requests => {
+            use scratchpad::protocol::{TurnId, TurnOutcome};
+            for (turn, request) in [(1, "read the parser"), (2, "now fix it")] {
+                s.app.apply(AgentEvent::TurnStarted {
+                    turn: TurnId(turn),
+                    request: request.into(),
+                });
+                if turn == 1 {
+                    s.app.apply(AgentEvent::ToolStarted {
+                        turn: TurnId(1),
+                        id: "toolu_r".into(),
+                        name: "read_file".into(),
+                        summary: "src/parser.rs".into(),
+                    });
+                    s.app.apply(AgentEvent::ToolFinished {
+                        turn: TurnId(1),
+                        id: "toolu_r".into(),
+                        name: "read_file".into(),
+                        status: ToolStatus::Ok,
+                        output: "fn parse() {}".into(),
+                    });
+                }
+                s.app.apply(AgentEvent::TurnDone {
+                    turn: TurnId(turn),
+                    outcome: TurnOutcome::Completed,
+                });
+            }
+        }
     }
     draw(&mut s.app, 120, 40);
     while s._ops.try_recv().is_ok() {}
@@ -2251,7 +2312,7 @@ fn slash_command_cases() -> Vec<KeyCase> {
         ),
         (
             "/undo",
-            Setup::Idle,
+            Setup::Marker,
             typed("/undo"),
             vec![Op::Undo { stage_id: None }],
             Shown::Unchanged,
@@ -2340,6 +2401,83 @@ fn slash_command_cases() -> Vec<KeyCase> {
             typed("fix it"),
             vec![Op::Submit { text: "fix it".into() }],
             Shown::Unchanged,
+        ),
+    ]
+}
+
+/// The commands that are a key in one view too (`/fork` is `f` in the chat): what
+/// each does from the prompt, and what it does when it cannot run.
+fn action_command_cases() -> Vec<KeyCase> {
+    use scratchpad::protocol::Op;
+    vec![
+        (
+            "/undo with nothing to undo",
+            Setup::Idle,
+            typed("/undo"),
+            vec![],
+            Shown::Unchanged,
+        ),
+        (
+            "Tab (the newest marker), /fork",
+            Setup::Marker,
+            [vec![key(KeyCode::Tab)], typed("/fork")].concat(),
+            vec![Op::Fork {
+                session: None,
+                at: scratchpad::protocol::ForkAt::Stage("stage-x".into()),
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "/fork with no marker selected",
+            Setup::Marker,
+            typed("/fork"),
+            vec![],
+            Shown::Unchanged,
+        ),
+        (
+            "Tab (the newest request), /summarise",
+            Setup::Requests,
+            [vec![key(KeyCode::Tab)], typed("/summarise")].concat(),
+            vec![Op::SummariseUpTo {
+                request: "now fix it".into(),
+                later_same: 0,
+            }],
+            Shown::Unchanged,
+        ),
+        (
+            "/summarise with no request selected",
+            Setup::Requests,
+            typed("/summarise"),
+            vec![],
+            Shown::Unchanged,
+        ),
+        (
+            "/count",
+            Setup::Idle,
+            typed("/count"),
+            vec![Op::Inspect, Op::CountTokens],
+            Shown::Context,
+        ),
+        (
+            "/pin",
+            Setup::Requests,
+            typed("/pin"),
+            vec![Op::Inspect],
+            Shown::Context,
+        ),
+        (
+            "/restore with no tool result",
+            Setup::Idle,
+            typed("/restore"),
+            vec![],
+            Shown::Unchanged,
+        ),
+        (
+            "/drop",
+            Setup::Requests,
+            typed("/drop"),
+            vec![Op::Inspect],
+            Shown::Context,
         ),
     ]
 }
@@ -2589,6 +2727,7 @@ fn question_key_cases() -> Vec<KeyCase> {
 fn every_binding_and_command_does_what_it_documents() {
     let cases = [
         slash_command_cases(),
+        action_command_cases(),
         screen_key_cases(),
         context_key_cases(),
         question_key_cases(),

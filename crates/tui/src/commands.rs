@@ -1,5 +1,9 @@
-//! The slash commands: one enum read by the completion popup, the handler, the help
-//! overlay and (checked by a test) the book (`docs/src/screen.md`).
+//! The slash commands: one enum read by the `/` finder, the handler, the help
+//! overlay and (checked by a test) the book (`docs/src/screen.md`). Every action that
+//! is a key somewhere (`f` in the chat, `p` in /context) is a command too, so typing
+//! `/` finds it from anywhere.
+
+use crate::keymap::Action;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr, strum::EnumString)]
 pub enum SlashCommand {
@@ -9,8 +13,20 @@ pub enum SlashCommand {
     Undo,
     #[strum(to_string = "/summary")]
     Summary,
+    #[strum(to_string = "/summarise")]
+    Summarise,
+    #[strum(to_string = "/fork")]
+    Fork,
     #[strum(to_string = "/context")]
     Context,
+    #[strum(to_string = "/count")]
+    Count,
+    #[strum(to_string = "/pin")]
+    Pin,
+    #[strum(to_string = "/restore")]
+    Restore,
+    #[strum(to_string = "/drop")]
+    Drop,
     #[strum(to_string = "/transcripts")]
     Transcripts,
     #[strum(to_string = "/clear")]
@@ -19,6 +35,8 @@ pub enum SlashCommand {
     Resume,
     #[strum(to_string = "/tree")]
     Tree,
+    #[strum(to_string = "/label")]
+    Label,
     #[strum(to_string = "/permissions")]
     Permissions,
     #[strum(to_string = "/instructions")]
@@ -50,6 +68,7 @@ impl SlashCommand {
             SlashCommand::Compact => "[--preview] [focus]",
             SlashCommand::Permissions => "[revoke N]",
             SlashCommand::Mcp => "[trust|restart|disable NAME]",
+            SlashCommand::Label => "NAME",
             _ => "",
         }
     }
@@ -61,6 +80,17 @@ impl SlashCommand {
             }
             SlashCommand::Undo => "put the history back as it was before the newest compaction stage",
             SlashCommand::Summary => "review (and edit) the summary prepared in the background before it goes in",
+            SlashCommand::Summarise => {
+                "summarise everything before the selected request, and keep it and what follows verbatim"
+            }
+            SlashCommand::Fork => {
+                "a new session from the history as it was before the selected compaction (this one stays)"
+            }
+            SlashCommand::Count => "count the context's tokens exactly, where the provider can, in /context",
+            SlashCommand::Pin => "pin a tool result, so stage 3 leaves it whole (or unpin it), in /context",
+            SlashCommand::Restore => "put a shortened tool result back in full, in /context",
+            SlashCommand::Drop => "move a tool result to the archive now, with a receipt, in /context",
+            SlashCommand::Label => "name this session (l in /tree names any point of it)",
             SlashCommand::Context => "what the context holds, and the timeline",
             SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
@@ -77,6 +107,25 @@ impl SlashCommand {
         }
     }
 
+    /// The key that does the same in some view, if any: the finder shows it, and the
+    /// handler runs what that key runs.
+    pub fn action(self) -> Option<Action> {
+        Some(match self {
+            SlashCommand::Undo => Action::Undo,
+            SlashCommand::Summarise => Action::SummariseUpTo,
+            SlashCommand::Fork => Action::ForkBefore,
+            SlashCommand::Context => Action::OpenContext,
+            SlashCommand::Count => Action::CountTokens,
+            SlashCommand::Pin => Action::Pin,
+            SlashCommand::Restore => Action::Restore,
+            SlashCommand::Drop => Action::Drop,
+            SlashCommand::Transcripts => Action::OpenBrowser,
+            SlashCommand::Label => Action::Label,
+            SlashCommand::Help => Action::Help,
+            _ => return None,
+        })
+    }
+
     /// Whether it may run while a turn is running (it changes neither the history nor
     /// the system prompt).
     pub fn while_busy(self) -> bool {
@@ -84,6 +133,8 @@ impl SlashCommand {
             self,
             SlashCommand::Compact
                 | SlashCommand::Summary
+                | SlashCommand::Summarise
+                | SlashCommand::Fork
                 | SlashCommand::Undo
                 | SlashCommand::Clear
                 | SlashCommand::Resume

@@ -1,5 +1,5 @@
 //! The prompt editor: a multi-line `ratatui-textarea` with prompt history on Up/Down
-//! (its own history is undo/redo) and a completion popup for slash commands.
+//! (its own history is undo/redo); what typing `/` lists is the [finder](super::finder).
 
 use super::commands::SlashCommand;
 use super::keymap::{self, Action, View};
@@ -7,9 +7,8 @@ use super::theme;
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Borders};
 use ratatui_textarea::TextArea;
 use unicode_width::UnicodeWidthStr;
 
@@ -158,16 +157,14 @@ impl InputBox {
         }
     }
 
-    /// Slash commands matching what is typed, while the first word is being typed.
-    pub fn completions(&self) -> Vec<(&'static str, &'static str)> {
-        let text = self.text();
-        if !text.starts_with('/') || text.contains(' ') || text.contains('\n') {
-            return Vec::new();
-        }
-        SlashCommand::all()
-            .map(|command| (command.name(), command.description()))
-            .filter(|(name, _)| name.starts_with(&text) && *name != text)
-            .collect()
+    /// The commands the `/` finder lists for what is typed.
+    pub fn completions(&self) -> Vec<SlashCommand> {
+        super::finder::matches(&self.text())
+    }
+
+    /// Which of [`InputBox::completions`] is highlighted.
+    pub fn completion(&self) -> usize {
+        self.completion
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> InputAction {
@@ -182,8 +179,8 @@ impl InputBox {
             }
             Some(Action::Send) => {
                 let completions = self.completions();
-                if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
-                    self.set_text(name);
+                if let Some(command) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
+                    self.set_text(command.name());
                     self.completion = 0;
                 }
                 let text = self.text();
@@ -201,8 +198,8 @@ impl InputBox {
             }
             _ if tab => {
                 let completions = self.completions();
-                if let Some((name, _)) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
-                    self.set_text(&format!("{name} "));
+                if let Some(command) = completions.get(self.completion.min(completions.len().saturating_sub(1))) {
+                    self.set_text(&format!("{} ", command.name()));
                     self.completion = 0;
                 }
             }
@@ -271,51 +268,6 @@ impl InputBox {
         self.textarea
             .set_placeholder_style(Style::default().fg(theme::palette().muted));
         frame.render_widget(&self.textarea, area);
-        let completions = self.completions();
-        if completions.is_empty() {
-            return;
-        }
-        let height = completions.len() as u16 + 2;
-        // As wide as the longest description needs, up to the screen's width; one that
-        // still does not fit ends in an ellipsis.
-        let widest = completions
-            .iter()
-            .map(|(_, help)| name_columns() + help.width())
-            .max()
-            .unwrap_or(0);
-        let width = u16::try_from(widest + 2)
-            .unwrap_or(u16::MAX)
-            .min(area.width.saturating_sub(2));
-        let popup = Rect {
-            x: area.x + 1,
-            y: area.y.saturating_sub(height),
-            width,
-            height: height.min(area.y),
-        };
-        let help_columns = usize::from(width.saturating_sub(2)).saturating_sub(name_columns());
-        let lines: Vec<Line<'static>> = completions
-            .iter()
-            .enumerate()
-            .map(|(at, (name, help))| {
-                let style = if at == self.completion.min(completions.len() - 1) {
-                    Style::default().add_modifier(Modifier::REVERSED)
-                } else {
-                    Style::default()
-                };
-                Line::from(vec![
-                    Span::styled(
-                        format!("{name:<width$}", width = name_columns()),
-                        style.fg(theme::palette().accent),
-                    ),
-                    Span::styled(super::ellipsized(help, help_columns), style.fg(theme::palette().soft)),
-                ])
-            })
-            .collect();
-        frame.render_widget(Clear, popup);
-        frame.render_widget(
-            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" commands (Tab) ")),
-            popup,
-        );
     }
 }
 
@@ -341,15 +293,6 @@ pub fn collapsed_size(text: &str) -> Option<String> {
 struct Paste {
     label: String,
     text: String,
-}
-
-/// The column of command names in the completion popup: the longest and a space.
-fn name_columns() -> usize {
-    SlashCommand::all()
-        .map(|command| command.name().width())
-        .max()
-        .unwrap_or(0)
-        + 1
 }
 
 #[cfg(test)]
@@ -404,8 +347,8 @@ mod tests {
     fn slash_commands_complete() {
         let mut input = InputBox::default();
         type_text(&mut input, "/co");
-        let names: Vec<&str> = input.completions().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, vec!["/compact", "/context"]);
+        let names: Vec<&str> = input.completions().iter().map(|c| c.name()).collect();
+        assert_eq!(names, vec!["/compact", "/context", "/count"]);
         input.handle_key(key(KeyCode::Down));
         input.handle_key(key(KeyCode::Tab));
         assert_eq!(input.text(), "/context ");

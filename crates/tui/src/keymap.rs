@@ -179,7 +179,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "Up / Down",
-        "previous / next request (single-line prompt); move in the slash-command popup",
+        "previous / next request (single-line prompt); move in the `/` finder",
         &[
             (V::Prompt, key(KeyCode::Up), A::Previous),
             (V::Prompt, key(KeyCode::Down), A::Next),
@@ -298,6 +298,39 @@ pub fn keys_for(action: Action) -> Option<&'static str> {
         .iter()
         .find(|row| row.bindings.iter().any(|&(_, _, bound)| bound == action))
         .map(|row| row.keys)
+}
+
+/// Where `action` is a key, said as the finder shows it: the screen's own words (`u in
+/// the chat`, `Ctrl+T`), or a view's key and the view (`p in /context`).
+pub fn hint(action: Action) -> Option<String> {
+    if let Some(keys) = keys_for(action) {
+        return Some(keys.to_string());
+    }
+    VIEWS.iter().flat_map(|(_, rows)| rows.iter()).find_map(|row| {
+        let &(view, _, _) = row.bindings.iter().find(|&&(_, _, bound)| bound == action)?;
+        Some(format!("{} {}", row.keys, view.place()))
+    })
+}
+
+impl View {
+    /// Where it is, after a key: `in /context`.
+    fn place(self) -> &'static str {
+        match self {
+            View::Prompt => "at the prompt",
+            View::Screen => "anywhere",
+            View::Chat => "in the chat",
+            View::Tools => "in tool calls",
+            View::Browser => "in /transcripts",
+            View::Viewer => "in the viewer",
+            View::Context => "in /context",
+            View::Permission => "in a permission question",
+            View::Summarise => "in the summarise question",
+            View::Review => "in a review",
+            View::Help => "in the help",
+            View::Picker => "in /resume",
+            View::Tree => "in /tree",
+        }
+    }
 }
 
 /// What `event` does in `view`, if anything.

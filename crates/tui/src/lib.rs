@@ -19,6 +19,7 @@ pub mod context_table;
 pub mod context_timeline;
 pub mod context_view;
 pub mod disk;
+pub mod finder;
 pub mod gauge;
 pub mod help;
 pub mod hyperlinks;

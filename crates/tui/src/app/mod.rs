@@ -4,6 +4,7 @@
 
 mod keys;
 mod prompt_commands;
+mod reach;
 mod render;
 
 use std::path::PathBuf;
@@ -195,6 +196,8 @@ impl App {
             (Overlay::Tree(tree), Loaded::Family { branches, labels }) => tree.loaded(branches, labels),
             (Overlay::Tree(tree), Loaded::Labels(Ok(labels))) => tree.labels_saved(labels),
             (_, Loaded::Labels(Err(error))) => self.tell(format!("the label was not kept: {error}")),
+            // `/label` from the prompt: no tree to show it in.
+            (_, Loaded::Labels(Ok(_))) => self.tell("label kept: /tree shows it"),
             _ => {} // closed meanwhile
         }
     }
@@ -388,62 +391,42 @@ impl App {
     }
 
     /// `s` on a selected request: summarise everything before it, and keep it and what
-    /// follows verbatim. Requests with the same text are told apart by how many come
-    /// after it, as `/tree` does.
+    /// follows verbatim.
     fn summarise_up_to_selected(&mut self) {
-        let Some(at) = self.selected_entry else { return };
-        let Some(request) = self.state.chat.get(at).and_then(ChatEntry::request_of) else {
-            return;
-        };
         if self.state.is_busy() {
             self.tell("a turn is running: summarise when it ends");
             return;
         }
-        if ChatEntry::opening_request(&self.state.chat) == Some(at) {
-            self.tell("this is the first request: nothing before it to summarise");
-            return;
+        match self.summarise_target() {
+            Ok((request, later_same)) => self.send(Op::SummariseUpTo { request, later_same }),
+            Err(why) => self.tell(why),
         }
-        if let Some(view) = &self.state.session.read_only {
-            self.tell(format!("nothing is summarised in {view}"));
-            return;
-        }
-        let later_same = self.state.chat[at + 1..]
-            .iter()
-            .filter_map(ChatEntry::request_of)
-            .filter(|later| *later == request)
-            .count();
-        let request = request.to_string();
-        self.send(Op::SummariseUpTo { request, later_same });
     }
 
     /// `f` on a selected marker: a new session from the history as it was before the
     /// marker's first firing, rebuilt by the agent from what that stage archived.
     fn fork_before_selected(&mut self) {
         let asked = self.fork_asked.take();
-        let Some(at) = self.selected_entry else { return };
-        let Some(ChatEntry::Marker(run)) = self.state.chat.get(at) else {
+        if self.state.is_busy() {
+            self.tell("a turn is running: fork when it ends");
             return;
+        }
+        let (at, first, stage) = match self.fork_target() {
+            Ok(target) => target,
+            Err(why) => return self.tell(why),
         };
-        let first = run.events.first().map(|event| event.id.clone()).unwrap_or_default();
         // A marker scrolled out of sight may not be the one the user thinks is
         // selected: name it and fork on a second `f`.
         let in_sight = self.chat.marker_rows.iter().any(|&(_, entry)| entry == at);
-        if !in_sight && asked != Some(at) && !first.is_empty() && !self.state.is_busy() {
-            let stage = run.events.first().map(|event| event.summary_line()).unwrap_or_default();
+        if !in_sight && asked != Some(at) {
             self.fork_asked = Some(at);
             self.tell(format!("f again forks before: {stage} (End clears the selection)"));
             return;
         }
-        if self.state.is_busy() {
-            self.tell("a turn is running: fork when it ends");
-        } else if first.is_empty() {
-            self.tell("this compaction changed nothing that a fork could start before");
-        } else {
-            self.send(Op::Fork {
-                session: None,
-                at: crate::protocol::ForkAt::Stage(first),
-            });
-        }
+        self.send(Op::Fork {
+            session: None,
+            at: crate::protocol::ForkAt::Stage(first),
+        });
     }
 
     /// Where the last frame drew paths, for OSC 8 hyperlinks over them.

@@ -15,10 +15,9 @@ impl App {
         }
         match SlashCommand::parse(&text) {
             Some(Ok((command, rest))) => {
-                if self.state.is_busy() && !command.while_busy() {
-                    self.tell(format!("wait for the turn to finish before {}", command.name()));
-                } else {
-                    self.run_command(command, rest);
+                match self.reach(command) {
+                    Ok(_) => self.run_command(command, rest),
+                    Err(why) => self.tell(format!("{}: {why}", command.name())),
                 }
                 return;
             }
@@ -146,10 +145,54 @@ impl App {
                 self.note(lines.join("\n"));
             }
             SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
+            SlashCommand::Summarise => match self.summarise_target() {
+                Ok((request, later_same)) => self.send(Op::SummariseUpTo { request, later_same }),
+                Err(why) => self.tell(why),
+            },
+            // Named in the finder before Enter, so no second press confirms it.
+            SlashCommand::Fork => match self.fork_target() {
+                Ok((_, first, _)) => self.send(Op::Fork {
+                    session: None,
+                    at: crate::protocol::ForkAt::Stage(first),
+                }),
+                Err(why) => self.tell(why),
+            },
+            SlashCommand::Count => {
+                self.open_context();
+                self.send(Op::CountTokens);
+            }
+            SlashCommand::Pin | SlashCommand::Restore | SlashCommand::Drop => self.pick_a_tool_result(command),
+            SlashCommand::Label if rest.is_empty() => {
+                self.tell(format!(
+                    "usage: {} {} (l in /tree names any point)",
+                    command.name(),
+                    command.arguments()
+                ));
+            }
+            SlashCommand::Label => {
+                let key = crate::session::labels::key(&self.state.session.id, None);
+                self.request(DiskJob::Label {
+                    key,
+                    label: rest.to_string(),
+                });
+            }
             SlashCommand::Quit => {
                 self.send(Op::Quit);
                 self.quit = true;
             }
         }
+    }
+
+    /// `/pin`, `/restore`, `/drop`: they act on a tool result chosen in /context, so
+    /// it opens on the tool results, in hand (its letters act at once), and says
+    /// which key does it.
+    fn pick_a_tool_result(&mut self, command: SlashCommand) {
+        self.open_context();
+        if let Overlay::Context(view) = &mut self.overlay {
+            view.list = crate::context_view::ItemList::ToolResults;
+        }
+        self.in_hand = Some(std::mem::discriminant(&self.overlay));
+        let key = command.action().and_then(keymap::hint).unwrap_or_default();
+        self.tell(format!("select a tool result with ↑↓, then {key}"));
     }
 }

@@ -1,6 +1,7 @@
 //! The layout of the screen and the drawing of each part, overlays last.
 
 use super::*;
+use crate::finder::{self, Found};
 
 /// Below this size no view can show anything useful.
 const MIN_WIDTH: u16 = 20;
@@ -74,6 +75,13 @@ impl App {
             PromptState::Ready
         };
         self.input.render(frame, input_area, prompt, self.focus == Focus::Input);
+        let found: Vec<Found> = self
+            .input
+            .completions()
+            .into_iter()
+            .map(|command| Found::new(command, self.reach(command)))
+            .collect();
+        finder::draw(frame, input_area, &found, self.input.completion());
         let overlay_area = Rect {
             y: main.y,
             height: main.height + gauge_height,
