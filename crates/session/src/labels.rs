@@ -3,18 +3,12 @@
 //! in another scratchpad).
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
-use std::io::Read;
 use std::path::Path;
 
 use super::SessionError;
 use super::family::Node;
-use super::journal::open_regular;
 
 const LABELS_FILE: &str = "labels.json";
-
-/// The most a labels file may hold; a bigger one is not ours and is left unread.
-const MAX_LABELS_BYTES: u64 = 1 << 20;
 
 /// Labels by [`key`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -48,15 +42,10 @@ impl Labels {
 /// The labels kept in `dir`: none when there is no file, or when it is not a regular
 /// file of labels.
 pub fn load(dir: &Path) -> Labels {
-    let path = dir.join(LABELS_FILE);
-    let Ok(file) = open_regular(&path, OpenOptions::new().read(true)) else {
-        return Labels::default();
-    };
-    let mut text = Vec::new();
-    if file.take(MAX_LABELS_BYTES + 1).read_to_end(&mut text).is_err() || text.len() as u64 > MAX_LABELS_BYTES {
-        return Labels::default();
-    }
-    crate::json::from_slice(&text).unwrap_or_default()
+    crate::store::read_json_whole(&dir.join(LABELS_FILE))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// Keep `labels` in `dir`, whole or not at all (written aside, then renamed).

@@ -192,18 +192,12 @@ impl Approvals {
 /// Every project's approvals in `file`; none (and a line) when it is there but is not
 /// such a file.
 fn read_records(file: &Path) -> (BTreeMap<String, Vec<Approval>>, Option<String>) {
-    match std::fs::read(file) {
-        Ok(bytes) => match crate::json::from_slice(&bytes) {
-            Ok(all) => (all, None),
-            Err(error) => (
-                BTreeMap::new(),
-                Some(format!(
-                    "{} is not a file of approvals ({error}); no project approval applies",
-                    file.display()
-                )),
-            ),
-        },
-        Err(_) => (BTreeMap::new(), None),
+    match crate::store::read_json_whole(file) {
+        Ok(all) => (all.unwrap_or_default(), None),
+        Err(error) => (
+            BTreeMap::new(),
+            Some(format!("not a file of approvals: {error}; no project approval applies")),
+        ),
     }
 }
 
@@ -247,7 +241,7 @@ mod tests {
         std::fs::write(data.path().join(PROJECT_FILE), "not json").unwrap();
         let (broken, problem) = Approvals::of_project(Some(data.path()), workspace.path());
         assert!(broken.list().is_empty());
-        assert!(problem.unwrap().contains("is not a file of approvals"));
+        assert!(problem.unwrap().contains("not a file of approvals"));
     }
 
     fn bash(command: &str) -> Job {

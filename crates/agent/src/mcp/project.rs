@@ -145,9 +145,10 @@ fn trusted_hash(text: &[u8], servers: &BTreeMap<String, McpServerConfig>, worksp
 }
 
 fn records(data_root: &Path) -> BTreeMap<String, String> {
-    std::fs::read(data_root.join(TRUST_FILE))
+    // A file that is not ours trusts nothing.
+    crate::store::read_json_whole(&data_root.join(TRUST_FILE))
         .ok()
-        .and_then(|bytes| crate::json::from_slice(&bytes).ok())
+        .flatten()
         .unwrap_or_default()
 }
 

@@ -20,7 +20,7 @@ mod own_folders;
 mod transcript;
 
 use own_folders::refuse_links;
-pub use own_folders::{create_own_folder, create_private_dir, safe_file_stem, write_json_whole};
+pub use own_folders::{create_own_folder, create_private_dir, read_json_whole, safe_file_stem, write_json_whole};
 use transcript::write_jsonl_hashed;
 
 /// Where transcripts go in a workspace.
