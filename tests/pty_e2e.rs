@@ -714,6 +714,35 @@ fn slash_summarise_then_slash_fork_before_that_summary() {
     let _ = child.wait();
 }
 
+/// The first-run tour on the demo: a note at the first marker, Ctrl+D dismisses it
+/// for good (kept in the data folder), and the next run shows only the notes not yet
+/// dismissed, the summary's among them.
+#[test]
+fn the_tour_shows_each_note_until_it_is_dismissed_for_good() {
+    let workspace = common::demo_workspace();
+    let home = tempfile::tempdir().unwrap();
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    pty.type_line("survey this workspace");
+    pty.wait_for("tour 1 of 3", Duration::from_secs(120));
+    pty.wait_for("That marker is a compaction", Duration::from_secs(10));
+    pty.press(b"\x04"); // Ctrl+D
+    pty.wait_until_gone("tour 1 of 3", Duration::from_secs(10));
+    pty.wait_for("● ready", Duration::from_secs(120));
+    quit_app(&mut pty);
+    let _ = child.wait();
+    let kept = std::fs::read_to_string(home.path().join("data/scratchpad/tour.json")).unwrap();
+    assert!(kept.contains("first_marker"), "{kept}");
+
+    let (mut pty, mut child, _master) = start(workspace.path(), home.path(), Colours::Silent);
+    pty.wait_for("offline demo model", Duration::from_secs(20));
+    pty.type_line("survey this workspace");
+    pty.wait_for("tour 2 of 3", Duration::from_secs(120));
+    assert!(!pty.screen().contains("tour 1 of 3"), "{}", pty.screen());
+    quit_app(&mut pty);
+    let _ = child.wait();
+}
+
 /// `scratchpad --resume` without an id opens on the picker: typing filters it, Enter
 /// continues the session picked, and the next request carries that session's history.
 #[test]

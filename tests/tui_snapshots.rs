@@ -665,6 +665,40 @@ fn the_finder_says_what_each_action_would_do_now() {
     insta::assert_snapshot!("finder_summarise_120x40", draw(&mut s.app, 120, 40).backend());
 }
 
+/// The tour's note at the first marker, over the top of the chat, and the next one
+/// at the first summary; Ctrl+D dismisses it, and the app asks the disk to keep that.
+#[test]
+fn the_tour_notes_at_the_first_marker_and_the_first_summary() {
+    use scratchpad::tui::disk::Loaded;
+    let mut s = screen();
+    // The demo (a session of another provider has no tour).
+    s.app.data_in(s.dir.path().join("data"));
+    s.app.loaded(Loaded::Tour(Ok(Vec::new())));
+    s.app.apply(stage(
+        Stage::MicroCompact,
+        3,
+        60_000,
+        40_000,
+        &[".transcripts/stage-x.jsonl"],
+    ));
+    let text = text_of(&draw(&mut s.app, 120, 40));
+    assert!(text.contains("tour 1 of 3"), "{text}");
+    insta::assert_snapshot!("tour_first_marker_120x40", draw(&mut s.app, 120, 40).backend());
+    insta::assert_snapshot!("tour_first_marker_80x24", draw(&mut s.app, 80, 24).backend());
+    s.app.handle_key(ctrl('d'));
+    assert!(!text_of(&draw(&mut s.app, 120, 40)).contains("tour 1 of 3"));
+    let kept = std::fs::read_to_string(s.dir.path().join("data/tour.json")).unwrap();
+    assert_eq!(kept, r#"["first_marker"]"#);
+    s.app.apply(stage(
+        Stage::CompactHistory,
+        30,
+        60_000,
+        9_000,
+        &[".transcripts/transcript_compact_history_1.jsonl"],
+    ));
+    insta::assert_snapshot!("tour_first_summary_80x24", draw(&mut s.app, 80, 24).backend());
+}
+
 #[test]
 fn context_view_and_timeline() {
     let mut s = screen();

@@ -27,6 +27,8 @@ pub enum DiskJob {
     Family { session: String },
     /// Name a session or a point of it (an empty label removes the name).
     Label { key: String, label: String },
+    /// The tour's dismissed notes, with `dismiss` added and kept when given.
+    Tour { dismiss: Option<crate::tour::TourStop> },
 }
 
 /// What came back.
@@ -43,6 +45,8 @@ pub enum Loaded {
     },
     /// The labels after a change, or why it could not be kept.
     Labels(Result<Labels, String>),
+    /// The tour's dismissed notes, or why they could not be read or kept.
+    Tour(Result<Vec<crate::tour::TourStop>, String>),
 }
 
 /// Where disk work runs.
@@ -50,6 +54,8 @@ pub struct Disk {
     workspace: PathBuf,
     /// The workspace's session journals.
     sessions: PathBuf,
+    /// The data folder (the tour's notes), when there is one.
+    data_dir: Option<PathBuf>,
     mode: Mode,
 }
 
@@ -65,6 +71,7 @@ impl Disk {
     pub fn background(workspace: PathBuf, results: UnboundedSender<Loaded>) -> Self {
         Disk {
             sessions: crate::session::sessions_dir(&workspace),
+            data_dir: crate::places::data_dir(),
             workspace,
             mode: Mode::Background(results),
         }
@@ -73,6 +80,7 @@ impl Disk {
     pub fn inline(workspace: PathBuf) -> Self {
         Disk {
             sessions: crate::session::sessions_dir(&workspace),
+            data_dir: None,
             workspace,
             mode: Mode::Inline(Vec::new()),
         }
@@ -84,6 +92,12 @@ impl Disk {
         self
     }
 
+    /// The data folder's files (the tour's) kept in `dir` (tests).
+    pub fn with_data_dir(mut self, dir: PathBuf) -> Self {
+        self.data_dir = Some(dir);
+        self
+    }
+
     pub fn workspace(&self) -> &std::path::Path {
         &self.workspace
     }
@@ -91,6 +105,7 @@ impl Disk {
     pub fn request(&mut self, job: DiskJob) {
         let workspace = self.workspace.clone();
         let sessions = self.sessions.clone();
+        let data_dir = self.data_dir.clone();
         let work = move || match job {
             DiskJob::List { written_by } => Loaded::Listing(list_files(&workspace, &written_by)),
             DiskJob::Open { path } => Loaded::Opened {
@@ -111,6 +126,10 @@ impl Disk {
                         .map_err(|error| error.to_string()),
                 )
             }
+            DiskJob::Tour { dismiss } => Loaded::Tour(match &data_dir {
+                Some(dir) => crate::tour::keep(dir, dismiss),
+                None => Err("there is no data folder to keep them in".into()),
+            }),
         };
         match &mut self.mode {
             Mode::Background(results) => {

@@ -273,7 +273,7 @@ pub const SCREEN: &[Row] = &[
     row("Ctrl+X", "the /context view", &[(V::Screen, ctrl('x'), A::OpenContext)]),
     row(
         "Ctrl+D",
-        "dismiss the error banner",
+        "dismiss the error banner, or the tour's note (for good)",
         &[(V::Screen, ctrl('d'), A::DismissBanner)],
     ),
     row(

@@ -5,7 +5,7 @@
 
 // The lower layers under the names this crate's modules use for them.
 use scratchpad_agent::{accounting, agent, config, context_map, provider, signals, tools};
-use scratchpad_core::{compact, json, message, store, terminal_text, text, time};
+use scratchpad_core::{compact, json, message, places, store, terminal_text, text, time};
 use scratchpad_protocol as protocol;
 use scratchpad_session as session;
 
@@ -36,6 +36,7 @@ pub mod status;
 pub mod theme;
 pub mod toast;
 pub mod tools_pane;
+pub mod tour;
 pub mod tree;
 pub mod view;
 pub mod welcome;

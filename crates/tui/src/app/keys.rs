@@ -318,7 +318,11 @@ impl App {
                 self.open_context();
             }
             Some(Action::DismissBanner) => {
-                self.state.banner = None;
+                if self.state.banner.take().is_none()
+                    && let Some(stop) = self.tour.dismiss()
+                {
+                    self.request(DiskJob::Tour { dismiss: Some(stop) });
+                }
             }
             Some(Action::Help) => {
                 self.overlay = Overlay::Help(HelpView::default());

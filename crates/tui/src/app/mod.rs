@@ -134,6 +134,8 @@ pub struct App {
     /// The open view the user has moved in (an arrow, Tab, a page key): only then
     /// are its letters its commands; before, typing goes to the prompt.
     in_hand: Option<std::mem::Discriminant<Overlay>>,
+    /// The first-run tour's notes (on the offline demo only).
+    tour: super::tour::Tour,
 }
 
 impl App {
@@ -178,6 +180,7 @@ impl App {
             toast: None,
             review_editor: None,
             in_hand: None,
+            tour: super::tour::Tour::default(),
         }
     }
 
@@ -196,6 +199,8 @@ impl App {
             (Overlay::Tree(tree), Loaded::Family { branches, labels }) => tree.loaded(branches, labels),
             (Overlay::Tree(tree), Loaded::Labels(Ok(labels))) => tree.labels_saved(labels),
             (_, Loaded::Labels(Err(error))) => self.tell(format!("the label was not kept: {error}")),
+            (_, Loaded::Tour(Ok(dismissed))) => self.tour.loaded(dismissed),
+            (_, Loaded::Tour(Err(error))) => self.tell(format!("the tour's notes: {error}")),
             // `/label` from the prompt: no tree to show it in.
             (_, Loaded::Labels(Ok(_))) => self.tell("label kept: /tree shows it"),
             _ => {} // closed meanwhile
@@ -228,6 +233,13 @@ impl App {
         self.disk = disk.with_sessions_dir(dir);
     }
 
+    /// Keep the data folder's files (the tour's) in `dir` (tests).
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn data_in(&mut self, dir: PathBuf) {
+        let disk = std::mem::replace(&mut self.disk, Disk::inline(self.workspace.clone()));
+        self.disk = disk.with_data_dir(dir);
+    }
+
     fn request(&mut self, job: DiskJob) {
         self.disk.request(job);
         for done in self.disk.take_done() {
@@ -250,8 +262,16 @@ impl App {
     pub fn apply(&mut self, event: AgentEvent) {
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         let started = matches!(event, AgentEvent::TurnStarted { .. });
+        let demo =
+            matches!(&event, AgentEvent::SessionStarted { provider, .. } if crate::provider::demo::is_demo(provider));
+        if let Some(stop) = super::tour::TourStop::reached_by(&event) {
+            self.tour.reached(stop);
+        }
         let shown = self.state.chat.len();
         self.state.apply(event);
+        if demo {
+            self.request(DiskJob::Tour { dismiss: None });
+        }
         // A note the chat took (a notice, an undo) where it cannot be seen: the chat
         // is behind a view, or scrolled back from where the note lands. Said over it.
         if !matches!(self.overlay, Overlay::None) || self.chat.scroll_up > 0 {

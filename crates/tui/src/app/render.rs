@@ -45,6 +45,15 @@ impl App {
             (main, None)
         };
         self.render_chat(frame, chat_area);
+        if matches!(self.overlay, Overlay::None)
+            && let Some(note) = self
+                .tour
+                .render(frame, chat_area, self.chat.marker_rows.last().map(|&(row, _)| row))
+        {
+            // The rows under the note show no path: no link is written over it.
+            let rows = note.y..note.y + note.height;
+            self.chat.hyperlinks.retain(|link| !rows.contains(&link.row));
+        }
         if let Some(tools_area) = tools_area {
             tools_pane::render(
                 frame,
