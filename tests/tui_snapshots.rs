@@ -699,6 +699,20 @@ fn the_tour_notes_at_the_first_marker_and_the_first_summary() {
     insta::assert_snapshot!("tour_first_summary_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
+/// F1 over /context opens the help on /context's keys, and Esc goes back to
+/// /context, not to the chat.
+#[test]
+fn f1_over_a_view_shows_its_keys_first_and_returns_to_it() {
+    let mut s = set_up(Setup::Context);
+    s.app.handle_key(key(KeyCode::F(1)));
+    assert_eq!(overlay_name(&s.app), "help");
+    let shown = text_of(&draw(&mut s.app, 80, 24));
+    assert!(shown.contains("here, in /context"), "{shown}");
+    insta::assert_snapshot!("help_over_context_80x24", draw(&mut s.app, 80, 24).backend());
+    s.app.handle_key(key(KeyCode::Esc));
+    assert_eq!(overlay_name(&s.app), "context");
+}
+
 #[test]
 fn context_view_and_timeline() {
     let mut s = screen();

@@ -543,6 +543,14 @@ impl Browser {
 }
 
 impl crate::view::OverlayView for Browser {
+    fn keys(&self) -> crate::keymap::View {
+        if self.viewer.is_some() {
+            crate::keymap::View::Viewer
+        } else {
+            crate::keymap::View::Browser
+        }
+    }
+
     fn name(&self) -> &'static str {
         "the transcript browser"
     }

@@ -540,6 +540,10 @@ fn compaction_lines(
 }
 
 impl crate::view::OverlayView for ContextView {
+    fn keys(&self) -> crate::keymap::View {
+        crate::keymap::View::Context
+    }
+
     fn name(&self) -> &'static str {
         "/context"
     }

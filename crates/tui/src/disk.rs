@@ -126,9 +126,11 @@ impl Disk {
                         .map_err(|error| error.to_string()),
                 )
             }
-            DiskJob::Tour { dismiss } => Loaded::Tour(match &data_dir {
-                Some(dir) => crate::tour::keep(dir, dismiss),
-                None => Err("there is no data folder to keep them in".into()),
+            // With no data folder the tour still shows; only a dismissal cannot last.
+            DiskJob::Tour { dismiss } => Loaded::Tour(match (&data_dir, dismiss) {
+                (Some(dir), dismiss) => crate::tour::keep(dir, dismiss),
+                (None, None) => Ok(Vec::new()),
+                (None, Some(_)) => Err("dismissed for this run only: there is no data folder to keep it in".into()),
             }),
         };
         match &mut self.mode {

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::commands::SlashCommand;
-use super::keymap::{self, Action};
+use super::keymap::{self, Action, Row, View};
 use super::markdown;
 use super::modal::centered;
 use super::theme;
@@ -17,9 +17,19 @@ use super::theme;
 pub struct HelpView {
     offset: u16,
     page: u16,
+    /// The view it was opened from, whose keys come first.
+    from: Option<View>,
 }
 
 impl HelpView {
+    /// The help opened from `view`: that view's keys first, then the rest.
+    pub fn on(view: View) -> Self {
+        HelpView {
+            from: Some(view),
+            ..HelpView::default()
+        }
+    }
+
     /// Scroll by a key's action; the next draw keeps the last line at the bottom.
     pub fn scroll(&mut self, action: Action) {
         let page = self.page.max(1);
@@ -39,16 +49,16 @@ impl HelpView {
     }
 }
 
-/// The help's lines at `width` columns: each description wraps under its own column
-/// (or, when that column would be too narrow, on the lines below its key).
-fn help_lines(width: usize) -> Vec<Line<'static>> {
+/// The help's lines at `width` columns, the keys of the view it was opened `from`
+/// first (a view's own section, or the screen's rows for the part of it that had the
+/// focus), then the screen's keys, the commands and every other view's: each
+/// description wraps under its own column (or, when that column would be too
+/// narrow, on the lines below its key).
+fn help_lines(width: usize, from: Option<View>) -> Vec<Line<'static>> {
     const KEY_COLUMN: usize = 34;
     let key_style = Style::default().fg(theme::palette().attention);
+    let heading_style = Style::default().fg(theme::palette().accent);
     let stacked = width < KEY_COLUMN + 24;
-    let mut lines = vec![Line::from(Span::styled(
-        "keys",
-        Style::default().fg(theme::palette().accent),
-    ))];
     let entry = |lines: &mut Vec<Line<'static>>, key: &str, what: &str| {
         let text = [(what.to_string(), Style::default())];
         if stacked {
@@ -64,24 +74,48 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
             lines.extend(markdown::wrap(&text, width, key, &" ".repeat(KEY_COLUMN)));
         }
     };
+    let bound_in = |row: &Row, view: View| row.bindings.iter().any(|&(at, _, _)| at == view);
+    // The prompt's keys open the screen's list anyway.
+    let from = from.filter(|&view| view != View::Prompt);
+    let own_section = from.and_then(|view| {
+        keymap::VIEWS
+            .iter()
+            .position(|(_, rows)| rows.iter().any(|row| bound_in(row, view)))
+    });
+    let mut lines = Vec::new();
+    if let Some(view) = from {
+        lines.push(Line::from(Span::styled(
+            format!("here, {}", view.place()),
+            heading_style,
+        )));
+        match own_section {
+            Some(at) => keymap::VIEWS[at]
+                .1
+                .iter()
+                .for_each(|row| entry(&mut lines, row.keys, row.what)),
+            None => keymap::SCREEN
+                .iter()
+                .filter(|row| bound_in(row, view))
+                .for_each(|row| entry(&mut lines, row.keys, row.what)),
+        }
+        lines.push(Line::from(""));
+    }
+    lines.push(Line::from(Span::styled("keys", heading_style)));
     for row in keymap::SCREEN {
         entry(&mut lines, row.keys, row.what);
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
-        "commands",
-        Style::default().fg(theme::palette().accent),
-    )));
+    lines.push(Line::from(Span::styled("commands (/ finds them)", heading_style)));
     for command in SlashCommand::all() {
         let usage = format!("{} {}", command.name(), command.arguments());
         entry(&mut lines, usage.trim_end(), command.description());
     }
-    for (view, rows) in keymap::VIEWS {
+    for (at, (view, rows)) in keymap::VIEWS.iter().enumerate() {
+        if Some(at) == own_section {
+            continue;
+        }
         lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled(
-            view.to_lowercase(),
-            Style::default().fg(theme::palette().accent),
-        )));
+        lines.push(Line::from(Span::styled(view.to_lowercase(), heading_style)));
         for row in *rows {
             entry(&mut lines, row.keys, row.what);
         }
@@ -94,7 +128,7 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
 pub fn render(frame: &mut Frame<'_>, area: Rect, view: &mut HelpView) {
     // Wide enough for the longest description beside the key column at 120 columns.
     let width = area.width.min(120);
-    let lines = help_lines(usize::from(width.saturating_sub(2)));
+    let lines = help_lines(usize::from(width.saturating_sub(2)), view.from);
     let count = lines.len() as u16;
     let popup = centered(area, width, count + 2);
     frame.render_widget(Clear, popup);
@@ -131,5 +165,42 @@ impl crate::view::OverlayView for HelpView {
 
     fn covers_the_screen(&self) -> bool {
         true
+    }
+
+    fn keys(&self) -> View {
+        View::Help
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(ToString::to_string).collect()
+    }
+
+    /// Opened from /context, the help starts with /context's keys, which are not
+    /// listed a second time further down; opened from the chat, with the chat's.
+    #[test]
+    fn the_help_starts_with_the_keys_of_where_it_was_opened() {
+        let from_context = text(&help_lines(100, Some(View::Context)));
+        assert_eq!(from_context[0], "here, in /context");
+        assert!(
+            from_context[1].contains("select an item of the list"),
+            "{:?}",
+            &from_context[..3]
+        );
+        assert!(!from_context.iter().any(|line| line == "in /context"));
+        let from_chat = text(&help_lines(100, Some(View::Chat)));
+        assert_eq!(from_chat[0], "here, in the chat");
+        assert!(
+            from_chat[1].contains("select a request, a compaction marker"),
+            "{:?}",
+            &from_chat[..3]
+        );
+        let from_prompt = text(&help_lines(100, Some(View::Prompt)));
+        assert_eq!(from_prompt[0], "keys");
+        assert_eq!(from_prompt, text(&help_lines(100, None)));
     }
 }

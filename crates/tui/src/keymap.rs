@@ -278,7 +278,7 @@ pub const SCREEN: &[Row] = &[
     ),
     row(
         "?, F1",
-        "help (on an empty prompt; ↑↓ scroll it in a small terminal)",
+        "help, the keys of where you are first (? on an empty prompt; F1 anywhere, over a view too)",
         &[
             (V::Prompt, char('?'), A::Help),
             (V::Screen, key(KeyCode::F(1)), A::Help),
@@ -314,7 +314,7 @@ pub fn hint(action: Action) -> Option<String> {
 
 impl View {
     /// Where it is, after a key: `in /context`.
-    fn place(self) -> &'static str {
+    pub fn place(self) -> &'static str {
         match self {
             View::Prompt => "at the prompt",
             View::Screen => "anywhere",

@@ -261,6 +261,10 @@ fn one_line(text: &str, width: usize) -> String {
 }
 
 impl crate::view::OverlayView for Picker {
+    fn keys(&self) -> crate::keymap::View {
+        crate::keymap::View::Picker
+    }
+
     fn name(&self) -> &'static str {
         "/resume"
     }

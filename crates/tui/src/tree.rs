@@ -430,6 +430,10 @@ fn forks_before(child: &Branch, node: &Node) -> bool {
 }
 
 impl crate::view::OverlayView for TreeView {
+    fn keys(&self) -> crate::keymap::View {
+        crate::keymap::View::Tree
+    }
+
     fn name(&self) -> &'static str {
         "/tree"
     }

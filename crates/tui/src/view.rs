@@ -62,4 +62,8 @@ pub trait OverlayView {
     fn covers_the_screen(&self) -> bool {
         false
     }
+
+    /// Where its keys are in the key table (the help, opened over it, lists them
+    /// first).
+    fn keys(&self) -> crate::keymap::View;
 }

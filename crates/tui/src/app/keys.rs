@@ -148,7 +148,7 @@ impl App {
         }
         let name = self.overlay.name();
         self.overlay = Overlay::None;
-        self.context_return = None;
+        self.under = None;
         self.focus = Focus::Input;
         self.tell(format!(
             "{name} closed: what you type goes to the prompt (move in {name} with ↑↓ first to use its keys)"
@@ -236,7 +236,7 @@ impl App {
             Focus::Tools => self.tools_key(key),
             Focus::Input => {
                 if keymap::action(View::Prompt, &key) == Some(Action::Help) && self.input.is_empty() {
-                    self.overlay = Overlay::Help(HelpView::default());
+                    self.overlay = Overlay::Help(HelpView::on(View::Prompt));
                     return;
                 }
                 if let InputAction::Submit(text) = self.input.handle_key(key) {
@@ -257,6 +257,13 @@ impl App {
         let Some(view) = self.overlay.view_mut() else {
             return false;
         };
+        // F1 over a view: the help, that view's keys first, and back to it after.
+        let help = keymap::action(View::Screen, &key) == Some(Action::Help);
+        if help && view.keys() != View::Help {
+            let here = view.keys();
+            self.under = Some(std::mem::replace(&mut self.overlay, Overlay::Help(HelpView::on(here))));
+            return true;
+        }
         let effect = view.key(key, &shown);
         self.carry_out(effect);
         true
@@ -296,8 +303,8 @@ impl App {
     /// or the chat); what `/context` said was about it, so its toast goes with it.
     fn close_view(&mut self) {
         match self.overlay {
-            Overlay::Browser(_) => {
-                self.overlay = self.context_return.take().map_or(Overlay::None, Overlay::Context);
+            Overlay::Browser(_) | Overlay::Help(_) => {
+                self.overlay = self.under.take().unwrap_or(Overlay::None);
             }
             Overlay::Context(_) => {
                 self.overlay = Overlay::None;
@@ -311,7 +318,7 @@ impl App {
     fn screen_key(&mut self, screen: Option<Action>) -> bool {
         match screen {
             Some(Action::OpenBrowser) => {
-                self.context_return = None;
+                self.under = None;
                 self.browse(Browser::new());
             }
             Some(Action::OpenContext) => {
@@ -325,7 +332,12 @@ impl App {
                 }
             }
             Some(Action::Help) => {
-                self.overlay = Overlay::Help(HelpView::default());
+                let here = match self.focus {
+                    Focus::Input => View::Prompt,
+                    Focus::Chat => View::Chat,
+                    Focus::Tools => View::Tools,
+                };
+                self.overlay = Overlay::Help(HelpView::on(here));
             }
             Some(Action::CancelOrBack) => {
                 if self.state.is_busy() {

@@ -120,8 +120,9 @@ pub struct App {
     queued: bool,
     /// Whether the last frame had room for the tool pane.
     tools_visible: bool,
-    /// The `/context` view a file was opened from, to return to when it closes.
-    context_return: Option<ContextView>,
+    /// The view under the open one (`/context` under a file it opened, any view
+    /// under the help), which comes back when the open one closes.
+    under: Option<Overlay>,
     ops: UnboundedSender<Op>,
     workspace: PathBuf,
     config: CompactConfig,
@@ -172,7 +173,7 @@ impl App {
             last_escape: None,
             queued: false,
             tools_visible: true,
-            context_return: None,
+            under: None,
             ops,
             disk: Disk::inline(workspace.clone()),
             workspace,
@@ -468,12 +469,12 @@ impl App {
     /// Keep the `/context` view to come back to from what it opens.
     fn leave_context(&mut self) {
         if let Overlay::Context(view) = std::mem::replace(&mut self.overlay, Overlay::None) {
-            self.context_return = Some(view);
+            self.under = Some(Overlay::Context(view));
         }
     }
 
     pub fn open_path(&mut self, path: &str) {
-        self.context_return = None;
+        self.under = None;
         self.browse(Browser::open_on(path));
     }
 

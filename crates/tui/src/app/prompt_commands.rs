@@ -91,7 +91,7 @@ impl App {
             SlashCommand::Context => self.open_context(),
             SlashCommand::Summary => self.send(Op::ReviewReady),
             SlashCommand::Transcripts => {
-                self.context_return = None;
+                self.under = None;
                 self.browse(Browser::new());
             }
             SlashCommand::Clear => self.send(Op::Clear),
@@ -144,7 +144,7 @@ impl App {
                 lines.extend(info.sandbox_layers.iter().map(|layer| format!("  {layer}")));
                 self.note(lines.join("\n"));
             }
-            SlashCommand::Help => self.overlay = Overlay::Help(HelpView::default()),
+            SlashCommand::Help => self.overlay = Overlay::Help(HelpView::on(View::Prompt)),
             SlashCommand::Summarise => match self.summarise_target() {
                 Ok((request, later_same)) => self.send(Op::SummariseUpTo { request, later_same }),
                 Err(why) => self.tell(why),
