@@ -165,6 +165,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         config.compaction.pinned = restored.pins;
         let mut notices = restored.repairs;
         notices.extend(migrated);
+        notices.extend(config.notes.iter().cloned());
         return Ok(Launch {
             config,
             provider,
@@ -218,6 +219,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         ),
     };
     notices.extend(migrated);
+    notices.extend(config.notes.iter().cloned());
     Ok(Launch {
         config,
         provider,

@@ -434,65 +434,25 @@ async fn a_preview_shows_what_compact_would_do_and_writes_nothing() {
     assert_eq!(agent.task.await.unwrap().len(), 2, "the history is unchanged");
 }
 
-/// `compaction.confirm_lossy`: an automatic summary is asked first, with what it would
-/// summarise; "not now" sends the call over the limit, "compact now" summarises, and
-/// the summary waits for review: edited, the edit goes in and the event keeps the
-/// model's own text.
+/// `compaction.review_summaries`: an automatic summary is written with no question
+/// first and waits in the one review step, saying what leaves; edited, the edit goes
+/// in and the event keeps the model's own text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn confirm_lossy_asks_before_summarising() {
-    let api = MockApi::start(vec![text_reply("first"), text_reply("second")]).await;
+async fn review_summaries_shows_what_leaves_and_takes_an_edit() {
+    let api = MockApi::start(vec![text_reply("first")]).await;
     let mut settings = agent_settings(AskPolicy::Ask);
-    settings.compaction.confirm_lossy = true;
+    settings.compaction.review_summaries = true;
     settings.compaction.context_char_limit = 2_000;
     let mut agent = start_agent(&api, settings).await;
-    let question = |e: &AgentEvent| matches!(e, AgentEvent::LossyQuestion { .. });
     agent
         .ops
         .send(Op::Submit {
             text: "a".repeat(2_500),
         })
         .unwrap();
-    let AgentEvent::LossyQuestion {
-        request_id,
-        estimate,
-        limit,
-        preview,
-        ..
-    } = until(&mut agent.events, question).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    assert!(estimate > limit);
-    assert_eq!(preview.len(), 1);
-    assert_eq!(preview[0].items.len(), 1, "the one message it would summarise");
-    agent
-        .ops
-        .send(Op::Lossy {
-            request_id,
-            compact_now: false,
-        })
-        .unwrap();
-    let notice = until(&mut agent.events, |e| matches!(e, AgentEvent::Notice { .. })).await;
-    assert!(matches!(notice, AgentEvent::Notice { message } if message.starts_with("not summarised")));
-    until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
-    assert!(
-        messages_of(&api.turn_requests()[0])[0].text().starts_with("aaa"),
-        "sent as it was"
-    );
-
-    agent.ops.send(Op::Submit { text: "again".into() }).unwrap();
-    let AgentEvent::LossyQuestion { request_id, .. } = until(&mut agent.events, question).await else {
-        unreachable!("until returns only what it waited for")
-    };
-    agent
-        .ops
-        .send(Op::Lossy {
-            request_id,
-            compact_now: true,
-        })
-        .unwrap();
     let AgentEvent::SummaryReview {
         request_id,
+        leaves,
         summary,
         covers,
         ..
@@ -501,8 +461,10 @@ async fn confirm_lossy_asks_before_summarising() {
         unreachable!("until returns only what it waited for")
     };
     assert!(covers > 0);
+    assert!(leaves.starts_with("1 message ("), "{leaves}");
+    assert!(leaves.contains(".transcripts/"), "{leaves}");
     assert!(
-        api.turn_requests().len() == 1,
+        api.turn_requests().is_empty(),
         "the model reads nothing before the review is answered"
     );
     agent
@@ -529,7 +491,7 @@ async fn confirm_lossy_asks_before_summarising() {
         Some(summary)
     );
     until(&mut agent.events, |e| matches!(e, AgentEvent::TurnDone { .. })).await;
-    let sent = messages_of(&api.turn_requests()[1])[0].text();
+    let sent = messages_of(&api.turn_requests()[0])[0].text();
     assert!(sent.starts_with("[Compacted]"));
     assert!(sent.contains("Goal: the user's own words. Keep going."), "{sent}");
     agent.ops.send(Op::Quit).unwrap();
@@ -542,25 +504,13 @@ async fn confirm_lossy_asks_before_summarising() {
 async fn a_summary_rejected_in_review_leaves_the_history_as_it_was() {
     let api = MockApi::start(vec![text_reply("first")]).await;
     let mut settings = agent_settings(AskPolicy::Ask);
-    settings.compaction.confirm_lossy = true;
+    settings.compaction.review_summaries = true;
     settings.compaction.context_char_limit = 2_000;
     let mut agent = start_agent(&api, settings).await;
     agent
         .ops
         .send(Op::Submit {
             text: "a".repeat(2_500),
-        })
-        .unwrap();
-    let AgentEvent::LossyQuestion { request_id, .. } =
-        until(&mut agent.events, |e| matches!(e, AgentEvent::LossyQuestion { .. })).await
-    else {
-        unreachable!("until returns only what it waited for")
-    };
-    agent
-        .ops
-        .send(Op::Lossy {
-            request_id,
-            compact_now: true,
         })
         .unwrap();
     let AgentEvent::SummaryReview { request_id, .. } =

@@ -780,26 +780,25 @@ fn the_offline_demo_prepares_a_summary_in_the_background_and_swaps_it_in() {
     assert_eq!(swap["event"]["swapped"]["waited_ms"], 0);
 }
 
-/// `compaction.confirm_lossy`: the question comes before the swap, as before any
-/// summary; answered "compact now", the ready summary is swapped in.
+/// `compaction.review_summaries`: the ready summary is reviewed before the swap, as
+/// any summary is; applied, it is swapped in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn confirm_lossy_asks_before_the_swap() {
+async fn review_summaries_reviews_before_the_swap() {
     let api = MockApi::start(common::report_answers(30)).await;
     api.script_summaries(vec![common::slow_summary(100)]);
     let mut settings = common::report_settings(AskPolicy::Ask);
-    settings.compaction.confirm_lossy = true;
+    settings.compaction.review_summaries = true;
     let mut agent = start_agent(&api, settings).await;
     let mut started = false;
     for turn in 0..30 {
         let request = common::report_request(turn);
         agent.ops.send(Op::Submit { text: request }).unwrap();
-        let mut asked = false;
+        let mut reviewed = false;
         loop {
             match until(&mut agent.events, |e| {
                 matches!(
                     e,
-                    AgentEvent::LossyQuestion { .. }
-                        | AgentEvent::SummaryReview { .. }
+                    AgentEvent::SummaryReview { .. }
                         | AgentEvent::Compaction { .. }
                         | AgentEvent::TurnDone { .. }
                         | AgentEvent::Background { .. }
@@ -814,17 +813,8 @@ async fn confirm_lossy_asks_before_the_swap() {
                         started = false;
                     }
                 }
-                AgentEvent::LossyQuestion { request_id, .. } => {
-                    asked = true;
-                    agent
-                        .ops
-                        .send(Op::Lossy {
-                            request_id,
-                            compact_now: true,
-                        })
-                        .unwrap();
-                }
                 AgentEvent::SummaryReview { request_id, .. } => {
+                    reviewed = true;
                     agent
                         .ops
                         .send(Op::Review {
@@ -834,7 +824,7 @@ async fn confirm_lossy_asks_before_the_swap() {
                         .unwrap();
                 }
                 AgentEvent::Compaction { event } if event.stage == Stage::CompactHistory => {
-                    assert!(asked, "asked before the swap");
+                    assert!(reviewed, "reviewed before the swap");
                     assert!(event.swapped.is_some(), "{}", event.summary_line());
                     return;
                 }

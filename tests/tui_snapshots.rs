@@ -1613,58 +1613,6 @@ fn a_preview_lists_what_compact_would_do() {
     assert_readable_in_both_themes(&mut s.app, 80, 24, "a compaction preview");
 }
 
-#[test]
-fn the_summarise_question_shows_what_it_would_summarise() {
-    let mut s = screen();
-    s.app.apply(AgentEvent::TurnStarted {
-        turn: scratchpad::protocol::TurnId(1),
-        request: "go on".into(),
-    });
-    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 2, 61_000, 1_200, &[]) else {
-        unreachable!("stage builds a compaction event")
-    };
-    event.items = (1..=7)
-        .map(|position| scratchpad::compact::ReceiptItem {
-            position,
-            role: scratchpad::message::Role::User,
-            what: format!("request: step {position}"),
-            chars_before: 8_000,
-            chars_after: 0,
-            saved: None,
-            tool_use_id: None,
-            was: None,
-        })
-        .collect();
-    s.app.apply(AgentEvent::LossyQuestion {
-        request_id: 4,
-        estimate: 61_000,
-        limit: 50_000,
-        preview: vec![event],
-        asked_by: None,
-    });
-    insta::assert_snapshot!("lossy_question_120x40", draw(&mut s.app, 120, 40).backend());
-    assert_readable_in_both_themes(&mut s.app, 120, 40, "the summarise question");
-    // Keys typed at once are not an answer; after the grace period, n is "not now".
-    s.app.handle_key(key(KeyCode::Char('n')));
-    assert!(s._ops.try_recv().is_err());
-    std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
-    s.app.handle_key(key(KeyCode::Char('x')));
-    assert!(
-        matches!(s.app.overlay, scratchpad::tui::app::Overlay::Context(_)),
-        "x opens /context"
-    );
-    s.app.handle_key(key(KeyCode::Esc));
-    s.app.handle_key(key(KeyCode::Char('n')));
-    let answer = std::iter::from_fn(|| s._ops.try_recv().ok()).find(|op| matches!(op, Op::Lossy { .. }));
-    assert_eq!(
-        answer,
-        Some(Op::Lossy {
-            request_id: 4,
-            compact_now: false
-        })
-    );
-}
-
 /// A summary that names none of what the history mentions.
 struct Forgetful;
 
@@ -2160,8 +2108,8 @@ enum Setup {
     Context,
     /// The permission question, request 7, with an "always" offer, shown a while ago.
     Permission,
-    /// The summarise question, request 9, shown a while ago.
-    Summarise,
+    /// A summary in review in a turn, request 9, shown a while ago.
+    Review,
     /// An error banner is up.
     Banner,
     /// Two finished turns, "read the parser" (with one `read_file` call) and "now
@@ -2234,13 +2182,16 @@ fn set_up(setup: Setup) -> Screen {
             draw(&mut s.app, 120, 40);
             std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
         }
-        Setup::Summarise => {
-            s.app.apply(AgentEvent::LossyQuestion {
+        Setup::Review => {
+            s.app.apply(AgentEvent::SummaryReview {
                 request_id: 9,
-                estimate: 60_000,
-                limit: 50_000,
-                preview: Vec::new(),
-                asked_by: None,
+                leaves: "12 messages (60.0k chars), kept in .transcripts/transcript_compact_history_3.jsonl".into(),
+                summary: "Goal: fix the parser.".into(),
+                index: String::new(),
+                covers: 12,
+                retention: None,
+                if_not_applied: "Not now: the history stays as it was.".into(),
+                in_turn: true,
             });
             draw(&mut s.app, 120, 40);
             std::thread::sleep(scratchpad::tui::modal::TYPE_AHEAD_GRACE);
@@ -2700,35 +2651,28 @@ fn question_key_cases() -> Vec<KeyCase> {
             Shown::Unchanged,
         ),
         (
-            "c in the summarise question",
-            Setup::Summarise,
-            vec![plain('c')],
-            vec![Op::Lossy {
+            "Ctrl+S in a review",
+            Setup::Review,
+            vec![ctrl('s')],
+            vec![Op::Review {
                 request_id: 9,
-                compact_now: true,
+                answer: scratchpad::protocol::ReviewAnswer::Apply,
             }],
             Shown::Unchanged,
         ),
         (
-            "n in the summarise question",
-            Setup::Summarise,
-            vec![plain('n')],
-            vec![Op::Lossy {
+            "Ctrl+R in a review",
+            Setup::Review,
+            vec![ctrl('r')],
+            vec![Op::Review {
                 request_id: 9,
-                compact_now: false,
+                answer: scratchpad::protocol::ReviewAnswer::Reject,
             }],
             Shown::Unchanged,
         ),
         (
-            "x in the summarise question",
-            Setup::Summarise,
-            vec![plain('x')],
-            vec![Op::Inspect],
-            Shown::Context,
-        ),
-        (
-            "Esc in the summarise question",
-            Setup::Summarise,
+            "Esc in a review",
+            Setup::Review,
             vec![key(KeyCode::Esc)],
             vec![Op::Cancel],
             Shown::Unchanged,
@@ -3773,14 +3717,16 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
     insta::assert_snapshot!("summary_record_receipt_120x40", terminal.backend());
 }
 
-/// `compaction.confirm_lossy`: a written summary waits for review, with the index and
+/// `compaction.review_summaries`: a written summary waits for review, with the index and
 /// what the two keep. Typed keys edit it (none count before the modal was read), and
 /// Ctrl+S sends the edit; untouched, it goes in as the model wrote it.
 #[test]
 fn a_summary_in_review_is_edited_and_applied() {
     let mut s = screen();
-    let review = || AgentEvent::SummaryReview {
+    let review = || {
+        AgentEvent::SummaryReview {
         request_id: 9,
+        leaves: "12 messages (48.2k chars), kept in .transcripts/transcript_compact_history_1.jsonl; the summary and its index take 1.4k chars in their place".into(),
         summary: "Goal: fix the parser.\nDecisions: keep the lexer.".into(),
         index: format!(
             "{}\nIn .transcripts/transcript_record_1.jsonl:\n- asked (line 1): fix the parser\n- error (line 3): error[E0308]: mismatched types\n- changed (line 4): src/parser.rs\n- ran (line 2): cargo test --lib lexer · failed, exit code 101",
@@ -3788,8 +3734,9 @@ fn a_summary_in_review_is_edited_and_applied() {
         ),
         covers: 12,
         retention: Some("keeps 5/6: paths 2/2, commands 1/2, errors 2/2".into()),
-        if_not_applied: "not applied, the history stays as it was and this call goes over the limit".into(),
+        if_not_applied: "Not now: the history stays as it was and this call goes over the limit.".into(),
         in_turn: true,
+    }
     };
     s.app.apply(review());
     insta::assert_snapshot!("summary_review_120x40", draw(&mut s.app, 120, 40).backend());
@@ -3844,6 +3791,7 @@ fn a_summary_in_review_is_edited_and_applied() {
         .collect();
     s.app.apply(AgentEvent::SummaryReview {
         request_id: 8,
+        leaves: "40 messages (90.1k chars), kept in .transcripts/transcript_compact_history_2.jsonl".into(),
         summary: "Goal: read every module.".into(),
         index: format!(
             "{}\nIn .transcripts/transcript_record_2.jsonl:{entries}",
@@ -3851,7 +3799,7 @@ fn a_summary_in_review_is_edited_and_applied() {
         ),
         covers: 40,
         retention: None,
-        if_not_applied: "not applied, the history stays as it was".into(),
+        if_not_applied: "Not now: the history stays as it was.".into(),
         in_turn: true,
     });
     let long = draw(&mut s.app, 80, 24).backend().to_string();

@@ -62,8 +62,8 @@ async fn ends_as_pressed(driven: &mut Driven, press: Press, mark: usize) {
     }
 }
 
-/// The next request runs and completes (a history still over the limit asks again,
-/// answered "not now").
+/// The next request runs and completes (a history still over the limit is summarised
+/// and reviewed again, answered "not now").
 async fn next_request_runs(driven: &mut Driven) {
     let mark = driven.seen.len();
     driven.send("and now this");
@@ -73,11 +73,11 @@ async fn next_request_runs(driven: &mut Driven) {
                 !app.state.is_busy() || app.state.turn.question().is_some()
             })
             .await;
-        if driven.app.state.turn.lossy().is_none() {
+        if driven.app.state.turn.review().is_none() {
             break;
         }
         driven.until_asked().await;
-        Press::Key('n').press(driven);
+        Press::Ctrl('r').press(driven);
     }
     driven.until_ready(mark).await;
     assert!(
@@ -128,21 +128,12 @@ async fn every_answer_to_a_permission_question_ends_ready() {
     }
 }
 
-/// With `compaction.confirm_lossy`: the summarise question and then the review, in
-/// a turn, each with every answer and both cancels. After the cancel the scripted
-/// tool call is never run.
+/// With `compaction.review_summaries`: the one review step in a turn, with no question
+/// before it, each answer and both cancels. After the cancel the scripted tool call is
+/// never run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_answer_to_the_summarise_question_and_the_review_ends_ready() {
-    let cases = [
-        (Press::Key('n'), None),
-        (Press::Esc, None),
-        (Press::CtrlC, None),
-        (Press::Key('c'), Some(Press::Ctrl('s'))),
-        (Press::Key('c'), Some(Press::Ctrl('r'))),
-        (Press::Key('c'), Some(Press::Esc)),
-        (Press::Key('c'), Some(Press::CtrlC)),
-    ];
-    for (asked, reviewed) in cases {
+async fn every_answer_to_the_review_in_a_turn_ends_ready() {
+    for press in [Press::Ctrl('s'), Press::Ctrl('r'), Press::Esc, Press::CtrlC] {
         let api = MockApi::start(vec![
             tool_reply("Listing.", &[bash_call("t1", "ls")]),
             text_reply("done"),
@@ -151,54 +142,48 @@ async fn every_answer_to_the_summarise_question_and_the_review_ends_ready() {
         ])
         .await;
         let mut settings = agent_settings(AskPolicy::Ask);
-        settings.compaction.confirm_lossy = true;
+        settings.compaction.review_summaries = true;
         settings.compaction.context_char_limit = 2_000;
         let mut driven = Driven::new(start_agent(&api, settings).await);
         driven.app.input.set_text(&"a".repeat(2_500));
         driven.key(KeyCode::Enter, KeyModifiers::NONE);
         driven.until_asked().await;
-        assert!(driven.app.state.turn.lossy().is_some(), "{asked:?}");
+        let review = driven.app.state.turn.review().cloned().expect("the review, first");
+        assert!(review.leaves.contains("), kept in .transcripts/"), "{}", review.leaves);
+        assert_eq!(driven.app.state.turn.state(), TurnState::Reviewing);
+        let screen = driven.draw();
+        assert!(screen.contains("What leaves the context:"), "{screen}");
         let mark = driven.seen.len();
-        asked.press(&mut driven);
-        let last = match reviewed {
-            Some(review) => {
-                driven.until_asked().await;
-                assert!(driven.app.state.turn.review().is_some());
-                assert_eq!(driven.app.state.turn.state(), TurnState::Reviewing);
-                review.press(&mut driven);
-                review
-            }
-            None => asked,
-        };
-        // "Not now" and a rejected review send the long request over the limit: the
-        // next model call asks again, answered "not now" until the turn ends.
-        while !last.cancels() {
+        press.press(&mut driven);
+        // "Not now" sends the long request over the limit: the next model call is
+        // summarised and reviewed again, answered "not now" until the turn ends.
+        while !press.cancels() {
             driven
                 .until("the turn's end or a question", |app| {
-                    !app.state.is_busy() || app.state.turn.lossy().is_some()
+                    !app.state.is_busy() || app.state.turn.review().is_some()
                 })
                 .await;
-            if driven.app.state.turn.lossy().is_none() {
+            if driven.app.state.turn.review().is_none() {
                 break;
             }
             driven.until_asked().await;
-            Press::Key('n').press(&mut driven);
+            Press::Ctrl('r').press(&mut driven);
         }
-        ends_as_pressed(&mut driven, last, mark).await;
+        ends_as_pressed(&mut driven, press, mark).await;
         assert!(
             driven
                 .seen
                 .iter()
-                .filter(|e| matches!(e, AgentEvent::LossyQuestion { .. }))
+                .filter(|e| matches!(e, AgentEvent::SummaryReview { .. }))
                 .count()
-                <= 3,
-            "{asked:?}/{reviewed:?}: asked again and again"
+                <= 4,
+            "{press:?}: reviewed again and again"
         );
         next_request_runs(&mut driven).await;
     }
 }
 
-/// `/compact` between turns with `compaction.confirm_lossy`: the summary is reviewed
+/// `/compact` between turns with `compaction.review_summaries`: the summary is reviewed
 /// (the user asked, so there is no question first), and every answer, Esc and Ctrl+C
 /// included, ends ready with words that fit being idle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -206,7 +191,7 @@ async fn a_review_between_turns_ends_ready_whatever_the_answer() {
     for press in [Press::Ctrl('s'), Press::Ctrl('r'), Press::Esc, Press::CtrlC] {
         let api = MockApi::start(vec![text_reply(&LONG.repeat(40)), text_reply("next done")]).await;
         let mut settings = agent_settings(AskPolicy::Ask);
-        settings.compaction.confirm_lossy = true;
+        settings.compaction.review_summaries = true;
         let mut driven = Driven::new(start_agent(&api, settings).await);
         let mark = driven.seen.len();
         driven.send("hello there");
@@ -230,11 +215,11 @@ async fn a_review_between_turns_ends_ready_whatever_the_answer() {
     }
 }
 
-/// The model's `compact` tool passes the same gate as stage 4: asked first (the model
-/// asked, not the user), reviewed after; Esc at the question ends the turn there.
+/// The model's `compact` tool passes the same review step as stage 4, with no
+/// question before its summary is written; Esc in the review ends the turn there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_compact_tool_asks_before_its_summary_goes_in() {
-    for press in [Press::Key('c'), Press::Esc] {
+async fn the_compact_tool_s_summary_is_reviewed_before_it_goes_in() {
+    for press in [Press::Ctrl('s'), Press::Esc] {
         let api = MockApi::start(vec![
             text_reply(&LONG.repeat(40)),
             tool_reply("Compacting.", &[("k1", "compact", serde_json::json!({}))]),
@@ -244,26 +229,20 @@ async fn the_compact_tool_asks_before_its_summary_goes_in() {
         ])
         .await;
         let mut settings = agent_settings(AskPolicy::Ask);
-        settings.compaction.confirm_lossy = true;
+        settings.compaction.review_summaries = true;
         let mut driven = Driven::new(start_agent(&api, settings).await);
         let mark = driven.seen.len();
         driven.send("tell me about the lexer");
         driven.until_ready(mark).await;
         driven.send("tidy up");
         driven.until_asked().await;
-        let asked = driven.app.state.turn.lossy().cloned().expect("the summarise question");
-        assert_eq!(asked.asked_by, Some(scratchpad::protocol::CompactionRequester::Model));
+        assert!(driven.app.state.turn.review().is_some(), "reviewed, not asked first");
         assert!(
-            !api.requests().iter().any(common::Recorded::is_summary),
-            "nothing is summarised before the answer"
+            api.requests().iter().any(common::Recorded::is_summary),
+            "the summary was written for the review"
         );
         let mark = driven.seen.len();
         press.press(&mut driven);
-        if press == Press::Key('c') {
-            driven.until_asked().await;
-            assert!(driven.app.state.turn.review().is_some(), "reviewed after");
-            Press::Ctrl('s').press(&mut driven);
-        }
         ends_as_pressed(&mut driven, press, mark).await;
         next_request_runs(&mut driven).await;
     }

@@ -26,6 +26,9 @@ pub struct Config {
     /// and `compaction.context_char_limit` is only its starting point.
     #[serde(skip)]
     pub limit_choice: LimitChoice,
+    /// What the file said that the user should know (a key read under its old name).
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// The value that asks for an automatic limit, in the config file and on the command line.
@@ -196,6 +199,14 @@ impl Config {
         let mut config: Config = toml::from_str(&typed).map_err(parse_error)?;
         if auto {
             config.limit_choice = LimitChoice::Auto;
+        }
+        let compaction = table.get("compaction");
+        if compaction.and_then(|section| section.get("confirm_lossy")).is_some() {
+            config.notes.push(format!(
+                "{}: compaction.confirm_lossy is now compaction.review_summaries; the old name is read for this \
+                 release only",
+                path.display()
+            ));
         }
         config
             .validate()
@@ -487,7 +498,7 @@ index_percent = 5
 loop_guard = 4
 summary_floor_chars = 300
 estimate = "compact"
-confirm_lossy = true
+review_summaries = true
 summariser = "server"
 background_at_percent = 55
 compact_when_idle = true
@@ -545,7 +556,7 @@ max_bytes = 100
             loop_guard: 4,
             summary_floor_chars: 300,
             estimate: crate::compact::EstimateMode::Compact,
-            confirm_lossy: true,
+            review_summaries: true,
             summariser: crate::compact::SummariserChoice::Server,
             background_at_percent: 55,
             compact_when_idle: true,
@@ -568,6 +579,23 @@ max_bytes = 100
         expected.instructions.files = vec!["RULES.md".into()];
         expected.instructions.max_bytes = 100;
         assert_eq!(config, expected);
+    }
+
+    /// A key read under its old name works for this release, and says its new one.
+    #[test]
+    fn confirm_lossy_is_read_as_review_summaries_and_said() {
+        let path = Path::new("/tmp/old.toml");
+        let old = Config::from_toml("[compaction]\nconfirm_lossy = true\n", path).unwrap();
+        assert!(old.compaction.review_summaries);
+        assert_eq!(old.notes.len(), 1);
+        assert!(
+            old.notes[0].contains("is now compaction.review_summaries"),
+            "{:?}",
+            old.notes
+        );
+        let new = Config::from_toml("[compaction]\nreview_summaries = true\n", path).unwrap();
+        assert!(new.compaction.review_summaries);
+        assert!(new.notes.is_empty());
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub enum AgentEvent {
         name: String,
         summary: String,
     },
-    /// The question `request_id` (a permission or the summarise question) was answered:
+    /// The question `request_id` (a permission, or a summary in review) was answered:
     /// the turn goes on.
     Answered {
         request_id: u64,
@@ -165,23 +165,15 @@ pub enum AgentEvent {
         chars_before: usize,
         chars_after: usize,
     },
-    /// `compaction.confirm_lossy`: a summary nobody asked for is about to be written
-    /// (the recoverable stages were not enough, or the model called `compact`);
-    /// summarise (`preview` is what it would do) or not?
-    LossyQuestion {
-        request_id: u64,
-        estimate: usize,
-        limit: usize,
-        preview: Vec<StageEvent>,
-        /// Who asked for the summary: the model's `compact` tool, or nobody (the
-        /// limit was reached).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        asked_by: Option<CompactionRequester>,
-    },
-    /// `compaction.confirm_lossy`: a summary is written and waits for review before the
-    /// model reads it: apply it, edit it, or keep the history as it was.
+    /// `compaction.review_summaries` (or `/summary`): a summary is written and waits
+    /// in the one review step before the model reads it: apply it, edit it, or not
+    /// now (the history as it was).
     SummaryReview {
         request_id: u64,
+        /// What leaves the context, in a line: how many messages, their size, where
+        /// they are kept, and what the summary takes in their place.
+        #[serde(default)]
+        leaves: String,
         /// The summary as the model wrote it.
         summary: String,
         /// The index scratchpad keeps after it (read-only).

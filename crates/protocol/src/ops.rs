@@ -68,12 +68,6 @@ pub enum Op {
         session: Option<String>,
         at: ForkAt,
     },
-    /// The answer to [`super::AgentEvent::LossyQuestion`]: summarise now, or send this call
-    /// over the limit.
-    Lossy {
-        request_id: u64,
-        compact_now: bool,
-    },
     /// Summarise everything before a request of the open session and keep it and
     /// what follows verbatim: the request's text, and how many later requests have
     /// the same text (to tell repeated ones apart).
@@ -125,7 +119,6 @@ impl Op {
             | Op::Mcp { .. }
             | Op::Permissions { .. }
             | Op::Permission { .. }
-            | Op::Lossy { .. }
             | Op::Review { .. }
             | Op::ReviewReady
             | Op::Cancel

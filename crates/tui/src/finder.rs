@@ -186,8 +186,6 @@ mod tests {
             A::AlwaysForProject,
             A::AlwaysAllow,
             A::CancelTurn,
-            A::CompactNow,
-            A::NotNow,
             A::ApplySummary,
             A::RejectSummary,
             A::Open(0),

@@ -25,8 +25,6 @@ pub enum View {
     Context,
     /// The permission question.
     Permission,
-    /// The question before an automatic summary (`compaction.confirm_lossy`).
-    Summarise,
     /// A written summary in review before the model reads it.
     Review,
     /// The help overlay.
@@ -81,8 +79,6 @@ pub enum Action {
     AlwaysForProject,
     AlwaysAllow,
     CancelTurn,
-    CompactNow,
-    NotNow,
     /// The summary in review goes in, as it is in the editor.
     ApplySummary,
     /// The summary in review does not go in: the history stays as it was.
@@ -324,7 +320,6 @@ impl View {
             View::Viewer => "in the viewer",
             View::Context => "in /context",
             View::Permission => "in a permission question",
-            View::Summarise => "in the summarise question",
             View::Review => "in a review",
             View::Help => "in the help",
             View::Picker => "in /resume",

@@ -1,6 +1,7 @@
-//! A summary in review (`compaction.confirm_lossy`): the model's summary in an editor,
-//! the index scratchpad adds after it below, and what the two keep of the record. The
-//! summary goes in as it stands in the editor, or not at all.
+//! The one review step for any summary (`compaction.review_summaries`, `/summary`):
+//! what leaves the context, the model's summary in an editor, the index scratchpad
+//! adds after it, and what the two keep of the record. The summary goes in as it
+//! stands in the editor (apply), or not at all (not now).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -88,24 +89,33 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
     // entries and the count of those not shown fit the pane at 80 columns too.
     let index_lines: Vec<&str> = prompt.index.lines().skip(1).collect();
     let index_rows = u16::try_from(index_lines.len().min(INDEX_LINES_SHOWN) + 1).unwrap_or(1);
+    let mut said = vec![format!("What leaves the context: {}.", prompt.leaves)];
+    if let Some(retention) = &prompt.retention {
+        said.push(format!("With the index it {retention}."));
+    }
+    said.push(prompt.if_not_applied.clone());
+    // As many rows as the heading wraps to, so "not now" is never cut off.
+    let width = usize::from(inner.width).max(1);
+    let heading_rows: usize = said.iter().map(|line| textwrap::wrap(line, width).len()).sum();
     let [heading, editor_area, index_area, keys_area] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(u16::try_from(heading_rows).unwrap_or(u16::MAX)),
         Constraint::Min(3),
         Constraint::Length(index_rows + 1),
         Constraint::Length(1),
     ])
     .areas(inner);
-    let mut said = vec![Line::from(Span::styled(
-        format!(
-            "It stands for {} (the transcript keeps them).",
-            crate::compact::counted(prompt.covers, "message", "messages")
-        ),
-        Style::default().add_modifier(Modifier::BOLD),
-    ))];
-    if let Some(retention) = &prompt.retention {
-        said.push(Line::from(Span::styled(format!("with the index it {retention}"), soft)));
-    }
-    said.push(Line::from(Span::styled(prompt.if_not_applied.clone(), soft)));
+    let said: Vec<Line<'static>> = said
+        .into_iter()
+        .enumerate()
+        .map(|(at, line)| {
+            let style = if at == 0 {
+                Style::default().add_modifier(Modifier::BOLD)
+            } else {
+                soft
+            };
+            Line::from(Span::styled(line, style))
+        })
+        .collect();
     frame.render_widget(Paragraph::new(said).wrap(Wrap { trim: false }), heading);
     editor.textarea.set_block(
         Block::default()
@@ -135,7 +145,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, prompt: &ReviewPrompt, editor: 
         index_area,
     );
     let mut keys = key("Ctrl+S", "apply", palette.success);
-    keys.extend(key("Ctrl+R", "do not apply", palette.attention));
+    keys.extend(key("Ctrl+R", "not now", palette.attention));
     keys.push(Span::styled(
         if prompt.in_turn {
             "Esc cancels the turn"

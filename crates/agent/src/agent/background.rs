@@ -268,15 +268,24 @@ impl Agent {
         let index = crate::compact::index::Index::build(&record.messages, "the record (written when it goes in)")
             .render(|text| text.chars().count() <= self.settings.compaction.index_room())
             .text;
+        let leaves = format!(
+            "{} ({} chars), kept in a transcript written when it goes in; the summary takes {} chars in their place",
+            crate::compact::counted(end, "message", "messages"),
+            crate::compact::short_count(crate::compact::estimate::json_chars(
+                &self.conversation.messages()[..end]
+            )),
+            crate::compact::short_count(ready.summary.chars().count()),
+        );
         let request_id = self.turns.next_question();
         self.background.reviewing = Some(request_id);
         self.emit(AgentEvent::SummaryReview {
             request_id,
+            leaves,
             summary: ready.summary.clone(),
             index,
             covers: end,
             retention: None,
-            if_not_applied: "not applied, it is set aside until the history has grown".into(),
+            if_not_applied: "Not now: it is set aside until the history has grown.".into(),
             in_turn: false,
         });
     }

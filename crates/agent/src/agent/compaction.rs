@@ -1,8 +1,8 @@
 //! The pipeline as the agent runs it: `prepare` before each call on a blocking thread
-//! with the history moved in and out, the question before a lossy summary
-//! (`compaction.confirm_lossy`), and `/compact`.
+//! with the history moved in and out, summaries through the review step
+//! (`compaction.review_summaries`), and `/compact`.
 
-use super::gate::{Gated, LossyAnswer, Route};
+use super::gate::{Gated, Route};
 use super::*;
 use crate::accounting::Extent;
 use crate::compact::compact_history::Asked;
@@ -114,7 +114,7 @@ impl Agent {
     }
 
     /// The pipeline before a model call: the recoverable stages, then, still over the
-    /// limit, stage 4 (asked first with `compaction.confirm_lossy`), which swaps in a
+    /// limit, stage 4 (reviewed with `compaction.review_summaries`), which swaps in a
     /// summary prepared in the background when one stands, waiting for it if it is
     /// still being written; unless the loop guard stopped compacting, which ends the
     /// turn with why.
@@ -196,21 +196,6 @@ impl Agent {
         if self.conversation.estimate() <= limit {
             self.start_background_in_turn();
             return true;
-        }
-        // Asked before the wait for a background summary: "not now" waits for nothing.
-        match self.ask_first(Route::Limit, &request, ops).await {
-            LossyAnswer::Summarise => {}
-            LossyAnswer::NotNow => {
-                self.emit(AgentEvent::Notice {
-                    message: format!(
-                        "not summarised: this call goes over the limit ({} > {} chars)",
-                        crate::compact::short_count(self.conversation.estimate()),
-                        crate::compact::short_count(limit)
-                    ),
-                });
-                return true;
-            }
-            LossyAnswer::Cancelled => return false,
         }
         let mut waited = std::time::Duration::ZERO;
         if matches!(self.background.job, background::Background::Running(_)) {
@@ -353,16 +338,6 @@ impl Agent {
             CompactionRequester::User => ("the user (/compact)", Route::User),
             CompactionRequester::Model => ("the model (the compact tool)", Route::Tool),
         };
-        match self.ask_first(route, &request, ops).await {
-            LossyAnswer::Summarise => {}
-            LossyAnswer::NotNow => {
-                self.emit(AgentEvent::Notice {
-                    message: "not summarised: the model carries on with the history as it is".into(),
-                });
-                return Gated::Declined;
-            }
-            LossyAnswer::Cancelled => return Gated::Cancelled,
-        }
         self.poll_background();
         let ready = self.take_ready_summary();
         let summarised = request.clone();

@@ -1,7 +1,7 @@
-//! The one gate every summary passes (`compaction.confirm_lossy`): asked first where
-//! nobody asked for it (stage 4, the reactive retry, the model's `compact` tool),
-//! then reviewed before it goes in, on every route. Esc or Ctrl+C at either cancels
-//! the turn.
+//! The one review step every summary passes (`compaction.review_summaries`), whatever
+//! wrote it (stage 4, the reactive retry, the model's `compact` tool, `/compact`, a
+//! summary up to a request): what leaves, the summary and its index, then apply (as
+//! written or edited) or not now. Esc or Ctrl+C cancels the turn.
 
 use super::*;
 use crate::protocol::ReviewAnswer;
@@ -14,17 +14,7 @@ enum Reviewed {
     Cancelled,
 }
 
-/// The answer to the summarise question.
-pub(super) enum LossyAnswer {
-    Summarise,
-    NotNow,
-    /// Esc or Ctrl+C: the turn stops here (or the app quits).
-    Cancelled,
-}
-
-/// Where a summary came from, for the gate every summary passes with
-/// `compaction.confirm_lossy`: the question before it where nobody asked for it,
-/// the review after it on every route.
+/// Where a summary came from: what not applying it leaves depends on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
     /// Stage 4, or the swap of a summary prepared in the background.
@@ -37,36 +27,26 @@ pub(super) enum Route {
     User,
 }
 
-impl Route {
-    /// Whether the user is asked before the summary is written: only where nobody
-    /// asked for one (the limit, the model's tool). A refusal cannot be sent as it is,
-    /// so it is not asked, but its summary is still reviewed.
-    fn asks_first(self) -> bool {
-        matches!(self, Route::Limit | Route::Tool)
-    }
-}
-
 /// What the gate made of a summary.
 pub(super) enum Gated {
     /// In the history (or there was no summary to gate).
     Applied,
-    /// The user said no, before or after; the history is as it was.
+    /// The user said not now; the history is as it was.
     Declined,
-    /// The turn was cancelled (or the app quit) at the question or the review.
+    /// The turn was cancelled (or the app quit) in the review.
     Cancelled,
 }
 
 impl Agent {
-    /// Whether summaries pass the gate: `compaction.confirm_lossy` where someone is
+    /// Whether summaries pass the gate: `compaction.review_summaries` where someone is
     /// there to answer.
     fn gates_summaries(&self) -> bool {
-        self.settings.compaction.confirm_lossy && self.settings.ask == AskPolicy::Ask
+        self.settings.compaction.review_summaries && self.settings.ask == AskPolicy::Ask
     }
 
-    /// Write a summary with `work` and let it into the history through the one gate
-    /// every summary passes (`compaction.confirm_lossy`): reviewed on every route
-    /// (asked first, [`Agent::ask_first`], where nobody asked for it). The events of
-    /// what went in; none when the user said no, cancelled, or the work failed (said).
+    /// Write a summary with `work` and let it into the history through the one review
+    /// step every summary passes (`compaction.review_summaries`). The events of what
+    /// went in; none when the user said not now, cancelled, or the work failed (said).
     pub(super) async fn summarise_gated<F>(
         &mut self,
         route: Route,
@@ -110,22 +90,6 @@ impl Agent {
         }
     }
 
-    /// The question before a summary nobody asked for, where the gate is on: asked
-    /// before anything is taken for it (a background summary stays ready after "not
-    /// now").
-    pub(super) async fn ask_first(
-        &mut self,
-        route: Route,
-        request: &str,
-        ops: &mut UnboundedReceiver<Op>,
-    ) -> LossyAnswer {
-        if !self.gates_summaries() || !route.asks_first() {
-            return LossyAnswer::Summarise;
-        }
-        let asked_by = (route == Route::Tool).then_some(CompactionRequester::Model);
-        self.confirm_lossy(request, asked_by, ops).await
-    }
-
     /// Show a summary a stage wrote for review before the model reads it, and take the
     /// answer in: as written, edited (the event keeps the model's text), or not at all.
     async fn review_summary(
@@ -150,13 +114,21 @@ impl Agent {
         };
         let request_id = self.turns.next_question();
         let if_not_applied = match route {
-            Route::Limit => "not applied, the history stays as it was and this call goes over the limit",
-            Route::Reactive => "not applied, the history stays as it was and the turn ends: the server refuses it",
-            Route::Tool => "not applied, the history stays as it was and the model carries on",
-            Route::User => "not applied, the history stays as it was",
+            Route::Limit => "Not now: the history stays as it was and this call goes over the limit.",
+            Route::Reactive => "Not now: the history stays as it was and the turn ends, as the server refuses it.",
+            Route::Tool => "Not now: the history stays as it was and the model carries on.",
+            Route::User => "Not now: the history stays as it was.",
         };
+        let leaves = format!(
+            "{} ({} chars), kept in {}; the summary and its index take {} chars in their place",
+            crate::compact::counted(event.replaced, "message", "messages"),
+            crate::compact::short_count(event.chars_before),
+            event.paths.first().map_or("the transcript", String::as_str),
+            crate::compact::short_count(event.chars_after),
+        );
         self.emit(AgentEvent::SummaryReview {
             request_id,
+            leaves,
             summary: event.summary.clone().unwrap_or_else(|| parts.summary.to_string()),
             index: parts.index.to_string(),
             covers: event.replaced,
@@ -197,62 +169,6 @@ impl Agent {
                     });
                 }
                 Reviewed::Apply
-            }
-        }
-    }
-
-    /// Ask whether to summarise now, showing what it would do.
-    async fn confirm_lossy(
-        &mut self,
-        request: &str,
-        asked_by: Option<CompactionRequester>,
-        ops: &mut UnboundedReceiver<Op>,
-    ) -> LossyAnswer {
-        let preview = {
-            use crate::compact::preview::{Preview, preview};
-            let messages = self.conversation.messages().to_vec();
-            let request = request.to_string();
-            let config = self.settings.compaction.clone();
-            let workspace = self.tools.workspace().root().to_path_buf();
-            let what = match asked_by {
-                Some(_) => Preview::Compact { focus: None },
-                None => Preview::Prepare,
-            };
-            tokio::task::spawn_blocking(move || preview(&messages, &request, &config, &workspace, &what))
-                .await
-                .unwrap_or_default()
-        };
-        let request_id = self.turns.next_question();
-        self.emit(AgentEvent::LossyQuestion {
-            request_id,
-            estimate: self.conversation.estimate(),
-            limit: self.settings.compaction.context_char_limit,
-            preview,
-            asked_by,
-        });
-        loop {
-            match ops.recv().await {
-                Some(Op::Lossy {
-                    request_id: id,
-                    compact_now,
-                }) if id == request_id => {
-                    self.emit(AgentEvent::Answered { request_id });
-                    return if compact_now {
-                        LossyAnswer::Summarise
-                    } else {
-                        LossyAnswer::NotNow
-                    };
-                }
-                None | Some(Op::Quit) => {
-                    self.turns.quit = true;
-                    return LossyAnswer::Cancelled;
-                }
-                Some(Op::Cancel) => {
-                    self.emit(AgentEvent::Answered { request_id });
-                    return LossyAnswer::Cancelled;
-                }
-                Some(Op::Inspect) => self.emit(self.breakdown()),
-                Some(_) => {}
             }
         }
     }

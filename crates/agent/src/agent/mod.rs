@@ -493,7 +493,7 @@ impl Agent {
             Op::Quit => self.turns.quit = true,
             // Between turns, Esc closes a `/summary` review; the summary stays ready.
             Op::Cancel => self.close_ready_review(),
-            Op::Permission { .. } | Op::Lossy { .. } => {}
+            Op::Permission { .. } => {}
         }
         if changes_history {
             // Where the server counts, the figure after the change is its count of

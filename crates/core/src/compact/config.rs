@@ -42,8 +42,11 @@ pub struct CompactConfig {
     pub summary_floor_chars: usize,
     /// How the estimate counts characters: the seed's `json.dumps` layout or compact JSON.
     pub estimate: EstimateMode,
-    /// Ask before an automatic summary (stage 4), showing what it would summarise.
-    pub confirm_lossy: bool,
+    /// Show every summary in the one review step before the model reads it: what
+    /// leaves, the summary (yours to edit) and its index; apply or not now. Its old
+    /// name, `confirm_lossy`, is read too, and said.
+    #[serde(alias = "confirm_lossy")]
+    pub review_summaries: bool,
     /// Who writes a summary: the model, the server's own compaction, or no one (the
     /// extractive summary).
     pub summariser: SummariserChoice,
@@ -86,7 +89,7 @@ impl Default for CompactConfig {
             loop_guard: 3,
             summary_floor_chars: 500,
             estimate: EstimateMode::Seed,
-            confirm_lossy: false,
+            review_summaries: false,
             summariser: SummariserChoice::Model,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
             compact_when_idle: false,

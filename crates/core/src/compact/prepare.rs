@@ -67,7 +67,7 @@ pub fn prepare_sized(
 }
 
 /// Stages 1 to 3 of [`prepare`]: everything recoverable, nothing summarised. A caller
-/// that asks before the lossy stage (`compaction.confirm_lossy`) runs stage 4 itself.
+/// that asks before the lossy stage (`compaction.review_summaries`) runs stage 4 itself.
 pub fn prepare_recoverable(
     mut messages: Vec<Message>,
     mut sizes: Sizes,

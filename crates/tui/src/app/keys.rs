@@ -52,13 +52,8 @@ impl App {
         let Some(question) = self.state.turn.question().cloned() else {
             return false;
         };
-        // The summarise question waits under an open view (x opens /context).
-        if matches!(question, Question::Summarise(_)) && !matches!(self.overlay, Overlay::None) {
-            return false;
-        }
         let view = match question {
             Question::Permission(_) => View::Permission,
-            Question::Summarise(_) => View::Summarise,
             Question::Review(_) => View::Review,
         };
         let action = keymap::action(view, &key);
@@ -85,14 +80,6 @@ impl App {
                 }
                 None
             }
-            (Question::Summarise(_), Some(Action::CompactNow | Action::NotNow)) => Some(Op::Lossy {
-                request_id,
-                compact_now: action == Some(Action::CompactNow),
-            }),
-            (Question::Summarise(_), Some(Action::OpenContext)) => {
-                self.open_context();
-                None
-            }
             (Question::Permission(prompt), action) => {
                 let answer = match action {
                     Some(Action::AllowOnce) => Some(PermissionAnswer::AllowOnce),
@@ -114,7 +101,6 @@ impl App {
                 };
                 answer.map(|answer| Op::Permission { request_id, answer })
             }
-            (Question::Summarise(_), _) => None,
         };
         if let Some(op) = op {
             self.send(op);

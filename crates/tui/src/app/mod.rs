@@ -357,9 +357,7 @@ impl App {
 
     /// Whether pasted text goes to the prompt now: no view or question is on top.
     pub fn takes_paste(&self) -> bool {
-        matches!(self.overlay, Overlay::None)
-            && (self.state.turn.permission().is_none() || self.denying.is_some())
-            && self.state.turn.lossy().is_none()
+        matches!(self.overlay, Overlay::None) && (self.state.turn.permission().is_none() || self.denying.is_some())
     }
 
     /// Feedback from the app, shown over the open view for a few seconds.
@@ -454,7 +452,7 @@ impl App {
     pub fn hyperlinks(&self) -> &[Hyperlink] {
         // A modal or the command popup on top hides what is under it: no links through.
         if self.state.turn.permission().is_some()
-            || self.state.turn.lossy().is_some()
+            || self.state.turn.review().is_some()
             || !self.input.completions().is_empty()
         {
             return &[];

@@ -173,15 +173,9 @@ impl App {
 
     /// The question waiting for an answer, or the summary in review, over everything.
     fn render_question(&mut self, frame: &mut Frame<'_>, area: Rect) {
-        let covered = !matches!(self.overlay, Overlay::None);
         let drawn = match self.state.turn.question_mut() {
             Some(Question::Permission(prompt)) if self.denying.is_none() => {
                 modal::render(frame, area, prompt);
-                true
-            }
-            // The summarise question waits under an open view (x opens /context).
-            Some(Question::Summarise(prompt)) if !covered => {
-                modal::render_lossy(frame, area, prompt);
                 true
             }
             Some(Question::Review(_)) => true,

@@ -292,34 +292,6 @@ pub const VIEWS: &[(&str, &[Row])] = &[
         ],
     ),
     (
-        "In the summarise question",
-        &[
-            row(
-                "c, Enter",
-                "compact now",
-                &[
-                    (V::Summarise, char('c'), A::CompactNow),
-                    (V::Summarise, key(KeyCode::Enter), A::CompactNow),
-                ],
-            ),
-            row(
-                "n",
-                "not now: the call goes over the limit (asked by the compact tool: the history stays)",
-                &[(V::Summarise, char('n'), A::NotNow)],
-            ),
-            row(
-                "x",
-                "open /context first (the question waits)",
-                &[(V::Summarise, char('x'), A::OpenContext)],
-            ),
-            row(
-                "Esc",
-                "cancel the turn (so does Ctrl+C): no model call or tool call follows",
-                &[(V::Summarise, key(KeyCode::Esc), A::CancelTurn)],
-            ),
-        ],
-    ),
-    (
         "In a summary's review (the text is yours to edit)",
         &[
             row(
@@ -329,7 +301,7 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
             row(
                 "Ctrl+R",
-                "do not apply it: the history stays (at the limit the call goes over it; /summary sets it aside)",
+                "not now: the history stays as it was (at the limit the call goes over it; /summary sets it aside)",
                 &[(V::Review, ctrl('r'), A::RejectSummary)],
             ),
             row(

@@ -19,7 +19,7 @@ use crate::provider::Usage;
 use crate::terminal_text::screen_safe;
 
 pub use cells::{CallState, ChatEntry, Compaction, MarkerRun, OUTPUT_PREVIEW_LINES, OutputPreview, ToolCall};
-pub use turn::{LossyPrompt, PermissionPrompt, Question, ReviewPrompt, SessionInfo, Turn, TurnState};
+pub use turn::{PermissionPrompt, Question, ReviewPrompt, SessionInfo, Turn, TurnState};
 
 #[derive(Debug, Default)]
 pub struct AppState {

@@ -504,17 +504,20 @@ fn an_answered_question_stops_waiting_and_a_call_is_timed_from_its_start() {
     state.apply(AgentEvent::ToolRunning { turn, id: "t1".into() });
     assert_eq!(state.turn.state(), TurnState::RunningTool("bash".into()));
     assert!(matches!(state.tools[0].state, CallState::Running { since } if since.elapsed() < Duration::from_secs(1)));
-    state.apply(AgentEvent::LossyQuestion {
+    state.apply(AgentEvent::SummaryReview {
         request_id: 8,
-        estimate: 60_000,
-        limit: 50_000,
-        preview: Vec::new(),
-        asked_by: None,
+        leaves: "30 messages (60.0k chars), kept in .transcripts/t.jsonl".into(),
+        summary: "The work so far.".into(),
+        index: String::new(),
+        covers: 30,
+        retention: None,
+        if_not_applied: "Not now: the history stays as it was.".into(),
+        in_turn: true,
     });
-    assert_eq!(state.turn.state(), TurnState::Asking);
+    assert_ne!(state.turn.state(), TurnState::RunningTool("bash".into()), "in review");
     state.apply(AgentEvent::Answered { request_id: 8 });
     assert_eq!(state.turn.state(), TurnState::RunningTool("bash".into()));
-    assert!(state.turn.lossy().is_none());
+    assert!(state.turn.review().is_none());
 }
 
 /// A miss no marker of ours explains (the tool list changed) is a line of its own; a

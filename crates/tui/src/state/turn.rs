@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use crate::compact::StageEvent;
 use crate::protocol::Window;
 
 /// What the status line says the turn is doing: [`Turn::state`].
@@ -45,9 +44,7 @@ impl TurnState {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Question {
     Permission(PermissionPrompt),
-    /// Whether to summarise (`compaction.confirm_lossy`).
-    Summarise(LossyPrompt),
-    /// A summary written and waiting for review.
+    /// A summary written and waiting in the one review step.
     Review(ReviewPrompt),
 }
 
@@ -55,7 +52,6 @@ impl Question {
     pub fn request_id(&self) -> u64 {
         match self {
             Question::Permission(prompt) => prompt.request_id,
-            Question::Summarise(prompt) => prompt.request_id,
             Question::Review(prompt) => prompt.request_id,
         }
     }
@@ -65,7 +61,6 @@ impl Question {
     pub fn shown_at(&self) -> Option<Instant> {
         match self {
             Question::Permission(prompt) => prompt.shown_at,
-            Question::Summarise(prompt) => prompt.shown_at,
             Question::Review(prompt) => prompt.shown_at,
         }
     }
@@ -74,7 +69,6 @@ impl Question {
     pub fn shown_at_mut(&mut self) -> &mut Option<Instant> {
         match self {
             Question::Permission(prompt) => &mut prompt.shown_at,
-            Question::Summarise(prompt) => &mut prompt.shown_at,
             Question::Review(prompt) => &mut prompt.shown_at,
         }
     }
@@ -127,13 +121,6 @@ impl Turn {
     pub fn permission(&self) -> Option<&PermissionPrompt> {
         match &self.question {
             Some(Question::Permission(prompt)) => Some(prompt),
-            _ => None,
-        }
-    }
-
-    pub fn lossy(&self) -> Option<&LossyPrompt> {
-        match &self.question {
-            Some(Question::Summarise(prompt)) => Some(prompt),
             _ => None,
         }
     }
@@ -229,29 +216,17 @@ pub struct PermissionPrompt {
     pub shown_at: Option<Instant>,
 }
 
-/// `compaction.confirm_lossy`: summarise now or not, with what it would summarise.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LossyPrompt {
-    pub request_id: u64,
-    pub estimate: usize,
-    pub limit: usize,
-    pub preview: Vec<StageEvent>,
-    /// Who asked for the summary (the model's `compact` tool), or nobody (the limit).
-    pub asked_by: Option<crate::protocol::CompactionRequester>,
-    /// See [`Question::shown_at`].
-    pub shown_at: Option<Instant>,
-}
-
-/// `compaction.confirm_lossy`: a summary written and waiting for review.
+/// `compaction.review_summaries` (or `/summary`): a summary written and waiting in the
+/// one review step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReviewPrompt {
     pub request_id: u64,
+    /// What leaves the context, in a line.
+    pub leaves: String,
     /// As the model wrote it.
     pub summary: String,
     /// The index that goes in after it.
     pub index: String,
-    /// Messages it stands for.
-    pub covers: usize,
     pub retention: Option<String>,
     /// What not applying it leaves.
     pub if_not_applied: String,
