@@ -128,8 +128,7 @@ pub struct CompactArgs {
     /// Use a deterministic extractive summary instead of asking a model.
     #[arg(long)]
     pub summary_stub: bool,
-    /// Print what compaction would do (one receipt a line, JSON), writing nothing and
-    /// asking no model.
+    /// The old name of `simulate --now` (read for this release, and said).
     #[arg(long)]
     pub dry_run: bool,
     /// Summarise everything before message N (1-based, as the session shows messages)
@@ -140,14 +139,22 @@ pub struct CompactArgs {
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// A transcript (.jsonl of messages), a session journal, or a JSON array of messages.
-    pub file: PathBuf,
+    /// A transcript (.jsonl of messages), a session journal, or a JSON array of
+    /// messages (default: the workspace's newest session).
+    pub file: Option<PathBuf>,
     /// Print the steps as JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
     /// Draw the timeline as an SVG file.
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "now")]
     pub plot: Option<PathBuf>,
+    /// Not a replay: what compaction would do to the history as it stands, once (the
+    /// receipts, one JSON line each), writing nothing and asking no model.
+    #[arg(long)]
+    pub now: bool,
+    /// With --now: the current user request (default: the newest user prompt).
+    #[arg(long, requires = "now")]
+    pub request: Option<String>,
 }
 
 /// Overrides for every compaction threshold.

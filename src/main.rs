@@ -78,7 +78,15 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
                 workspace: &workspace,
             };
             if args.dry_run {
-                commands::compact::dry_run(&job, &mut io::stdout().lock(), &mut io::stderr().lock())?;
+                eprintln!("note: `compact --dry-run` is now `simulate --now`; the old name works for this release");
+                commands::simulate::now(
+                    &input,
+                    args.request.as_deref(),
+                    &config.compaction,
+                    &workspace,
+                    &mut io::stdout().lock(),
+                    &mut io::stderr().lock(),
+                )?;
                 return Ok(ExitCode::SUCCESS);
             }
             // The model, its client and a runtime only when a summary may be asked of it.
@@ -137,7 +145,20 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             if let Some(note) = launch::resolve_offline_limit(&mut config) {
                 eprintln!("{note}");
             }
-            commands::simulate::run(&args, &config.compaction, &mut io::stdout().lock())?;
+            let workspace = workspace_dir(&cli.run)?;
+            let file = commands::input::input_or_newest(args.file.as_deref(), &workspace)?;
+            if args.now {
+                commands::simulate::now(
+                    &file,
+                    args.request.as_deref(),
+                    &config.compaction,
+                    &workspace,
+                    &mut io::stdout().lock(),
+                    &mut io::stderr().lock(),
+                )?;
+            } else {
+                commands::simulate::run(&args, &file, &config.compaction, &mut io::stdout().lock())?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         None => {

@@ -228,22 +228,48 @@ fn an_error_is_one_plain_line() {
     assert!(!stderr.contains("Location") && !stderr.contains('\u{1b}'), "{stderr}");
 }
 
-/// `compact --dry-run` prints the receipts `compact` would produce and writes nothing.
+/// `simulate --now` prints the receipts `compact` would produce and writes nothing;
+/// `compact --dry-run`, its old name, prints the same and says it is the old name.
 #[test]
-fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
+fn simulate_now_prints_the_same_receipts_as_compact_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let preview = scratchpad(
-        &[&["compact", "--input", FIXTURE, "--dry-run"], SMALL].concat(),
-        dir.path(),
-    );
+    let preview = scratchpad(&[&["simulate", FIXTURE, "--now"], SMALL].concat(), dir.path());
     assert!(preview.status.success(), "{}", String::from_utf8_lossy(&preview.stderr));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was written");
-    let previewed: Vec<StageEvent> = String::from_utf8(preview.stdout)
+    let previewed: Vec<StageEvent> = String::from_utf8(preview.stdout.clone())
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(!previewed.is_empty());
+    let old_name = scratchpad(
+        &[&["compact", "--input", FIXTURE, "--dry-run"], SMALL].concat(),
+        dir.path(),
+    );
+    assert!(old_name.status.success());
+    let receipts = |stdout: &[u8]| -> Vec<(String, Vec<usize>)> {
+        String::from_utf8_lossy(stdout)
+            .lines()
+            .map(|line| serde_json::from_str::<StageEvent>(line).unwrap())
+            .map(|event| {
+                (
+                    event.stage.to_string(),
+                    event.items.iter().map(|item| item.position).collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        receipts(&old_name.stdout),
+        receipts(&preview.stdout),
+        "the same receipts"
+    );
+    let said = String::from_utf8_lossy(&old_name.stderr);
+    assert!(
+        said.starts_with("note: `compact --dry-run` is now `simulate --now`"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was written");
     let real = scratchpad(
         &[&["compact", "--input", FIXTURE, "--summary-stub"], SMALL].concat(),
         dir.path(),
@@ -269,7 +295,7 @@ fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
         r#"[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]"#,
     )
     .unwrap();
-    let quiet = scratchpad(&["compact", "--input", "small.json", "--dry-run"], dir.path());
+    let quiet = scratchpad(&["simulate", "small.json", "--now"], dir.path());
     assert!(quiet.status.success());
     assert!(quiet.stdout.is_empty());
     let said = String::from_utf8_lossy(&quiet.stderr);
@@ -277,10 +303,11 @@ fn compact_dry_run_prints_the_same_receipts_and_writes_nothing() {
     assert!(said.contains("of 50.0k chars"), "{said}");
 }
 
-/// `compact` without `--input` reads the workspace's newest session; with none there,
-/// it says in one line what to pass instead of printing a usage error.
+/// `compact` without `--input`, and `simulate` without a file, read the workspace's
+/// newest session; with none there, they say in one line what to pass instead of
+/// printing a usage error.
 #[test]
-fn compact_without_input_reads_the_newest_session_or_says_what_to_pass() {
+fn without_a_history_given_the_newest_session_is_read_or_what_to_pass_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     common::settle_config(dir.path());
@@ -296,21 +323,23 @@ fn compact_without_input_reads_the_newest_session_or_says_what_to_pass() {
             .output()
             .unwrap()
     };
-    let none = run(&["compact", "--dry-run"]);
-    assert!(!none.status.success());
-    let said = String::from_utf8_lossy(&none.stderr);
-    assert!(
-        said.contains("no --input given") && said.contains("--input FILE"),
-        "{said}"
-    );
-    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    for command in [&["compact", "--summary-stub"][..], &["simulate", "--now"]] {
+        let none = run(command);
+        assert!(!none.status.success());
+        let said = String::from_utf8_lossy(&none.stderr);
+        assert!(
+            said.contains("no history given") && said.contains("`simulate FILE`"),
+            "{said}"
+        );
+        assert_eq!(said.trim().lines().count(), 1, "{said}");
+    }
     std::fs::write(dir.path().join("notes.md"), "# Notes\n".repeat(400)).unwrap();
     assert!(
         run(&["--provider", "demo", "-p", "survey this workspace"])
             .status
             .success()
     );
-    let dry = run(&["--limit", "5000", "compact", "--dry-run"]);
+    let dry = run(&["--limit", "5000", "simulate", "--now"]);
     assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
     let first: serde_json::Value = serde_json::from_slice(dry.stdout.split(|&b| b == b'\n').next().unwrap())
         .expect("a receipt of the newest session's history");

@@ -1,11 +1,10 @@
-//! `scratchpad compact`: run `prepare` once on a recorded history, so a policy can be
-//! dry-run without a model. The result goes to stdout as JSON, the stage events to
-//! stderr as JSON lines.
+//! `scratchpad compact`: run `prepare` once on a recorded history. The result goes to
+//! stdout as JSON, the stage events to stderr as JSON lines. What it would do, writing
+//! nothing, is `simulate --now`.
 
 use std::io::Write;
 use std::path::Path;
 
-use crate::compact::preview::{Preview, preview};
 use crate::compact::{CompactConfig, Prepared, StageEvent, Summariser, prepare};
 use crate::message::Message;
 use crate::store::Store;
@@ -94,46 +93,8 @@ pub fn run(
     Ok(prepared)
 }
 
-/// `compact --dry-run`: the receipts of what `run` would do, one JSON line each on
-/// `stdout`; nothing is written and no model is asked.
-pub fn dry_run(
-    job: &CompactJob<'_>,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> Result<Vec<StageEvent>, CommandError> {
-    let CompactJob {
-        input,
-        request,
-        config,
-        workspace,
-        ..
-    } = *job;
-    config.validate().map_err(CommandError::Config)?;
-    let messages = read_messages_now(input)?;
-    let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
-    let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
-    let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, stdout);
-    for event in &events {
-        write_event(&mut out, event)?;
-    }
-    out.flush()?;
-    // Nothing on stdout is an answer too: said on stderr, where it cannot be taken
-    // for a receipt.
-    if events.is_empty() {
-        writeln!(
-            stderr,
-            "no stage would fire: {} of {} chars, {} of {} messages",
-            crate::compact::short_count(crate::compact::estimate_chars(&messages)),
-            crate::compact::short_count(config.context_char_limit),
-            messages.len(),
-            config.snip_max_messages
-        )?;
-    }
-    Ok(events)
-}
-
 /// `event` as one JSON line.
-fn write_event(out: &mut impl Write, event: &StageEvent) -> std::io::Result<()> {
+pub(super) fn write_event(out: &mut impl Write, event: &StageEvent) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, event)?;
     writeln!(out)
 }

@@ -29,8 +29,8 @@ pub enum CommandError {
     #[error("{0} holds no messages: give a JSON array of messages, a transcript or a session journal")]
     Empty(String),
     #[error(
-        "no --input given, and {0} has no session to read: pass --input FILE (a JSON array of messages, \
-         a transcript or a session journal)"
+        "no history given, and {0} has no session to read: give one (`compact --input FILE`, \
+         `simulate FILE`): a JSON array of messages, a transcript or a session journal"
     )]
     NoInput(String),
     #[error("invalid compaction settings: {0}")]

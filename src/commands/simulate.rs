@@ -1,17 +1,22 @@
-//! `scratchpad simulate FILE`: replay a recorded conversation message by message
-//! through `prepare` (before each model call, i.e. after each user message) and report
-//! the estimate and the stages that fired at every step, as a table, JSON lines, or an
-//! SVG timeline. Files the pipeline writes go to a temporary folder, not the workspace.
+//! `scratchpad simulate [FILE]`: the dry run of a compaction policy, writing nothing
+//! and asking no model. By default it replays a recorded conversation message by
+//! message through `prepare` (before each model call, i.e. after each user message)
+//! and reports the estimate and the stages that fired at every step, as a table, JSON
+//! lines, or an SVG timeline; what the pipeline writes stays in memory. With `--now` it
+//! runs the pipeline once on the history as it stands and prints the receipts
+//! (`compact --dry-run` is this, under its old name).
 
 use std::io::Write;
+use std::path::Path;
 
 use serde::Serialize;
 
 use super::input::{CommandError, FromJournal, read_messages};
 use crate::cli::SimulateArgs;
 use crate::compact::markers::{MessageKind, classify};
+use crate::compact::preview::{Preview, preview};
 use crate::compact::{Archive, MemoryArchive};
-use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, prepare, short_count};
+use crate::compact::{CompactConfig, ExtractiveSummariser, Stage, StageEvent, prepare, short_count};
 use crate::message::{Message, Role};
 use crate::protocol::CallPoint;
 
@@ -98,9 +103,49 @@ pub fn table(steps: &[SimStep], config: &CompactConfig) -> String {
     out
 }
 
-pub fn run(args: &SimulateArgs, config: &CompactConfig, out: &mut dyn Write) -> Result<Vec<SimStep>, CommandError> {
+/// `simulate --now`: the receipts of what compaction would do to the history in
+/// `input` as it stands (a journal's as resuming it would give), one JSON line each on
+/// `stdout`; nothing is written and no model is asked. Nothing to do is said on
+/// `stderr`, where it cannot be taken for a receipt.
+pub fn now(
+    input: &Path,
+    request: Option<&str>,
+    config: &CompactConfig,
+    workspace: &Path,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<Vec<StageEvent>, CommandError> {
     config.validate().map_err(CommandError::Config)?;
-    let recorded = read_messages(&args.file, FromJournal::EveryMessage)?;
+    let messages = read_messages(input, FromJournal::History)?;
+    let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
+    let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
+    let mut out = std::io::BufWriter::new(stdout);
+    for event in &events {
+        super::compact::write_event(&mut out, event)?;
+    }
+    out.flush()?;
+    if events.is_empty() {
+        writeln!(
+            stderr,
+            "no stage would fire: {} of {} chars, {} of {} messages",
+            short_count(crate::compact::estimate_chars(&messages)),
+            short_count(config.context_char_limit),
+            messages.len(),
+            config.snip_max_messages
+        )?;
+    }
+    Ok(events)
+}
+
+/// The replay of the recording in `file`: its steps, printed as `args` asks.
+pub fn run(
+    args: &SimulateArgs,
+    file: &Path,
+    config: &CompactConfig,
+    out: &mut dyn Write,
+) -> Result<Vec<SimStep>, CommandError> {
+    config.validate().map_err(CommandError::Config)?;
+    let recorded = read_messages(file, FromJournal::EveryMessage)?;
     // Kept in memory: a simulation writes nothing.
     let store = MemoryArchive::new();
     let steps = simulate(&recorded, config, &store);
