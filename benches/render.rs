@@ -1,6 +1,6 @@
 //! Rendering cost: one frame of the whole screen with a 10,000-message chat (warm
 //! cache: only visible lines are copied), and keystroke-to-frame while a stream is
-//! arriving (a text delta and a key, then a frame), and the transcript browser over
+//! arriving (a text delta and a key, then a frame), and the archive browser over
 //! 120,000 files.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -88,7 +88,7 @@ fn bench_render(c: &mut Criterion) {
     });
 }
 
-/// The transcript browser over 120,000 files: a key press and the frame after it
+/// The archive browser over 120,000 files: a key press and the frame after it
 /// (only the rows that fit are built).
 fn bench_browser(c: &mut Criterion) {
     use scratchpad::tui::browser::{Browser, FileEntry};

@@ -1,6 +1,6 @@
 //! The real binary in a real pseudo-terminal: type a request to the offline demo
 //! model, cancel it with one Ctrl+C, queue a request during the next turn, wait for a
-//! compaction marker on screen, open the transcript browser, quit,
+//! compaction marker on screen, open the archive browser, quit,
 //! and check the terminal was restored and the paths were hyperlinks.
 
 use std::io::{Read, Write};

@@ -465,7 +465,7 @@ fn browser_list_and_viewer_with_search() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     insta::assert_snapshot!("browser_list_120x40", draw(&mut s.app, 120, 40).backend());
-    assert_readable_in_both_themes(&mut s.app, 120, 40, "the transcript browser");
+    assert_readable_in_both_themes(&mut s.app, 120, 40, "the archive browser");
     insta::assert_snapshot!("browser_list_80x24", draw(&mut s.app, 80, 24).backend());
     insta::assert_snapshot!("browser_list_60x15", draw(&mut s.app, 60, 15).backend());
     s.app.handle_key(key(KeyCode::Enter));
@@ -2385,13 +2385,7 @@ fn slash_command_cases() -> Vec<KeyCase> {
             vec![Op::Inspect],
             Shown::Context,
         ),
-        (
-            "/transcripts",
-            Setup::Idle,
-            typed("/transcripts"),
-            vec![],
-            Shown::Browser,
-        ),
+        ("/archive", Setup::Idle, typed("/archive"), vec![], Shown::Browser),
         ("/help", Setup::Idle, typed("/help"), vec![], Shown::Help),
         ("/quit", Setup::Idle, typed("/quit"), vec![Op::Quit], Shown::Quitting),
         (

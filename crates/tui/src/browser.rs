@@ -1,4 +1,4 @@
-//! The transcript browser: `.transcripts/` and `.task_outputs/tool-results/` newest
+//! The archive browser: `.transcripts/` and `.task_outputs/tool-results/` newest
 //! first, and a viewer that renders a transcript's messages (roles, tool calls,
 //! results) rather than raw JSON, with search (`/`, `n`, `N`) and jump back (`b`).
 
@@ -552,7 +552,7 @@ impl crate::view::OverlayView for Browser {
     }
 
     fn name(&self) -> &'static str {
-        "the transcript browser"
+        "the archive browser"
     }
 
     fn draw(&mut self, frame: &mut Frame<'_>, area: Rect, _shown: &crate::view::Shown<'_>) {

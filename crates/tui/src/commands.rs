@@ -27,8 +27,8 @@ pub enum SlashCommand {
     Restore,
     #[strum(to_string = "/drop")]
     Drop,
-    #[strum(to_string = "/transcripts")]
-    Transcripts,
+    #[strum(to_string = "/archive", serialize = "/transcripts")]
+    Archive,
     #[strum(to_string = "/clear")]
     Clear,
     #[strum(to_string = "/resume")]
@@ -92,7 +92,7 @@ impl SlashCommand {
             SlashCommand::Drop => "move a tool result to the archive now, with a receipt, in /context",
             SlashCommand::Label => "name this session (l in /tree names any point of it)",
             SlashCommand::Context => "what the context holds, and the timeline",
-            SlashCommand::Transcripts => "browse archived transcripts and saved outputs",
+            SlashCommand::Archive => "browse the archive: transcripts and saved outputs (also /transcripts)",
             SlashCommand::Clear => "start a new conversation (and session); forgets approvals",
             SlashCommand::Resume => "pick a session of this workspace to continue instead",
             SlashCommand::Tree => {
@@ -119,7 +119,7 @@ impl SlashCommand {
             SlashCommand::Pin => Action::Pin,
             SlashCommand::Restore => Action::Restore,
             SlashCommand::Drop => Action::Drop,
-            SlashCommand::Transcripts => Action::OpenBrowser,
+            SlashCommand::Archive => Action::OpenBrowser,
             SlashCommand::Label => Action::Label,
             SlashCommand::Help => Action::Help,
             _ => return None,
@@ -172,6 +172,11 @@ mod tests {
             Some(Ok((SlashCommand::Compact, "keep the parser notes")))
         );
         assert_eq!(SlashCommand::parse("/exit"), Some(Ok((SlashCommand::Quit, ""))));
+        assert_eq!(
+            SlashCommand::parse("/transcripts"),
+            Some(Ok((SlashCommand::Archive, ""))),
+            "the archive's old name"
+        );
         assert_eq!(SlashCommand::parse("/foo bar"), Some(Err("foo")));
         assert_eq!(SlashCommand::parse("plain text"), None);
     }

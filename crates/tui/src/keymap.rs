@@ -17,7 +17,7 @@ pub enum View {
     Chat,
     /// The tool-call pane has the focus.
     Tools,
-    /// The transcript browser's list.
+    /// The archive browser's list.
     Browser,
     /// A file open in the viewer.
     Viewer,
@@ -263,7 +263,7 @@ pub const SCREEN: &[Row] = &[
     row("click on a link", "open that file in the browser", &[]),
     row(
         "Ctrl+T",
-        "transcript browser",
+        "the archive browser (/archive)",
         &[(V::Screen, ctrl('t'), A::OpenBrowser)],
     ),
     row("Ctrl+X", "the /context view", &[(V::Screen, ctrl('x'), A::OpenContext)]),
@@ -316,7 +316,7 @@ impl View {
             View::Screen => "anywhere",
             View::Chat => "in the chat",
             View::Tools => "in tool calls",
-            View::Browser => "in /transcripts",
+            View::Browser => "in /archive",
             View::Viewer => "in the viewer",
             View::Context => "in /context",
             View::Permission => "in a permission question",

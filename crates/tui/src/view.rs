@@ -1,4 +1,4 @@
-//! The one shape every view over the chat has (the help, the transcript browser,
+//! The one shape every view over the chat has (the help, the archive browser,
 //! `/context`, the session picker, the session tree), [`OverlayView`]: it draws itself, takes the keys
 //! while it is open and says what the app is to do with one as an [`Effect`], and
 //! says whether typed letters are its own text. A view never reaches another view or

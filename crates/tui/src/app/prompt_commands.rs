@@ -90,7 +90,7 @@ impl App {
             },
             SlashCommand::Context => self.open_context(),
             SlashCommand::Summary => self.send(Op::ReviewReady),
-            SlashCommand::Transcripts => {
+            SlashCommand::Archive => {
                 self.under = None;
                 self.browse(Browser::new());
             }

@@ -6,7 +6,7 @@ use super::*;
 /// The keys of each view.
 pub const VIEWS: &[(&str, &[Row])] = &[
     (
-        "In the transcript browser",
+        "In the archive browser (/archive)",
         &[
             row(
                 "Up / Down, j / k",
