@@ -945,11 +945,8 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
     s.app.handle_key(key(KeyCode::Char('p')));
     assert!(s._ops.try_recv().is_err(), "nothing sent");
     let told = s.app.toast.as_ref().map(|t| t.text.clone()).unwrap_or_default();
-    assert!(
-        told.starts_with("r, p and d act on tool results, and this is"),
-        "{told}"
-    );
-    assert!(listed(&mut s).contains("r, p and d act on tool results"));
+    assert!(told.starts_with("this acts on tool results, and this is"), "{told}");
+    assert!(listed(&mut s).contains("this acts on tool results"));
 }
 
 #[test]
@@ -3469,10 +3466,10 @@ fn a_context_toast_goes_with_the_view() {
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Char('r')));
     let open = text_of(&draw(&mut s.app, 120, 40));
-    assert!(open.contains("r, p and d act on tool results"), "{open}");
+    assert!(open.contains("this acts on tool results"), "{open}");
     s.app.handle_key(key(KeyCode::Esc));
     let closed = text_of(&draw(&mut s.app, 120, 40));
-    assert!(!closed.contains("r, p and d act on tool results"), "{closed}");
+    assert!(!closed.contains("this acts on tool results"), "{closed}");
 }
 
 /// A receipt item's saved path that does not fit after its description gets a line

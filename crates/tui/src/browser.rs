@@ -295,6 +295,29 @@ impl Viewer {
         self.scroll = (self.scroll as isize + delta).clamp(0, max) as usize;
     }
 
+    /// What the viewer offers now: the next and previous match once there is a
+    /// search, the jump back once there is somewhere to go back to.
+    pub fn offers(&self) -> Vec<crate::keymap::Offer> {
+        use crate::keymap::{Action, Offer};
+        let searched = if self.query.is_empty() {
+            Err("search first (/)".to_string())
+        } else {
+            Ok(())
+        };
+        let back = match self.back {
+            Some(_) => Ok(()),
+            None => Err("nowhere to jump back to yet".to_string()),
+        };
+        vec![
+            Offer::ready(Action::Previous, "scroll"),
+            Offer::ready(Action::Search, "search"),
+            Offer::when(Action::NextMatch, "next", searched.clone()),
+            Offer::when(Action::PreviousMatch, "previous", searched),
+            Offer::when(Action::JumpBack, "jump back", back),
+            Offer::ready(Action::Close, "back"),
+        ]
+    }
+
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
         frame.render_widget(Clear, area);
         let block = Block::default()
@@ -329,19 +352,20 @@ impl Viewer {
         }
         visible.truncate(height);
         frame.render_widget(Paragraph::new(visible), body);
+        let soft = Style::default().fg(theme::palette().soft);
         let footer = match &self.typing {
-            Some(typing) => format!("/{typing}▏"),
-            None if !self.query.is_empty() => format!(
-                "“{}” · {} · n next · N previous · b jump back · Esc back",
-                self.query,
-                self.match_status().unwrap_or_default()
-            ),
-            None => "↑↓ PgUp PgDn scroll · / search · b jump back · Esc back".to_string(),
+            Some(typing) => Line::styled(format!("/{typing}▏"), soft),
+            None => {
+                let mut spans = Vec::new();
+                if !self.query.is_empty() {
+                    let status = self.match_status().unwrap_or_default();
+                    spans.push(Span::styled(format!("“{}” · {status} · ", self.query), soft));
+                }
+                spans.extend(crate::keymap::footer(crate::keymap::View::Viewer, &self.offers()).spans);
+                Line::from(spans)
+            }
         };
-        frame.render_widget(
-            Paragraph::new(Span::styled(footer, Style::default().fg(theme::palette().soft))),
-            foot,
-        );
+        frame.render_widget(Paragraph::new(footer), foot);
     }
 }
 
@@ -447,6 +471,32 @@ impl Browser {
         BrowserAction::Stay
     }
 
+    /// What the list offers now: opening only when there is a file to open.
+    pub fn offers(&self) -> Vec<crate::keymap::Offer> {
+        use crate::keymap::{Action, Offer};
+        let any = if self.entries.is_empty() {
+            Err("the archive is empty".to_string())
+        } else {
+            Ok(())
+        };
+        vec![
+            Offer::ready(Action::Previous, "select"),
+            Offer::when(Action::Open(0), "opens", any),
+            Offer::ready(Action::Close, "closes"),
+        ]
+    }
+
+    /// ` transcripts and saved outputs (N) · Enter opens · … `.
+    fn title(&self) -> Line<'static> {
+        let mut spans = vec![Span::raw(format!(
+            " transcripts and saved outputs ({}) · ",
+            self.entries.len()
+        ))];
+        spans.extend(crate::keymap::footer(crate::keymap::View::Browser, &self.offers()).spans);
+        spans.push(Span::raw(" "));
+        Line::from(spans)
+    }
+
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
         self.hyperlinks.clear();
         if let Some(viewer) = &mut self.viewer {
@@ -457,10 +507,7 @@ impl Browser {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(Style::default().fg(theme::palette().link))
-            .title(format!(
-                " transcripts and saved outputs ({}) · Enter opens · Esc closes ",
-                self.entries.len()
-            ));
+            .title(self.title());
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if self.entries.is_empty() {
@@ -543,6 +590,13 @@ impl Browser {
 }
 
 impl crate::view::OverlayView for Browser {
+    fn offers(&self, _shown: &crate::view::Shown<'_>) -> Vec<crate::keymap::Offer> {
+        match &self.viewer {
+            Some(viewer) => viewer.offers(),
+            None => Browser::offers(self),
+        }
+    }
+
     fn keys(&self) -> crate::keymap::View {
         if self.viewer.is_some() {
             crate::keymap::View::Viewer

@@ -176,28 +176,14 @@ impl ContextView {
                 ContextAction::Stay
             }
             Some(action @ (Action::Restore | Action::Pin | Action::Drop)) => {
-                let Some(item) = selected else {
-                    return ContextAction::Tell(format!(
-                        "nothing selected: the list of {} is empty",
-                        self.list.label()
-                    ));
-                };
-                let Some(id) = item.tool_use_id.clone() else {
-                    return ContextAction::Tell(format!(
-                        "r, p and d act on tool results, and this is {}; f lists the tool results",
-                        item.category.label()
-                    ));
-                };
-                match action {
-                    Action::Restore if item.category == Category::ToolResult => {
-                        ContextAction::Tell("this tool result is whole already: nothing to put back".into())
-                    }
-                    Action::Restore => ContextAction::Restore(id),
-                    Action::Pin => ContextAction::Pin {
-                        tool_use_id: id,
-                        pinned: !item.pinned,
+                match (self.tool_result_target(action, breakdown), action) {
+                    (Err(why), _) => ContextAction::Tell(why),
+                    (Ok((id, _)), Action::Restore) => ContextAction::Restore(id),
+                    (Ok((tool_use_id, pinned)), Action::Pin) => ContextAction::Pin {
+                        tool_use_id,
+                        pinned: !pinned,
                     },
-                    _ => ContextAction::Drop(id),
+                    (Ok((id, _)), _) => ContextAction::Drop(id),
                 }
             }
             Some(Action::Next) => {
@@ -227,6 +213,47 @@ impl ContextView {
         }
     }
 
+    /// The selected item `action` (restore, pin or drop) would act on: its tool
+    /// result's id and whether it is pinned, or why there is none.
+    fn tool_result_target(
+        &self,
+        action: Action,
+        breakdown: Option<&ContextBreakdown>,
+    ) -> Result<(String, bool), String> {
+        let items = breakdown.map(|b| self.list.items(b)).unwrap_or_default();
+        let Some(item) = items.get(self.selected) else {
+            return Err(format!("nothing selected: the list of {} is empty", self.list.label()));
+        };
+        let Some(id) = item.tool_use_id.clone() else {
+            let lists = keymap::key_in(View::Context, Action::NextList).unwrap_or_default();
+            return Err(format!(
+                "this acts on tool results, and this is {}; {lists} lists the tool results",
+                item.category.label()
+            ));
+        };
+        if action == Action::Restore && item.category == Category::ToolResult {
+            return Err("this tool result is whole already: nothing to put back".into());
+        }
+        Ok((id, item.pinned))
+    }
+
+    /// What the view offers now, for its title: restore, pin and drop only on a tool
+    /// result they can act on.
+    pub fn offers(&self, breakdown: Option<&ContextBreakdown>) -> Vec<keymap::Offer> {
+        use keymap::Offer;
+        let on = |action| self.tool_result_target(action, breakdown).map(|_| ());
+        vec![
+            Offer::ready(Action::Previous, "select"),
+            Offer::ready(Action::Open(0), "opens"),
+            Offer::ready(Action::NextList, "lists"),
+            Offer::when(Action::Restore, "restores", on(Action::Restore)),
+            Offer::when(Action::Pin, "pins", on(Action::Pin)),
+            Offer::when(Action::Drop, "drops", on(Action::Drop)),
+            Offer::ready(Action::CountTokens, "counts tokens"),
+            Offer::ready(Action::Close, "closes"),
+        ]
+    }
+
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, shown: ContextShown<'_>) {
         let ContextShown {
             breakdown,
@@ -250,7 +277,7 @@ impl ContextView {
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(Style::default().fg(theme::palette().link))
-            .title(" context · ↑↓ select · Enter opens · f lists · r restores · p pins · d drops · t counts tokens · Esc closes ")
+            .title(self.title(shown.breakdown))
             .title_bottom(Line::from(tokens_line).right_aligned());
         let chars_per_token = tokens.map(|figure| figure.chars_per_token);
         let inner = block.inner(area);
@@ -539,7 +566,21 @@ fn compaction_lines(
     lines
 }
 
+impl ContextView {
+    /// ` context · ↑↓ select · … `: its name and what it offers now.
+    fn title(&self, breakdown: Option<&ContextBreakdown>) -> Line<'static> {
+        let mut spans = vec![Span::raw(" context · ")];
+        spans.extend(keymap::footer(View::Context, &self.offers(breakdown)).spans);
+        spans.push(Span::raw(" "));
+        Line::from(spans)
+    }
+}
+
 impl crate::view::OverlayView for ContextView {
+    fn offers(&self, shown: &crate::view::Shown<'_>) -> Vec<keymap::Offer> {
+        ContextView::offers(self, shown.state.breakdown.as_ref())
+    }
+
     fn keys(&self) -> crate::keymap::View {
         crate::keymap::View::Context
     }

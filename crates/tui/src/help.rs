@@ -123,6 +123,26 @@ fn help_lines(width: usize, from: Option<View>) -> Vec<Line<'static>> {
     lines
 }
 
+/// What the help offers: it scrolls and closes, always.
+fn offers() -> Vec<keymap::Offer> {
+    use keymap::Offer;
+    vec![
+        Offer::ready(Action::Previous, "scroll"),
+        Offer::ready(Action::PageDown, "a page"),
+        Offer::ready(Action::Top, "top"),
+        Offer::ready(Action::Bottom, "bottom"),
+        Offer::ready(Action::Close, "closes"),
+    ]
+}
+
+/// ` help · ↑↓ scroll · … `: its name and its keys.
+fn title() -> Line<'static> {
+    let mut spans = vec![Span::raw(" help · ")];
+    spans.extend(keymap::footer(View::Help, &offers()).spans);
+    spans.push(Span::raw(" "));
+    Line::from(spans)
+}
+
 /// Draw the help scrolled as `view` says, kept so the last line is at the bottom of
 /// the box at most, never above a blank page.
 pub fn render(frame: &mut Frame<'_>, area: Rect, view: &mut HelpView) {
@@ -136,16 +156,18 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, view: &mut HelpView) {
     view.page = visible;
     view.offset = view.offset.min(count.saturating_sub(visible));
     frame.render_widget(
-        Paragraph::new(lines).scroll((view.offset, 0)).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" help · ↑↓ PgUp PgDn Home End scroll · Esc closes "),
-        ),
+        Paragraph::new(lines)
+            .scroll((view.offset, 0))
+            .block(Block::default().borders(Borders::ALL).title(title())),
         popup,
     );
 }
 
 impl crate::view::OverlayView for HelpView {
+    fn offers(&self, _shown: &crate::view::Shown<'_>) -> Vec<crate::keymap::Offer> {
+        offers()
+    }
+
     fn name(&self) -> &'static str {
         "the help"
     }

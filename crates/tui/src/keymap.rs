@@ -328,6 +328,103 @@ impl View {
     }
 }
 
+/// An action a view offers now, for its footer: the action (its key comes from the
+/// table above), a short word for it, and whether it can run now (or why not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offer {
+    pub action: Action,
+    pub label: &'static str,
+    pub now: Result<(), String>,
+}
+
+impl Offer {
+    /// An action that can run now.
+    pub fn ready(action: Action, label: &'static str) -> Offer {
+        Offer {
+            action,
+            label,
+            now: Ok(()),
+        }
+    }
+
+    /// An action that can run only when `now` is `Ok`.
+    pub fn when(action: Action, label: &'static str, now: Result<(), String>) -> Offer {
+        Offer { action, label, now }
+    }
+}
+
+/// How a footer names a key: `r`, `Enter`, `Ctrl+T`, `↑`.
+fn key_name(key: Key) -> String {
+    let name = match key.code {
+        KeyCode::Char(' ') => "Space".to_string(),
+        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => c.to_ascii_uppercase().to_string(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Enter => "Enter".into(),
+        KeyCode::Esc => "Esc".into(),
+        KeyCode::Tab => "Tab".into(),
+        KeyCode::Up => "↑".into(),
+        KeyCode::Down => "↓".into(),
+        KeyCode::Left => "←".into(),
+        KeyCode::Right => "→".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        KeyCode::PageDown => "PgDn".into(),
+        KeyCode::Home => "Home".into(),
+        KeyCode::End => "End".into(),
+        KeyCode::F(n) => format!("F{n}"),
+        other => format!("{other:?}"),
+    };
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        format!("Ctrl+{name}")
+    } else {
+        name
+    }
+}
+
+/// The key of `action` in `view` as a footer shows it: its first binding there, with
+/// Up and Down together as `↑↓`.
+pub fn key_in(view: View, action: Action) -> Option<String> {
+    let bound = |wanted: Action| {
+        SCREEN
+            .iter()
+            .chain(VIEWS.iter().flat_map(|(_, rows)| rows.iter()))
+            .flat_map(|row| row.bindings.iter())
+            .find(|&&(at, _, bound)| at == view && bound == wanted)
+            .map(|&(_, key, _)| key)
+    };
+    let key = bound(action)?;
+    if action == Action::Previous && bound(Action::Next).is_some_and(|next| next.code == KeyCode::Down) {
+        return Some("↑↓".into());
+    }
+    Some(key_name(key))
+}
+
+/// A view's footer: each offer's key and word, those that cannot run now dimmed (the
+/// key says why when pressed). An offer with no key in `view` is left out.
+pub fn footer(view: View, offers: &[Offer]) -> ratatui::text::Line<'static> {
+    use ratatui::style::Style;
+    use ratatui::text::Span;
+    let palette = crate::theme::palette();
+    let mut spans = Vec::new();
+    for offer in offers {
+        let Some(key) = key_in(view, offer.action) else {
+            continue;
+        };
+        if !spans.is_empty() {
+            spans.push(Span::styled(" · ", Style::default().fg(palette.muted)));
+        }
+        let (key_colour, label_colour) = match offer.now {
+            Ok(()) => (palette.attention, palette.soft),
+            Err(_) => (palette.muted, palette.muted),
+        };
+        spans.push(Span::styled(key, Style::default().fg(key_colour)));
+        spans.push(Span::styled(
+            format!(" {}", offer.label),
+            Style::default().fg(label_colour),
+        ));
+    }
+    ratatui::text::Line::from(spans)
+}
+
 /// What `event` does in `view`, if anything.
 pub fn action(view: View, event: &KeyEvent) -> Option<Action> {
     SCREEN
@@ -365,6 +462,25 @@ mod tests {
             action(View::Prompt, &press(KeyCode::Enter, KeyModifiers::ALT)),
             Some(Action::NewLine)
         );
+    }
+
+    /// A footer names each key as the table binds it in that view, and leaves out an
+    /// action with no key there.
+    #[test]
+    fn a_footer_shows_the_keys_the_table_binds() {
+        let offers = [
+            Offer::ready(Action::Previous, "select"),
+            Offer::ready(Action::Restore, "restores"),
+            Offer::when(Action::Pin, "pins", Err("not a tool result".into())),
+            Offer::ready(Action::Close, "closes"),
+            Offer::ready(Action::SummariseUpTo, "nowhere here"),
+        ];
+        assert_eq!(
+            footer(View::Context, &offers).to_string(),
+            "↑↓ select · r restores · p pins · Esc closes"
+        );
+        assert_eq!(key_in(View::Screen, Action::OpenBrowser).as_deref(), Some("Ctrl+T"));
+        assert_eq!(key_in(View::Tree, Action::Fold).as_deref(), Some("Space"));
     }
 
     /// No key means two things in one view.

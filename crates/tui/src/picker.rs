@@ -76,6 +76,21 @@ impl Picker {
         PickerAction::Stay
     }
 
+    /// What the picker offers now: continuing a session only when one is shown.
+    pub fn offers(&self) -> Vec<crate::keymap::Offer> {
+        use crate::keymap::{Action, Offer};
+        let any = if self.shown().is_empty() {
+            Err("no session matches the filter".to_string())
+        } else {
+            Ok(())
+        };
+        vec![
+            Offer::ready(Action::Previous, "select"),
+            Offer::when(Action::Open(0), "continue", any),
+            Offer::ready(Action::Close, "close"),
+        ]
+    }
+
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
         frame.render_widget(Clear, area);
         let palette = theme::palette();
@@ -110,13 +125,9 @@ impl Picker {
         if let (Some(area), Some(session)) = (preview, shown.get(self.selected)) {
             render_preview(frame, area, session);
         }
-        frame.render_widget(
-            Paragraph::new(Span::styled(
-                "type to filter · ↑↓ select · Enter open · Esc close",
-                Style::default().fg(palette.soft),
-            )),
-            foot,
-        );
+        let mut footer = vec![Span::styled("type to filter · ", Style::default().fg(palette.soft))];
+        footer.extend(crate::keymap::footer(crate::keymap::View::Picker, &self.offers()).spans);
+        frame.render_widget(Paragraph::new(Line::from(footer)), foot);
     }
 
     fn render_list(&self, frame: &mut Frame<'_>, area: Rect, shown: &[&SessionSummary]) {
@@ -261,6 +272,10 @@ fn one_line(text: &str, width: usize) -> String {
 }
 
 impl crate::view::OverlayView for Picker {
+    fn offers(&self, _shown: &crate::view::Shown<'_>) -> Vec<crate::keymap::Offer> {
+        Picker::offers(self)
+    }
+
     fn keys(&self) -> crate::keymap::View {
         crate::keymap::View::Picker
     }

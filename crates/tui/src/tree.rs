@@ -289,6 +289,26 @@ impl TreeView {
         }
     }
 
+    /// What the tree offers on the selected row: summarising only where a request of
+    /// the open session follows it (else why not).
+    pub fn offers(&self) -> Vec<keymap::Offer> {
+        use keymap::Offer;
+        let selected = self.rows().get(self.selected).cloned();
+        let summarise = match self.summarise_up_to(selected) {
+            TreeAction::SummariseUpTo { .. } => Ok(()),
+            TreeAction::Tell(why) => Err(why),
+            _ => Err("select a request or a compaction of this session".into()),
+        };
+        vec![
+            Offer::ready(Action::Previous, "select"),
+            Offer::ready(Action::Open(0), "fork before / open"),
+            Offer::when(Action::SummariseUpTo, "summarise before", summarise),
+            Offer::ready(Action::Fold, "fold"),
+            Offer::ready(Action::Label, "label"),
+            Offer::ready(Action::Close, "close"),
+        ]
+    }
+
     pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect) {
         frame.render_widget(Clear, area);
         let palette = theme::palette();
@@ -321,13 +341,13 @@ impl TreeView {
         }
         frame.render_widget(Paragraph::new(lines), body);
         let footer = match &self.labelling {
-            Some(label) => format!("label: {label}▏ · Enter keep · Esc cancel (empty removes it)"),
-            None => "↑↓ · Enter fork before / open · s summarise before · Space fold · l label · Esc close".into(),
+            Some(label) => Line::styled(
+                format!("label: {label}▏ · Enter keep · Esc cancel (empty removes it)"),
+                Style::default().fg(palette.soft),
+            ),
+            None => keymap::footer(View::Tree, &self.offers()),
         };
-        frame.render_widget(
-            Paragraph::new(Span::styled(footer, Style::default().fg(palette.soft))),
-            foot,
-        );
+        frame.render_widget(Paragraph::new(footer), foot);
     }
 
     fn line(&self, row: &Row, selected: bool, width: usize) -> Line<'static> {
@@ -430,6 +450,10 @@ fn forks_before(child: &Branch, node: &Node) -> bool {
 }
 
 impl crate::view::OverlayView for TreeView {
+    fn offers(&self, _shown: &crate::view::Shown<'_>) -> Vec<keymap::Offer> {
+        TreeView::offers(self)
+    }
+
     fn keys(&self) -> crate::keymap::View {
         crate::keymap::View::Tree
     }
