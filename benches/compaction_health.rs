@@ -29,7 +29,7 @@ struct Health {
 
 fn replay(messages: &[Message], request: &str, summariser: &mut dyn Summariser, health: &mut Health) {
     let config = CompactConfig {
-        context_char_limit: LIMIT,
+        context_char_limit: scratchpad::compact::Limit::chars(LIMIT),
         ..CompactConfig::default()
     };
     let archive = MemoryArchive::new();

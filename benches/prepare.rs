@@ -169,7 +169,7 @@ fn bench_prepare_idle(c: &mut Criterion) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp dir");
     let history = synthetic_history(10_000);
     let config = CompactConfig {
-        context_char_limit: estimate_chars(&history) * 2,
+        context_char_limit: scratchpad::compact::Limit::chars(estimate_chars(&history) * 2),
         snip_max_messages: 20_000,
         ..CompactConfig::default()
     };

@@ -73,7 +73,7 @@ fn every_limit() {
         for &(seed, rounds) in &SESSIONS {
             let session = planted::session(seed, rounds);
             let config = CompactConfig {
-                context_char_limit: limit,
+                context_char_limit: scratchpad::compact::Limit::chars(limit),
                 ..CompactConfig::default()
             };
             let measured = planted::measure(&session, &config, &mut planted::OneLine);

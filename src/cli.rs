@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::accounting::LimitChoice;
 use crate::config::{AUTO_LIMIT, Config, ProviderKind};
 
 #[derive(Debug, Parser)]
@@ -223,10 +222,10 @@ fn parse_limit(value: &str) -> Result<LimitArg, String> {
 impl ThresholdArgs {
     pub fn apply(&self, settings: &mut Config) {
         match self.limit {
-            Some(LimitArg::Auto) => settings.limit_choice = LimitChoice::Auto,
+            // Automatic from where the file's limit starts it.
+            Some(LimitArg::Auto) => settings.compaction.context_char_limit.auto = true,
             Some(LimitArg::Chars(chars)) => {
-                settings.limit_choice = LimitChoice::Configured;
-                settings.compaction.context_char_limit = chars;
+                settings.compaction.context_char_limit = crate::compact::Limit::chars(chars);
             }
             None => {}
         }
@@ -266,14 +265,14 @@ mod tests {
             .run
             .thresholds
             .apply(&mut config);
-        assert_eq!(config.limit_choice, LimitChoice::Auto);
+        assert_eq!(config.compaction.context_char_limit, crate::compact::Limit::auto());
         Cli::parse_from(["scratchpad", "--limit", "9000"])
             .run
             .thresholds
             .apply(&mut config);
         assert_eq!(
-            (config.limit_choice, config.compaction.context_char_limit),
-            (LimitChoice::Configured, 9_000)
+            config.compaction.context_char_limit,
+            crate::compact::Limit::chars(9_000)
         );
         let error = Cli::try_parse_from(["scratchpad", "--limit", "big"])
             .unwrap_err()

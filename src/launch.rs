@@ -70,7 +70,7 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
 /// window of the configured model (or `provider.context_window_tokens`) at the default
 /// characters per token, since no call has measured them. Returns how it was sized.
 pub fn resolve_offline_limit(config: &mut Config) -> Option<String> {
-    if config.limit_choice != LimitChoice::Auto {
+    if !config.compaction.context_char_limit.auto {
         return None;
     }
     let model = if config.provider.model.is_empty() {
@@ -90,8 +90,8 @@ pub fn resolve_offline_limit(config: &mut Config) -> Option<String> {
         ),
         fixed_tokens: None,
     };
-    let decision = crate::accounting::decide_limit(LimitChoice::Auto, config.compaction.context_char_limit, &fit);
-    config.compaction.context_char_limit = decision.chars;
+    let decision = crate::accounting::decide_limit(LimitChoice::Auto, config.compaction.context_char_limit.chars, &fit);
+    config.compaction.context_char_limit.chars = decision.chars;
     decision.note.message()
 }
 

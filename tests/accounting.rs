@@ -8,7 +8,7 @@ use common::{
     MockApi, Running, agent_settings, messages_of, python_dumps_len, start_agent, text_reply, until,
     without_cache_control,
 };
-use scratchpad::accounting::{Fit, LimitChoice, fixed_chars};
+use scratchpad::accounting::{Fit, fixed_chars};
 use scratchpad::agent::AskPolicy;
 use scratchpad::compact::{EstimateMode, Stage, estimate_chars};
 use scratchpad::protocol::{AgentEvent, CallPoint, ContextStatus, Op, TokenBasis, TokenFigure, Window, WindowSource};
@@ -192,7 +192,7 @@ async fn the_models_api_states_the_window_of_the_model_in_use() {
     let api = MockApi::start(vec![]).await;
     api.state_model_info(json!({"type": "model", "max_input_tokens": 1_000_000, "max_tokens": 128_000}));
     let mut settings = agent_settings(AskPolicy::Refuse);
-    settings.limit_choice = LimitChoice::Auto;
+    settings.compaction.context_char_limit.auto = true;
     let mut agent = start_agent(&api, settings).await;
     let (window, _) = session_started(&mut agent).await;
     assert_eq!(
@@ -220,7 +220,7 @@ async fn the_models_api_states_the_window_of_the_model_in_use() {
 async fn an_automatic_limit_is_the_share_of_the_found_window() {
     let api = MockApi::start_with_props(vec![], llama_props(32_768)).await;
     let mut settings = agent_settings(AskPolicy::Refuse);
-    settings.limit_choice = LimitChoice::Auto;
+    settings.compaction.context_char_limit.auto = true;
     let mut agent = start_agent(&api, settings).await;
     let (_, note) = session_started(&mut agent).await;
     let expected = fit(32_768).auto_chars();
@@ -317,7 +317,7 @@ async fn a_server_that_counts_predicts_every_call_at_its_own_count() {
     replies.push(text_reply("Done."));
     let api = MockApi::start_with_props(replies, llama_props(32_768)).await;
     let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 10_000;
+    settings.compaction.context_char_limit.chars = 10_000;
     let mut agent = start_agent(&api, settings).await;
     agent
         .ops

@@ -442,7 +442,7 @@ async fn review_summaries_shows_what_leaves_and_takes_an_edit() {
     let api = MockApi::start(vec![text_reply("first")]).await;
     let mut settings = agent_settings(AskPolicy::Ask);
     settings.compaction.review_summaries = true;
-    settings.compaction.context_char_limit = 2_000;
+    settings.compaction.context_char_limit.chars = 2_000;
     let mut agent = start_agent(&api, settings).await;
     agent
         .ops
@@ -505,7 +505,7 @@ async fn a_summary_rejected_in_review_leaves_the_history_as_it_was() {
     let api = MockApi::start(vec![text_reply("first")]).await;
     let mut settings = agent_settings(AskPolicy::Ask);
     settings.compaction.review_summaries = true;
-    settings.compaction.context_char_limit = 2_000;
+    settings.compaction.context_char_limit.chars = 2_000;
     let mut agent = start_agent(&api, settings).await;
     agent
         .ops
@@ -773,7 +773,7 @@ async fn after_the_loop_guard_stops_a_turn_the_next_request_runs() {
     replies.push(text_reply("A short answer."));
     let api = MockApi::start(replies).await;
     let mut settings = agent_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 4_000;
+    settings.compaction.context_char_limit.chars = 4_000;
     settings.compaction.background_at_percent = 0;
     let mut agent = start_agent(&api, settings).await;
     agent

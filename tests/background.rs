@@ -535,7 +535,7 @@ async fn race(mut acts: Vec<(Act, u64)>, summary_ms: Vec<u64>) -> usize {
         .collect();
     api.script_summaries(summaries);
     let mut settings = common::report_settings(AskPolicy::Approve);
-    settings.compaction.context_char_limit = 9_000;
+    settings.compaction.context_char_limit.chars = 9_000;
     let (mut agent, first) = common::start_agent_journaled(&api, settings);
     let sessions = first.parent().unwrap().to_path_buf();
     let mut outcome = Outcome::default();

@@ -172,7 +172,7 @@ fn a_second_prepare_changes_nothing_and_writes_nothing() {
     let store = Store::new(dir.path());
     let history: Vec<Message> = serde_json::from_str(&std::fs::read_to_string(FIXTURE).unwrap()).unwrap();
     let config = CompactConfig {
-        context_char_limit: 6_000,
+        context_char_limit: scratchpad::compact::Limit::chars(6_000),
         snip_max_messages: 20,
         tool_result_budget_chars: 5_000,
         persist_result_over_chars: 2_000,

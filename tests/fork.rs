@@ -105,7 +105,7 @@ impl<'a> Recorder<'a> {
 
 fn config() -> CompactConfig {
     let mut config = CompactConfig {
-        context_char_limit: 6_000,
+        context_char_limit: scratchpad::compact::Limit::chars(6_000),
         snip_max_messages: 14,
         ..CompactConfig::default()
     };

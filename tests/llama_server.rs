@@ -862,9 +862,9 @@ async fn six_turns_beside_background_summaries_complete_on_both_wires() {
         let wire = provider.kind();
         let mut settings = AgentSettings {
             max_tokens: 64,
-            limit_choice: scratchpad::accounting::LimitChoice::Auto,
             ..common::agent_settings(AskPolicy::Approve)
         };
+        settings.compaction.context_char_limit.auto = true;
         // From half the limit (about 9k chars here), while the newest five messages
         // still leave a swap room: the summary starts after the fourth turn or so.
         settings.compaction.background_at_percent = 50;

@@ -137,7 +137,7 @@ fn small_config() -> CompactConfig {
         persisted_preview_chars: 300,
         snip_max_messages: 20,
         snip_keep_head: 3,
-        context_char_limit: 12_000,
+        context_char_limit: scratchpad::compact::Limit::chars(12_000),
         micro_target_percent: 80,
         micro_keep_recent: 3,
         micro_min_chars: 120,
@@ -195,10 +195,10 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     prop_assert_eq!(prepared.estimate(), estimate_chars(out));
     // The limit holds after every prepare, whichever stages it took.
     prop_assert!(
-        prepared.estimate() <= config.context_char_limit,
+        prepared.estimate() <= config.context_char_limit.chars,
         "{} > limit {}",
         prepared.estimate(),
-        config.context_char_limit
+        config.context_char_limit.chars
     );
     for event in &prepared.events {
         prop_assert!(event.errors.is_empty(), "{:?}", event.errors);

@@ -54,7 +54,7 @@ fn same_replies(count: usize) -> Vec<common::Reply> {
 fn settings() -> scratchpad::agent::AgentSettings {
     let mut settings = agent_settings(AskPolicy::Approve);
     // Small enough that the stages fire within a few turns.
-    settings.compaction.context_char_limit = 3_000;
+    settings.compaction.context_char_limit.chars = 3_000;
     settings
 }
 

@@ -97,7 +97,7 @@ fn at_every_limit_where_stage_four_fires_the_index_keeps_nine_in_ten() {
             .filter_map(|&(seed, rounds)| {
                 let session = planted::session(seed, rounds);
                 let config = CompactConfig {
-                    context_char_limit: limit,
+                    context_char_limit: scratchpad::compact::Limit::chars(limit),
                     ..CompactConfig::default()
                 };
                 let measured = planted::measure(&session, &config, &mut planted::OneLine);

@@ -143,7 +143,7 @@ async fn every_answer_to_the_review_in_a_turn_ends_ready() {
         .await;
         let mut settings = agent_settings(AskPolicy::Ask);
         settings.compaction.review_summaries = true;
-        settings.compaction.context_char_limit = 2_000;
+        settings.compaction.context_char_limit.chars = 2_000;
         let mut driven = Driven::new(start_agent(&api, settings).await);
         driven.app.input.set_text(&"a".repeat(2_500));
         driven.key(KeyCode::Enter, KeyModifiers::NONE);

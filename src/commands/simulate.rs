@@ -72,7 +72,7 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archiv
 pub fn table(steps: &[SimStep], config: &CompactConfig) -> String {
     let mut out = format!(
         "limit {} chars, target {} chars, snip above {} messages\n{:>4}  {:>5}  {:>8}  {:>8}  {:>5}  stages\n",
-        config.context_char_limit,
+        config.context_char_limit.chars,
         config.micro_target_chars(),
         config.snip_max_messages,
         "step",
@@ -129,7 +129,7 @@ pub fn now(
             stderr,
             "no stage would fire: {} of {} chars, {} of {} messages",
             short_count(crate::compact::estimate_chars(&messages)),
-            short_count(config.context_char_limit),
+            short_count(config.context_char_limit.chars),
             messages.len(),
             config.snip_max_messages
         )?;

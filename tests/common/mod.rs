@@ -1148,7 +1148,7 @@ pub fn report_request(turn: usize) -> String {
 /// Settings of the report session: the 12k limit, asking as `ask` says.
 pub fn report_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::AgentSettings {
     let mut settings = agent_settings(ask);
-    settings.compaction.context_char_limit = 12_000;
+    settings.compaction.context_char_limit.chars = 12_000;
     settings
 }
 
@@ -1390,7 +1390,6 @@ pub fn agent_settings(ask: scratchpad::agent::AskPolicy) -> scratchpad::agent::A
         max_steps: 10,
         ask,
         configured_window_tokens: 200_000,
-        limit_choice: scratchpad::accounting::LimitChoice::Configured,
         data_dir: None,
         read_only: None,
     }

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::accounting::LimitChoice;
 use crate::compact::CompactConfig;
 use crate::instructions::InstructionsConfig;
 use crate::provider::RetryPolicy;
@@ -22,17 +21,12 @@ pub struct Config {
     pub instructions: InstructionsConfig,
     /// `[mcp_servers.NAME]`: the MCP servers started at launch.
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerConfig>,
-    /// `context_char_limit = "auto"` (or `--limit auto`): the limit follows the window,
-    /// and `compaction.context_char_limit` is only its starting point.
-    #[serde(skip)]
-    pub limit_choice: LimitChoice,
     /// What the file said that the user should know (a key read under its old name).
     #[serde(skip)]
     pub notes: Vec<String>,
 }
 
-/// The value that asks for an automatic limit, in the config file and on the command line.
-pub const AUTO_LIMIT: &str = "auto";
+pub use scratchpad_core::compact::AUTO_LIMIT;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -184,22 +178,7 @@ impl Config {
             message: error.to_string().trim_end().to_string(),
         };
         let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
-        let auto = table
-            .get("compaction")
-            .and_then(|compaction| compaction.get("context_char_limit"))
-            .and_then(toml::Value::as_str)
-            == Some(AUTO_LIMIT);
-        // The typed parse keeps line numbers for errors; an automatic limit is parsed
-        // with the default as its starting point, on the same line.
-        let typed = if auto {
-            std::borrow::Cow::Owned(with_default_limit(text))
-        } else {
-            std::borrow::Cow::Borrowed(text)
-        };
-        let mut config: Config = toml::from_str(&typed).map_err(parse_error)?;
-        if auto {
-            config.limit_choice = LimitChoice::Auto;
-        }
+        let mut config: Config = toml::from_str(text).map_err(parse_error)?;
         let compaction = table.get("compaction");
         if compaction.and_then(|section| section.get("confirm_lossy")).is_some() {
             config.notes.push(format!(
@@ -298,7 +277,7 @@ impl Config {
             ("persisted_preview_chars", as_u64(c.persisted_preview_chars), 0..=COUNT),
             ("snip_max_messages", as_u64(c.snip_max_messages), 3..=COUNT),
             ("snip_keep_head", as_u64(c.snip_keep_head), 1..=COUNT),
-            ("context_char_limit", as_u64(c.context_char_limit), 2_000..=CHARS),
+            ("context_char_limit", as_u64(c.context_char_limit.chars), 2_000..=CHARS),
             ("micro_keep_recent", as_u64(c.micro_keep_recent), 0..=COUNT),
             ("micro_min_chars", as_u64(c.micro_min_chars), 0..=CHARS),
             ("fit_preview_chars", as_u64(c.fit_preview_chars), 0..=COUNT),
@@ -338,25 +317,6 @@ impl Config {
 /// A name without a folder: `AGENTS.md`, not `docs/AGENTS.md` or `..`.
 fn is_plain_file_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
-}
-
-/// `text` with the `context_char_limit = "auto"` line's value replaced by the default.
-fn with_default_limit(text: &str) -> String {
-    let line = line_of(text, "context_char_limit");
-    text.split_inclusive('\n')
-        .enumerate()
-        .map(|(at, content)| {
-            if at + 1 == line {
-                content.replacen(
-                    &format!("\"{AUTO_LIMIT}\""),
-                    &CompactConfig::default().context_char_limit.to_string(),
-                    1,
-                )
-            } else {
-                content.to_string()
-            }
-        })
-        .collect()
 }
 
 /// The 1-based line where `key` is set, found by the TOML parser's spans in whichever
@@ -402,15 +362,26 @@ mod tests {
 
     #[test]
     fn an_automatic_limit_is_read_and_errors_keep_their_lines() {
+        use crate::compact::Limit;
         let auto = parse("[compaction]\ncontext_char_limit = \"auto\"\nsnip_keep_head = 2\n").unwrap();
-        assert_eq!(auto.limit_choice, LimitChoice::Auto);
+        assert_eq!(auto.compaction.context_char_limit, Limit::auto());
         assert_eq!(auto.compaction.snip_keep_head, 2);
-        assert_eq!(parse("").unwrap().limit_choice, LimitChoice::Configured);
+        assert_eq!(parse("").unwrap().compaction.context_char_limit, Limit::chars(50_000));
         let later = parse("[compaction]\ncontext_char_limit = \"auto\"\nsnip_keep_head = \"x\"\n")
             .unwrap_err()
             .to_string();
         assert!(later.contains("line 3"), "{later}");
-        assert!(parse("[compaction]\ncontext_char_limit = \"automatic\"\n").is_err());
+        let wrong = parse("[compaction]\ncontext_char_limit = \"automatic\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("line 2") && wrong.contains("a number of characters or \"auto\""),
+            "{wrong}"
+        );
+        let negative = parse("[compaction]\ncontext_char_limit = -5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(negative.contains("a number of characters"), "{negative}");
     }
 
     #[test]
@@ -545,7 +516,7 @@ max_bytes = 100
             persisted_preview_chars: 1,
             snip_max_messages: 10,
             snip_keep_head: 2,
-            context_char_limit: 3000,
+            context_char_limit: crate::compact::Limit::chars(3000),
             micro_target_percent: 50,
             micro_keep_recent: 1,
             micro_min_chars: 10,

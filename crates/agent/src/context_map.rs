@@ -113,7 +113,7 @@ pub fn breakdown(
         .map(|item| item.chars)
         .sum();
     add(Category::Framing, estimate.saturating_sub(blocks));
-    let limit = config.context_char_limit;
+    let limit = config.context_char_limit.chars;
     add(Category::Free, limit.saturating_sub(estimate));
     let tool_results = items
         .iter()

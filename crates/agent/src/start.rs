@@ -42,7 +42,6 @@ impl Launch {
             max_steps: 200,
             ask,
             configured_window_tokens: self.config.provider.context_window_tokens,
-            limit_choice: self.config.limit_choice,
             data_dir: scratchpad_core::places::data_dir(),
             read_only: self.read_only,
         };

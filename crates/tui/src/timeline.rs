@@ -103,7 +103,7 @@ fn draw(out: &mut String, points: &[CallPoint], config: &CompactConfig) -> Resul
     root.fill(&WHITE)?;
     // The legend has its own column: it never covers a call.
     let (plot, legend) = root.split_horizontally(WIDTH);
-    let limit = config.context_char_limit;
+    let limit = config.context_char_limit.chars;
     let target = config.micro_target_chars();
     let scale = Scale::of(points, limit);
     let calls = points.len().max(1) as f64;

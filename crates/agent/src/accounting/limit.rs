@@ -122,6 +122,17 @@ pub enum LimitChoice {
     Auto,
 }
 
+impl LimitChoice {
+    /// How `limit` was chosen: automatic where the file or `--limit` said `auto`.
+    pub fn of(limit: crate::compact::Limit) -> LimitChoice {
+        if limit.auto {
+            LimitChoice::Auto
+        } else {
+            LimitChoice::Configured
+        }
+    }
+}
+
 /// The limit in force and what to tell the user about it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LimitDecision {

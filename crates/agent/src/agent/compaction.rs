@@ -120,7 +120,7 @@ impl Agent {
     /// turn with why.
     pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Readied {
         if let Some(why) = self.compactions.guard.stopped()
-            && self.conversation.estimate() > self.settings.compaction.context_char_limit
+            && self.conversation.estimate() > self.settings.compaction.context_char_limit.chars
         {
             return Readied::Stopped(why.to_string());
         }
@@ -138,7 +138,7 @@ impl Agent {
     /// and is bounded on its own). Enough in a row that did not hold and the guard
     /// stops compacting on its own, saying why.
     pub(super) fn summary_ran(&mut self, reactive: bool) {
-        let over = !reactive && self.conversation.estimate() > self.settings.compaction.context_char_limit;
+        let over = !reactive && self.conversation.estimate() > self.settings.compaction.context_char_limit.chars;
         let most = self.settings.compaction.loop_guard;
         if self.compactions.guard.summary_ran(self.turns.model_calls, over, most) {
             let why = self.loop_report(most);
@@ -170,7 +170,7 @@ impl Agent {
             "compaction stopped: {most} summaries in a row did not keep the history under the limit ({} chars) \
              or it filled again within the turn. What takes the room: the fixed part (system prompt and tools) {}; \
              the biggest messages {}. What you can do: pin less or drop an item (/context, p or d), raise \
-             compaction.context_char_limit, or start a fork from a summary (/tree); a new request tries again.",
+             compaction.context_char_limit.chars, or start a fork from a summary (/tree); a new request tries again.",
             crate::compact::short_count(breakdown.limit),
             crate::compact::short_count(breakdown.fixed),
             if biggest.is_empty() {
@@ -192,7 +192,7 @@ impl Agent {
             prepared.events
         })
         .await;
-        let limit = self.settings.compaction.context_char_limit;
+        let limit = self.settings.compaction.context_char_limit.chars;
         if self.conversation.estimate() <= limit {
             self.start_background_in_turn();
             return true;

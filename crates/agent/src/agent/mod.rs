@@ -125,13 +125,13 @@ impl Agent {
             window,
             fixed,
             u64::from(settings.max_tokens),
-            settings.limit_choice,
-            settings.compaction.context_char_limit,
+            LimitChoice::of(settings.compaction.context_char_limit),
+            settings.compaction.context_char_limit.chars,
         )
         .with_basis(provider.token_basis());
         let conversation = Conversation::new(history, journal, settings.compaction.estimate);
         let mut settings = settings;
-        settings.compaction.context_char_limit = ledger.limit().chars;
+        settings.compaction.context_char_limit.chars = ledger.limit().chars;
         settings.compaction.verbatim_instructions = prompt.instructions.shown_paths();
         Agent {
             provider,
@@ -291,7 +291,7 @@ impl Agent {
         self.emit(AgentEvent::Context {
             status: ContextStatus {
                 estimate: self.conversation.estimate(),
-                limit: config.context_char_limit,
+                limit: config.context_char_limit.chars,
                 target: config.micro_target_chars(),
                 messages: self.conversation.messages().len(),
                 snip_max_messages: config.snip_max_messages,
@@ -521,7 +521,7 @@ impl Agent {
         self.approvals.clear();
         self.conversation.tally = crate::session::Tally::default();
         self.ledger.clear();
-        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        self.settings.compaction.context_char_limit.chars = self.ledger.limit().chars;
         let journal = self
             .sessions_folder()
             .map(|folder| Journal::create(&folder, self.provider.kind(), self.provider.model()));

@@ -26,7 +26,6 @@ pub struct AgentSettings {
     pub ask: AskPolicy,
     /// The window when neither the server nor the table of known models says.
     pub configured_window_tokens: u64,
-    pub limit_choice: LimitChoice,
     /// Where what outlives a session is kept, outside the workspace (the project's
     /// approvals); `None` keeps nothing.
     pub data_dir: Option<std::path::PathBuf>,

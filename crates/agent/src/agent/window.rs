@@ -10,7 +10,7 @@ use crate::session::Record;
 impl Agent {
     /// A limit decision changed: the pipeline uses the new limit from the next call.
     pub(super) fn apply_limit(&mut self, note: Option<String>) {
-        self.settings.compaction.context_char_limit = self.ledger.limit().chars;
+        self.settings.compaction.context_char_limit.chars = self.ledger.limit().chars;
         if let Some(message) = note {
             self.emit(AgentEvent::Notice { message });
         }

@@ -67,7 +67,7 @@ pub struct ReadySummary {
 /// would be at the limit again).
 pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &CompactConfig) -> Option<usize> {
     let percent = config.background_at_percent;
-    if percent == 0 || sizes.total() * 100 < config.context_char_limit * percent {
+    if percent == 0 || sizes.total() * 100 < config.context_char_limit.chars * percent {
         return None;
     }
     let wanted = messages.len().saturating_sub(config.reactive_keep_messages);
@@ -81,7 +81,7 @@ pub fn prefix_to_summarise(messages: &[Message], sizes: &Sizes, config: &Compact
 
 /// The estimate's share of the limit, in whole percent.
 pub fn percent_of_limit(sizes: &Sizes, config: &CompactConfig) -> usize {
-    sizes.total() * 100 / config.context_char_limit.max(1)
+    sizes.total() * 100 / config.context_char_limit.chars.max(1)
 }
 
 fn sha256_of(value: &impl Serialize) -> String {
@@ -234,7 +234,7 @@ mod tests {
 
     fn config(percent: usize) -> CompactConfig {
         CompactConfig {
-            context_char_limit: 4_000,
+            context_char_limit: crate::compact::Limit::chars(4_000),
             background_at_percent: percent,
             ..CompactConfig::default()
         }
@@ -259,7 +259,7 @@ mod tests {
         assert!(!history[end].has_tool_result(), "the tail starts with no orphan result");
         assert!(history.len() - end >= 5);
         let far = CompactConfig {
-            context_char_limit: 1_000_000,
+            context_char_limit: crate::compact::Limit::chars(1_000_000),
             ..config(70)
         };
         assert_eq!(prefix_to_summarise(&history, &sizes, &far), None, "below the threshold");
@@ -299,7 +299,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::new(dir.path());
         let config = CompactConfig {
-            context_char_limit: limit,
+            context_char_limit: crate::compact::Limit::chars(limit),
             ..config(70)
         };
         let ctx = crate::compact::Context {
@@ -359,7 +359,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::new(dir.path());
         let config = CompactConfig {
-            context_char_limit: 4_000,
+            context_char_limit: crate::compact::Limit::chars(4_000),
             ..config(70)
         };
         let ctx = crate::compact::Context {

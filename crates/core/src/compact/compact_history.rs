@@ -67,13 +67,13 @@ pub fn compact_history(
     summariser: &mut dyn Summariser,
     ready: Option<&ReadySummary>,
 ) -> Option<StageEvent> {
-    if sizes.total() <= ctx.config.context_char_limit {
+    if sizes.total() <= ctx.config.context_char_limit.chars {
         return None;
     }
     let trigger = format!(
         "estimate {} still over the {} limit after the recoverable stages",
         short_count(sizes.total()),
-        short_count(ctx.config.context_char_limit)
+        short_count(ctx.config.context_char_limit.chars)
     );
     let mut discarded = None;
     if let Some(ready) = ready {
@@ -93,7 +93,7 @@ pub fn compact_history(
             active_request,
             focus: None,
             trigger,
-            within: ctx.config.context_char_limit,
+            within: ctx.config.context_char_limit.chars,
         },
         ctx,
         summariser,
@@ -200,7 +200,7 @@ pub(super) fn summarise_prefix(
         summary.as_str()
     };
     let rest = kept_after + server_chars;
-    let budget = ctx.config.context_char_limit.saturating_sub(rest);
+    let budget = ctx.config.context_char_limit.chars.saturating_sub(rest);
     let framing = Framing {
         index: "",
         path: &record_path,
@@ -228,7 +228,7 @@ pub(super) fn summarise_prefix(
         index: index.text.clone(),
         model_summary: None,
         previous_summary_chars: previous_summary_chars(&record.messages),
-        summary_percent_of_limit: summary.chars().count() * 100 / ctx.config.context_char_limit.max(1),
+        summary_percent_of_limit: summary.chars().count() * 100 / ctx.config.context_char_limit.chars.max(1),
         by_server: server_message.is_some(),
     }));
     let (compacted, request_cut) = fitted_message(
@@ -489,7 +489,7 @@ mod tests {
             event.summary_note.as_ref().unwrap().model_summary.as_deref(),
             Some("Goal: fix the parser.")
         );
-        assert!(crate::compact::estimate_chars(&history) <= config.context_char_limit);
+        assert!(crate::compact::estimate_chars(&history) <= config.context_char_limit.chars);
         assert_eq!(
             edit_summary(&mut history, &mut sizes, &mut event, " ", &ctx),
             Err(EditError::Empty)
@@ -673,7 +673,7 @@ mod tests {
         )
         .unwrap();
         let room = summariser.0.expect("a room was said");
-        let limit = config.context_char_limit;
+        let limit = config.context_char_limit.chars;
         assert!(
             room < (limit - 9_000) / 2 && room > (limit - 9_000) / 2 - 1_000,
             "{room}"

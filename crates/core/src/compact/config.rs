@@ -17,8 +17,9 @@ pub struct CompactConfig {
     pub snip_max_messages: usize,
     /// Messages kept from the start of the history by stage 2.
     pub snip_keep_head: usize,
-    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it.
-    pub context_char_limit: usize,
+    /// CONTEXT_CHAR_LIMIT: stage 3 fires above it, stage 4 guarantees it. Written as
+    /// a number of characters, or `"auto"` to follow the model's window.
+    pub context_char_limit: Limit,
     /// Stage 3 clears old results until the estimate is at or under this share of the limit.
     pub micro_target_percent: usize,
     /// Newest seen tool results stage 3 leaves whole.
@@ -78,7 +79,7 @@ impl Default for CompactConfig {
             persisted_preview_chars: 2_000,
             snip_max_messages: 50,
             snip_keep_head: 3,
-            context_char_limit: 50_000,
+            context_char_limit: Limit::chars(DEFAULT_CONTEXT_CHAR_LIMIT),
             micro_target_percent: 80,
             micro_keep_recent: 3,
             micro_min_chars: 120,
@@ -97,6 +98,85 @@ impl Default for CompactConfig {
             describe_input: receipt::InputDescriber::default(),
             verbatim_instructions: Vec::new(),
         }
+    }
+}
+
+/// The seed's CONTEXT_CHAR_LIMIT, and where an automatic limit starts.
+pub const DEFAULT_CONTEXT_CHAR_LIMIT: usize = 50_000;
+
+/// The value of `compaction.context_char_limit` (and `--limit`) that asks for an
+/// automatic limit.
+pub const AUTO_LIMIT: &str = "auto";
+
+/// The context limit, the one home of both what the config file says and what the
+/// stages work to: `chars` is the limit now; `auto` says it follows the model's window
+/// (`"auto"` in the file, `--limit auto`), `chars` then being where it starts until
+/// the window is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// The limit in characters of the estimate.
+    pub chars: usize,
+    /// Whether it follows the model's window.
+    pub auto: bool,
+}
+
+impl Limit {
+    /// A limit of `chars` characters, as configured.
+    pub const fn chars(chars: usize) -> Limit {
+        Limit { chars, auto: false }
+    }
+
+    /// A limit that follows the model's window, starting from the seed's.
+    pub const fn auto() -> Limit {
+        Limit {
+            chars: DEFAULT_CONTEXT_CHAR_LIMIT,
+            auto: true,
+        }
+    }
+}
+
+impl Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.auto {
+            serializer.serialize_str(AUTO_LIMIT)
+        } else {
+            serializer.serialize_u64(u64::try_from(self.chars).unwrap_or(u64::MAX))
+        }
+    }
+}
+
+/// A number of characters, or `"auto"`: anything else is refused by name.
+impl<'de> Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Limit;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(formatter, "a number of characters or \"{AUTO_LIMIT}\"")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Limit, E> {
+                usize::try_from(value)
+                    .map(Limit::chars)
+                    .map_err(|_| E::custom(format!("{value} characters is more than this machine can count")))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Limit, E> {
+                u64::try_from(value)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+                    .and_then(|value| self.visit_u64(value))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Limit, E> {
+                if value == AUTO_LIMIT {
+                    Ok(Limit::auto())
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Str(value), &self))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 
@@ -133,12 +213,12 @@ pub const MIN_CONTEXT_CHAR_LIMIT: usize = 2_000;
 impl CompactConfig {
     /// Check the relations between fields; the message names the offending key.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        if self.context_char_limit < MIN_CONTEXT_CHAR_LIMIT {
+        if self.context_char_limit.chars < MIN_CONTEXT_CHAR_LIMIT {
             return Err(InvalidSetting::new(
                 "context_char_limit",
                 format!(
                     "context_char_limit must be at least {MIN_CONTEXT_CHAR_LIMIT}, got {}",
-                    self.context_char_limit
+                    self.context_char_limit.chars
                 ),
             ));
         }
@@ -207,14 +287,15 @@ impl CompactConfig {
 
     /// Most characters the index of a `[Compacted]` message may take.
     pub fn index_room(&self) -> usize {
-        self.context_char_limit / 100 * self.index_percent + self.context_char_limit % 100 * self.index_percent / 100
+        self.context_char_limit.chars / 100 * self.index_percent
+            + self.context_char_limit.chars % 100 * self.index_percent / 100
     }
 
     /// What micro_compact clears down to: `micro_target_percent` of the limit.
     pub fn micro_target_chars(&self) -> usize {
         // Exact for every limit: no product that could overflow.
-        self.context_char_limit / 100 * self.micro_target_percent
-            + self.context_char_limit % 100 * self.micro_target_percent / 100
+        self.context_char_limit.chars / 100 * self.micro_target_percent
+            + self.context_char_limit.chars % 100 * self.micro_target_percent / 100
     }
 
     /// Messages stage 2 keeps from the end: the rest of the budget after the head

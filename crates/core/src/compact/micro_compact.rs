@@ -55,11 +55,11 @@ fn tool_result_mut(messages: &mut [Message], (at, block): (usize, usize)) -> Opt
 /// the target.
 pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
-    if sizes.total() <= config.context_char_limit {
+    if sizes.total() <= config.context_char_limit.chars {
         return None;
     }
     let target = config.micro_target_chars();
-    let trigger = over_limit(sizes.total(), config.context_char_limit, target);
+    let trigger = over_limit(sizes.total(), config.context_char_limit.chars, target);
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
     // Seen: answered by an assistant message after them.
     let seen_end = messages.iter().rposition(|m| m.role() == Role::Assistant).unwrap_or(0);
@@ -220,11 +220,11 @@ fn over_limit(estimate: usize, limit: usize, target: usize) -> String {
 /// whole and shortened to a 1,000-character preview, largest first, down to the target.
 pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<'_>) -> Option<StageEvent> {
     let config = ctx.config;
-    if sizes.total() <= config.context_char_limit {
+    if sizes.total() <= config.context_char_limit.chars {
         return None;
     }
     let target = config.micro_target_chars();
-    let trigger = over_limit(sizes.total(), config.context_char_limit, target);
+    let trigger = over_limit(sizes.total(), config.context_char_limit.chars, target);
     let mut event = StageEvent::start(Stage::FitToolResults, messages.len(), sizes.total(), trigger);
     let mut candidates: Vec<((usize, usize), usize)> = tool_result_positions(messages, messages.len())
         .into_iter()
@@ -517,7 +517,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let mut config = CompactConfig {
-            context_char_limit: 5_000,
+            context_char_limit: crate::compact::Limit::chars(5_000),
             micro_keep_recent: 0,
             ..CompactConfig::default()
         };

@@ -34,7 +34,8 @@ pub mod summary_input;
 pub mod tool_result_budget;
 pub mod undo;
 pub use config::{
-    CompactConfig, DEFAULT_BACKGROUND_AT_PERCENT, DEFAULT_INDEX_PERCENT, MIN_CONTEXT_CHAR_LIMIT, SummariserChoice,
+    AUTO_LIMIT, CompactConfig, DEFAULT_BACKGROUND_AT_PERCENT, DEFAULT_CONTEXT_CHAR_LIMIT, DEFAULT_INDEX_PERCENT, Limit,
+    MIN_CONTEXT_CHAR_LIMIT, SummariserChoice,
 };
 pub use stage_event::{
     Freed, ReceiptItem, RequestCut, SavedResult, SincePrevious, Stage, StageEvent, SummaryNote, Swapped, timed,

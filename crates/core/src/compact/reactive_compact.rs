@@ -64,7 +64,7 @@ pub fn reactive_compact(
     let goal = aim.target.unwrap_or(before / 2).min(before.saturating_sub(1));
     // The recoverable stages aim straight at the goal.
     let aimed = CompactConfig {
-        context_char_limit: goal,
+        context_char_limit: crate::compact::Limit::chars(goal),
         micro_target_percent: 100,
         ..config.clone()
     };

@@ -295,7 +295,7 @@ mod tests {
     fn the_record_is_the_history_before_the_recoverable_stages() {
         let archive = MemoryArchive::new();
         let config = CompactConfig {
-            context_char_limit: 25_000,
+            context_char_limit: crate::compact::Limit::chars(25_000),
             snip_max_messages: 12,
             ..CompactConfig::default()
         };

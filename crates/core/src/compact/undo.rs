@@ -210,7 +210,7 @@ mod tests {
     /// A config under which `prepare` runs several stages on `history(9)`.
     fn several_stages() -> CompactConfig {
         CompactConfig {
-            context_char_limit: 20_000,
+            context_char_limit: crate::compact::Limit::chars(20_000),
             snip_max_messages: 12,
             ..CompactConfig::default()
         }
@@ -250,7 +250,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let config = CompactConfig {
-            context_char_limit: 2_000,
+            context_char_limit: crate::compact::Limit::chars(2_000),
             ..CompactConfig::default()
         };
         let original = History::new()
@@ -336,7 +336,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let config = CompactConfig {
-            context_char_limit: 20_000,
+            context_char_limit: crate::compact::Limit::chars(20_000),
             ..CompactConfig::default()
         };
         let prepared = prepare(history(9), "r", &config, &store, &mut ExtractiveSummariser);

@@ -401,7 +401,7 @@ pub fn measure(planted: &Planted, config: &CompactConfig, summariser: &mut dyn S
             .map(|text| text.chars().count())
             .max()
             .unwrap_or(0),
-        limit: config.context_char_limit,
+        limit: config.context_char_limit.chars,
         index_cut: prepared
             .events
             .iter()
@@ -420,7 +420,7 @@ pub const STAGE_FOUR_LIMITS: [usize; 8] = [50_000, 40_000, 30_000, 20_000, 12_00
 pub fn limit_where_stage_four_fires(planted: &Planted, base: &CompactConfig) -> Option<CompactConfig> {
     STAGE_FOUR_LIMITS.into_iter().find_map(|limit| {
         let config = CompactConfig {
-            context_char_limit: limit,
+            context_char_limit: crate::compact::Limit::chars(limit),
             ..base.clone()
         };
         let archive = MemoryArchive::new();

@@ -200,7 +200,7 @@ impl App {
                 target: status.target,
             },
             None => Thresholds {
-                limit: self.config.context_char_limit,
+                limit: self.config.context_char_limit.chars,
                 target: self.config.micro_target_chars(),
             },
         }

@@ -101,7 +101,7 @@ pub fn force_compact(
             active_request,
             focus,
             trigger,
-            within: config.context_char_limit,
+            within: config.context_char_limit.chars,
         },
         &ctx,
         summariser,
@@ -170,10 +170,10 @@ pub fn summarise_up_to(
     // The kept messages may alone be over the limit (the user chose them): the summary
     // then still gets the room the history has now, not none.
     let roomy = CompactConfig {
-        context_char_limit: config.context_char_limit.max(sizes.total()),
+        context_char_limit: crate::compact::Limit::chars(config.context_char_limit.chars.max(sizes.total())),
         ..config.clone()
     };
-    let within = roomy.context_char_limit;
+    let within = roomy.context_char_limit.chars;
     let ctx = Context { config: &roomy, store };
     let started = std::time::Instant::now();
     let mut event = summarise_prefix(
@@ -240,6 +240,7 @@ pub fn edit_summary(
     let budget = ctx
         .config
         .context_char_limit
+        .chars
         .saturating_sub(sizes.total_with_empty_prefix(1));
     let (compacted, request_cut) = fitted_message(
         parts.request,
@@ -256,7 +257,7 @@ pub fn edit_summary(
         if note.model_summary.is_none() {
             note.model_summary = event.summary.clone();
         }
-        note.summary_percent_of_limit = edited.chars().count() * 100 / ctx.config.context_char_limit.max(1);
+        note.summary_percent_of_limit = edited.chars().count() * 100 / ctx.config.context_char_limit.chars.max(1);
         let record = ctx.store.read_saved(&note.path).ok().and_then(|saved| {
             saved
                 .text
