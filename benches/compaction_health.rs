@@ -47,8 +47,7 @@ fn replay(messages: &[Message], request: &str, summariser: &mut dyn Summariser, 
             std::mem::take(&mut history),
             sizes,
             request,
-            &config,
-            &archive,
+            &scratchpad::compact::Context::new(&config, &archive),
             summariser,
         );
         history = prepared.messages;

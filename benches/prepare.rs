@@ -124,8 +124,7 @@ fn bench_prepare(c: &mut Criterion) {
             input,
             sizes.clone(),
             "Refactor",
-            &config,
-            &fresh_store(dir.path()),
+            &scratchpad::compact::Context::new(&config, &fresh_store(dir.path())),
             &mut ExtractiveSummariser,
         );
         let first_call = started.elapsed();
@@ -153,7 +152,13 @@ fn bench_prepare(c: &mut Criterion) {
                     (history.clone(), sizes.clone(), store)
                 },
                 |(input, sizes, store)| {
-                    prepare_sized(input, sizes, "Refactor", &config, &store, &mut ExtractiveSummariser)
+                    prepare_sized(
+                        input,
+                        sizes,
+                        "Refactor",
+                        &scratchpad::compact::Context::new(&config, &store),
+                        &mut ExtractiveSummariser,
+                    )
                 },
                 BatchSize::LargeInput,
             )
@@ -179,7 +184,13 @@ fn bench_prepare_idle(c: &mut Criterion) {
         b.iter_batched(
             || (history.clone(), sizes.clone()),
             |(input, sizes)| {
-                let prepared = prepare_sized(input, sizes, "Refactor", &config, &store, &mut ExtractiveSummariser);
+                let prepared = prepare_sized(
+                    input,
+                    sizes,
+                    "Refactor",
+                    &scratchpad::compact::Context::new(&config, &store),
+                    &mut ExtractiveSummariser,
+                );
                 assert!(prepared.events.is_empty());
                 prepared
             },

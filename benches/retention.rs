@@ -37,7 +37,12 @@ fn sessions() -> Vec<(Planted, CompactConfig)> {
 fn seeds_input(session: &Planted, config: &CompactConfig) -> String {
     let archive = MemoryArchive::new();
     let sizes = Sizes::of(&session.messages, config.estimate);
-    let thinned = prepare_recoverable(session.messages.clone(), sizes, config, &archive).messages;
+    let thinned = prepare_recoverable(
+        session.messages.clone(),
+        sizes,
+        &scratchpad::compact::Context::new(config, &archive),
+    )
+    .messages;
     let text = render::to_text(&thinned);
     let total = text.chars().count();
     let cap = config.summary_input_chars;

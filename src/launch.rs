@@ -61,8 +61,6 @@ pub fn resolve_config(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> R
     config
         .validate()
         .map_err(|invalid| ConfigError::Value(invalid.message))?;
-    // Receipts name a call's input by the field its tool says a call is about.
-    config.compaction.describe_input = crate::compact::receipt::InputDescriber(crate::tools::input_summary);
     Ok(config)
 }
 
@@ -133,7 +131,7 @@ pub fn build_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> 
 }
 
 pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, LaunchError> {
-    let mut config = resolve_config(args, env)?;
+    let config = resolve_config(args, env)?;
     let provider = build_provider(&config, env)?;
     let root = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -162,7 +160,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         let holder = session::lock_holder(&path)
             .map(|pid| format!(" (open in pid {pid})"))
             .unwrap_or_default();
-        config.compaction.pinned = restored.pins;
+        let pins = restored.pins;
         let mut notices = restored.repairs;
         notices.extend(migrated);
         notices.extend(config.notes.iter().cloned());
@@ -177,6 +175,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             )),
             history: restored.messages,
             past: restored.past,
+            pins,
             notices,
             pick_session: false,
         });
@@ -190,7 +189,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         None => None,
     };
     let nothing_to_continue = resume.is_some() && found.is_none();
-    let (journal, history, past, mut notices) = match found {
+    let (journal, history, past, pins, mut notices) = match found {
         Some(path) => {
             let (mut journal, restored) = Journal::resume(&path)?;
             if !restored.repairs.is_empty() {
@@ -201,8 +200,13 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
                 })?;
                 journal.sync()?;
             }
-            config.compaction.pinned = restored.pins;
-            (journal, restored.messages, restored.past, restored.repairs)
+            (
+                journal,
+                restored.messages,
+                restored.past,
+                restored.pins,
+                restored.repairs,
+            )
         }
         None => (
             Journal::create(
@@ -212,6 +216,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
             )?,
             Vec::new(),
             Vec::new(),
+            Default::default(),
             nothing_to_continue
                 .then(|| "no earlier session in this workspace to continue: this is a new one".to_string())
                 .into_iter()
@@ -228,6 +233,7 @@ pub fn launch(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<La
         read_only: None,
         history,
         past,
+        pins,
         notices,
         pick_session: false,
     })

@@ -185,8 +185,7 @@ fn a_second_prepare_changes_nothing_and_writes_nothing() {
     let first = prepare(
         input,
         "Fix the failing test",
-        &config,
-        &store,
+        &scratchpad::compact::Context::new(&config, &store),
         &mut ExtractiveSummariser,
     );
     assert!(!first.events.is_empty());
@@ -195,8 +194,7 @@ fn a_second_prepare_changes_nothing_and_writes_nothing() {
     let second = prepare(
         first.messages.clone(),
         "Fix the failing test",
-        &config,
-        &store,
+        &scratchpad::compact::Context::new(&config, &store),
         &mut ExtractiveSummariser,
     );
     assert_eq!(second.messages, first.messages);

@@ -41,8 +41,7 @@ fn compacts_and_undoes(history: Vec<Message>, flag: &str, expected: &[Stage]) {
     let prepared = prepare(
         history.clone(),
         "read everything",
-        &config,
-        &archive,
+        &scratchpad::compact::Context::new(&config, &archive),
         &mut ExtractiveSummariser,
     );
     let fired = stages(&prepared.events);
@@ -179,8 +178,7 @@ fn a_history_over_the_limit_only_as_python_prints_its_numbers_is_compacted() {
     let prepared = prepare(
         history,
         "measure",
-        &CompactConfig::default(),
-        &MemoryArchive::new(),
+        &scratchpad::compact::Context::new(&CompactConfig::default(), &MemoryArchive::new()),
         &mut ExtractiveSummariser,
     );
     assert_eq!(stages(&prepared.events), [Stage::MicroCompact]);
@@ -297,8 +295,7 @@ fn the_seeds_own_persisted_output_block_is_recognised() {
     let prepared = prepare(
         history,
         "read the log",
-        &CompactConfig::default(),
-        &store,
+        &scratchpad::compact::Context::new(&CompactConfig::default(), &store),
         &mut ExtractiveSummariser,
     );
     let micro = prepared

@@ -70,8 +70,7 @@ impl<'a> Recorder<'a> {
         let prepared = prepare(
             self.history.clone(),
             request,
-            self.config,
-            &self.store,
+            &scratchpad::compact::Context::new(self.config, &self.store),
             &mut ExtractiveSummariser,
         );
         if prepared.events.iter().all(|event| event.replaced == 0) {

@@ -184,8 +184,7 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     let prepared = prepare(
         input.clone(),
         "the active request",
-        config,
-        &store,
+        &scratchpad::compact::Context::new(config, &store),
         &mut ExtractiveSummariser,
     );
     let out = &prepared.messages;
@@ -307,8 +306,7 @@ fn check(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseErro
     let again = prepare(
         out.clone(),
         "the active request",
-        config,
-        &store,
+        &scratchpad::compact::Context::new(config, &store),
         &mut ExtractiveSummariser,
     );
     prop_assert_eq!(&again.messages, out);
@@ -441,7 +439,7 @@ fn check_receipt(before: &[Message], after: &[Message], event: &StageEvent) -> R
 fn check_receipts(input: Vec<Message>, config: &CompactConfig) -> Result<(), TestCaseError> {
     // The core's only I/O is its archive: in memory here, nothing touches the disk.
     let store = MemoryArchive::new();
-    let ctx = Context { config, store: &store };
+    let ctx = Context::new(config, &store);
     let mut messages = input;
     let mut sizes = Sizes::of(&messages, config.estimate);
     type StageRun = fn(&mut Vec<Message>, &mut Sizes, &Context<'_>) -> Option<StageEvent>;
@@ -490,7 +488,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         let config = small_config();
-        let prepared = prepare(input.clone(), "the active request", &config, &store, &mut ExtractiveSummariser);
+        let prepared = prepare(input.clone(), "the active request", &scratchpad::compact::Context::new(&config, &store), &mut ExtractiveSummariser);
         let mut now = prepared.messages;
         for event in prepared.events.iter().rev().filter(|e| e.replaced > 0) {
             now = undo(&now, event, &store, config.estimate).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -526,7 +524,7 @@ proptest! {
         let keep_from = 2 + ((input.len() - 2) as f64 * pick) as usize;
         let mut history = input.clone();
         let asked = scratchpad::compact::Asked::by("the test", "r");
-        match scratchpad::compact::compact_history::summarise_up_to(&mut history, keep_from, asked, &config, &store, &mut ExtractiveSummariser) {
+        match scratchpad::compact::compact_history::summarise_up_to(&mut history, keep_from, asked, &scratchpad::compact::Context::new(&config, &store), &mut ExtractiveSummariser) {
             Ok(event) => {
                 let tail = &input[keep_from - 1..];
                 prop_assert_eq!(history.len(), 1 + tail.len());
@@ -564,7 +562,7 @@ proptest! {
         let config = small_config();
         let asked = scratchpad::compact::Asked::by("the test", "r");
         let mut history = input;
-        let first = scratchpad::compact::force_compact(&mut history, asked, &config, &store, &mut ExtractiveSummariser);
+        let first = scratchpad::compact::force_compact(&mut history, asked, &scratchpad::compact::Context::new(&config, &store), &mut ExtractiveSummariser);
         prop_assume!(first.replaced > 0);
         let before = Index::parse(&history[0].text()).unwrap_or_default();
         // The later turns, their call ids distinct from the first ones.
@@ -572,7 +570,7 @@ proptest! {
             serde_json::from_str(&serde_json::to_string(&more).unwrap().replace("\"toolu_", "\"later_")).unwrap();
         history.push(Message::assistant_text("ok"));
         history.extend(later);
-        let second = scratchpad::compact::force_compact(&mut history, asked, &config, &store, &mut ExtractiveSummariser);
+        let second = scratchpad::compact::force_compact(&mut history, asked, &scratchpad::compact::Context::new(&config, &store), &mut ExtractiveSummariser);
         // A second summary that could free too little is rightly not written: then
         // there is no merged index to check.
         prop_assume!(!second.errors.iter().any(|error| error.contains("summary_floor_chars")));
@@ -616,7 +614,12 @@ fn the_generator_makes_every_stage_fire() {
         let input = history().new_tree(&mut runner).unwrap().current();
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let prepared = prepare(input, "r", &config, &store, &mut ExtractiveSummariser);
+        let prepared = prepare(
+            input,
+            "r",
+            &scratchpad::compact::Context::new(&config, &store),
+            &mut ExtractiveSummariser,
+        );
         fired.extend(prepared.events.iter().filter(|e| e.replaced > 0).map(|e| e.stage));
     }
     for stage in [

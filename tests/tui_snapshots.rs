@@ -804,6 +804,7 @@ fn context_view_and_timeline() {
             &[],
             &messages,
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     insta::assert_snapshot!("context_120x40", draw(&mut s.app, 120, 40).backend());
@@ -864,6 +865,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
             &[],
             &messages,
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     assert_eq!(
@@ -933,6 +935,7 @@ fn context_lists_tool_results_by_state_and_answers_over_the_view() {
         &[],
         &messages,
         &CompactConfig::default(),
+        &scratchpad::compact::SessionFacts::NONE,
     );
     let first_other = breakdown_now
         .largest
@@ -1356,7 +1359,15 @@ fn closing_a_viewer_returns_to_where_it_was_opened() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown(
+            "sys",
+            &[],
+            &[],
+            &[],
+            &messages,
+            &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
+        ),
     });
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Enter));
@@ -1659,8 +1670,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let event = scratchpad::compact::force_compact(
         &mut bare,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &without_index,
-        &archive,
+        &scratchpad::compact::Context::new(&without_index, &archive),
         &mut Forgetful,
     );
     let loss = event.loss.clone().expect("the stage reports what the summary left out");
@@ -1686,8 +1696,7 @@ fn a_real_compactions_loss_report_is_on_its_marker() {
     let event = scratchpad::compact::force_compact(
         &mut history,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &with_index,
-        &archive,
+        &scratchpad::compact::Context::new(&with_index, &archive),
         &mut Forgetful,
     );
     let loss = event.loss.clone().expect("a retention report");
@@ -1810,6 +1819,7 @@ fn an_undone_marker_says_so_and_u_on_it_undoes_nothing_else() {
                 &[],
                 &[Message::user_text("go on")],
                 &CompactConfig::default(),
+                &scratchpad::compact::SessionFacts::NONE,
             ),
         });
         let context = text_of(&draw(app, 120, 40));
@@ -2164,6 +2174,7 @@ fn set_up(setup: Setup) -> Screen {
                     &[],
                     &messages,
                     &CompactConfig::default(),
+                    &scratchpad::compact::SessionFacts::NONE,
                 ),
             });
         }
@@ -2839,6 +2850,7 @@ fn instruction_files_at_the_start_when_they_change_and_in_context() {
             &[],
             &[Message::user_text("go on")],
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let terminal = draw(&mut s.app, 120, 40);
@@ -2891,6 +2903,7 @@ fn mcp_servers_in_the_chat_and_in_context() {
             &[],
             &[Message::user_text("go on")],
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let terminal = draw(&mut s.app, 120, 40);
@@ -2934,6 +2947,7 @@ fn mcp_servers_in_the_chat_and_in_context() {
             &[],
             &conversation,
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let small = text_of(&draw(&mut s.app, 80, 24));
@@ -3429,7 +3443,15 @@ fn prose_typed_over_a_view_goes_to_the_prompt() {
         let mut s = screen();
         open(&mut s.app);
         s.app.apply(AgentEvent::Breakdown {
-            breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
+            breakdown: breakdown(
+                "sys",
+                &[],
+                &[],
+                &[],
+                &messages,
+                &CompactConfig::default(),
+                &scratchpad::compact::SessionFacts::NONE,
+            ),
         });
         while s._ops.try_recv().is_ok() {}
         type_text(&mut s.app, "read the drop-down code");
@@ -3461,7 +3483,15 @@ fn a_context_toast_goes_with_the_view() {
     s.app
         .handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL));
     s.app.apply(AgentEvent::Breakdown {
-        breakdown: breakdown("sys", &[], &[], &[], &messages, &CompactConfig::default()),
+        breakdown: breakdown(
+            "sys",
+            &[],
+            &[],
+            &[],
+            &messages,
+            &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
+        ),
     });
     s.app.handle_key(key(KeyCode::Down));
     s.app.handle_key(key(KeyCode::Char('r')));
@@ -3528,6 +3558,7 @@ fn the_compactions_in_context_scroll_newest_first() {
             &[],
             &[Message::user_text("go")],
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let first = text_of(&draw(&mut s.app, 120, 40));
@@ -3680,8 +3711,7 @@ fn a_summarys_record_and_what_was_left_out_are_in_its_receipt() {
     let event = scratchpad::compact::force_compact(
         &mut history,
         scratchpad::compact::Asked::by("the user (/compact)", "fix the parser"),
-        &tiny,
-        &archive,
+        &scratchpad::compact::Context::new(&tiny, &archive),
         &mut Forgetful,
     );
     let note = event.summary_note.clone().expect("a summary names its record");
@@ -3869,6 +3899,7 @@ fn compaction_health_on_the_markers_and_in_context() {
             &[],
             &[Message::user_text("x".repeat(500))],
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let terminal = draw(&mut s.app, 120, 40);
@@ -4019,6 +4050,7 @@ fn a_cache_miss_after_a_compaction_is_on_the_gauge_the_marker_and_in_context() {
             &[],
             &[Message::user_text("go on with the parser")],
             &CompactConfig::default(),
+            &scratchpad::compact::SessionFacts::NONE,
         ),
     });
     let terminal = draw(&mut s.app, 120, 40);
@@ -4058,6 +4090,7 @@ fn thinking_is_its_own_category_in_context() {
         &[],
         &messages,
         &CompactConfig::default(),
+        &scratchpad::compact::SessionFacts::NONE,
     );
     map.thinking_tokens = Some(612);
     s.app.apply(AgentEvent::Breakdown { breakdown: map });
@@ -4168,6 +4201,7 @@ fn the_servers_count_in_context_and_on_the_gauge() {
         &[],
         &messages,
         &CompactConfig::default(),
+        &scratchpad::compact::SessionFacts::NONE,
     );
     map.counted = Some(CountedTokens {
         total: 3_605,

@@ -59,19 +59,19 @@ pub fn run(
     let mut messages = read_messages_now(input)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
     let store = Store::new(workspace);
+    let facts = crate::tools::session_facts();
+    let ctx = crate::compact::Context {
+        config,
+        store: &store,
+        facts: &facts,
+    };
     let prepared = match until {
-        Until::Pipeline => prepare(messages, &request, config, &store, summariser),
+        Until::Pipeline => prepare(messages, &request, &ctx, summariser),
         Until::KeepFrom(keep_from) => {
             let asked = crate::compact::Asked::by("the command line (--keep-from)", &request);
-            let event = crate::compact::compact_history::summarise_up_to(
-                &mut messages,
-                keep_from,
-                asked,
-                config,
-                &store,
-                summariser,
-            )
-            .map_err(CommandError::KeepFrom)?;
+            let event =
+                crate::compact::compact_history::summarise_up_to(&mut messages, keep_from, asked, &ctx, summariser)
+                    .map_err(CommandError::KeepFrom)?;
             Prepared {
                 sizes: crate::compact::Sizes::of(&messages, config.estimate),
                 messages,

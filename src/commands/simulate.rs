@@ -32,6 +32,7 @@ pub struct SimStep {
 }
 
 pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archive) -> Vec<SimStep> {
+    let facts = crate::tools::session_facts();
     let mut history: Vec<Message> = Vec::new();
     let mut steps = Vec::new();
     let mut request = String::new();
@@ -47,8 +48,11 @@ pub fn simulate(recorded: &[Message], config: &CompactConfig, store: &dyn Archiv
         let prepared = prepare(
             std::mem::take(&mut history),
             &request,
-            config,
-            store,
+            &crate::compact::Context {
+                config,
+                store,
+                facts: &facts,
+            },
             &mut ExtractiveSummariser,
         );
         history = prepared.messages;
@@ -118,7 +122,14 @@ pub fn now(
     config.validate().map_err(CommandError::Config)?;
     let messages = read_messages(input, FromJournal::History)?;
     let request = request.map_or_else(|| crate::compact::newest_request(&messages), str::to_string);
-    let events = preview(&messages, &request, config, workspace, &Preview::Prepare);
+    let events = preview(
+        &messages,
+        &request,
+        config,
+        &crate::tools::session_facts(),
+        workspace,
+        &Preview::Prepare,
+    );
     let mut out = std::io::BufWriter::new(stdout);
     for event in &events {
         super::compact::write_event(&mut out, event)?;

@@ -531,9 +531,6 @@ max_bytes = 100
             summariser: crate::compact::SummariserChoice::Server,
             background_at_percent: 55,
             compact_when_idle: true,
-            pinned: Default::default(),
-            describe_input: Default::default(),
-            verbatim_instructions: Vec::new(),
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;

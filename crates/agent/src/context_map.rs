@@ -21,6 +21,7 @@ pub fn breakdown(
     tools: &[ToolSpec],
     messages: &[Message],
     config: &CompactConfig,
+    facts: &crate::compact::SessionFacts,
 ) -> ContextBreakdown {
     let mode = config.estimate;
     let fixed = fixed_chars(system, tools, mode);
@@ -74,16 +75,16 @@ pub fn breakdown(
         let preview = match (id, category) {
             (Some(id), Category::ToolResult) => format!(
                 "{} · {}",
-                describe_result(messages, at, id, config.describe_input),
+                describe_result(messages, at, id, facts.describe_input),
                 one_line(&text)
             ),
-            (Some(id), _) => describe_result(messages, at, id, config.describe_input),
+            (Some(id), _) => describe_result(messages, at, id, facts.describe_input),
             (None, _) => one_line(&text),
         };
         if let Some(id) = id
-            && config.pinned.contains(id)
+            && facts.pinned.contains(id)
         {
-            pinned.push(describe_result(messages, at, id, config.describe_input));
+            pinned.push(describe_result(messages, at, id, facts.describe_input));
         }
         items.push(Item {
             category,
@@ -94,7 +95,7 @@ pub fn breakdown(
             saved_path,
             text: prefix_chars(&text, SHOWN_TEXT).to_string(),
             tool_use_id: id.map(str::to_string),
-            pinned: id.is_some_and(|id| config.pinned.contains(id)),
+            pinned: id.is_some_and(|id| facts.pinned.contains(id)),
         });
     });
     let mut totals: Vec<(Category, usize)> = Category::ALL.iter().map(|&c| (c, 0)).collect();
@@ -310,7 +311,15 @@ mod tests {
             tools: 1,
             chars: 3,
         }];
-        let map = breakdown("sys\n<a>", &rows, &servers, &[], &messages, &config);
+        let map = breakdown(
+            "sys\n<a>",
+            &rows,
+            &servers,
+            &[],
+            &messages,
+            &config,
+            &crate::compact::SessionFacts::NONE,
+        );
         let total = |c: Category| map.totals.iter().find(|(k, _)| *k == c).unwrap().1;
         for category in Category::ALL {
             if category != Category::Other {

@@ -26,6 +26,8 @@ pub struct Launch {
     pub history: Vec<Message>,
     /// What happened in the earlier runs of a resumed session, in order.
     pub past: Vec<crate::protocol::Past>,
+    /// The tool results a resumed session had pinned.
+    pub pins: std::collections::BTreeSet<String>,
     /// What restoring the session had to skip or mend, shown once it starts.
     pub notices: Vec<String>,
     /// Open the session picker first (`--resume` without an id, in the app).
@@ -67,7 +69,7 @@ impl Launch {
             tools = tools.with_mcp(hub);
         }
         let agent = Agent::new(self.provider, settings, tools, self.journal, self.history, events);
-        agent.with_notices(notices).with_past(self.past)
+        agent.with_notices(notices).with_past(self.past).with_pins(self.pins)
     }
 }
 

@@ -135,11 +135,10 @@ impl Agent {
         let request = self.active_request();
         let outcome = std::sync::Arc::new(std::sync::Mutex::new(None));
         let why_not = outcome.clone();
-        self.on_history(move |messages, sizes, config, store, _| {
-            let ctx = crate::compact::Context { config, store };
+        self.on_history(move |messages, sizes, ctx, _| {
             let mut events = Vec::new();
             events.extend(crate::compact::timed(
-                || match crate::compact::compact_history::swap_now(messages, sizes, &request, &ctx, &ready) {
+                || match crate::compact::compact_history::swap_now(messages, sizes, &request, ctx, &ready) {
                     Ok(event) => Some(event),
                     Err(why) => {
                         *why_not.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
@@ -423,6 +422,7 @@ impl Agent {
         let by_server = self.settings.compaction.summariser == crate::compact::SummariserChoice::Server
             && self.provider.compacts_on_server();
         let store = self.store.clone();
+        let facts = self.compactions.facts.clone();
         let mut summariser = self.summariser(true);
         // The request of the last calls, for a provider that caches it.
         let (system, tools) = (self.prompt.system().to_string(), self.tools.specs());
@@ -444,7 +444,7 @@ impl Agent {
             // The cached form replays the history as it stands, so it is used only
             // when that history is the whole record.
             let whole = !record.restored_anything() && record.left_out.is_empty();
-            let request = crate::compact::compact_history::summary_request(&record, None, &config);
+            let request = crate::compact::compact_history::summary_request(&record, None, &config, &facts);
             let mut notices = Vec::new();
             // The server's compaction of the messages as they are, where it is the
             // summariser; the model's summary where it cannot.

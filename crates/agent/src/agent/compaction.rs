@@ -58,7 +58,7 @@ impl Agent {
     /// thread leaves the history as it was.
     pub(super) async fn on_history<F>(&mut self, work: F) -> Vec<StageEvent>
     where
-        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &crate::compact::Context<'_>, &mut dyn Summariser) -> Vec<StageEvent>
             + Send
             + 'static,
     {
@@ -72,7 +72,7 @@ impl Agent {
     /// work gave back, or `None` (said) when it failed.
     pub(super) async fn run_on_history<F>(&mut self, work: F) -> Option<(Vec<Message>, Sizes, Vec<StageEvent>)>
     where
-        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &crate::compact::Context<'_>, &mut dyn Summariser) -> Vec<StageEvent>
             + Send
             + 'static,
     {
@@ -80,10 +80,16 @@ impl Agent {
         let mut sizes = self.conversation.sizes().clone();
         let config = self.pipeline_config();
         let store = self.store.clone();
+        let facts = self.compactions.facts.clone();
         let mut summariser = self.summariser(false);
         let joined = tokio::task::spawn_blocking(move || {
+            let ctx = crate::compact::Context {
+                config: &config,
+                store: &store,
+                facts: &facts,
+            };
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                work(&mut messages, &mut sizes, &config, &store, &mut summariser)
+                work(&mut messages, &mut sizes, &ctx, &mut summariser)
             }));
             (messages, sizes, outcome, summariser.take_notices())
         })
@@ -184,9 +190,9 @@ impl Agent {
     async fn prepare_and_compact(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> bool {
         let request = request.to_string();
         self.poll_background();
-        self.on_history(|messages, sizes, config, store, _| {
-            let taken = std::mem::replace(sizes, Sizes::of(&[], config.estimate));
-            let prepared = prepare_recoverable(std::mem::take(messages), taken, config, store);
+        self.on_history(|messages, sizes, ctx, _| {
+            let taken = std::mem::replace(sizes, Sizes::of(&[], ctx.config.estimate));
+            let prepared = prepare_recoverable(std::mem::take(messages), taken, ctx);
             *messages = prepared.messages;
             *sizes = prepared.sizes;
             prepared.events
@@ -209,10 +215,9 @@ impl Agent {
         let waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
         let summarised = request.clone();
         let (gated, events) = self
-            .summarise_gated(Route::Limit, ops, move |messages, sizes, config, store, summariser| {
-                let ctx = crate::compact::Context { config, store };
+            .summarise_gated(Route::Limit, ops, move |messages, sizes, ctx, summariser| {
                 let mut events = crate::compact::timed(|| {
-                    compact_history(messages, sizes, &summarised, &ctx, summariser, ready.as_ref())
+                    compact_history(messages, sizes, &summarised, ctx, summariser, ready.as_ref())
                 });
                 for event in &mut events {
                     if let Some(swapped) = &mut event.swapped {
@@ -286,11 +291,11 @@ impl Agent {
         self.emit(AgentEvent::Compacting);
         let active = self.active_request();
         let summarised = active.clone();
-        self.summarise_gated(Route::User, ops, move |messages, sizes, config, store, summariser| {
+        self.summarise_gated(Route::User, ops, move |messages, sizes, ctx, summariser| {
             let asked = Asked::by("the user (summarise up to a request)", &summarised);
-            match crate::compact::compact_history::summarise_up_to(messages, at + 1, asked, config, store, summariser) {
+            match crate::compact::compact_history::summarise_up_to(messages, at + 1, asked, ctx, summariser) {
                 Ok(event) => {
-                    *sizes = Sizes::of(messages, config.estimate);
+                    *sizes = Sizes::of(messages, ctx.config.estimate);
                     vec![event]
                 }
                 Err(error) => {
@@ -342,14 +347,14 @@ impl Agent {
         let ready = self.take_ready_summary();
         let summarised = request.clone();
         let (gated, _) = self
-            .summarise_gated(route, ops, move |messages, sizes, config, store, summariser| {
+            .summarise_gated(route, ops, move |messages, sizes, ctx, summariser| {
                 let asked = Asked {
                     focus: focus.as_deref(),
                     ready: ready.as_ref(),
                     ..Asked::by(requested_by, &summarised)
                 };
-                let event = crate::compact::compact_history::force_compact(messages, asked, config, store, summariser);
-                *sizes = Sizes::of(messages, config.estimate);
+                let event = crate::compact::compact_history::force_compact(messages, asked, ctx, summariser);
+                *sizes = Sizes::of(messages, ctx.config.estimate);
                 vec![event]
             })
             .await;

@@ -1,4 +1,5 @@
-//! What the agent remembers of its compactions: where the session stood at the newest
+//! What the agent remembers of its compactions: what the session tells the stages (the
+//! pins, the instruction files kept verbatim), where the session stood at the newest
 //! one that changed the history (so the next says how soon the context came back),
 //! and the loop guard that stops summaries which do not hold.
 
@@ -6,6 +7,10 @@ use crate::compact::SincePrevious;
 
 #[derive(Default)]
 pub(super) struct CompactionState {
+    /// What the session tells the stages (not settings): the results the user pinned,
+    /// the instruction files kept verbatim, how receipts name a call's input. Every
+    /// run of the pipeline borrows it.
+    pub(super) facts: crate::compact::SessionFacts,
     /// Where the session stood at the newest compaction that changed the history.
     pub(super) last: Option<LastCompaction>,
     /// Summaries in a row that did not hold, and whether compacting stopped.

@@ -14,6 +14,7 @@ impl Agent {
             &self.tools.specs(),
             self.conversation.messages(),
             &self.settings.compaction,
+            &self.compactions.facts,
         );
         breakdown.thinking_tokens = self.ledger.thinking_tokens();
         breakdown.counted = self.counted_categories();
@@ -73,7 +74,7 @@ impl Agent {
                             self.conversation.messages(),
                             self.conversation.messages().len(),
                             tool_use_id,
-                            self.settings.compaction.describe_input
+                            self.compactions.facts.describe_input
                         ),
                         crate::compact::short_count(chars)
                     ),
@@ -95,24 +96,21 @@ impl Agent {
         });
         self.sync_journal();
         if pinned {
-            self.settings.compaction.pinned.insert(tool_use_id);
+            self.compactions.facts.pinned.insert(tool_use_id);
         } else {
-            self.settings.compaction.pinned.remove(&tool_use_id);
+            self.compactions.facts.pinned.remove(&tool_use_id);
         }
         self.emit(self.breakdown());
     }
 
     /// `d` in `/context`: a tool result to the archive now, as a manual micro-compaction.
     pub(super) async fn drop_result(&mut self, tool_use_id: String) {
-        if self.settings.compaction.pinned.contains(&tool_use_id) {
+        if self.compactions.facts.pinned.contains(&tool_use_id) {
             self.pin(tool_use_id.clone(), false);
         }
         let events = self
-            .on_history(move |messages, sizes, config, store, _| {
-                let ctx = crate::compact::Context { config, store };
-                crate::compact::timed(|| {
-                    crate::compact::micro_compact::drop_result(messages, sizes, &ctx, &tool_use_id)
-                })
+            .on_history(move |messages, sizes, ctx, _| {
+                crate::compact::timed(|| crate::compact::micro_compact::drop_result(messages, sizes, ctx, &tool_use_id))
             })
             .await;
         if events.is_empty() {
@@ -134,10 +132,18 @@ impl Agent {
         let messages = self.conversation.messages().to_vec();
         let request = self.active_request();
         let config = self.settings.compaction.clone();
+        let facts = self.compactions.facts.clone();
         let workspace = self.tools.workspace().root().to_path_buf();
         let work = move || {
             use crate::compact::preview::{Preview, preview};
-            preview(&messages, &request, &config, &workspace, &Preview::Compact { focus })
+            preview(
+                &messages,
+                &request,
+                &config,
+                &facts,
+                &workspace,
+                &Preview::Compact { focus },
+            )
         };
         match tokio::task::spawn_blocking(work).await {
             Ok(events) => {

@@ -54,7 +54,7 @@ impl Agent {
         work: F,
     ) -> (Gated, Vec<StageEvent>)
     where
-        F: FnOnce(&mut Vec<Message>, &mut Sizes, &CompactConfig, &Store, &mut dyn Summariser) -> Vec<StageEvent>
+        F: FnOnce(&mut Vec<Message>, &mut Sizes, &crate::compact::Context<'_>, &mut dyn Summariser) -> Vec<StageEvent>
             + Send
             + 'static,
     {
@@ -160,6 +160,7 @@ impl Agent {
                 let ctx = crate::compact::Context {
                     config: &config,
                     store: &self.store,
+                    facts: &self.compactions.facts,
                 };
                 if let Err(error) =
                     crate::compact::compact_history::edit_summary(messages, sizes, event, &summary, &ctx)

@@ -80,7 +80,7 @@ impl Agent {
 
     /// The system prompt carries `instructions` from the next request on.
     fn set_instructions(&mut self, instructions: Instructions) {
-        self.settings.compaction.verbatim_instructions = instructions.shown_paths();
+        self.compactions.facts.verbatim_instructions = instructions.shown_paths();
         self.prompt.instructions = instructions;
         self.take_in_system(self.system_prompt_now());
     }

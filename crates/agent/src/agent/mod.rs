@@ -132,7 +132,10 @@ impl Agent {
         let conversation = Conversation::new(history, journal, settings.compaction.estimate);
         let mut settings = settings;
         settings.compaction.context_char_limit.chars = ledger.limit().chars;
-        settings.compaction.verbatim_instructions = prompt.instructions.shown_paths();
+        let facts = crate::compact::SessionFacts {
+            verbatim_instructions: prompt.instructions.shown_paths(),
+            ..crate::tools::session_facts()
+        };
         Agent {
             provider,
             settings,
@@ -144,7 +147,10 @@ impl Agent {
             events,
             approvals,
             turns: TurnState::default(),
-            compactions: CompactionState::default(),
+            compactions: CompactionState {
+                facts,
+                ..CompactionState::default()
+            },
             background: BackgroundState::default(),
             server: ServerState::default(),
             mcp: McpState::default(),
@@ -153,6 +159,12 @@ impl Agent {
                 past: Vec::new(),
             },
         }
+    }
+
+    /// The tool results a resumed session had pinned: stage 3 leaves them whole.
+    pub fn with_pins(mut self, pins: std::collections::BTreeSet<String>) -> Self {
+        self.compactions.facts.pinned = pins;
+        self
     }
 
     /// A resumed session's earlier runs: shown at start, and its last measured call

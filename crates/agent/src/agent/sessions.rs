@@ -85,7 +85,7 @@ impl Agent {
         self.discard_background("another session was opened here");
         self.approvals.clear();
         self.ledger.clear();
-        self.settings.compaction.pinned = restored.pins;
+        self.compactions.facts.pinned = restored.pins;
         self.conversation
             .start_over(Some(journal), restored.messages, &restored.past);
         self.take_in_past(&restored.past);

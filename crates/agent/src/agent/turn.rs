@@ -360,15 +360,11 @@ impl Agent {
         self.emit(AgentEvent::Compacting);
         let request = request.to_string();
         let (gated, events) = self
-            .summarise_gated(
-                gate::Route::Reactive,
-                ops,
-                move |messages, sizes, config, store, summariser| {
-                    let events = reactive_compact(messages, &request, aim, config, store, summariser);
-                    *sizes = Sizes::of(messages, config.estimate);
-                    events
-                },
-            )
+            .summarise_gated(gate::Route::Reactive, ops, move |messages, sizes, ctx, summariser| {
+                let events = reactive_compact(messages, &request, aim, ctx, summariser);
+                *sizes = Sizes::of(messages, ctx.config.estimate);
+                events
+            })
             .await;
         match gated {
             gate::Gated::Cancelled => return Shrunk::Cancelled,

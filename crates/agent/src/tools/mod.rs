@@ -502,6 +502,16 @@ impl ToolBox {
     }
 }
 
+/// What the tools tell every run of the pipeline, in or out of a session: receipts
+/// name a call's input by the field its tool says a call is about
+/// ([`input_summary`]).
+pub fn session_facts() -> crate::compact::SessionFacts {
+    crate::compact::SessionFacts {
+        describe_input: crate::compact::receipt::InputDescriber(input_summary),
+        ..crate::compact::SessionFacts::default()
+    }
+}
+
 /// A short one-line description of a call's input, for the tool pane: its tool's
 /// summary field, or the whole input for a tool we do not know or a call without it.
 pub fn input_summary(name: &str, input: &Value) -> String {

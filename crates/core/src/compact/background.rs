@@ -302,10 +302,7 @@ mod tests {
             context_char_limit: crate::compact::Limit::chars(limit),
             ..config(70)
         };
-        let ctx = crate::compact::Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = crate::compact::Context::new(&config, &store);
         let mut sizes = Sizes::of(history, config.estimate);
         let event = crate::compact::compact_history::compact_history(
             history,
@@ -362,10 +359,7 @@ mod tests {
             context_char_limit: crate::compact::Limit::chars(4_000),
             ..config(70)
         };
-        let ctx = crate::compact::Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = crate::compact::Context::new(&config, &store);
         let mut sizes = Sizes::of(&history, config.estimate);
         let event = crate::compact::compact_history::compact_history(
             &mut history,
@@ -448,10 +442,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::store::Store::new(dir.path());
         let config = CompactConfig::default();
-        let ctx = crate::compact::Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = crate::compact::Context::new(&config, &store);
         let mut sizes = Sizes::of(&history, config.estimate);
         let snipped = crate::compact::snip_compact::snip_compact(&mut history, &mut sizes, &ctx).expect("over 50");
         let archived = snipped.replaced;

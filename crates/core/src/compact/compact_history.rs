@@ -4,7 +4,7 @@
 //! it. The same machinery serves the `compact` tool, `/compact` and reactive
 //! compaction (which keeps the newest messages verbatim).
 
-use super::Archive;
+use super::SessionFacts;
 use super::background::{self, ReadySummary, Standing};
 use super::estimate::Sizes;
 use super::index::Index;
@@ -173,7 +173,7 @@ pub(super) fn summarise_prefix(
     let asked = SummaryRequest {
         span: &messages[..job.end],
         room_chars: Some(job.within.saturating_sub(kept_after + frame_chars) / 2),
-        ..summary_request(&record, job.focus, ctx.config)
+        ..summary_request(&record, job.focus, ctx.config, ctx.facts)
     };
     let Summary {
         text: summary,
@@ -245,12 +245,12 @@ pub(super) fn summarise_prefix(
     event.request_cut = request_cut;
     event.kept_verbatim = kept_verbatim(
         &messages[job.end..],
-        ctx.config,
+        ctx.facts,
         kept_request,
         job.active_request,
         request_cut,
     );
-    event.items = receipt::left(messages, sizes, 0..job.end, ctx.config.describe_input);
+    event.items = receipt::left(messages, sizes, 0..job.end, ctx.facts.describe_input);
     receipt::saved_in(&mut event.items, &path);
     // What the model reads of the summary: the server's text with ours, or ours.
     let kept_text = match &server_message {
@@ -270,17 +270,22 @@ pub(super) fn summarise_prefix(
 /// What the summariser is asked about `record`: the instructions (with the focus and
 /// the instruction files that stay), and the record as text within
 /// `summary_input_chars`, room given by value ([`summary_input`]).
-pub fn summary_request<'a>(record: &'a Record, focus: Option<&'a str>, config: &CompactConfig) -> SummaryRequest<'a> {
+pub fn summary_request<'a>(
+    record: &'a Record,
+    focus: Option<&'a str>,
+    config: &CompactConfig,
+    facts: &SessionFacts,
+) -> SummaryRequest<'a> {
     let focus = focus.map(str::trim).filter(|f| !f.is_empty());
     let mut instructions = SUMMARY_INSTRUCTIONS.to_string();
     if let Some(focus) = focus {
         instructions.push_str("\nPay particular attention to: ");
         instructions.push_str(focus);
     }
-    if !config.verbatim_instructions.is_empty() {
+    if !facts.verbatim_instructions.is_empty() {
         instructions.push_str(&format!(
             "\nThe project's instruction files ({}) stay in the system prompt verbatim: do not restate them.",
-            config.verbatim_instructions.join(", ")
+            facts.verbatim_instructions.join(", ")
         ));
     }
     if previous_summary_chars(&record.messages).is_some() {
@@ -302,12 +307,12 @@ pub fn summary_request<'a>(record: &'a Record, focus: Option<&'a str>, config: &
 /// the pinned results among the messages kept after the summary.
 fn kept_verbatim(
     kept: &[Message],
-    config: &CompactConfig,
+    facts: &SessionFacts,
     request_in_kept: bool,
     request: &str,
     request_cut: Option<RequestCut>,
 ) -> Vec<String> {
-    let mut lines: Vec<String> = config
+    let mut lines: Vec<String> = facts
         .verbatim_instructions
         .iter()
         .map(|path| format!("instruction file {path} (in the system prompt)"))
@@ -323,7 +328,7 @@ fn kept_verbatim(
     for message in kept {
         for block in message.block_slice() {
             if let crate::message::ContentBlock::ToolResult { tool_use_id, .. } = block
-                && config.pinned.contains(tool_use_id)
+                && facts.pinned.contains(tool_use_id)
             {
                 lines.push(format!("pinned result {tool_use_id}"));
             }
@@ -443,10 +448,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = CompactConfig::default();
         let store = Store::new(dir.path());
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = Context::new(&config, &store);
         let mut history = crate::history::History::new()
             .request("fix the parser")
             .round(crate::history::Call::new(
@@ -458,8 +460,7 @@ mod tests {
         let mut event = force_compact(
             &mut history,
             Asked::by("the user", "fix the parser"),
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut Fixed("Goal: fix the parser."),
         );
         let index_before = compacted_parts(&history[0].text()).unwrap().index.to_string();
@@ -530,10 +531,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = CompactConfig::default();
         let store = Store::new(dir.path());
-        let ctx = Context {
-            config: &config,
-            store: &store,
-        };
+        let ctx = Context::new(&config, &store);
         let request = "é\"".repeat(40_000);
         let mut history = vec![Message::user_text(request.clone())];
         let mut sizes = Sizes::of(&history, config.estimate);
@@ -591,15 +589,19 @@ mod tests {
             focus: Some(" the lexer "),
             ..Asked::by("the user", "and add tests")
         };
-        let event = force_compact(&mut history, asked, &CompactConfig::default(), &store, &mut Check);
+        let event = force_compact(
+            &mut history,
+            asked,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
+            &mut Check,
+        );
         assert_eq!(history.len(), 1);
         assert_eq!(event.replaced, 3);
         let mut again = big_history(2_000);
         force_compact(
             &mut again,
             Asked::by("the user", "r"),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut ExtractiveSummariser,
         );
         assert!(again[0].text().contains("fix the parser"));
@@ -624,8 +626,7 @@ mod tests {
         let first = force_compact(
             &mut history,
             Asked::by("the user", "r"),
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut summariser,
         );
         assert_eq!(first.summary_note.as_ref().unwrap().previous_summary_chars, None);
@@ -634,8 +635,7 @@ mod tests {
         let second = force_compact(
             &mut history,
             Asked::by("the user", "more"),
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut summariser,
         );
         assert_eq!(summariser.0, vec![false, true]);
@@ -667,8 +667,7 @@ mod tests {
             &mut history,
             3,
             Asked::by("the user", "r"),
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut summariser,
         )
         .unwrap();
@@ -691,8 +690,7 @@ mod tests {
         let event = force_compact(
             &mut history,
             Asked::by("the user", "and add tests"),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut Failing,
         );
         assert_eq!(history, original);

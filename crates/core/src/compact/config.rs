@@ -57,18 +57,6 @@ pub struct CompactConfig {
     /// When a turn ends past `background_at_percent` and its summary is ready, swap it
     /// in then (the user is idle) rather than at the limit.
     pub compact_when_idle: bool,
-    /// Tool results the user pinned in `/context`: stage 3 leaves them whole. Session
-    /// state (journaled), not a setting.
-    #[serde(skip)]
-    pub pinned: std::collections::BTreeSet<String>,
-    /// How receipts name a call's input, handed in by whoever owns the tools.
-    #[serde(skip)]
-    pub describe_input: receipt::InputDescriber,
-    /// The project instruction files the system prompt carries, by path (session
-    /// state, not a setting): the summariser is told they stay, and every summarising
-    /// stage's receipt lists them as kept verbatim.
-    #[serde(skip)]
-    pub verbatim_instructions: Vec<String>,
 }
 
 impl Default for CompactConfig {
@@ -94,11 +82,34 @@ impl Default for CompactConfig {
             summariser: SummariserChoice::Model,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
             compact_when_idle: false,
-            pinned: std::collections::BTreeSet::new(),
-            describe_input: receipt::InputDescriber::default(),
-            verbatim_instructions: Vec::new(),
         }
     }
+}
+
+/// What the session, not the config file, tells the stages: the tool results the user
+/// pinned, the instruction files the system prompt carries verbatim, and how receipts
+/// name a call's input. Its owner is the session (the agent keeps it and journals the
+/// pins); a run of the pipeline borrows it through its [`Context`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionFacts {
+    /// Tool results the user pinned in `/context`: stage 3 leaves them whole.
+    pub pinned: std::collections::BTreeSet<String>,
+    /// The project instruction files the system prompt carries, by path: the
+    /// summariser is told they stay, and every summarising stage's receipt lists them
+    /// as kept verbatim.
+    pub verbatim_instructions: Vec<String>,
+    /// How receipts name a call's input, handed in by whoever owns the tools.
+    pub describe_input: receipt::InputDescriber,
+}
+
+impl SessionFacts {
+    /// A session that has pinned nothing, carries no instruction files and names
+    /// inputs by their first text field: for a run with no session (tests, benches).
+    pub const NONE: SessionFacts = SessionFacts {
+        pinned: std::collections::BTreeSet::new(),
+        verbatim_instructions: Vec::new(),
+        describe_input: receipt::InputDescriber::FIRST_TEXT_FIELD,
+    };
 }
 
 /// The seed's CONTEXT_CHAR_LIMIT, and where an automatic limit starts.

@@ -73,10 +73,10 @@ pub fn micro_compact(messages: &mut [Message], sizes: &mut Sizes, ctx: &Context<
         let Some((id, content)) = tool_result(messages, position) else {
             continue;
         };
-        if is_cleared(content) || content.char_len() <= config.micro_min_chars || config.pinned.contains(id) {
+        if is_cleared(content) || content.char_len() <= config.micro_min_chars || ctx.facts.pinned.contains(id) {
             continue;
         }
-        let what = describe_result(messages, position.0, id, ctx.config.describe_input);
+        let what = describe_result(messages, position.0, id, ctx.facts.describe_input);
         replaced.extend(clear(messages, sizes, ctx, position, what, &mut event));
     }
     settle(messages, sizes, ctx, &mut event, replaced);
@@ -169,7 +169,7 @@ pub fn drop_result(
     if is_cleared(content) {
         return None;
     }
-    let what = describe_result(messages, position.0, id, ctx.config.describe_input);
+    let what = describe_result(messages, position.0, id, ctx.facts.describe_input);
     let trigger = "dropped by the user from /context".to_string();
     let mut event = StageEvent::start(Stage::MicroCompact, messages.len(), sizes.total(), trigger);
     event.by_user = true;
@@ -243,7 +243,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             continue;
         };
         let before = sizes.measure(content);
-        if is_cleared(content) || config.pinned.contains(id) {
+        if is_cleared(content) || ctx.facts.pinned.contains(id) {
             continue;
         }
         let full = content.full_text();
@@ -260,7 +260,7 @@ pub fn fit_tool_results(messages: &mut [Message], sizes: &mut Sizes, ctx: &Conte
             continue;
         }
         let preview = preview.to_string();
-        let what = describe_result(messages, position.0, id, ctx.config.describe_input);
+        let what = describe_result(messages, position.0, id, ctx.facts.describe_input);
         let Some((id, content)) = tool_result_mut(messages, position) else {
             continue;
         };
@@ -471,10 +471,7 @@ mod tests {
             estimate: crate::compact::EstimateMode::Compact,
             ..CompactConfig::default()
         };
-        let ctx = Context {
-            config: &compact,
-            store: &store,
-        };
+        let ctx = Context::new(&compact, &store);
         let mut sizes = Sizes::of(&history, compact.estimate);
         assert!(
             micro_compact(&mut history, &mut sizes, &ctx).is_none(),
@@ -516,15 +513,17 @@ mod tests {
     fn pinned_results_stay_whole_and_a_dropped_or_restored_one_is_exact() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
-        let mut config = CompactConfig {
+        let config = CompactConfig {
             context_char_limit: crate::compact::Limit::chars(5_000),
             micro_keep_recent: 0,
             ..CompactConfig::default()
         };
-        config.pinned.insert("t0".into());
+        let mut facts = crate::compact::SessionFacts::default();
+        facts.pinned.insert("t0".into());
         let ctx = Context {
             config: &config,
             store: &store,
+            facts: &facts,
         };
         let mut history = rounds(&[3_000, 3_000, 3_000], true);
         let original = history.clone();

@@ -35,7 +35,7 @@ pub mod tool_result_budget;
 pub mod undo;
 pub use config::{
     AUTO_LIMIT, CompactConfig, DEFAULT_BACKGROUND_AT_PERCENT, DEFAULT_CONTEXT_CHAR_LIMIT, DEFAULT_INDEX_PERCENT, Limit,
-    MIN_CONTEXT_CHAR_LIMIT, SummariserChoice,
+    MIN_CONTEXT_CHAR_LIMIT, SessionFacts, SummariserChoice,
 };
 pub use stage_event::{
     Freed, ReceiptItem, RequestCut, SavedResult, SincePrevious, Stage, StageEvent, SummaryNote, Swapped, timed,
@@ -123,12 +123,38 @@ pub trait Summariser {
     }
 }
 
-/// Shared by every stage: the thresholds and where files go.
+/// The facts of a run outside any session.
+static NO_FACTS: SessionFacts = SessionFacts::NONE;
+
+/// Shared by every stage: the thresholds, where files go, and what the session says.
 pub struct Context<'a> {
     /// The thresholds.
     pub config: &'a CompactConfig,
     /// Where removed text is kept.
     pub store: &'a dyn Archive,
+    /// The pins, the instruction files kept verbatim, how inputs are named.
+    pub facts: &'a SessionFacts,
+}
+
+impl<'a> Context<'a> {
+    /// A run outside any session ([`SessionFacts::NONE`]).
+    pub fn new(config: &'a CompactConfig, store: &'a dyn Archive) -> Self {
+        Context {
+            config,
+            store,
+            facts: &NO_FACTS,
+        }
+    }
+
+    /// The same run with other thresholds (a stage aiming lower, a summary given
+    /// more room).
+    pub fn with_config<'b>(&'b self, config: &'b CompactConfig) -> Context<'b> {
+        Context {
+            config,
+            store: self.store,
+            facts: self.facts,
+        }
+    }
 }
 
 /// The one way the stages' tests run a stage: with the default thresholds and `store`,
@@ -140,7 +166,7 @@ pub(crate) fn run_stage<H: AsMut<[Message]> + ?Sized>(
     stage: impl FnOnce(&mut H, &mut Sizes, &Context<'_>) -> Option<StageEvent>,
 ) -> Option<StageEvent> {
     let config = CompactConfig::default();
-    let ctx = Context { config: &config, store };
+    let ctx = Context::new(&config, store);
     let mut sizes = Sizes::of(history.as_mut(), config.estimate);
     let event = stage(history, &mut sizes, &ctx);
     assert_eq!(sizes.total(), estimate_chars(history.as_mut()));

@@ -1,13 +1,12 @@
 //! `prepare`: runs before every model call, cheapest and most recoverable stage first.
 
-use super::Archive;
 use super::compact_history::compact_history;
 use super::estimate::Sizes;
 use super::markers::{MessageKind, classify};
 use super::micro_compact::{fit_tool_results, micro_compact};
 use super::snip_compact::snip_compact;
 use super::tool_result_budget::tool_result_budget;
-use super::{CompactConfig, Context, StageEvent, Summariser, timed};
+use super::{Context, StageEvent, Summariser, timed};
 use crate::message::Message;
 
 /// The history after `prepare`, its size table, and what each stage did.
@@ -33,12 +32,11 @@ impl Prepared {
 pub fn prepare(
     messages: Vec<Message>,
     active_request: &str,
-    config: &CompactConfig,
-    store: &dyn Archive,
+    ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
-    let sizes = Sizes::of(&messages, config.estimate);
-    prepare_sized(messages, sizes, active_request, config, store, summariser)
+    let sizes = Sizes::of(&messages, ctx.config.estimate);
+    prepare_sized(messages, sizes, active_request, ctx, summariser)
 }
 
 /// [`prepare`] for a caller that keeps the size table of its history (the agent), so
@@ -47,18 +45,16 @@ pub fn prepare_sized(
     messages: Vec<Message>,
     sizes: Sizes,
     active_request: &str,
-    config: &CompactConfig,
-    store: &dyn Archive,
+    ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> Prepared {
-    let mut prepared = prepare_recoverable(messages, sizes, config, store);
-    let ctx = Context { config, store };
+    let mut prepared = prepare_recoverable(messages, sizes, ctx);
     prepared.events.extend(timed(|| {
         compact_history(
             &mut prepared.messages,
             &mut prepared.sizes,
             active_request,
-            &ctx,
+            ctx,
             summariser,
             None,
         )
@@ -68,18 +64,12 @@ pub fn prepare_sized(
 
 /// Stages 1 to 3 of [`prepare`]: everything recoverable, nothing summarised. A caller
 /// that asks before the lossy stage (`compaction.review_summaries`) runs stage 4 itself.
-pub fn prepare_recoverable(
-    mut messages: Vec<Message>,
-    mut sizes: Sizes,
-    config: &CompactConfig,
-    store: &dyn Archive,
-) -> Prepared {
-    let ctx = Context { config, store };
+pub fn prepare_recoverable(mut messages: Vec<Message>, mut sizes: Sizes, ctx: &Context<'_>) -> Prepared {
     let mut events = Vec::new();
-    events.extend(timed(|| tool_result_budget(&mut messages, &mut sizes, &ctx)));
-    events.extend(timed(|| snip_compact(&mut messages, &mut sizes, &ctx)));
-    events.extend(timed(|| micro_compact(&mut messages, &mut sizes, &ctx)));
-    events.extend(timed(|| fit_tool_results(&mut messages, &mut sizes, &ctx)));
+    events.extend(timed(|| tool_result_budget(&mut messages, &mut sizes, ctx)));
+    events.extend(timed(|| snip_compact(&mut messages, &mut sizes, ctx)));
+    events.extend(timed(|| micro_compact(&mut messages, &mut sizes, ctx)));
+    events.extend(timed(|| fit_tool_results(&mut messages, &mut sizes, ctx)));
     Prepared {
         messages,
         sizes,

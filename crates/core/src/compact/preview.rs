@@ -2,7 +2,10 @@
 //! The recoverable stages run exactly as they would (reading the workspace, writing
 //! nothing); the summary stage shows which messages it would summarise and their size.
 
-use super::{Asked, CompactConfig, StageEvent, Summariser, SummaryError, SummaryRequest, force_compact, prepare};
+use super::{
+    Asked, CompactConfig, Context, SessionFacts, StageEvent, Summariser, SummaryError, SummaryRequest, force_compact,
+    prepare,
+};
 use crate::message::Message;
 use crate::store::Store;
 
@@ -34,19 +37,25 @@ pub fn preview(
     messages: &[Message],
     active_request: &str,
     config: &CompactConfig,
+    facts: &SessionFacts,
     workspace: &std::path::Path,
     what: &Preview,
 ) -> Vec<StageEvent> {
     let store = Store::new(workspace).dry_run();
+    let ctx = Context {
+        config,
+        store: &store,
+        facts,
+    };
     let mut events = match what {
-        Preview::Prepare => prepare(messages.to_vec(), active_request, config, &store, &mut NoSummary).events,
+        Preview::Prepare => prepare(messages.to_vec(), active_request, &ctx, &mut NoSummary).events,
         Preview::Compact { focus } => {
             let mut copy = messages.to_vec();
             let asked = Asked {
                 focus: focus.as_deref(),
                 ..Asked::by("the user (a preview)", active_request)
             };
-            vec![force_compact(&mut copy, asked, config, &store, &mut NoSummary)]
+            vec![force_compact(&mut copy, asked, &ctx, &mut NoSummary)]
         }
     };
     for event in &mut events {
@@ -82,13 +91,27 @@ mod tests {
             ));
         }
         let config = CompactConfig::default();
-        let events = preview(&messages, "go", &config, dir.path(), &Preview::Prepare);
+        let events = preview(
+            &messages,
+            "go",
+            &config,
+            &SessionFacts::NONE,
+            dir.path(),
+            &Preview::Prepare,
+        );
         let stages: Vec<Stage> = events.iter().map(|e| e.stage).collect();
         assert!(stages.contains(&Stage::SnipCompact), "{stages:?}");
         assert!(events.iter().all(|e| e.errors.is_empty()));
         assert!(events.iter().any(|e| !e.items.is_empty()));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing was written");
-        let compact = preview(&messages, "go", &config, dir.path(), &Preview::Compact { focus: None });
+        let compact = preview(
+            &messages,
+            "go",
+            &config,
+            &SessionFacts::NONE,
+            dir.path(),
+            &Preview::Compact { focus: None },
+        );
         assert_eq!(compact[0].stage, Stage::CompactHistory);
         assert_eq!(
             compact[0].items.len(),

@@ -5,7 +5,6 @@
 //! results whose calls were summarised away, and the history never grows: if nothing
 //! made it smaller, it is left exactly as it was and the caller reports the refusal.
 
-use super::Archive;
 use super::compact_history::{Summarise, summarise_prefix};
 use super::estimate::Sizes;
 use super::micro_compact::{fit_tool_results, micro_compact};
@@ -55,10 +54,10 @@ pub fn reactive_compact(
     messages: &mut Vec<Message>,
     active_request: &str,
     aim: Aim,
-    config: &CompactConfig,
-    store: &dyn Archive,
+    ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> Vec<StageEvent> {
+    let config = ctx.config;
     let mut sizes = Sizes::of(messages, config.estimate);
     let before = sizes.total();
     let goal = aim.target.unwrap_or(before / 2).min(before.saturating_sub(1));
@@ -68,7 +67,7 @@ pub fn reactive_compact(
         micro_target_percent: 100,
         ..config.clone()
     };
-    let ctx = Context { config: &aimed, store };
+    let ctx = ctx.with_config(&aimed);
     let original = messages.clone();
     let why = match aim.cause {
         TooLong::Refused => "the API refused the prompt as too long".to_string(),
@@ -157,8 +156,7 @@ mod tests {
             &mut history,
             "task",
             Aim::refused(None),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut ExtractiveSummariser,
         );
         let [event] = events.as_slice() else {
@@ -184,8 +182,7 @@ mod tests {
             &mut history,
             "b",
             Aim::refused(None),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut ExtractiveSummariser,
         );
         assert_eq!(history, original);
@@ -216,8 +213,7 @@ mod tests {
             &mut history,
             "read the three files",
             Aim::refused(Some(20_000)),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut ExtractiveSummariser,
         );
         let after = crate::compact::estimate_chars(&history);
@@ -260,8 +256,7 @@ mod tests {
             &mut history,
             &current,
             Aim::refused(Some(target)),
-            &CompactConfig::default(),
-            &store,
+            &crate::compact::Context::new(&CompactConfig::default(), &store),
             &mut ExtractiveSummariser,
         );
         let after = crate::compact::estimate_chars(&history);

@@ -10,11 +10,14 @@ use crate::text::{flatten_whitespace, one_line, prefix_chars};
 
 /// How a receipt names a tool call's input in one line. The tools know which field
 /// says what a call is about; the core does not, so whoever owns the tools hands one
-/// in ([`CompactConfig::describe_input`](super::CompactConfig)).
+/// in ([`SessionFacts::describe_input`](super::SessionFacts)).
 #[derive(Clone, Copy)]
 pub struct InputDescriber(pub fn(&str, &serde_json::Value) -> String);
 
 impl InputDescriber {
+    /// Names a call by the first text field of its input (no tool knowledge).
+    pub const FIRST_TEXT_FIELD: InputDescriber = InputDescriber(first_text_field);
+
     /// What a call of tool `name` with `input` is about, in one line.
     pub fn describe(self, name: &str, input: &serde_json::Value) -> String {
         (self.0)(name, input)
@@ -23,7 +26,7 @@ impl InputDescriber {
 
 impl Default for InputDescriber {
     fn default() -> Self {
-        InputDescriber(first_text_field)
+        InputDescriber::FIRST_TEXT_FIELD
     }
 }
 

@@ -303,8 +303,7 @@ mod tests {
         let prepared = prepare(
             original.clone(),
             "read everything",
-            &config,
-            &archive,
+            &crate::compact::Context::new(&config, &archive),
             &mut crate::compact::ExtractiveSummariser,
         );
         let fired: Vec<Stage> = prepared.events.iter().map(|event| event.stage).collect();

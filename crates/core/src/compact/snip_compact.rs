@@ -28,7 +28,7 @@ pub fn snip_compact(messages: &mut Vec<Message>, sizes: &mut Sizes, ctx: &Contex
     );
     let mut event = StageEvent::start(Stage::SnipCompact, messages.len(), sizes.total(), trigger);
     let written = ctx.store.write_transcript(Stage::SnipCompact.name(), messages);
-    let mut items = receipt::left(messages, sizes, head..start, ctx.config.describe_input);
+    let mut items = receipt::left(messages, sizes, head..start, ctx.facts.describe_input);
     match written {
         Ok(transcript) => {
             let archived = start - head;

@@ -74,7 +74,7 @@ pub fn tool_result_budget(messages: &mut [Message], sizes: &mut Sizes, ctx: &Con
                 sizes.adjust(index, old, now);
                 let receipt = Shrunk {
                     message: index,
-                    what: describe_result(earlier, index, tool_use_id, config.describe_input),
+                    what: describe_result(earlier, index, tool_use_id, ctx.facts.describe_input),
                     before: old,
                     after: now,
                     // Only whole outputs are persisted here: the saved file has the text.

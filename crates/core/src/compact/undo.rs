@@ -226,8 +226,7 @@ mod tests {
         let prepared = prepare(
             original.clone(),
             "read everything",
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut ExtractiveSummariser,
         );
         assert!(prepared.events.len() >= 2, "{:?}", prepared.events);
@@ -264,8 +263,7 @@ mod tests {
         let event = crate::compact::compact_history::force_compact(
             &mut messages,
             crate::compact::compact_history::Asked::by("the user (/compact)", "read"),
-            &config,
-            &store,
+            &crate::compact::Context::new(&config, &store),
             &mut ExtractiveSummariser,
         );
         assert!(
@@ -310,8 +308,7 @@ mod tests {
         let prepared = prepare(
             original.clone(),
             "read everything",
-            &config,
-            &Store::new(dir.path()),
+            &crate::compact::Context::new(&config, &Store::new(dir.path())),
             &mut ExtractiveSummariser,
         );
         let resumed = Store::new(dir.path());
@@ -339,7 +336,12 @@ mod tests {
             context_char_limit: crate::compact::Limit::chars(20_000),
             ..CompactConfig::default()
         };
-        let prepared = prepare(history(9), "r", &config, &store, &mut ExtractiveSummariser);
+        let prepared = prepare(
+            history(9),
+            "r",
+            &crate::compact::Context::new(&config, &store),
+            &mut ExtractiveSummariser,
+        );
         let micro = prepared
             .events
             .iter()

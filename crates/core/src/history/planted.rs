@@ -359,8 +359,7 @@ pub fn measure(planted: &Planted, config: &CompactConfig, summariser: &mut dyn S
     let prepared = prepare(
         planted.messages.clone(),
         &planted.request,
-        config,
-        &archive,
+        &crate::compact::Context::new(config, &archive),
         &mut recording,
     );
     let context = crate::compact::render::to_text(&prepared.messages);
@@ -427,8 +426,7 @@ pub fn limit_where_stage_four_fires(planted: &Planted, base: &CompactConfig) -> 
         let prepared = prepare(
             planted.messages.clone(),
             &planted.request,
-            &config,
-            &archive,
+            &crate::compact::Context::new(&config, &archive),
             &mut crate::compact::ExtractiveSummariser,
         );
         prepared

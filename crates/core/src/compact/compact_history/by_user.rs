@@ -35,10 +35,10 @@ impl<'a> Asked<'a> {
 pub fn force_compact(
     messages: &mut Vec<Message>,
     asked: Asked<'_>,
-    config: &CompactConfig,
-    store: &dyn Archive,
+    ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> StageEvent {
+    let config = ctx.config;
     let Asked {
         active_request,
         focus,
@@ -46,7 +46,6 @@ pub fn force_compact(
         ready,
     } = asked;
     let mut sizes = Sizes::of(messages, config.estimate);
-    let ctx = Context { config, store };
     let started = std::time::Instant::now();
     let trigger = format!("asked for by {requested_by}");
     let focused = focus.is_some_and(|focus| !focus.trim().is_empty());
@@ -55,7 +54,7 @@ pub fn force_compact(
         Some(_) if focused => discarded = Some("a focus was asked for, so the summary is written to it".to_string()),
         Some(ready) => {
             let reason = format!("{trigger}; a summary prepared in the background was ready");
-            match try_swap(messages, &mut sizes, active_request, &ctx, ready, reason) {
+            match try_swap(messages, &mut sizes, active_request, ctx, ready, reason) {
                 Ok(mut event) => {
                     event.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     return event;
@@ -103,7 +102,7 @@ pub fn force_compact(
             trigger,
             within: config.context_char_limit.chars,
         },
-        &ctx,
+        ctx,
         summariser,
     );
     event.background_discarded = discarded.map(set_aside);
@@ -149,10 +148,10 @@ pub fn summarise_up_to(
     messages: &mut Vec<Message>,
     keep_from: usize,
     asked: Asked<'_>,
-    config: &CompactConfig,
-    store: &dyn Archive,
+    ctx: &Context<'_>,
     summariser: &mut dyn Summariser,
 ) -> Result<StageEvent, KeepFromError> {
+    let config = ctx.config;
     let len = messages.len();
     if keep_from < 2 || keep_from > len {
         return Err(KeepFromError::OutOfRange { asked: keep_from, len });
@@ -174,7 +173,7 @@ pub fn summarise_up_to(
         ..config.clone()
     };
     let within = roomy.context_char_limit.chars;
-    let ctx = Context { config: &roomy, store };
+    let ctx = ctx.with_config(&roomy);
     let started = std::time::Instant::now();
     let mut event = summarise_prefix(
         messages,
