@@ -102,7 +102,7 @@ impl Agent {
     /// Whether an idle swap is wanted: `compaction.compact_when_idle`, no turn running,
     /// and a summary written or being written while the estimate is past the threshold.
     pub(super) fn swaps_when_idle(&self) -> bool {
-        let config = &self.settings.compaction;
+        let config = &self.pipeline_config();
         config.compact_when_idle
             && config.background_at_percent > 0
             && percent_of_limit(self.conversation.sizes(), config) >= config.background_at_percent
@@ -504,7 +504,7 @@ impl Agent {
                 took: started.elapsed(),
             }
         });
-        let percent = percent_of_limit(self.conversation.sizes(), &self.settings.compaction);
+        let percent = percent_of_limit(self.conversation.sizes(), &self.pipeline_config());
         self.background.job = Background::Running(RunningSummary {
             prefix,
             started_at_percent: percent,

@@ -45,10 +45,12 @@ impl Agent {
         .with_progress(progress)
     }
 
-    /// The pipeline's settings for a run now: the summary input capped to what the
-    /// window takes.
+    /// The pipeline's settings for a run now: the limit in force (the ledger's) and
+    /// the summary input capped to what the window takes.
     pub(super) fn pipeline_config(&self) -> CompactConfig {
         let mut config = self.settings.compaction.clone();
+        // The settings keep the limit as configured; the ledger keeps the one in force.
+        config.context_char_limit.chars = self.ledger.limit().chars;
         config.summary_input_chars = config.summary_input_chars.min(self.summary_budget().input_chars);
         config
     }
@@ -126,7 +128,7 @@ impl Agent {
     /// turn with why.
     pub(super) async fn prepare_history(&mut self, request: &str, ops: &mut UnboundedReceiver<Op>) -> Readied {
         if let Some(why) = self.compactions.guard.stopped()
-            && self.conversation.estimate() > self.settings.compaction.context_char_limit.chars
+            && self.conversation.estimate() > self.ledger.limit().chars
         {
             return Readied::Stopped(why.to_string());
         }
@@ -144,7 +146,7 @@ impl Agent {
     /// and is bounded on its own). Enough in a row that did not hold and the guard
     /// stops compacting on its own, saying why.
     pub(super) fn summary_ran(&mut self, reactive: bool) {
-        let over = !reactive && self.conversation.estimate() > self.settings.compaction.context_char_limit.chars;
+        let over = !reactive && self.conversation.estimate() > self.ledger.limit().chars;
         let most = self.settings.compaction.loop_guard;
         if self.compactions.guard.summary_ran(self.turns.model_calls, over, most) {
             let why = self.loop_report(most);
@@ -198,7 +200,7 @@ impl Agent {
             prepared.events
         })
         .await;
-        let limit = self.settings.compaction.context_char_limit.chars;
+        let limit = self.ledger.limit().chars;
         if self.conversation.estimate() <= limit {
             self.start_background_in_turn();
             return true;

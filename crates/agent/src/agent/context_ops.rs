@@ -13,7 +13,7 @@ impl Agent {
             &super::mcp::server_rows(self.tools.mcp(), self.settings.compaction.estimate),
             &self.tools.specs(),
             self.conversation.messages(),
-            &self.settings.compaction,
+            &self.pipeline_config(),
             &self.compactions.facts,
         );
         breakdown.thinking_tokens = self.ledger.thinking_tokens();
@@ -131,7 +131,7 @@ impl Agent {
         }
         let messages = self.conversation.messages().to_vec();
         let request = self.active_request();
-        let config = self.settings.compaction.clone();
+        let config = self.pipeline_config();
         let facts = self.compactions.facts.clone();
         let workspace = self.tools.workspace().root().to_path_buf();
         let work = move || {

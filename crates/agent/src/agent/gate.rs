@@ -70,7 +70,7 @@ impl Agent {
         match reviewed {
             Reviewed::Apply => (Gated::Applied, self.compacted(messages, sizes, events)),
             Reviewed::Reject => {
-                let limit = self.settings.compaction.context_char_limit.chars;
+                let limit = self.ledger.limit().chars;
                 let estimate = self.conversation.estimate();
                 let over = if route == Route::User || estimate <= limit {
                     String::new()

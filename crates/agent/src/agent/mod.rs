@@ -130,8 +130,6 @@ impl Agent {
         )
         .with_basis(provider.token_basis());
         let conversation = Conversation::new(history, journal, settings.compaction.estimate);
-        let mut settings = settings;
-        settings.compaction.context_char_limit.chars = ledger.limit().chars;
         let facts = crate::compact::SessionFacts {
             verbatim_instructions: prompt.instructions.shown_paths(),
             ..crate::tools::session_facts()
@@ -299,7 +297,7 @@ impl Agent {
     }
 
     pub(super) fn emit_context(&self) {
-        let config = &self.settings.compaction;
+        let config = &self.pipeline_config();
         self.emit(AgentEvent::Context {
             status: ContextStatus {
                 estimate: self.conversation.estimate(),
@@ -533,7 +531,6 @@ impl Agent {
         self.approvals.clear();
         self.conversation.tally = crate::session::Tally::default();
         self.ledger.clear();
-        self.settings.compaction.context_char_limit.chars = self.ledger.limit().chars;
         let journal = self
             .sessions_folder()
             .map(|folder| Journal::create(&folder, self.provider.kind(), self.provider.model()));

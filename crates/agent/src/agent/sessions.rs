@@ -139,7 +139,6 @@ impl Agent {
                 };
                 self.ledger.changed(measured, now);
             }
-            self.settings.compaction.context_char_limit.chars = self.ledger.limit().chars;
         }
         self.conversation.tally = session::Tally::of_past(past);
     }

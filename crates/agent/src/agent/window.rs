@@ -8,9 +8,9 @@ use crate::protocol::{AgentEvent, Op, Window, WindowSource};
 use crate::session::Record;
 
 impl Agent {
-    /// A limit decision changed: the pipeline uses the new limit from the next call.
+    /// A limit decision changed: the pipeline uses the new limit from the next call
+    /// (the ledger keeps it; [`Agent::pipeline_config`] reads it there).
     pub(super) fn apply_limit(&mut self, note: Option<String>) {
-        self.settings.compaction.context_char_limit.chars = self.ledger.limit().chars;
         if let Some(message) = note {
             self.emit(AgentEvent::Notice { message });
         }
