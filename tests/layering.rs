@@ -31,8 +31,18 @@ const RULES: &[(&str, Rule, &str)] = &[
     ),
     (
         "crates/agent/src/mcp",
-        Rule::Never(&["tools", "agent"]),
-        "tools offer MCP servers' tools; MCP never reaches back into the tools",
+        Rule::Never(&["tools", "agent", "provider"]),
+        "tools offer MCP servers' tools; MCP never reaches back into the tools, nor into the providers (a tool's spec is a leaf in the message model)",
+    ),
+    (
+        "crates/agent/src/tools",
+        Rule::Never(&["provider", "agent"]),
+        "the tools run calls; they name a tool's spec from the message model, never a provider or the agent",
+    ),
+    (
+        "crates/core/src/message/tool_spec.rs",
+        Rule::Only(&[]),
+        "a tool as the model sees it is a leaf",
     ),
     (
         "crates/agent/src/config.rs",

@@ -5,9 +5,9 @@ use crate::compact::CompactConfig;
 use crate::compact::markers::{MessageKind, ResultKind, classify, classify_result};
 use crate::compact::receipt::describe_result;
 use crate::compact::render::{piece, role_name};
+use crate::message::ToolSpec;
 use crate::message::{Content, ContentBlock, Message};
 use crate::protocol::{InstructionRow, McpServerRow};
-use crate::provider::ToolSpec;
 use crate::text::prefix_chars;
 
 pub use crate::protocol::{Category, ContextBreakdown, Item};

@@ -134,7 +134,7 @@ impl CacheChain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ToolSpec;
+    use crate::message::ToolSpec;
 
     fn request<'m>(system: &str, tools: &[&str], messages: &'m [Message]) -> ModelRequest<'m> {
         ModelRequest {

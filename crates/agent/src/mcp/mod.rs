@@ -26,7 +26,7 @@ use serde_json::Value;
 pub use config::McpServerConfig;
 use server::Server;
 
-use crate::provider::ToolSpec;
+use crate::message::ToolSpec;
 use crate::tool_output::ToolOutput;
 
 /// Why a server could not be started, reached or listed: said on its status line and

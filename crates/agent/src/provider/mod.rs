@@ -28,19 +28,12 @@ use crate::compact::markers::CutCall;
 use crate::compact::{Summariser, SummariserChoice, Summary, SummaryError, SummaryRequest};
 use crate::message::{ContentBlock, Message};
 
+pub use crate::message::ToolSpec;
 pub use crate::protocol::Usage;
 pub use api_key::ApiKey;
 pub use error::ProviderError;
 pub use retry::RetryPolicy;
 use sse::{SseDecoder, SseEvent};
-
-/// A tool as the model sees it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
 
 /// One request to the model. It borrows the history: a call copies nothing of it.
 #[derive(Clone, Debug, Default)]

@@ -26,8 +26,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::message::ToolSpec;
 pub use crate::process::environment::{ALWAYS_HIDDEN_ENV, DEFAULT_HIDDEN_ENV, HiddenEnv, user_variable, withhold};
-use crate::provider::ToolSpec;
 use crate::setting::InvalidSetting;
 pub use crate::tool_output::ToolOutput;
 use bash::Shell;

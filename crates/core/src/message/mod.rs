@@ -16,9 +16,11 @@ use std::sync::OnceLock;
 mod lazy;
 mod read;
 mod sketch;
+mod tool_spec;
 
 pub(crate) use lazy::raw::RawText;
 pub use sketch::{Sketch, SketchBlock, SketchContent};
+pub use tool_spec::ToolSpec;
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
