@@ -346,7 +346,7 @@ async fn clear_sets_a_running_summary_aside() {
     );
 }
 
-/// `compaction.compact_when_idle`: a turn ends past the threshold, the summary becomes
+/// `compaction.background_swap = "when_idle"`: a turn ends past the threshold, the summary becomes
 /// ready while the user reads, and it is swapped in then, with no request pending, so
 /// the next request starts small.
 /// The report session's turns until one starts a background summary (within 16).
@@ -369,7 +369,7 @@ async fn when_idle_the_ready_summary_is_swapped_in_before_the_next_request() {
     let api = MockApi::start(common::report_answers(16)).await;
     api.script_summaries(vec![common::slow_summary(300)]);
     let mut settings = common::report_settings(AskPolicy::Approve);
-    settings.compaction.compact_when_idle = true;
+    settings.compaction.background_swap = scratchpad::compact::BackgroundSwap::WhenIdle;
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
     turns_until_a_summary_starts(&mut agent, &mut outcome).await;
@@ -404,7 +404,10 @@ async fn a_summary_finished_while_idle_is_said_ready_at_once_with_its_own_time()
     let api = MockApi::start(common::report_answers(16)).await;
     api.script_summaries(vec![common::slow_summary(300)]);
     let settings = common::report_settings(AskPolicy::Approve);
-    assert!(!settings.compaction.compact_when_idle);
+    assert_eq!(
+        settings.compaction.background_swap,
+        scratchpad::compact::BackgroundSwap::AtLimit
+    );
     let mut agent = start_agent(&api, settings).await;
     let mut outcome = Outcome::default();
     turns_until_a_summary_starts(&mut agent, &mut outcome).await;

@@ -180,6 +180,17 @@ impl Config {
         let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
         let mut config: Config = toml::from_str(text).map_err(parse_error)?;
         let compaction = table.get("compaction");
+        for (old, new) in [(
+            "compact_when_idle",
+            "compaction.background_swap = \"when_idle\" (or \"at_limit\")",
+        )] {
+            if compaction.and_then(|section| section.get(old)).is_some() {
+                config.notes.push(format!(
+                    "{}: compaction.{old} is now {new}; the old form is read for this release only",
+                    path.display()
+                ));
+            }
+        }
         if compaction.and_then(|section| section.get("confirm_lossy")).is_some() {
             config.notes.push(format!(
                 "{}: compaction.confirm_lossy is now compaction.review_summaries; the old name is read for this \
@@ -472,7 +483,7 @@ estimate = "compact"
 review_summaries = true
 summariser = "server"
 background_at_percent = 55
-compact_when_idle = true
+background_swap = "when_idle"
 [tools]
 bash_timeout_secs = 5
 output_cap_bytes = 2000
@@ -530,7 +541,7 @@ max_bytes = 100
             review_summaries: true,
             summariser: crate::compact::SummariserChoice::Server,
             background_at_percent: 55,
-            compact_when_idle: true,
+            background_swap: crate::compact::BackgroundSwap::WhenIdle,
         };
         expected.tools.bash_timeout_secs = 5;
         expected.tools.output_cap_bytes = 2000;
@@ -549,9 +560,10 @@ max_bytes = 100
         assert_eq!(config, expected);
     }
 
-    /// A key read under its old name works for this release, and says its new one.
+    /// A key read under its old name (or form) works for this release, and says its
+    /// new one.
     #[test]
-    fn confirm_lossy_is_read_as_review_summaries_and_said() {
+    fn old_key_names_are_read_and_said() {
         let path = Path::new("/tmp/old.toml");
         let old = Config::from_toml("[compaction]\nconfirm_lossy = true\n", path).unwrap();
         assert!(old.compaction.review_summaries);
@@ -564,6 +576,20 @@ max_bytes = 100
         let new = Config::from_toml("[compaction]\nreview_summaries = true\n", path).unwrap();
         assert!(new.compaction.review_summaries);
         assert!(new.notes.is_empty());
+        let idle = Config::from_toml("[compaction]\ncompact_when_idle = true\n", path).unwrap();
+        assert_eq!(
+            idle.compaction.background_swap,
+            crate::compact::BackgroundSwap::WhenIdle
+        );
+        assert!(
+            idle.notes[0].contains("is now compaction.background_swap"),
+            "{:?}",
+            idle.notes
+        );
+        let wrong = Config::from_toml("[compaction]\nbackground_swap = \"soon\"\n", path)
+            .unwrap_err()
+            .to_string();
+        assert!(wrong.contains("\"at_limit\" or \"when_idle\""), "{wrong}");
     }
 
     #[test]

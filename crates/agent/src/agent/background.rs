@@ -99,11 +99,11 @@ pub(super) async fn settled(background: &mut Background) -> Option<Joined> {
 }
 
 impl Agent {
-    /// Whether an idle swap is wanted: `compaction.compact_when_idle`, no turn running,
+    /// Whether an idle swap is wanted: `compaction.background_swap = "when_idle"`, no turn running,
     /// and a summary written or being written while the estimate is past the threshold.
     pub(super) fn swaps_when_idle(&self) -> bool {
         let config = &self.pipeline_config();
-        config.compact_when_idle
+        config.background_swap == crate::compact::BackgroundSwap::WhenIdle
             && config.background_at_percent > 0
             && percent_of_limit(self.conversation.sizes(), config) >= config.background_at_percent
             && matches!(self.background.job, Background::Running(_) | Background::Ready(_))

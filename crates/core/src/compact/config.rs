@@ -54,9 +54,11 @@ pub struct CompactConfig {
     /// Summarise the older part of the history in the background once the estimate
     /// passes this share of the limit, ready to swap in at the limit (0: never).
     pub background_at_percent: usize,
-    /// When a turn ends past `background_at_percent` and its summary is ready, swap it
-    /// in then (the user is idle) rather than at the limit.
-    pub compact_when_idle: bool,
+    /// When the background summary goes in: at the limit, or as soon as it is ready
+    /// once a turn ended past `background_at_percent` (while you read). Its old form,
+    /// `compact_when_idle = true`, is read too, and said.
+    #[serde(alias = "compact_when_idle")]
+    pub background_swap: BackgroundSwap,
 }
 
 impl Default for CompactConfig {
@@ -81,7 +83,7 @@ impl Default for CompactConfig {
             review_summaries: false,
             summariser: SummariserChoice::Model,
             background_at_percent: DEFAULT_BACKGROUND_AT_PERCENT,
-            compact_when_idle: false,
+            background_swap: BackgroundSwap::AtLimit,
         }
     }
 }
@@ -184,6 +186,49 @@ impl<'de> Deserialize<'de> for Limit {
                     Ok(Limit::auto())
                 } else {
                     Err(E::invalid_value(serde::de::Unexpected::Str(value), &self))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// `compaction.background_swap`: when the summary prepared in the background goes in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundSwap {
+    /// At the limit, in place of writing a summary then (no wait).
+    #[default]
+    AtLimit,
+    /// As soon as it is ready, once a turn ended past `background_at_percent`: the
+    /// next request starts small and the prompt cache is rewritten at a quiet moment.
+    WhenIdle,
+}
+
+/// `"at_limit"` or `"when_idle"`; `true` and `false` are the old `compact_when_idle`.
+impl<'de> Deserialize<'de> for BackgroundSwap {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = BackgroundSwap;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("\"at_limit\" or \"when_idle\"")
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, when_idle: bool) -> Result<BackgroundSwap, E> {
+                Ok(if when_idle {
+                    BackgroundSwap::WhenIdle
+                } else {
+                    BackgroundSwap::AtLimit
+                })
+            }
+
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<BackgroundSwap, E> {
+                match value {
+                    "at_limit" => Ok(BackgroundSwap::AtLimit),
+                    "when_idle" => Ok(BackgroundSwap::WhenIdle),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
                 }
             }
         }

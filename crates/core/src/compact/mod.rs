@@ -34,8 +34,8 @@ pub mod summary_input;
 pub mod tool_result_budget;
 pub mod undo;
 pub use config::{
-    AUTO_LIMIT, CompactConfig, DEFAULT_BACKGROUND_AT_PERCENT, DEFAULT_CONTEXT_CHAR_LIMIT, DEFAULT_INDEX_PERCENT, Limit,
-    MIN_CONTEXT_CHAR_LIMIT, SessionFacts, SummariserChoice,
+    AUTO_LIMIT, BackgroundSwap, CompactConfig, DEFAULT_BACKGROUND_AT_PERCENT, DEFAULT_CONTEXT_CHAR_LIMIT,
+    DEFAULT_INDEX_PERCENT, Limit, MIN_CONTEXT_CHAR_LIMIT, SessionFacts, SummariserChoice,
 };
 pub use stage_event::{
     Freed, ReceiptItem, RequestCut, SavedResult, SincePrevious, Stage, StageEvent, SummaryNote, Swapped, timed,
