@@ -713,6 +713,61 @@ fn f1_over_a_view_shows_its_keys_first_and_returns_to_it() {
     assert_eq!(overlay_name(&s.app), "context");
 }
 
+/// `/compact --preview` opens the review step before a summary exists: what would
+/// leave the context and each stage's receipt; Ctrl+S compacts now with the focus,
+/// Esc closes with nothing sent.
+#[test]
+fn the_preview_is_the_review_step_before_a_summary() {
+    use scratchpad::protocol::Op;
+    let mut s = screen();
+    type_text(&mut s.app, "/compact --preview the parser");
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Preview {
+            focus: Some("the parser".into())
+        })
+    );
+    assert_eq!(overlay_name(&s.app), "preview");
+    let AgentEvent::Compaction { mut event } = stage(Stage::CompactHistory, 12, 61_000, 0, &[]) else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.items = (1..=12)
+        .map(|position| scratchpad::compact::ReceiptItem {
+            position,
+            role: scratchpad::message::Role::User,
+            what: format!("request: step {position}"),
+            chars_before: 4_000,
+            chars_after: 0,
+            saved: None,
+            tool_use_id: None,
+            was: None,
+        })
+        .collect();
+    s.app.apply(AgentEvent::Preview { events: vec![event] });
+    let shown = text_of(&draw(&mut s.app, 80, 24));
+    assert!(
+        shown.contains("What leaves the context: 12 messages (48.0k chars)"),
+        "{shown}"
+    );
+    insta::assert_snapshot!("preview_review_80x24", draw(&mut s.app, 80, 24).backend());
+    insta::assert_snapshot!("preview_review_120x40", draw(&mut s.app, 120, 40).backend());
+    s.app.handle_key(ctrl('s'));
+    assert_eq!(
+        s._ops.try_recv().ok(),
+        Some(Op::Compact {
+            focus: Some("the parser".into())
+        })
+    );
+    assert_eq!(overlay_name(&s.app), "none");
+    type_text(&mut s.app, "/compact --preview");
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(key(KeyCode::Esc));
+    assert_eq!(overlay_name(&s.app), "none");
+    let sent: Vec<Op> = std::iter::from_fn(|| s._ops.try_recv().ok()).collect();
+    assert_eq!(sent, vec![Op::Preview { focus: None }], "Esc sends nothing");
+}
+
 #[test]
 fn context_view_and_timeline() {
     let mut s = screen();
@@ -2250,6 +2305,7 @@ type KeyCase = (&'static str, Setup, Vec<KeyEvent>, Vec<scratchpad::protocol::Op
 enum Shown {
     Unchanged,
     Tree,
+    Preview,
     Context,
     Browser,
     Help,
@@ -2306,7 +2362,7 @@ fn slash_command_cases() -> Vec<KeyCase> {
             Setup::Idle,
             typed("/compact --preview"),
             vec![Op::Preview { focus: None }],
-            Shown::Unchanged,
+            Shown::Preview,
         ),
         (
             "/compact --preview FOCUS",
@@ -2315,7 +2371,7 @@ fn slash_command_cases() -> Vec<KeyCase> {
             vec![Op::Preview {
                 focus: Some("tests".into()),
             }],
-            Shown::Unchanged,
+            Shown::Preview,
         ),
         (
             "/undo",
@@ -2748,6 +2804,7 @@ fn every_binding_and_command_does_what_it_documents() {
             Shown::Browser => overlay_name(&s.app) == "browser",
             Shown::Help => overlay_name(&s.app) == "help",
             Shown::Tree => overlay_name(&s.app) == "tree",
+            Shown::Preview => overlay_name(&s.app) == "preview",
             Shown::NoOverlay => overlay_name(&s.app) == "none",
             Shown::Quitting => s.app.quit,
             Shown::NoBanner => s.app.state.banner.is_none(),
@@ -2774,6 +2831,7 @@ fn overlay_name(app: &App) -> &'static str {
         scratchpad::tui::app::Overlay::Context(_) => "context",
         scratchpad::tui::app::Overlay::Picker(_) => "picker",
         scratchpad::tui::app::Overlay::Tree(_) => "tree",
+        scratchpad::tui::app::Overlay::Preview(_) => "preview",
     }
 }
 

@@ -27,6 +27,8 @@ pub enum View {
     Permission,
     /// A written summary in review before the model reads it.
     Review,
+    /// What `/compact` would do, before anything is written (`/compact --preview`).
+    Preview,
     /// The help overlay.
     Help,
     /// The session picker (`/resume`).
@@ -321,6 +323,7 @@ impl View {
             View::Context => "in /context",
             View::Permission => "in a permission question",
             View::Review => "in a review",
+            View::Preview => "in a preview",
             View::Help => "in the help",
             View::Picker => "in /resume",
             View::Tree => "in /tree",

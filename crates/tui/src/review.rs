@@ -3,6 +3,9 @@
 //! adds after it, and what the two keep of the record. The summary goes in as it
 //! stands in the editor (apply), or not at all (not now).
 
+mod preview;
+pub use preview::PreviewView;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};

@@ -57,6 +57,8 @@ pub enum Overlay {
     Picker(Picker),
     /// The session tree (`/tree`, Esc Esc on an empty prompt).
     Tree(TreeView),
+    /// What `/compact` would do (`/compact --preview`), to apply or not.
+    Preview(super::review::PreviewView),
 }
 
 impl Overlay {
@@ -70,6 +72,7 @@ impl Overlay {
             Overlay::Context(view) => Some(view),
             Overlay::Picker(picker) => Some(picker),
             Overlay::Tree(tree) => Some(tree),
+            Overlay::Preview(preview) => Some(preview),
         }
     }
 
@@ -263,6 +266,10 @@ impl App {
     pub fn apply(&mut self, event: AgentEvent) {
         let wrote_files = matches!(&event, AgentEvent::Compaction { event } if !event.paths.is_empty());
         let started = matches!(event, AgentEvent::TurnStarted { .. });
+        // The preview asked for shows what it found.
+        if let (Overlay::Preview(view), AgentEvent::Preview { events }) = (&mut self.overlay, &event) {
+            view.previewed(events.clone());
+        }
         let demo =
             matches!(&event, AgentEvent::SessionStarted { provider, .. } if crate::provider::demo::is_demo(provider));
         if let Some(stop) = super::tour::TourStop::reached_by(&event) {
@@ -460,7 +467,7 @@ impl App {
         match &self.overlay {
             Overlay::None => &self.chat.hyperlinks,
             Overlay::Browser(browser) => &browser.hyperlinks,
-            Overlay::Help(_) | Overlay::Context(_) | Overlay::Picker(_) | Overlay::Tree(_) => &[],
+            Overlay::Help(_) | Overlay::Context(_) | Overlay::Picker(_) | Overlay::Tree(_) | Overlay::Preview(_) => &[],
         }
     }
 

@@ -81,9 +81,11 @@ impl App {
     fn run_command(&mut self, command: SlashCommand, rest: &str) {
         match command {
             SlashCommand::Compact => match rest.strip_prefix("--preview").map(str::trim) {
-                Some(focus) => self.send(Op::Preview {
-                    focus: (!focus.is_empty()).then(|| focus.to_string()),
-                }),
+                Some(focus) => {
+                    let focus = (!focus.is_empty()).then(|| focus.to_string());
+                    self.overlay = Overlay::Preview(super::super::review::PreviewView::new(focus.clone()));
+                    self.send(Op::Preview { focus });
+                }
                 None => self.send(Op::Compact {
                     focus: (!rest.is_empty()).then(|| rest.to_string()),
                 }),

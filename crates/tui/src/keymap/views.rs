@@ -311,4 +311,31 @@ pub const VIEWS: &[(&str, &[Row])] = &[
             ),
         ],
     ),
+    (
+        "In a preview (/compact --preview)",
+        &[
+            row(
+                "Ctrl+S",
+                "compact now: the summary is written (with review_summaries, reviewed before it goes in)",
+                &[(V::Preview, ctrl('s'), A::ApplySummary)],
+            ),
+            row(
+                "Ctrl+R, Esc, q",
+                "not now: close it, nothing changes",
+                &[
+                    (V::Preview, ctrl('r'), A::RejectSummary),
+                    (V::Preview, key(KeyCode::Esc), A::Close),
+                    (V::Preview, char('q'), A::Close),
+                ],
+            ),
+            row(
+                "Up / Down",
+                "scroll the receipts",
+                &[
+                    (V::Preview, key(KeyCode::Up), A::Previous),
+                    (V::Preview, key(KeyCode::Down), A::Next),
+                ],
+            ),
+        ],
+    ),
 ];
