@@ -34,7 +34,7 @@ pub fn lines(session: &SessionInfo) -> Vec<Line<'static>> {
             Span::styled(keys_of(Action::Help), key),
             Span::styled(" the keys · ", soft),
             Span::styled("/", key),
-            Span::styled(" the commands · ", soft),
+            Span::styled(" finds any command or action · ", soft),
             Span::styled(keys_of(Action::OpenContext), key),
             Span::styled(" what the context holds · ", soft),
             Span::styled(keys_of(Action::OpenBrowser), key),

@@ -47,7 +47,7 @@ impl App {
     pub(super) fn fork_target(&self) -> Result<(usize, String, String), String> {
         let selected = self.selected_entry.and_then(|at| Some((at, self.state.chat.get(at)?)));
         let Some((at, ChatEntry::Marker(run))) = selected else {
-            return Err("select a compaction marker in the chat first (Tab, then ↑↓), or fork in /tree".into());
+            return Err("select a compaction marker in the chat first (Tab, ↑↓); /tree forks anywhere".into());
         };
         match run.events.first() {
             Some(first) if !first.id.is_empty() => Ok((at, first.id.clone(), first.summary_line())),
