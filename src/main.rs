@@ -79,14 +79,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             };
             if args.dry_run {
                 eprintln!("note: `compact --dry-run` is now `simulate --now`; the old name works for this release");
-                commands::simulate::now(
-                    &input,
-                    args.request.as_deref(),
-                    &config.compaction,
-                    &workspace,
-                    &mut io::stdout().lock(),
-                    &mut io::stderr().lock(),
-                )?;
+                simulate_now(&input, args.request.as_deref(), &config, &workspace)?;
                 return Ok(ExitCode::SUCCESS);
             }
             // The model, its client and a runtime only when a summary may be asked of it.
@@ -148,14 +141,7 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
             let workspace = workspace_dir(&cli.run)?;
             let file = commands::input::input_or_newest(args.file.as_deref(), &workspace)?;
             if args.now {
-                commands::simulate::now(
-                    &file,
-                    args.request.as_deref(),
-                    &config.compaction,
-                    &workspace,
-                    &mut io::stdout().lock(),
-                    &mut io::stderr().lock(),
-                )?;
+                simulate_now(&file, args.request.as_deref(), &config, &workspace)?;
             } else {
                 commands::simulate::run(&args, &file, &config.compaction, &mut io::stdout().lock())?;
             }
@@ -219,6 +205,25 @@ fn run(environment: &HashMap<String, String>) -> Result<ExitCode> {
 }
 
 /// The workspace of an offline command: `-C`, or the current folder.
+/// `simulate --now` (and its old name, `compact --dry-run`) on the terminal's stdout
+/// and stderr.
+fn simulate_now(
+    file: &std::path::Path,
+    request: Option<&str>,
+    config: &scratchpad::config::Config,
+    workspace: &std::path::Path,
+) -> Result<(), commands::input::CommandError> {
+    commands::simulate::now(
+        file,
+        request,
+        &config.compaction,
+        workspace,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+    )
+    .map(drop)
+}
+
 fn workspace_dir(run: &scratchpad::cli::RunArgs) -> io::Result<std::path::PathBuf> {
     match &run.workspace {
         Some(dir) => Ok(dir.clone()),

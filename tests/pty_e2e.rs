@@ -605,6 +605,35 @@ fn still_running(text: &str) -> bool {
     })
 }
 
+/// A session on the mock with two exchanges done ("first question", "second
+/// question"), its next answer "The answer on the branch.".
+fn two_exchanges(
+    workspace: &std::path::Path,
+    home: &std::path::Path,
+) -> (
+    common::MockApi,
+    Pty,
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn portable_pty::MasterPty + Send>,
+) {
+    let api = common::MockApi::start_in_thread(vec![
+        common::text_reply("The first answer."),
+        common::text_reply("The second answer."),
+        common::text_reply("The answer on the branch."),
+    ]);
+    let (mut pty, child, master) = start_on_mock(&api, workspace, home, &[]);
+    pty.wait_for("● ready", Duration::from_secs(20));
+    for (request, answer) in [
+        ("first question", "The first answer."),
+        ("second question", "The second answer."),
+    ] {
+        pty.type_line(request);
+        pty.wait_for(answer, Duration::from_secs(20));
+        pty.wait_for("● ready", Duration::from_secs(20));
+    }
+    (api, pty, child, master)
+}
+
 /// Esc Esc on an empty prompt opens the session tree on the newest request; Enter forks
 /// just before it with the request back in the prompt; edited and sent, the branch
 /// goes on from the history before it, and the parent keeps its journal unchanged.
@@ -612,19 +641,7 @@ fn still_running(text: &str) -> bool {
 fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let api = common::MockApi::start_in_thread(vec![
-        common::text_reply("The first answer."),
-        common::text_reply("The second answer."),
-        common::text_reply("The answer on the branch."),
-    ]);
-    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
-    pty.wait_for("● ready", Duration::from_secs(20));
-    pty.type_line("first question");
-    pty.wait_for("The first answer.", Duration::from_secs(20));
-    pty.wait_for("● ready", Duration::from_secs(20));
-    pty.type_line("second question");
-    pty.wait_for("The second answer.", Duration::from_secs(20));
-    pty.wait_for("● ready", Duration::from_secs(20));
+    let (api, mut pty, mut child, _master) = two_exchanges(workspace.path(), home.path());
     let sessions = scratchpad::session::sessions_dir_under(&home.path().join("data/scratchpad"), workspace.path());
     let parent = scratchpad::session::find_in(&sessions, None).unwrap();
     let parent_before = std::fs::read(&parent).unwrap();
@@ -667,21 +684,7 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
 fn slash_summarise_then_slash_fork_before_that_summary() {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let api = common::MockApi::start_in_thread(vec![
-        common::text_reply("The first answer."),
-        common::text_reply("The second answer."),
-        common::text_reply("The answer on the branch."),
-    ]);
-    let (mut pty, mut child, _master) = start_on_mock(&api, workspace.path(), home.path(), &[]);
-    pty.wait_for("● ready", Duration::from_secs(20));
-    for (request, answer) in [
-        ("first question", "The first answer."),
-        ("second question", "The second answer."),
-    ] {
-        pty.type_line(request);
-        pty.wait_for(answer, Duration::from_secs(20));
-        pty.wait_for("● ready", Duration::from_secs(20));
-    }
+    let (api, mut pty, mut child, _master) = two_exchanges(workspace.path(), home.path());
     // Tab selects the newest request; what is typed next goes to the prompt, and the
     // finder says what `/summarise` would do with that selection.
     pty.press_apart(&[b"\t", b"/summarise"]);
