@@ -605,6 +605,15 @@ fn still_running(text: &str) -> bool {
     })
 }
 
+/// The text of each message the newest model call sent.
+fn last_call_texts(api: &common::MockApi) -> Vec<String> {
+    let requests = api.turn_requests();
+    common::messages_of(requests.last().expect("a model call"))
+        .iter()
+        .map(|message| message.text())
+        .collect()
+}
+
 /// A session on the mock with two exchanges done ("first question", "second
 /// question"), its next answer "The answer on the branch.".
 fn two_exchanges(
@@ -654,11 +663,8 @@ fn esc_esc_forks_before_a_request_which_comes_back_to_edit() {
     pty.wait_for("│second question", Duration::from_secs(10));
     pty.type_line(", in one sentence");
     pty.wait_for("The answer on the branch.", Duration::from_secs(20));
-    let requests = api.turn_requests();
-    let sent = common::messages_of(requests.last().unwrap());
-    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
     assert_eq!(
-        texts,
+        last_call_texts(&api),
         [
             "first question",
             "The first answer.",
@@ -699,11 +705,8 @@ fn slash_summarise_then_slash_fork_before_that_summary() {
     pty.wait_for("⑂ a branch of session", Duration::from_secs(10));
     pty.type_line("go on");
     pty.wait_for("The answer on the branch.", Duration::from_secs(20));
-    let requests = api.turn_requests();
-    let sent = common::messages_of(requests.last().unwrap());
-    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
     assert_eq!(
-        texts,
+        last_call_texts(&api),
         [
             "first question",
             "The first answer.",
