@@ -699,6 +699,39 @@ fn the_tour_notes_at_the_first_marker_and_the_first_summary() {
     insta::assert_snapshot!("tour_first_summary_80x24", draw(&mut s.app, 80, 24).backend());
 }
 
+/// A marker grown by its receipt past the middle of the chat: the tour's note still
+/// leaves the marker's first line, the one it is about, in sight.
+#[test]
+fn the_tour_note_leaves_the_markers_first_line_in_sight() {
+    use scratchpad::tui::disk::Loaded;
+    let mut s = screen();
+    s.app.data_in(s.dir.path().join("data"));
+    s.app.loaded(Loaded::Tour(Ok(Vec::new())));
+    let AgentEvent::Compaction { mut event } =
+        stage(Stage::MicroCompact, 12, 60_000, 40_000, &[".transcripts/stage-x.jsonl"])
+    else {
+        unreachable!("stage builds a compaction event")
+    };
+    event.items = (1..=12)
+        .map(|position| scratchpad::compact::ReceiptItem {
+            position,
+            role: scratchpad::message::Role::User,
+            what: format!("read_file src/module_{position}.rs (result)"),
+            chars_before: 4_000,
+            chars_after: 70,
+            saved: None,
+            tool_use_id: None,
+            was: None,
+        })
+        .collect();
+    s.app.apply(AgentEvent::Compaction { event });
+    s.app.handle_key(key(KeyCode::Tab));
+    s.app.handle_key(key(KeyCode::Right));
+    let shown = text_of(&draw(&mut s.app, 80, 24));
+    assert!(shown.contains("tour 1 of 3"), "{shown}");
+    assert!(shown.contains("◆ micro_compact"), "{shown}");
+}
+
 /// F1 over /context opens the help on /context's keys, and Esc goes back to
 /// /context, not to the chat.
 #[test]

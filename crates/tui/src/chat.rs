@@ -298,6 +298,16 @@ fn instructions_lines(
 }
 
 impl ChatView {
+    /// The screen row of the first line of the newest marker the last frame showed.
+    pub fn newest_marker_row(&self) -> Option<u16> {
+        let &(_, newest) = self.marker_rows.iter().max_by_key(|&&(_, entry)| entry)?;
+        self.marker_rows
+            .iter()
+            .filter(|&&(_, entry)| entry == newest)
+            .map(|&(row, _)| row)
+            .min()
+    }
+
     pub fn scroll(&mut self, delta: isize) {
         let max = self.total_lines.saturating_sub(self.page);
         self.scroll_up = (self.scroll_up as isize + delta).clamp(0, max as isize) as usize;

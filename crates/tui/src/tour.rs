@@ -105,9 +105,10 @@ impl Tour {
         Some(stop)
     }
 
-    /// The note on screen over `area` (the chat), in its width, away from the newest
-    /// marker (its row in `marker_row`) it is about: at the bottom when that marker is
-    /// in the top half, else at the top. Where it was drawn, if it was.
+    /// The note on screen over `area` (the chat), in its width, never over the first
+    /// line of the newest marker on screen (its row in `marker_row`), the one it is
+    /// about: at the top, or at the bottom where the top would cover that line. Where
+    /// it was drawn, if it was.
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, marker_row: Option<u16>) -> Option<Rect> {
         let stop = self.showing()?;
         if area.width < 24 || area.height < 6 {
@@ -117,7 +118,8 @@ impl Tour {
         let inner = usize::from(width.saturating_sub(4)).max(1);
         let lines = u16::try_from(textwrap::wrap(stop.text(), inner).len()).unwrap_or(u16::MAX);
         let height = (lines + 2).min(area.height.saturating_sub(2));
-        let low = marker_row.is_some_and(|row| row < area.y + area.height / 2);
+        let top_rows = area.y + 1..area.y + 1 + height;
+        let low = marker_row.is_some_and(|row| top_rows.contains(&row));
         let note = Rect {
             x: area.x + 2,
             y: if low {

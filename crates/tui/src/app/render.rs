@@ -46,9 +46,7 @@ impl App {
         };
         self.render_chat(frame, chat_area);
         if matches!(self.overlay, Overlay::None)
-            && let Some(note) = self
-                .tour
-                .render(frame, chat_area, self.chat.marker_rows.last().map(|&(row, _)| row))
+            && let Some(note) = self.tour.render(frame, chat_area, self.chat.newest_marker_row())
         {
             // The rows under the note show no path: no link is written over it.
             let rows = note.y..note.y + note.height;
